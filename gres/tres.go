@@ -54,7 +54,7 @@ type Registry struct {
 // NewRegistry returns a registry holding the built-in TRES and then each of
 // extra, registered in order. It fails on the first malformed name.
 func NewRegistry(extra ...string) (*Registry, error) {
-	r := &Registry{index: make(map[string]ID, numBuiltin+len(extra))}
+	r := &Registry{index: make(map[string]ID, int(numBuiltin)+len(extra))}
 	for _, n := range []string{"cpu", "mem", "energy", "node", "billing"} {
 		r.index[n] = ID(len(r.names))
 		r.names = append(r.names, n)
