@@ -296,11 +296,18 @@ func (v Vector) Sub(w Vector) (Vector, error) {
 // non-zero counts past the end of v) v is unchanged.
 func (v Vector) SubInPlace(w Vector) error {
 	for i, x := range w {
-		if x != 0 && (i >= len(v) || v[i] < x) {
+		if x == 0 {
+			continue
+		}
+		if i >= len(v) || v[i] < x {
 			return fmt.Errorf("%w: TRES %d: %d - %d is negative", ErrOverflow, i, v.At(ID(i)), x)
 		}
+		if d := v[i] - x; d < 0 || d > MaxCount {
+			return fmt.Errorf("%w: TRES %d: %d - %d is out of range", ErrOverflow, i, v[i], x)
+		}
 	}
-	for i, x := range w {
+	// Every count of w past the end of v is zero (checked above).
+	for i, x := range w[:min(len(w), len(v))] {
 		v[i] -= x
 	}
 	return nil

@@ -1,0 +1,276 @@
+package gres
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// MaxDevices is the most devices one node's Inventory may hold.
+const MaxDevices = 256
+
+// MaxDeviceIndex is the largest Device.Index accepted.
+const MaxDeviceIndex = 1<<16 - 1
+
+// MaxNVLinks is the most NVLink lanes one Link may report.
+const MaxNVLinks = 255
+
+// PCIeLevel is how close two devices are on the host side, NVML's
+// GetTopologyCommonAncestor levels (nvidia-smi topo -m: PIX, PXB, PHB,
+// NODE, SYS) ordered from farthest to closest, so a larger level is closer.
+// The zero value, PCIeUnknown, means "not reported": the chooser then infers
+// NODE from a shared NUMA node, otherwise treats the pair as SYS.
+type PCIeLevel uint8
+
+const (
+	// PCIeUnknown: not reported.
+	PCIeUnknown PCIeLevel = iota
+	// PCIeSYS: the path crosses the inter-socket (SMP) interconnect (NVML TOPOLOGY_SYSTEM).
+	PCIeSYS
+	// PCIeNODE: same NUMA node, through the interconnect between host bridges (TOPOLOGY_NODE).
+	PCIeNODE
+	// PCIePHB: same PCIe host bridge (TOPOLOGY_HOSTBRIDGE).
+	PCIePHB
+	// PCIePXB: several PCIe switches, no host bridge (TOPOLOGY_MULTIPLE).
+	PCIePXB
+	// PCIePIX: one PCIe switch (TOPOLOGY_SINGLE).
+	PCIePIX
+	// PCIeBoard: same board, e.g. a dual-GPU card (TOPOLOGY_INTERNAL).
+	PCIeBoard
+)
+
+var pcieNames = [...]string{"unknown", "SYS", "NODE", "PHB", "PXB", "PIX", "board"}
+
+// String returns nvidia-smi's abbreviation (SYS, NODE, PHB, PXB, PIX),
+// "board" or "unknown".
+func (l PCIeLevel) String() string {
+	if int(l) < len(pcieNames) {
+		return pcieNames[l]
+	}
+	return "PCIeLevel(" + strconv.Itoa(int(l)) + ")"
+}
+
+// Link describes the connection between two devices of a node.
+type Link struct {
+	// NVLinks is the number of NVLink lanes the pair can use between them:
+	// direct lanes (e.g. 4 on an A100 PCIe NVLink bridge pair), or, for two
+	// GPUs on one NVSwitch fabric, the lane count of the less-connected GPU
+	// (18 on H100 SXM, 12 on A100 SXM). 0 means no NVLink.
+	NVLinks int
+	// NVSwitch reports that both devices sit on one NVSwitch fabric (their
+	// NVLinks go through switches, not directly to each other).
+	NVSwitch bool
+	// PCIe is the host-side (PCIe / NUMA / socket) level of the pair.
+	PCIe PCIeLevel
+}
+
+// Device is one device of a node, typically a GPU.
+type Device struct {
+	Index     int     // device index: the N of /dev/nvidiaN, CUDA/NVML order
+	Name      string  // GRES name: "gpu" (MIG slices are gpus with their own Type)
+	Type      string  // GRES type: "h100", "a100", "a100_3g.20gb"; "" if untyped
+	UUID      string  // "GPU-…" or "MIG-…"; optional, unique when set
+	MemoryMiB int64   // device memory
+	PCIBusID  string  // "0000:18:00.0"; optional, unique when set
+	NUMA      int     // NUMA node; -1 if unknown
+	Socket    int     // CPU socket; -1 if unknown
+	Cores     CoreSet // logical CPUs close to the device (its affinity); empty if unknown
+}
+
+// Inventory is the device inventory of one node: its devices and the link
+// matrix between them. It is plain data: fill it, call Validate (or
+// NewNodeDevices, which validates), and do not modify it afterwards.
+type Inventory struct {
+	// Devices in strictly increasing Index order.
+	Devices []Device
+	// Links is nil (no link information) or a len(Devices)×len(Devices)
+	// matrix: Links[i][j] is the link from Devices[i] to Devices[j] (by
+	// position, as in gres.conf Links=). It must be symmetric, with zero
+	// Links on the diagonal. SetLink fills both directions.
+	Links [][]Link
+}
+
+// SetLink sets the link between the devices at positions i and j in both
+// directions, allocating the matrix when it is nil.
+func (inv *Inventory) SetLink(i, j int, l Link) error {
+	n := len(inv.Devices)
+	if i < 0 || j < 0 || i >= n || j >= n || i == j {
+		return fmt.Errorf("%w: link between positions %d and %d of %d devices", ErrInvalidInventory, i, j, n)
+	}
+	if inv.Links == nil {
+		inv.Links = make([][]Link, n)
+		for k := range inv.Links {
+			inv.Links[k] = make([]Link, n)
+		}
+	}
+	if len(inv.Links) != n || len(inv.Links[i]) != n || len(inv.Links[j]) != n {
+		return fmt.Errorf("%w: link matrix is not %d×%d", ErrInvalidInventory, n, n)
+	}
+	inv.Links[i][j], inv.Links[j][i] = l, l
+	return nil
+}
+
+// Link returns the link between the devices at positions i and j (the zero
+// Link when there is no matrix or i == j).
+func (inv *Inventory) Link(i, j int) Link {
+	if i == j || i < 0 || j < 0 || i >= len(inv.Links) || j >= len(inv.Links[i]) {
+		return Link{}
+	}
+	return inv.Links[i][j]
+}
+
+// Validate checks the inventory: at most MaxDevices devices; indices in
+// [0, MaxDeviceIndex] and strictly increasing (so never duplicated); names
+// and types well-formed; UUIDs and PCI bus ids unique when set; memory,
+// NUMA and socket not below their minimum (0, -1, -1); every NUMA node on
+// one socket; a square, symmetric link matrix with a zero diagonal,
+// NVLinks in [0, MaxNVLinks], NVSwitch only with lanes, known PCIe levels,
+// and PCIe levels that agree with NUMA and socket (PIX … NODE need one NUMA
+// node and socket, SYS needs two NUMA nodes). Errors wrap
+// ErrInvalidInventory and name the device.
+func (inv *Inventory) Validate() error {
+	n := len(inv.Devices)
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidInventory}, args...)...)
+	}
+	if n > MaxDevices {
+		return bad("%d devices, at most %d", n, MaxDevices)
+	}
+	uuids := make(map[string]int, n)
+	buses := make(map[string]int, n)
+	numaSocket := make(map[int]int)
+	for i, d := range inv.Devices {
+		switch {
+		case d.Index < 0 || d.Index > MaxDeviceIndex:
+			return bad("device %d: index %d outside [0, %d]", i, d.Index, MaxDeviceIndex)
+		case i > 0 && d.Index == inv.Devices[i-1].Index:
+			return bad("device %d: duplicate index %d", i, d.Index)
+		case i > 0 && d.Index < inv.Devices[i-1].Index:
+			return bad("device %d: index %d after %d; devices must be in increasing index order", i, d.Index, inv.Devices[i-1].Index)
+		case !validGRESName(d.Name):
+			return bad("device %d: bad name %q", d.Index, d.Name)
+		case d.Type != "" && !validIdent(d.Type):
+			return bad("device %d: bad type %q", d.Index, d.Type)
+		case d.MemoryMiB < 0:
+			return bad("device %d: negative memory %d", d.Index, d.MemoryMiB)
+		case d.NUMA < -1:
+			return bad("device %d: NUMA node %d (use -1 for unknown)", d.Index, d.NUMA)
+		case d.Socket < -1:
+			return bad("device %d: socket %d (use -1 for unknown)", d.Index, d.Socket)
+		}
+		if d.UUID != "" {
+			if j, dup := uuids[d.UUID]; dup {
+				return bad("device %d: UUID %q duplicates device %d", d.Index, d.UUID, j)
+			}
+			uuids[d.UUID] = d.Index
+		}
+		if d.PCIBusID != "" {
+			if j, dup := buses[d.PCIBusID]; dup {
+				return bad("device %d: PCI bus id %q duplicates device %d", d.Index, d.PCIBusID, j)
+			}
+			buses[d.PCIBusID] = d.Index
+		}
+		if d.NUMA >= 0 && d.Socket >= 0 {
+			if s, seen := numaSocket[d.NUMA]; seen && s != d.Socket {
+				return bad("device %d: NUMA node %d on socket %d, but another device puts it on socket %d", d.Index, d.NUMA, d.Socket, s)
+			}
+			numaSocket[d.NUMA] = d.Socket
+		}
+	}
+	if inv.Links == nil {
+		return nil
+	}
+	if len(inv.Links) != n {
+		return bad("link matrix has %d rows for %d devices", len(inv.Links), n)
+	}
+	for i, row := range inv.Links {
+		if len(row) != n {
+			return bad("device %d: link row has %d entries for %d devices", inv.Devices[i].Index, len(row), n)
+		}
+	}
+	for i := range n {
+		a := &inv.Devices[i]
+		if inv.Links[i][i] != (Link{}) {
+			return bad("device %d: non-zero link to itself", a.Index)
+		}
+		for j := i + 1; j < n; j++ {
+			b := &inv.Devices[j]
+			l := inv.Links[i][j]
+			if l != inv.Links[j][i] {
+				return bad("devices %d and %d: asymmetric links %+v and %+v", a.Index, b.Index, l, inv.Links[j][i])
+			}
+			switch {
+			case l.NVLinks < 0 || l.NVLinks > MaxNVLinks:
+				return bad("devices %d and %d: %d NVLinks outside [0, %d]", a.Index, b.Index, l.NVLinks, MaxNVLinks)
+			case l.NVSwitch && l.NVLinks == 0:
+				return bad("devices %d and %d: NVSwitch link without NVLink lanes", a.Index, b.Index)
+			case l.PCIe > PCIeBoard:
+				return bad("devices %d and %d: unknown PCIe level %d", a.Index, b.Index, l.PCIe)
+			}
+			if l.PCIe >= PCIeNODE {
+				if a.NUMA >= 0 && b.NUMA >= 0 && a.NUMA != b.NUMA {
+					return bad("devices %d and %d: PCIe level %v but NUMA nodes %d and %d", a.Index, b.Index, l.PCIe, a.NUMA, b.NUMA)
+				}
+				if a.Socket >= 0 && b.Socket >= 0 && a.Socket != b.Socket {
+					return bad("devices %d and %d: PCIe level %v but sockets %d and %d", a.Index, b.Index, l.PCIe, a.Socket, b.Socket)
+				}
+			}
+			if l.PCIe == PCIeSYS && a.NUMA >= 0 && a.NUMA == b.NUMA {
+				return bad("devices %d and %d: PCIe level SYS but both on NUMA node %d", a.Index, b.Index, a.NUMA)
+			}
+		}
+	}
+	return nil
+}
+
+// Clone returns a deep copy of the inventory (CoreSets are immutable and
+// shared).
+func (inv *Inventory) Clone() Inventory {
+	out := Inventory{Devices: append([]Device(nil), inv.Devices...)}
+	if inv.Links != nil {
+		out.Links = make([][]Link, len(inv.Links))
+		for i, row := range inv.Links {
+			out.Links[i] = append([]Link(nil), row...)
+		}
+	}
+	return out
+}
+
+// RegisterInventory registers the GRES TRES an inventory offers:
+// gres/<name> for every device and gres/<name>:<type> for every typed one
+// (so requests for them pass RequestVector). Call it with each node's
+// inventory while building the cluster's registry.
+func (r *Registry) RegisterInventory(inv *Inventory) error {
+	for _, d := range inv.Devices {
+		name := "gres/" + d.Name
+		if d.Type != "" {
+			name += ":" + d.Type
+		}
+		if _, err := r.Register(name); err != nil { // a typed name registers its parent too
+			return fmt.Errorf("device %d: %w", d.Index, err)
+		}
+	}
+	return nil
+}
+
+// TRES returns the inventory's devices as a TRES vector of length r.Len(),
+// counted like RequestVector counts requests: every device adds 1 to
+// gres/<name>, and a typed one also to gres/<name>:<type>. Every name must
+// be registered (see RegisterInventory), else the error wraps
+// ErrUnknownTRES.
+func (inv *Inventory) TRES(r *Registry) (Vector, error) {
+	v := r.NewVector()
+	for _, d := range inv.Devices {
+		q := Request{Name: d.Name, Type: d.Type, Count: 1}
+		for _, name := range []string{"gres/" + d.Name, q.TRESName()} {
+			id, ok := r.Lookup(name)
+			if !ok {
+				return nil, fmt.Errorf("%w: device %d: %q is not registered", ErrUnknownTRES, d.Index, name)
+			}
+			v[id]++
+			if d.Type == "" {
+				break
+			}
+		}
+	}
+	return v, nil
+}

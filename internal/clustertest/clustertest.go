@@ -1,0 +1,248 @@
+// Package clustertest builds the clusters and workloads Sluice's tests,
+// benchmarks and examples share: small named clusters for unit tests and
+// the seeded standard-scale cluster and workload of DESIGN.md
+// ("Standard scale"). Everything here is deterministic for a given seed.
+package clustertest
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/internal/gputest"
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// GiB is one gibibyte in MiB, the unit of memory in Sluice.
+const GiB = 1024
+
+// DGXNode returns one DGX-H100-like node: 2×56 cores, 2 TiB, 8 h100 GPUs
+// connected all-to-all through NVSwitch.
+func DGXNode(name string) scheduler.NodeConfig {
+	return scheduler.NodeConfig{Name: name, CPUs: 112, MemoryMiB: 2048 * GiB, Devices: gputest.DGXH100()}
+}
+
+// DGX returns a one-node cluster (a DGX-H100-like server) with one
+// partition "gpu".
+func DGX() scheduler.Config {
+	return scheduler.Config{
+		Nodes:      []scheduler.NodeConfig{DGXNode("dgx01")},
+		Partitions: []scheduler.PartitionConfig{{Name: "gpu", Default: true, MaxTime: 24 * time.Hour}},
+	}
+}
+
+// Mixed4 returns a four-node cluster: two h100 nodes (NVSwitch, 8 GPUs
+// each), two a100 PCIe nodes (NVLink pairs, 8 GPUs each), and two
+// partitions: "gpu" over all nodes (default, 1 day max) and "h100" over the
+// h100 nodes (priority tier 2, 4 hours max).
+func Mixed4() scheduler.Config {
+	return scheduler.Config{
+		Nodes: []scheduler.NodeConfig{
+			DGXNode("h100-01"),
+			DGXNode("h100-02"),
+			{Name: "a100-01", CPUs: 64, MemoryMiB: 512 * GiB, Devices: gputest.PCIeA100Pairs()},
+			{Name: "a100-02", CPUs: 64, MemoryMiB: 512 * GiB, Devices: gputest.PCIeA100Pairs()},
+		},
+		Partitions: []scheduler.PartitionConfig{
+			{Name: "gpu", Default: true, MaxTime: 24 * time.Hour, DefaultTime: time.Hour},
+			{Name: "h100", Nodes: []string{"h100-01", "h100-02"}, MaxTime: 4 * time.Hour, PriorityTier: 2},
+		},
+	}
+}
+
+// Standard-scale shape (DESIGN.md): node counts per kind. GB200 nodes come
+// in racks of 18 forming one NVLink domain.
+const (
+	StandardNodes    = 10000
+	StandardGB200    = 44 * 18 // 792 nodes, 44 NVL racks
+	StandardH100     = (StandardNodes - StandardGB200) / 2
+	StandardA100     = StandardNodes - StandardGB200 - StandardH100
+	StandardLeafSize = 32 // nodes per leaf switch
+	StandardUsers    = 2000
+	StandardAccounts = 200
+)
+
+// StandardCluster returns the standard benchmark cluster: 10,000 nodes of
+// 2×64 cores and 2 TiB, h100 SXM nodes (8 GPUs, NVSwitch), a100 PCIe nodes
+// (8 GPUs in NVLink pairs) and GB200-style nodes (4 GPUs, 18-node NVLink
+// racks); partitions "batch" (all nodes, default, 2 days), "h100" (the h100
+// nodes, tier 2, 1 day) and "gb200" (the GB200 racks, 1 day).
+func StandardCluster() scheduler.Config {
+	cfg := scheduler.Config{Nodes: make([]scheduler.NodeConfig, 0, StandardNodes)}
+	var h100, gb200 []string
+	h100Inv, a100Inv, gbInv := gputest.DGXH100(), gputest.PCIeA100Pairs(), gputest.GB200Node()
+	for i := range StandardNodes {
+		nc := scheduler.NodeConfig{CPUs: 128, MemoryMiB: 2048 * GiB}
+		switch {
+		case i < StandardH100:
+			nc.Name = fmt.Sprintf("h%05d", i)
+			nc.Devices = h100Inv
+			h100 = append(h100, nc.Name)
+		case i < StandardH100+StandardA100:
+			nc.Name = fmt.Sprintf("a%05d", i)
+			nc.Devices = a100Inv
+		default:
+			nc.Name = fmt.Sprintf("g%05d", i)
+			nc.Devices = gbInv
+			gb200 = append(gb200, nc.Name)
+		}
+		cfg.Nodes = append(cfg.Nodes, nc)
+	}
+	cfg.Partitions = []scheduler.PartitionConfig{
+		{Name: "batch", Default: true, MaxTime: 48 * time.Hour, DefaultTime: time.Hour},
+		{Name: "h100", Nodes: h100, MaxTime: 24 * time.Hour, PriorityTier: 2},
+		{Name: "gb200", Nodes: gb200, MaxTime: 24 * time.Hour},
+	}
+	return cfg
+}
+
+// QOSNames are the four QOS of the standard scale.
+var QOSNames = [...]string{"normal", "high", "low", "standby"}
+
+// WorkloadJob is one synthetic job: what the user asked for, and how long
+// it really runs.
+type WorkloadJob struct {
+	Spec scheduler.JobSpec
+	// Submit is the offset from the workload's start at which it arrives.
+	Submit time.Duration
+	// Runtime is how long it actually runs (≤ Spec.TimeLimit).
+	Runtime time.Duration
+}
+
+// WorkloadConfig shapes a synthetic GPU workload.
+type WorkloadConfig struct {
+	// Jobs is how many jobs to generate.
+	Jobs int
+	// Seed makes the workload reproducible.
+	Seed uint64
+	// Span spreads submit times uniformly over [0, Span); zero submits all
+	// at once.
+	Span time.Duration
+	// MaxNodes caps multi-node jobs (default 256).
+	MaxNodes int
+	// Users and Accounts size the population (defaults 2,000 and 200).
+	Users, Accounts int
+}
+
+// Workload generates the standard job mix: 1/2/4-GPU single-node jobs,
+// whole-node jobs and 2–MaxNodes-node jobs, log-normal run times (median
+// about 40 minutes), and user time limits 1–10× the run time rounded up to
+// 5 minutes. Jobs go to partitions batch (most), h100 and gb200.
+func Workload(c WorkloadConfig) []WorkloadJob {
+	if c.MaxNodes == 0 {
+		c.MaxNodes = 256
+	}
+	if c.Users == 0 {
+		c.Users = StandardUsers
+	}
+	if c.Accounts == 0 {
+		c.Accounts = StandardAccounts
+	}
+	rng := rand.New(rand.NewPCG(c.Seed, 0x5113ce))
+	out := make([]WorkloadJob, c.Jobs)
+	for i := range out {
+		u := rng.IntN(c.Users)
+		spec := scheduler.JobSpec{
+			Name:    fmt.Sprintf("job%d", i),
+			User:    fmt.Sprintf("u%04d", u),
+			Account: fmt.Sprintf("acct%03d", u%c.Accounts),
+			QOS:     QOSNames[rng.IntN(len(QOSNames))],
+		}
+		part := rng.IntN(10)
+		switch {
+		case part < 7:
+			spec.Partition = "batch"
+		case part < 9:
+			spec.Partition = "h100"
+		default:
+			spec.Partition = "gb200"
+		}
+		gpusPerNode := int64(8)
+		if spec.Partition == "gb200" {
+			gpusPerNode = 4
+		}
+		k := rng.IntN(100)
+		switch {
+		case k < 60: // 1, 2 or 4 GPUs on one node
+			g := []int64{1, 2, 4}[rng.IntN(3)]
+			spec.Tasks = int(g)
+			spec.CPUsPerTask = 8
+			spec.MemPerNodeMiB = g * 64 * GiB
+			spec.GRESPerNode = []gres.Request{{Name: "gpu", Count: min(g, gpusPerNode)}}
+		case k < 85: // whole node
+			spec.Exclusive = true
+			spec.GRESPerNode = []gres.Request{{Name: "gpu", Count: gpusPerNode}}
+		default: // 2..MaxNodes nodes, log-uniform
+			n := int(math.Round(math.Exp(rng.Float64()*math.Log(float64(c.MaxNodes)/2)) * 2))
+			spec.Nodes = min(max(n, 2), c.MaxNodes)
+			spec.Exclusive = true
+			spec.GRESPerNode = []gres.Request{{Name: "gpu", Count: gpusPerNode}}
+		}
+		run := time.Duration(math.Exp(rng.NormFloat64()*1.2+math.Log(2400))) * time.Second
+		run = min(max(run, time.Minute), 20*time.Hour)
+		limit := time.Duration(float64(run) * (1 + 9*rng.Float64()))
+		limit = (limit + 5*time.Minute - 1) / (5 * time.Minute) * (5 * time.Minute)
+		limit = min(limit, 24*time.Hour)
+		spec.TimeLimit = limit
+		var at time.Duration
+		if c.Span > 0 {
+			at = time.Duration(rng.Int64N(int64(c.Span)))
+		}
+		out[i] = WorkloadJob{Spec: spec, Submit: at, Runtime: min(run, limit)}
+	}
+	return out
+}
+
+// Epoch is the fixed start time of every synthetic scenario.
+var Epoch = time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
+
+// StandardState returns a scheduler over the standard cluster with the
+// standard load: it submits and starts jobs until about 40,000 run, then
+// leaves pending jobs queued (100,000 at full scale). pending and running
+// scale the load down for quicker tests. It returns the scheduler and the
+// time the state is at.
+func StandardState(running, pending int, seed uint64) (*scheduler.Scheduler, time.Time, error) {
+	s, err := scheduler.New(StandardCluster())
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	now := Epoch
+	jobs := Workload(WorkloadConfig{Jobs: running*2 + pending, Seed: seed})
+	started, next := 0, 0
+	// Fill the cluster with small (1–2 GPU, shared-node) jobs until about
+	// `running` run; the rest of the mix goes to the pending queue.
+	for started < running && next < len(jobs) {
+		for submitted := 0; submitted < min(running-started, 4096) && next < len(jobs); next++ {
+			spec := jobs[next].Spec
+			if spec.Nodes > 1 || spec.Exclusive || spec.GRESPerNode[0].Count > 2 {
+				continue
+			}
+			if _, err := s.Submit(now, spec); err != nil {
+				return nil, now, err
+			}
+			submitted++
+		}
+		cyc, err := s.Schedule(now)
+		if err != nil {
+			return nil, now, err
+		}
+		started += len(cyc.Starts)
+		if len(cyc.Starts) == 0 {
+			break
+		}
+		now = now.Add(time.Second)
+	}
+	queued, _ := s.Counts()
+	for ; queued < pending; next++ {
+		if next == len(jobs) {
+			jobs = append(jobs, Workload(WorkloadConfig{Jobs: pending, Seed: seed + 1})...)
+		}
+		if _, err := s.Submit(now, jobs[next].Spec); err != nil {
+			return nil, now, err
+		}
+		queued++
+	}
+	return s, now, nil
+}

@@ -1,0 +1,287 @@
+package gputest
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/sluicehq/sluice/gres"
+)
+
+// CoresPerSocket is the number of logical CPUs per socket in every fixture.
+const CoresPerSocket = 64
+
+// SocketCores returns the CPUs of socket s: 64·s … 64·s+63.
+func SocketCores(s int) gres.CoreSet {
+	c, err := gres.CoreRange(s*CoresPerSocket, s*CoresPerSocket+CoresPerSocket-1)
+	if err != nil { // unreachable for the socket numbers fixtures use
+		panic(fmt.Sprintf("gputest: socket %d: %v", s, err))
+	}
+	return c
+}
+
+// gpu returns a device on socket (and NUMA node) s.
+func gpu(i int, model string, memMiB int64, bus string, s int) gres.Device {
+	if bus == "" {
+		bus = fmt.Sprintf("0000:%02x:00.0", i+1)
+	}
+	return gres.Device{
+		Index:     i,
+		Name:      "gpu",
+		Type:      model,
+		UUID:      fmt.Sprintf("GPU-%s-%04d-4000-8000-%012d", model, i, i),
+		MemoryMiB: memMiB,
+		PCIBusID:  bus,
+		NUMA:      s,
+		Socket:    s,
+		Cores:     SocketCores(s),
+	}
+}
+
+// build assembles an inventory from devices and a link function, which
+// must be symmetric.
+func build(devs []gres.Device, link func(a, b *gres.Device) gres.Link) gres.Inventory {
+	inv := gres.Inventory{Devices: devs}
+	for i := range devs {
+		for j := i + 1; j < len(devs); j++ {
+			if err := inv.SetLink(i, j, link(&devs[i], &devs[j])); err != nil {
+				panic(fmt.Sprintf("gputest: %v", err)) // unreachable: positions are in range
+			}
+		}
+	}
+	if err := inv.Validate(); err != nil {
+		panic(fmt.Sprintf("gputest: fixture invalid: %v", err)) // a bug in this package
+	}
+	return inv
+}
+
+// hostLevel is the PCIe level of two GPUs given their PCIe switch groups:
+// same switch PIX, same switch tree PXB, same socket NODE, else SYS. A
+// group of -1 means "own switch".
+func hostLevel(a, b *gres.Device, sw, tree func(i int) int) gres.PCIeLevel {
+	switch {
+	case a.Socket != b.Socket:
+		return gres.PCIeSYS
+	case sw != nil && sw(a.Index) >= 0 && sw(a.Index) == sw(b.Index):
+		return gres.PCIePIX
+	case tree != nil && tree(a.Index) >= 0 && tree(a.Index) == tree(b.Index):
+		return gres.PCIePXB
+	}
+	return gres.PCIeNODE
+}
+
+// DGXH100 is an NVIDIA DGX H100: 8 × H100 SXM5 80 GB, every GPU with 18
+// NVLink 4 lanes into the NVSwitch fabric (all-to-all, every pair
+// equivalent), GPUs 0-3 on socket/NUMA 0 and 4-7 on socket/NUMA 1. Each
+// GPU sits behind its own PCIe switch, so host-side pairs are NODE within
+// a socket and SYS across. Bus ids are the real machine's.
+func DGXH100() gres.Inventory {
+	buses := []string{"0000:1b:00.0", "0000:43:00.0", "0000:52:00.0", "0000:61:00.0",
+		"0000:9d:00.0", "0000:c3:00.0", "0000:d1:00.0", "0000:df:00.0"}
+	devs := make([]gres.Device, 8)
+	for i := range devs {
+		devs[i] = gpu(i, "h100", 81920, buses[i], i/4)
+	}
+	return build(devs, func(a, b *gres.Device) gres.Link {
+		return gres.Link{NVLinks: 18, NVSwitch: true, PCIe: hostLevel(a, b, nil, nil)}
+	})
+}
+
+// DGXA100 is an NVIDIA DGX A100: 8 × A100 SXM4 40 GB, 12 NVLink 3 lanes
+// each into six NVSwitches (all-to-all). GPUs are in PCIe pairs (0,1),
+// (2,3), (4,5), (6,7) behind a two-level switch (PXB); GPUs 0-3 are on
+// socket 0 and 4-7 on socket 1. Simplified: the real machine runs NPS4
+// (GPU pairs on NUMA 3, 1, 7, 5); here each socket is one NUMA node.
+func DGXA100() gres.Inventory {
+	buses := []string{"0000:07:00.0", "0000:0f:00.0", "0000:47:00.0", "0000:4e:00.0",
+		"0000:87:00.0", "0000:90:00.0", "0000:b7:00.0", "0000:bd:00.0"}
+	devs := make([]gres.Device, 8)
+	for i := range devs {
+		devs[i] = gpu(i, "a100", 40960, buses[i], i/4)
+	}
+	pair := func(i int) int { return i / 2 }
+	return build(devs, func(a, b *gres.Device) gres.Link {
+		return gres.Link{NVLinks: 12, NVSwitch: true, PCIe: hostLevel(a, b, nil, pair)}
+	})
+}
+
+// PCIeA100Pairs is an 8 × A100 PCIe 80 GB server with NVLink bridges
+// joining GPUs in pairs (0,1), (2,3), (4,5), (6,7), 12 lanes per pair (three
+// bridges) and no NVLink between pairs. Each bridged pair shares a PCIe
+// switch (PIX); the two switches of a socket share an upstream switch
+// (PXB); GPUs 0-3 are on socket/NUMA 0, 4-7 on socket/NUMA 1 (SYS across).
+func PCIeA100Pairs() gres.Inventory {
+	devs := make([]gres.Device, 8)
+	for i := range devs {
+		devs[i] = gpu(i, "a100", 81920, "", i/4)
+	}
+	pair := func(i int) int { return i / 2 }
+	quad := func(i int) int { return i / 4 }
+	return build(devs, func(a, b *gres.Device) gres.Link {
+		l := gres.Link{PCIe: hostLevel(a, b, pair, quad)}
+		if a.Index/2 == b.Index/2 {
+			l.NVLinks = 12
+		}
+		return l
+	})
+}
+
+// GB200Node is one compute tray of a GB200 NVL72 rack: two Grace CPUs
+// (sockets/NUMA 0 and 1), each with two B200 GPUs (0,1 on socket 0; 2,3 on
+// socket 1), all four with 18 NVLink 5 lanes into the rack's NVSwitch
+// fabric. Host side: NODE within a Grace, SYS across. Memory 186 GB HBM3e
+// (190464 MiB). Grace has 72 cores; the fixture keeps 64 per socket like
+// every other fixture.
+func GB200Node() gres.Inventory {
+	devs := make([]gres.Device, 4)
+	for i := range devs {
+		devs[i] = gpu(i, "gb200", 190464, "", i/2)
+	}
+	return build(devs, func(a, b *gres.Device) gres.Link {
+		return gres.Link{NVLinks: 18, NVSwitch: true, PCIe: hostLevel(a, b, nil, nil)}
+	})
+}
+
+// PCIeTwoNUMA is an 8 × L40S 48 GB PCIe server with no NVLink at all: GPUs
+// in PCIe-switch pairs (0,1), (2,3), (4,5), (6,7) (PIX), pairs of a socket
+// only meeting at the host (NODE), GPUs 0-3 on socket/NUMA 0 and 4-7 on
+// socket/NUMA 1 (SYS across). Placement here is decided by PCIe and CPU
+// affinity alone.
+func PCIeTwoNUMA() gres.Inventory {
+	devs := make([]gres.Device, 8)
+	for i := range devs {
+		devs[i] = gpu(i, "l40s", 49152, "", i/4)
+	}
+	pair := func(i int) int { return i / 2 }
+	return build(devs, func(a, b *gres.Device) gres.Link {
+		return gres.Link{PCIe: hostLevel(a, b, pair, nil)}
+	})
+}
+
+// TwoQuads is an 8 × A100 SXM4 80 GB server built from two 4-GPU HGX
+// boards: GPUs 0-3 and 4-7 each form an all-to-all island with 4 direct
+// NVLink lanes per pair, and the islands meet only over PCIe. Island 0 is
+// on socket/NUMA 0, island 1 on socket/NUMA 1; within an island GPUs are in
+// PCIe-switch pairs (PIX). It shows the cost of stranding an island.
+func TwoQuads() gres.Inventory {
+	devs := make([]gres.Device, 8)
+	for i := range devs {
+		devs[i] = gpu(i, "a100", 81920, "", i/4)
+	}
+	pair := func(i int) int { return i / 2 }
+	return build(devs, func(a, b *gres.Device) gres.Link {
+		l := gres.Link{PCIe: hostLevel(a, b, pair, nil)}
+		if a.Index/4 == b.Index/4 {
+			l.NVLinks = 4
+		}
+		return l
+	})
+}
+
+// DGX2 is an NVIDIA DGX-2: 16 × V100 SXM3 32 GB, 6 NVLink 2 lanes each
+// into twelve NVSwitches (all-to-all). GPUs 0-7 are on socket/NUMA 0 and
+// 8-15 on socket/NUMA 1; host side they sit in PCIe-switch pairs (PIX)
+// under per-quad switch trees (PXB).
+func DGX2() gres.Inventory {
+	devs := make([]gres.Device, 16)
+	for i := range devs {
+		devs[i] = gpu(i, "v100", 32768, "", i/8)
+	}
+	pair := func(i int) int { return i / 2 }
+	quad := func(i int) int { return i / 4 }
+	return build(devs, func(a, b *gres.Device) gres.Link {
+		return gres.Link{NVLinks: 6, NVSwitch: true, PCIe: hostLevel(a, b, pair, quad)}
+	})
+}
+
+// NVL72 is a whole GB200 NVL72 NVLink domain seen as one 72-GPU inventory
+// (for benchmarks of large domains): 18 trays of GB200Node, tray t holding
+// GPUs 4t … 4t+3 on sockets 2t and 2t+1; all 72 GPUs on one NVSwitch
+// fabric with 18 lanes each.
+func NVL72() gres.Inventory {
+	devs := make([]gres.Device, 72)
+	for i := range devs {
+		devs[i] = gpu(i, "gb200", 190464, fmt.Sprintf("%04x:01:00.0", i), i/2)
+	}
+	return build(devs, func(a, b *gres.Device) gres.Link {
+		return gres.Link{NVLinks: 18, NVSwitch: true, PCIe: hostLevel(a, b, nil, nil)}
+	})
+}
+
+// Random returns a random valid inventory of n GPUs (1 ≤ n ≤ 64) drawn from
+// rng: one or two sockets, PCIe switches of 1-4 GPUs under switch trees,
+// and one of four NVLink layouts (none, bridged pairs, direct-link islands
+// of 2-4 GPUs, NVSwitch all-to-all) plus occasional extra random links.
+// About one GPU in eight has unknown CPU affinity, and types are drawn from
+// "a100" and "h100" when mixed is true.
+func Random(rng *rand.Rand, n int, mixed bool) gres.Inventory {
+	n = max(1, min(n, 64))
+	sockets := 1 + rng.IntN(2)
+	devs := make([]gres.Device, n)
+	sw := make([]int, n)
+	tree := make([]int, n)
+	island := make([]int, n)
+	swID, treeID, islID := 0, 0, 0
+	left, tleft, ileft := 0, 0, 0
+	islandSize := 2 + rng.IntN(3)
+	for i := range devs {
+		s := i * sockets / n
+		if i > 0 && s != devs[i-1].Socket {
+			left, tleft, ileft = 0, 0, 0
+		}
+		if left == 0 {
+			swID++
+			left = 1 + rng.IntN(4)
+		}
+		if tleft == 0 {
+			treeID++
+			tleft = 2 + rng.IntN(6)
+		}
+		if ileft == 0 {
+			islID++
+			ileft = islandSize
+		}
+		left--
+		tleft--
+		ileft--
+		sw[i], tree[i], island[i] = swID, treeID, islID
+		model := "a100"
+		if mixed && rng.IntN(2) == 0 {
+			model = "h100"
+		}
+		devs[i] = gpu(i, model, 81920, "", s)
+		if rng.IntN(8) == 0 {
+			devs[i].Cores = gres.CoreSet{}
+		}
+	}
+	layout := rng.IntN(4)
+	lanes := 1 + rng.IntN(12)
+	extra := make(map[[2]int]int)
+	if rng.IntN(2) == 0 {
+		for range n {
+			a, b := rng.IntN(n), rng.IntN(n)
+			if a != b {
+				extra[[2]int{min(a, b), max(a, b)}] = 1 + rng.IntN(4)
+			}
+		}
+	}
+	return build(devs, func(a, b *gres.Device) gres.Link {
+		i, j := a.Index, b.Index
+		l := gres.Link{PCIe: hostLevel(a, b, func(x int) int { return sw[x] }, func(x int) int { return tree[x] })}
+		switch layout {
+		case 1:
+			if i/2 == j/2 {
+				l.NVLinks = lanes
+			}
+		case 2:
+			if island[i] == island[j] {
+				l.NVLinks = lanes
+			}
+		case 3:
+			l.NVLinks, l.NVSwitch = lanes, true
+		}
+		if x, ok := extra[[2]int{i, j}]; ok && !l.NVSwitch {
+			l.NVLinks += x
+		}
+		return l
+	})
+}

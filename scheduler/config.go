@@ -1,0 +1,212 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/gres"
+)
+
+// Sentinel errors returned (wrapped) by the scheduler. Use errors.Is.
+var (
+	// ErrInvalidConfig reports a configuration that Validate rejects.
+	ErrInvalidConfig = errors.New("invalid scheduler config")
+	// ErrInvalidJob reports a job request that can never be valid.
+	ErrInvalidJob = errors.New("invalid job")
+	// ErrUnknownJob reports an event naming a job the scheduler does not hold.
+	ErrUnknownJob = errors.New("unknown job")
+	// ErrUnknownNode reports an event naming a node that is not configured.
+	ErrUnknownNode = errors.New("unknown node")
+	// ErrUnknownPartition reports a job naming a partition that is not configured.
+	ErrUnknownPartition = errors.New("unknown partition")
+	// ErrJobState reports an event that is not valid in the job's current
+	// state (finishing a pending job, cancelling a completed one …).
+	ErrJobState = errors.New("invalid job state for event")
+	// ErrUnsatisfiable reports a request that no node or partition of the
+	// cluster could ever satisfy, even when idle.
+	ErrUnsatisfiable = errors.New("request can never be satisfied")
+	// ErrTimeWentBackwards reports an event whose now is earlier than an
+	// event already applied. The scheduler's clock only moves forward.
+	ErrTimeWentBackwards = errors.New("time went backwards")
+)
+
+// Config describes a cluster: its nodes and partitions. Zero values of
+// optional fields mean Slurm's default, as documented on each field.
+type Config struct {
+	// Nodes are the compute nodes, in index order. Node indices used in
+	// allocations and NodeSets are positions in this slice.
+	Nodes []NodeConfig
+	// Partitions group nodes into queues. At least one is required.
+	Partitions []PartitionConfig
+}
+
+// NodeConfig describes one compute node.
+type NodeConfig struct {
+	// Name is unique across the cluster (e.g. "gpu-a01").
+	Name string
+	// CPUs is the number of schedulable CPUs (cores or threads). Must be ≥ 1.
+	CPUs int
+	// MemoryMiB is the schedulable memory (Slurm's RealMemory). Must be ≥ 0.
+	MemoryMiB int64
+	// Features are arbitrary labels (Slurm's node features).
+	Features []string
+	// Devices is the node's GRES device inventory (GPUs and other
+	// devices, with their types and links). An empty inventory is a
+	// CPU-only node.
+	Devices gres.Inventory
+}
+
+// PartitionState is a partition's availability, with Slurm's meaning.
+type PartitionState uint8
+
+// Partition states.
+const (
+	// PartitionUp accepts jobs and starts them. The zero value.
+	PartitionUp PartitionState = iota
+	// PartitionDown accepts jobs but starts none (they pend with PartitionDown).
+	PartitionDown
+	// PartitionDrain accepts no new jobs but starts those already queued.
+	PartitionDrain
+	// PartitionInactive neither accepts nor starts jobs.
+	PartitionInactive
+)
+
+// String returns the Slurm spelling of the state.
+func (s PartitionState) String() string {
+	switch s {
+	case PartitionUp:
+		return "UP"
+	case PartitionDown:
+		return "DOWN"
+	case PartitionDrain:
+		return "DRAIN"
+	case PartitionInactive:
+		return "INACTIVE"
+	}
+	return fmt.Sprintf("PartitionState(%d)", uint8(s))
+}
+
+// PartitionConfig describes one partition (a named queue over a node set).
+type PartitionConfig struct {
+	// Name is unique among partitions.
+	Name string
+	// Nodes lists the member node names; empty means all nodes (Slurm's
+	// Nodes=ALL). Partitions may overlap.
+	Nodes []string
+	// Default marks the partition jobs go to when they name none. At most
+	// one partition may be default; with none, the first one is.
+	Default bool
+	// State is the partition's availability (default UP).
+	State PartitionState
+	// DefaultTime is the time limit of jobs that give none. Zero means
+	// MaxTime (and, when that is unlimited too, one year — Sluice plans
+	// with finite limits).
+	DefaultTime time.Duration
+	// MaxTime is the largest time limit a job may have. Zero means unlimited.
+	MaxTime time.Duration
+	// MinNodes and MaxNodes bound a job's node count; zero MaxNodes means
+	// unlimited.
+	MinNodes, MaxNodes int
+	// PriorityTier orders partitions: jobs of a higher tier are considered
+	// first. Default 1 (Slurm's default).
+	PriorityTier int
+	// PriorityJobFactor is the partition's contribution to the multifactor
+	// priority. Default 1.
+	PriorityJobFactor int
+	// DefMemPerCPU is the memory (MiB) given per allocated CPU to jobs that
+	// request no memory. Zero means such jobs request no memory.
+	DefMemPerCPU int64
+}
+
+// Limits on sizes accepted from callers, so that nothing overflows.
+const (
+	// MaxNodesPerJob bounds a job's node count.
+	MaxNodesPerJob = 1 << 20
+	// MaxTasksPerJob bounds a job's task count.
+	MaxTasksPerJob = 1 << 24
+	// MaxTimeLimit bounds any time limit (100 years).
+	MaxTimeLimit = 100 * 365 * 24 * time.Hour
+	// unlimitedPlanTime is the limit Sluice plans with when neither job nor
+	// partition gives one.
+	unlimitedPlanTime = 365 * 24 * time.Hour
+)
+
+// Validate checks the configuration and returns an error naming the first
+// bad field. It does not modify c.
+func (c *Config) Validate() error {
+	if len(c.Nodes) == 0 {
+		return fmt.Errorf("%w: no nodes", ErrInvalidConfig)
+	}
+	names := make(map[string]int, len(c.Nodes))
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		if n.Name == "" {
+			return fmt.Errorf("%w: node %d: empty name", ErrInvalidConfig, i)
+		}
+		if j, dup := names[n.Name]; dup {
+			return fmt.Errorf("%w: node %q: duplicate name (nodes %d and %d)", ErrInvalidConfig, n.Name, j, i)
+		}
+		names[n.Name] = i
+		if n.CPUs < 1 || n.CPUs > 1<<20 {
+			return fmt.Errorf("%w: node %q: CPUs %d out of range [1, 2^20]", ErrInvalidConfig, n.Name, n.CPUs)
+		}
+		if n.MemoryMiB < 0 || n.MemoryMiB > gres.MaxCount {
+			return fmt.Errorf("%w: node %q: MemoryMiB %d out of range", ErrInvalidConfig, n.Name, n.MemoryMiB)
+		}
+		if err := n.Devices.Validate(); err != nil {
+			return fmt.Errorf("%w: node %q: devices: %w", ErrInvalidConfig, n.Name, err)
+		}
+	}
+	if len(c.Partitions) == 0 {
+		return fmt.Errorf("%w: no partitions", ErrInvalidConfig)
+	}
+	pnames := make(map[string]bool, len(c.Partitions))
+	defaults := 0
+	for i := range c.Partitions {
+		p := &c.Partitions[i]
+		if p.Name == "" {
+			return fmt.Errorf("%w: partition %d: empty name", ErrInvalidConfig, i)
+		}
+		if pnames[p.Name] {
+			return fmt.Errorf("%w: partition %q: duplicate name", ErrInvalidConfig, p.Name)
+		}
+		pnames[p.Name] = true
+		if p.Default {
+			defaults++
+		}
+		for _, nn := range p.Nodes {
+			if _, ok := names[nn]; !ok {
+				return fmt.Errorf("%w: partition %q: %w %q", ErrInvalidConfig, p.Name, ErrUnknownNode, nn)
+			}
+		}
+		if p.State > PartitionInactive {
+			return fmt.Errorf("%w: partition %q: bad state %d", ErrInvalidConfig, p.Name, p.State)
+		}
+		if p.MaxTime < 0 || p.MaxTime > MaxTimeLimit {
+			return fmt.Errorf("%w: partition %q: MaxTime %v out of range", ErrInvalidConfig, p.Name, p.MaxTime)
+		}
+		if p.DefaultTime < 0 || p.DefaultTime > MaxTimeLimit {
+			return fmt.Errorf("%w: partition %q: DefaultTime %v out of range", ErrInvalidConfig, p.Name, p.DefaultTime)
+		}
+		if p.MaxTime > 0 && p.DefaultTime > p.MaxTime {
+			return fmt.Errorf("%w: partition %q: DefaultTime %v exceeds MaxTime %v", ErrInvalidConfig, p.Name, p.DefaultTime, p.MaxTime)
+		}
+		if p.MinNodes < 0 || p.MaxNodes < 0 || (p.MaxNodes > 0 && p.MinNodes > p.MaxNodes) {
+			return fmt.Errorf("%w: partition %q: MinNodes %d / MaxNodes %d invalid", ErrInvalidConfig, p.Name, p.MinNodes, p.MaxNodes)
+		}
+		if p.PriorityTier < 0 || p.PriorityTier > 65533 {
+			return fmt.Errorf("%w: partition %q: PriorityTier %d out of range [0, 65533]", ErrInvalidConfig, p.Name, p.PriorityTier)
+		}
+		if p.PriorityJobFactor < 0 || p.PriorityJobFactor > 65533 {
+			return fmt.Errorf("%w: partition %q: PriorityJobFactor %d out of range [0, 65533]", ErrInvalidConfig, p.Name, p.PriorityJobFactor)
+		}
+		if p.DefMemPerCPU < 0 || p.DefMemPerCPU > gres.MaxCount {
+			return fmt.Errorf("%w: partition %q: DefMemPerCPU %d out of range", ErrInvalidConfig, p.Name, p.DefMemPerCPU)
+		}
+	}
+	if defaults > 1 {
+		return fmt.Errorf("%w: %d partitions marked Default, at most one allowed", ErrInvalidConfig, defaults)
+	}
+	return nil
+}

@@ -1,0 +1,283 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// Cycle is everything one call of Schedule decided, as data: the caller
+// launches the starts, kills what ended, and can show every pending job's
+// reason without asking again.
+type Cycle struct {
+	// Now is the time the cycle ran at.
+	Now time.Time
+	// Ended lists jobs the cycle ended itself (time limit reached), in
+	// deadline order. The caller must kill them.
+	Ended []Ended
+	// Starts lists jobs started, in the order they were decided. The
+	// scheduler already counts them as running; a launch failure must come
+	// back as Requeue or Finish.
+	Starts []Start
+	// Pending lists every job still pending after the cycle, in queue
+	// order, with the reason it waits.
+	Pending []Pending
+}
+
+// Start is the decision to run a job on concrete resources.
+type Start struct {
+	Job   JobID
+	Alloc Allocation
+}
+
+// Ended is a job the cycle ended, with its final state and reason.
+type Ended struct {
+	Job    JobID
+	State  JobState
+	Reason policy.Reason
+}
+
+// Pending is a job left waiting, with why.
+type Pending struct {
+	Job      JobID
+	Reason   policy.Reason
+	Priority uint32
+}
+
+// shape is the class of jobs with the same partition and per-node
+// request: they share the set of nodes able to hold them (ignoring what is
+// in use), computed once.
+type shape struct {
+	capable topology.NodeSet
+	// usable caches |capable ∩ usable nodes| for the cycle numbered stamp.
+	usable int
+	stamp  uint64
+}
+
+func shapeKey(part int, v gres.Vector, exclusive bool) string {
+	var b strings.Builder
+	b.WriteString(strconv.Itoa(part))
+	if exclusive {
+		b.WriteString("x")
+	}
+	for i, x := range v {
+		if x != 0 && gres.ID(i) != gres.Node {
+			b.WriteByte(' ')
+			b.WriteString(strconv.Itoa(i))
+			b.WriteByte('=')
+			b.WriteString(strconv.FormatInt(x, 10))
+		}
+	}
+	return b.String()
+}
+
+// shapeOf returns the (cached) shape of a job's request in partition part.
+func (s *Scheduler) shapeOf(part int, perNode gres.Vector, exclusive bool) *shape {
+	key := shapeKey(part, perNode, exclusive)
+	if sh, ok := s.shapes[key]; ok {
+		return sh
+	}
+	p := &s.parts[part]
+	sh := &shape{capable: topology.NewNodeSet(len(s.nodes))}
+	for i := p.nodes.Next(0); i >= 0; i = p.nodes.Next(i + 1) {
+		if perNode.Fits(s.nodes[i].capacity) {
+			sh.capable.Add(i)
+		}
+	}
+	s.shapes[key] = sh
+	return sh
+}
+
+// usableCapable returns how many of the shape's capable nodes are up,
+// computed once per cycle.
+func (s *Scheduler) usableCapable(sh *shape) int {
+	if sh.stamp != s.cycleNo {
+		sh.usable = sh.capable.IntersectionCount(s.usable)
+		sh.stamp = s.cycleNo
+	}
+	return sh.usable
+}
+
+// Schedule runs one scheduling cycle at now: it ends jobs past their time
+// limit, then walks the pending queue in order (partition tier, priority,
+// submit time, job ID) and starts every job that fits, first-fit, on nodes
+// that are up, in its partition, and not held back by a higher-priority
+// job. As in Slurm's main scheduler, a job that cannot start for lack of
+// resources removes its partition's nodes from the rest of the cycle, so
+// nothing behind it overtakes it; jobs pending for their own constraints
+// (begin time, partition limits) block no one.
+func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
+	if err := s.tick(now); err != nil {
+		return Cycle{}, err
+	}
+	s.last = now
+	s.cycleNo++
+	cyc := Cycle{Now: now}
+	s.endExpired(now, &cyc)
+
+	s.avail.CopyFrom(s.usable)
+	blocked := make([]bool, len(s.parts))
+	var started []*job
+	cyc.Pending = make([]Pending, 0, s.pending.Len())
+	s.pending.Ascend(func(j *job) bool {
+		r := s.evaluate(now, j, blocked)
+		if r == policy.ReasonNone {
+			started = append(started, j)
+			cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: j.Alloc})
+			return true
+		}
+		j.Reason = r
+		cyc.Pending = append(cyc.Pending, Pending{Job: j.ID, Reason: r, Priority: j.Priority})
+		return true
+	})
+	for _, j := range started {
+		s.pending.Delete(j)
+		s.running.ReplaceOrInsert(j)
+	}
+	for i := range cyc.Starts {
+		cyc.Starts[i].Alloc = s.jobs[cyc.Starts[i].Job].snapshot().Alloc
+	}
+	return cyc, nil
+}
+
+// endExpired ends every running job whose time limit has passed.
+func (s *Scheduler) endExpired(now time.Time, cyc *Cycle) {
+	for {
+		j, ok := s.running.Min()
+		if !ok || j.deadline.After(now) {
+			return
+		}
+		s.release(j)
+		j.State = JobTimeout
+		j.Reason = policy.ReasonTimeLimit
+		j.EndTime = j.deadline
+		cyc.Ended = append(cyc.Ended, Ended{Job: j.ID, State: j.State, Reason: j.Reason})
+	}
+}
+
+// evaluate decides one pending job: it starts it (returning ReasonNone) or
+// returns why it waits. It does not touch the pending index.
+func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool) policy.Reason {
+	p := &s.parts[j.part]
+	switch {
+	case p.cfg.State == PartitionDown:
+		return policy.ReasonPartitionDown
+	case p.cfg.State == PartitionInactive:
+		return policy.ReasonPartitionInactive
+	case !j.Spec.BeginTime.IsZero() && j.Spec.BeginTime.After(now):
+		return policy.ReasonBeginTime
+	case p.cfg.MaxTime > 0 && j.TimeLimit > p.cfg.MaxTime:
+		return policy.ReasonPartitionTimeLimit
+	case j.nodes < p.cfg.MinNodes || (p.cfg.MaxNodes > 0 && j.nodes > p.cfg.MaxNodes):
+		return policy.ReasonPartitionNodeLimit
+	}
+	capable := j.shape.capable
+	if s.usableCapable(j.shape) < j.nodes {
+		// Not enough capable nodes are up: waiting for them, not for the queue.
+		return policy.ReasonReqNodeNotAvail
+	}
+	if blocked[j.part] {
+		return policy.ReasonPriority
+	}
+	s.cand.CopyFrom(capable)
+	s.cand.IntersectWith(s.avail)
+	if nodes := s.firstFit(j, s.cand); nodes != nil {
+		s.allocate(now, j, nodes)
+		return policy.ReasonNone
+	}
+	reason := policy.ReasonResources
+	// Nodes held back by a higher-priority job of another partition: had
+	// they been free to use, would the job have started?
+	s.cand.CopyFrom(capable)
+	s.cand.IntersectWith(s.usable)
+	if s.cand.IntersectionCount(s.avail) < s.cand.Count() && s.firstFit(j, s.cand) != nil {
+		reason = policy.ReasonPriority
+	}
+	blocked[j.part] = true
+	s.avail.Subtract(p.nodes)
+	return reason
+}
+
+// firstFit returns the lowest-indexed nodes of cand that can take the job's
+// per-node request now, or nil when fewer than the job needs exist.
+func (s *Scheduler) firstFit(j *job, cand topology.NodeSet) []int {
+	if cand.Count() < j.nodes {
+		return nil
+	}
+	var out []int
+	for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
+		n := &s.nodes[i]
+		if j.Spec.Exclusive {
+			if len(n.jobs) > 0 {
+				continue
+			}
+		} else if !j.perNode.Fits(n.free) {
+			continue
+		}
+		if out == nil {
+			out = make([]int, 0, j.nodes)
+		}
+		out = append(out, i)
+		if len(out) == j.nodes {
+			return out
+		}
+	}
+	return nil
+}
+
+// allocate commits the job to the given nodes: CPUs, memory and device
+// indices on each, then marks it running.
+func (s *Scheduler) allocate(now time.Time, j *job, nodes []int) {
+	allocs := make([]NodeAlloc, 0, len(nodes))
+	for _, i := range nodes {
+		n := &s.nodes[i]
+		na := NodeAlloc{Node: i, Name: n.cfg.Name}
+		if j.Spec.Exclusive {
+			na.TRES = n.capacity.Clone()
+			na.CPUs = n.takeCPUs(n.cfg.CPUs)
+			if n.devs != nil {
+				na.Devices = n.freeDevices()
+				s.mustAllocDevices(n, j, na.Devices)
+			}
+		} else {
+			na.TRES = s.reg.NewVector()
+			na.TRES[gres.CPU] = j.perNode[gres.CPU]
+			na.TRES[gres.Mem] = j.perNode[gres.Mem]
+			na.TRES[gres.Node] = 1
+			na.CPUs = n.takeCPUs(int(j.perNode[gres.CPU]))
+			for _, r := range j.devReq {
+				pl, err := n.devs.Choose(gres.DeviceRequest{Name: r.Name, Type: r.Type, Count: int(r.Count)})
+				if err != nil {
+					panic(fmt.Sprintf("scheduler: node %s fits job %d by counts but device choice failed: %v", n.cfg.Name, j.ID, err))
+				}
+				s.mustAllocDevices(n, j, pl.Devices)
+				na.Devices = append(na.Devices, pl.Devices...)
+				n.addDeviceTRES(na.TRES, pl.Devices)
+			}
+			slices.Sort(na.Devices)
+		}
+		na.MemoryMiB = na.TRES[gres.Mem]
+		if err := n.charge(na.TRES); err != nil {
+			panic(fmt.Sprintf("scheduler: node %s over-allocated by job %d: %v", n.cfg.Name, j.ID, err))
+		}
+		n.jobs = append(n.jobs, j.ID)
+		allocs = append(allocs, na)
+	}
+	j.Alloc = Allocation{Nodes: allocs}
+	j.State = JobRunning
+	j.Reason = policy.ReasonNone
+	j.StartTime = now
+	j.deadline = now.Add(j.TimeLimit)
+}
+
+func (s *Scheduler) mustAllocDevices(n *node, j *job, idx []int) {
+	if err := n.devs.Allocate(idx); err != nil {
+		panic(fmt.Sprintf("scheduler: allocating devices %v of job %d on %s: %v", idx, j.ID, n.cfg.Name, err))
+	}
+}

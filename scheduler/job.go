@@ -1,0 +1,179 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/policy"
+)
+
+// JobID identifies a job. IDs are assigned by Submit, starting at 1, in
+// submission order.
+type JobID uint64
+
+// JobState is where a job is in its life cycle:
+//
+//	PENDING → RUNNING → COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | PREEMPTED
+//
+// A pending job may also be cancelled; a running job may go back to
+// PENDING when it is requeued (launch failure, node failure of a requeueable
+// job).
+type JobState uint8
+
+// Job states, with Slurm's names.
+const (
+	JobPending JobState = iota
+	JobRunning
+	JobCompleted
+	JobFailed
+	JobCancelled
+	JobTimeout
+	JobNodeFail
+	JobPreempted
+)
+
+var jobStateNames = [...]struct{ long, short string }{
+	JobPending:   {"PENDING", "PD"},
+	JobRunning:   {"RUNNING", "R"},
+	JobCompleted: {"COMPLETED", "CD"},
+	JobFailed:    {"FAILED", "F"},
+	JobCancelled: {"CANCELLED", "CA"},
+	JobTimeout:   {"TIMEOUT", "TO"},
+	JobNodeFail:  {"NODE_FAIL", "NF"},
+	JobPreempted: {"PREEMPTED", "PR"},
+}
+
+// String returns Slurm's long name of the state (e.g. "RUNNING").
+func (s JobState) String() string {
+	if int(s) < len(jobStateNames) {
+		return jobStateNames[s].long
+	}
+	return fmt.Sprintf("JobState(%d)", uint8(s))
+}
+
+// Short returns squeue's compact state code (e.g. "R", "PD").
+func (s JobState) Short() string {
+	if int(s) < len(jobStateNames) {
+		return jobStateNames[s].short
+	}
+	return "?"
+}
+
+// Finished reports whether s is a terminal state.
+func (s JobState) Finished() bool { return s >= JobCompleted }
+
+// JobSpec is what a user asks for (sbatch's options). Zero values mean
+// Slurm's defaults, as documented on each field.
+type JobSpec struct {
+	// Name is a free-form label.
+	Name string
+	// User and Account identify who runs the job and who pays for it.
+	User, Account string
+	// Partition names the partition; empty means the default partition.
+	Partition string
+	// QOS names the quality of service; empty means the default.
+	QOS string
+	// Nodes is the number of nodes (sbatch -N). Zero means 1.
+	Nodes int
+	// Tasks is the number of tasks (sbatch -n). Zero means one per node.
+	// Tasks are spread evenly: each node gets ceil(Tasks/Nodes) task slots.
+	Tasks int
+	// CPUsPerTask is sbatch -c. Zero means 1.
+	CPUsPerTask int
+	// MemPerNodeMiB is sbatch --mem. Zero means the partition's
+	// DefMemPerCPU × the node's CPUs, or no memory when that is unset.
+	MemPerNodeMiB int64
+	// GRESPerNode is sbatch --gres (e.g. gpu:h100:2 on every node).
+	GRESPerNode []gres.Request
+	// GRESPerTask is, per task, the GRES each task needs (--gpus-per-task).
+	GRESPerTask []gres.Request
+	// GRESPerJob is the job-wide total (sbatch --gpus); it is spread over
+	// the nodes, each node taking ceil(total/Nodes).
+	GRESPerJob []gres.Request
+	// TimeLimit is sbatch -t. Zero means the partition's DefaultTime.
+	TimeLimit time.Duration
+	// BeginTime is sbatch --begin: the job is not eligible before it.
+	BeginTime time.Time
+	// Exclusive asks for whole nodes (sbatch --exclusive): the job's nodes
+	// run nothing else and it is charged all their resources.
+	Exclusive bool
+	// Requeue makes the job go back to pending, rather than end in
+	// NODE_FAIL, when a node it runs on fails (sbatch --requeue).
+	Requeue bool
+}
+
+// Job is a read-only snapshot of a job as the scheduler holds it.
+type Job struct {
+	ID   JobID
+	Spec JobSpec
+	// Partition is the resolved partition name (Spec.Partition or the default).
+	Partition string
+	State     JobState
+	// Reason is why a pending job waits (set by the last Schedule) or why
+	// a job ended (NodeDown, TimeLimit …).
+	Reason policy.Reason
+	// TimeLimit is the effective limit (the job's, or the partition's default).
+	TimeLimit time.Duration
+	// PerNode is the TRES the job needs on each of its nodes (before
+	// Exclusive widens it to whole nodes).
+	PerNode gres.Vector
+	// Priority is the job's scheduling priority (higher first). Zero under
+	// the FCFS policy, which orders by submit time.
+	Priority uint32
+	// SubmitTime, StartTime and EndTime are the event times; zero when not
+	// reached.
+	SubmitTime, StartTime, EndTime time.Time
+	// ExitCode is the exit code given to Finish.
+	ExitCode int
+	// Restarts counts how many times the job was requeued.
+	Restarts int
+	// Alloc is the job's allocation while running (and the last one after it
+	// ended).
+	Alloc Allocation
+}
+
+// Allocation is the concrete resources a job holds: per node, which CPUs,
+// how much memory and which device indices.
+type Allocation struct {
+	Nodes []NodeAlloc
+}
+
+// NodeAlloc is a job's share of one node.
+type NodeAlloc struct {
+	// Node is the node's index in Config.Nodes; Name its name.
+	Node int
+	Name string
+	// CPUs lists the allocated CPU ids on the node.
+	CPUs []int
+	// MemoryMiB is the allocated memory.
+	MemoryMiB int64
+	// Devices lists the allocated device indices (GPU indices for GPUs),
+	// in increasing order.
+	Devices []int
+	// TRES is the allocated resources as a vector (cpu, mem, node=1, gres…).
+	TRES gres.Vector
+}
+
+// NodeNames returns the allocated node names in allocation order.
+func (a Allocation) NodeNames() []string {
+	out := make([]string, len(a.Nodes))
+	for i, n := range a.Nodes {
+		out[i] = n.Name
+	}
+	return out
+}
+
+// Total returns the allocation's TRES summed over its nodes.
+func (a Allocation) Total() gres.Vector {
+	var t gres.Vector
+	for _, n := range a.Nodes {
+		if len(n.TRES) > len(t) {
+			t2 := make(gres.Vector, len(n.TRES))
+			copy(t2, t)
+			t = t2
+		}
+		_ = t.AddInPlace(n.TRES) // allocations are bounded by node capacity: no overflow
+	}
+	return t
+}

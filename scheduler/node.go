@@ -1,0 +1,204 @@
+package scheduler
+
+import (
+	"fmt"
+	"math/bits"
+	"time"
+
+	"github.com/sluicehq/sluice/gres"
+)
+
+// NodeState is a node's state as sinfo shows it: derived from its
+// administrative state (up, drain, down, fail) and from what runs on it.
+type NodeState uint8
+
+// Node states.
+const (
+	// NodeIdle: up, nothing allocated.
+	NodeIdle NodeState = iota
+	// NodeMixed: up, some resources allocated.
+	NodeMixed
+	// NodeAllocated: up, every CPU allocated.
+	NodeAllocated
+	// NodeDraining: drained by an operator, jobs still running; takes no new work.
+	NodeDraining
+	// NodeDrained: drained and empty.
+	NodeDrained
+	// NodeDown: unavailable; jobs on it were ended or requeued.
+	NodeDown
+	// NodeFailing: marked failing by an operator, jobs still running.
+	NodeFailing
+	// NodeFail: marked failing and empty.
+	NodeFail
+)
+
+var nodeStateNames = [...]string{
+	NodeIdle:      "idle",
+	NodeMixed:     "mixed",
+	NodeAllocated: "allocated",
+	NodeDraining:  "draining",
+	NodeDrained:   "drained",
+	NodeDown:      "down",
+	NodeFailing:   "failing",
+	NodeFail:      "fail",
+}
+
+// String returns sinfo's long spelling (e.g. "mixed", "drained").
+func (s NodeState) String() string {
+	if int(s) < len(nodeStateNames) {
+		return nodeStateNames[s]
+	}
+	return fmt.Sprintf("NodeState(%d)", uint8(s))
+}
+
+// Usable reports whether a node in state s may receive new work.
+func (s NodeState) Usable() bool { return s <= NodeAllocated }
+
+// adminState is the operator-controlled part of a node's state.
+type adminState uint8
+
+const (
+	adminUp adminState = iota
+	adminDrain
+	adminDown
+	adminFail
+)
+
+// node is the scheduler's runtime view of one node.
+type node struct {
+	idx      int
+	cfg      *NodeConfig
+	capacity gres.Vector
+	free     gres.Vector
+	cpuUsed  []uint64 // bit i set: CPU i allocated
+	devs     *gres.NodeDevices // nil on a node without devices
+	devTRES  map[int][2]gres.ID // device index → its untyped and typed TRES (-1: untyped device)
+	admin    adminState
+	reason   string
+	since    time.Time
+	jobs     []JobID // running jobs, in start order
+}
+
+func (n *node) state() NodeState {
+	busy := len(n.jobs) > 0
+	switch n.admin {
+	case adminDrain:
+		if busy {
+			return NodeDraining
+		}
+		return NodeDrained
+	case adminDown:
+		return NodeDown
+	case adminFail:
+		if busy {
+			return NodeFailing
+		}
+		return NodeFail
+	}
+	switch {
+	case !busy:
+		return NodeIdle
+	case n.free[gres.CPU] == 0:
+		return NodeAllocated
+	}
+	return NodeMixed
+}
+
+// takeCPUs marks the k lowest free CPUs used and returns their ids.
+func (n *node) takeCPUs(k int) []int {
+	out := make([]int, 0, k)
+	for wi := range n.cpuUsed {
+		for k > 0 {
+			free := ^n.cpuUsed[wi]
+			if wi == len(n.cpuUsed)-1 && n.cfg.CPUs&63 != 0 {
+				free &= (1 << uint(n.cfg.CPUs&63)) - 1
+			}
+			if free == 0 {
+				break
+			}
+			b := bits.TrailingZeros64(free)
+			n.cpuUsed[wi] |= 1 << uint(b)
+			out = append(out, wi*64+b)
+			k--
+		}
+	}
+	return out
+}
+
+func (n *node) releaseCPUs(ids []int) {
+	for _, c := range ids {
+		n.cpuUsed[c>>6] &^= 1 << uint(c&63)
+	}
+}
+
+func (n *node) removeJob(id JobID) {
+	for i, j := range n.jobs {
+		if j == id {
+			n.jobs = append(n.jobs[:i], n.jobs[i+1:]...)
+			return
+		}
+	}
+}
+
+// NodeInfo is a read-only snapshot of a node, as sinfo/scontrol show it.
+type NodeInfo struct {
+	Index int
+	Name  string
+	State NodeState
+	// Reason is the operator's reason for drain/down/fail, and Since when
+	// it was set.
+	Reason string
+	Since  time.Time
+	// Capacity and Free are the node's TRES (cpu, mem, node, gres…).
+	Capacity, Free gres.Vector
+	// Jobs are the running jobs, in start order.
+	Jobs []JobID
+	// FreeDevices lists the free, healthy device indices.
+	FreeDevices []int
+}
+
+// freeDevices returns the free, healthy device indices of every kind.
+func (n *node) freeDevices() []int {
+	if n.devs == nil {
+		return nil
+	}
+	var out []int
+	for _, d := range n.cfg.Devices.Devices {
+		if !n.devs.InUse(d.Index) && n.devs.IsHealthy(d.Index) {
+			out = append(out, d.Index)
+		}
+	}
+	return out
+}
+
+// deviceTRES adds the TRES of the given devices to v.
+func (n *node) addDeviceTRES(v gres.Vector, idx []int) {
+	for _, d := range idx {
+		ids := n.devTRES[d]
+		v[ids[0]]++
+		if ids[1] >= 0 {
+			v[ids[1]]++
+		}
+	}
+}
+
+// charge takes an allocation's TRES out of the node's free resources. The
+// node TRES is not consumed: it counts nodes for accounting, and a node
+// shared by many jobs is still one node (Exclusive jobs take everything
+// else instead).
+func (n *node) charge(alloc gres.Vector) error {
+	k := alloc[gres.Node]
+	alloc[gres.Node] = 0
+	err := n.free.SubInPlace(alloc)
+	alloc[gres.Node] = k
+	return err
+}
+
+// refund gives an allocation's TRES back to the node's free resources.
+func (n *node) refund(alloc gres.Vector) error {
+	k := alloc[gres.Node]
+	alloc[gres.Node] = 0
+	err := n.free.AddInPlace(alloc)
+	alloc[gres.Node] = k
+	return err
+}

@@ -1,0 +1,161 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// runRandom applies a seeded random sequence of events to a fresh
+// scheduler, checking the invariants after every step, and returns a
+// transcript of every decision for the determinism check.
+func runRandom(t *testing.T, seed uint64, steps int) []string {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	cfg := clustertest.Mixed4()
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	now := clustertest.Epoch
+	var log []string
+	var ids []scheduler.JobID
+	nodeNames := []string{"h100-01", "h100-02", "a100-01", "a100-02"}
+	for step := range steps {
+		now = now.Add(time.Duration(rng.IntN(600)) * time.Second)
+		var err error
+		switch k := rng.IntN(100); {
+		case k < 40:
+			spec := scheduler.JobSpec{
+				Nodes:     1 + rng.IntN(2),
+				TimeLimit: time.Duration(1+rng.IntN(120)) * time.Minute,
+				Exclusive: rng.IntN(6) == 0,
+				Requeue:   rng.IntN(2) == 0,
+			}
+			spec.CPUsPerTask = 1 + rng.IntN(16)
+			spec.MemPerNodeMiB = int64(rng.IntN(200)) * clustertest.GiB
+			switch rng.IntN(4) {
+			case 0:
+				spec.GRESPerNode = []gres.Request{{Name: "gpu", Count: int64(1 + rng.IntN(8))}}
+			case 1:
+				spec.GRESPerNode = []gres.Request{{Name: "gpu", Type: []string{"h100", "a100"}[rng.IntN(2)], Count: int64(1 + rng.IntN(4))}}
+			case 2:
+				spec.Tasks = spec.Nodes * (1 + rng.IntN(2))
+				spec.GRESPerTask = []gres.Request{{Name: "gpu", Count: int64(1 + rng.IntN(2))}}
+			}
+			if rng.IntN(4) == 0 {
+				spec.Partition = "h100"
+			}
+			var id scheduler.JobID
+			id, err = s.Submit(now, spec)
+			if err == nil {
+				ids = append(ids, id)
+				log = append(log, fmt.Sprintf("submit %d", id))
+			} else {
+				log = append(log, "reject "+err.Error())
+			}
+		case k < 60 && len(ids) > 0:
+			id := ids[rng.IntN(len(ids))]
+			err = s.Finish(now, id, rng.IntN(2))
+			log = append(log, fmt.Sprintf("finish %d %v", id, err))
+		case k < 68 && len(ids) > 0:
+			id := ids[rng.IntN(len(ids))]
+			err = s.Cancel(now, id)
+			log = append(log, fmt.Sprintf("cancel %d %v", id, err))
+		case k < 71 && len(ids) > 0:
+			id := ids[rng.IntN(len(ids))]
+			err = s.Requeue(now, id)
+			log = append(log, fmt.Sprintf("requeue %d %v", id, err))
+		case k < 74:
+			var aff []scheduler.JobID
+			aff, err = s.DownNode(now, nodeNames[rng.IntN(4)], "random")
+			log = append(log, fmt.Sprintf("down %v %v", aff, err))
+		case k < 77:
+			err = s.DrainNode(now, nodeNames[rng.IntN(4)], "random")
+			log = append(log, fmt.Sprintf("drain %v", err))
+		case k < 82:
+			err = s.ResumeNode(now, nodeNames[rng.IntN(4)])
+			log = append(log, fmt.Sprintf("resume %v", err))
+		default:
+			cyc, err := s.Schedule(now)
+			require.NoError(t, err)
+			log = append(log, fmt.Sprintf("cycle %+v", cyc))
+		}
+		_ = err // invalid events are allowed here; the invariants must hold regardless
+		checkInvariants(t, s, fmt.Sprintf("seed %d step %d", seed, step))
+	}
+	return log
+}
+
+// checkInvariants verifies, from public snapshots only, that no node is
+// over-allocated, that no CPU or device index is held twice, and that the
+// nodes' free resources are exactly capacity minus running allocations.
+func checkInvariants(t *testing.T, s *scheduler.Scheduler, where string) {
+	t.Helper()
+	nodes := s.Nodes()
+	used := make([]gres.Vector, len(nodes))
+	cpus := make([]map[int]scheduler.JobID, len(nodes))
+	devs := make([]map[int]scheduler.JobID, len(nodes))
+	onNode := make([][]scheduler.JobID, len(nodes))
+	for i := range nodes {
+		used[i] = make(gres.Vector, len(nodes[i].Capacity))
+		cpus[i] = map[int]scheduler.JobID{}
+		devs[i] = map[int]scheduler.JobID{}
+	}
+	for _, j := range s.Jobs() {
+		if j.State != scheduler.JobRunning {
+			continue
+		}
+		for _, na := range j.Alloc.Nodes {
+			require.NoError(t, used[na.Node].AddInPlace(na.TRES), where)
+			for _, c := range na.CPUs {
+				prev, dup := cpus[na.Node][c]
+				require.False(t, dup, "%s: CPU %d on %s held by jobs %d and %d", where, c, na.Name, prev, j.ID)
+				cpus[na.Node][c] = j.ID
+			}
+			for _, d := range na.Devices {
+				prev, dup := devs[na.Node][d]
+				require.False(t, dup, "%s: device %d on %s held by jobs %d and %d", where, d, na.Name, prev, j.ID)
+				devs[na.Node][d] = j.ID
+			}
+			onNode[na.Node] = append(onNode[na.Node], j.ID)
+		}
+	}
+	for i, n := range nodes {
+		used[i][gres.Node] = 0 // a node's node TRES is not consumed by sharing it
+		require.True(t, used[i].Fits(n.Capacity), "%s: node %s over-allocated: used %v capacity %v", where, n.Name, used[i], n.Capacity)
+		free, err := n.Capacity.Sub(used[i])
+		require.NoError(t, err)
+		require.True(t, free.Equal(n.Free), "%s: node %s free %v, want %v", where, n.Name, n.Free, free)
+		for _, d := range n.FreeDevices {
+			_, held := devs[i][d]
+			require.False(t, held, "%s: device %d on %s both free and allocated", where, d, n.Name)
+		}
+		got := slices.Clone(n.Jobs)
+		slices.Sort(got)
+		slices.Sort(onNode[i])
+		require.True(t, slices.Equal(onNode[i], got), "%s: node %s job list %v, want %v", where, n.Name, got, onNode[i])
+		if n.State == scheduler.NodeDown {
+			require.Empty(t, n.Jobs, "%s: down node %s still runs jobs", where, n.Name)
+		}
+	}
+}
+
+func TestRandomEventSequences(t *testing.T) {
+	seeds := 1500
+	if testing.Short() {
+		seeds = 200
+	}
+	for seed := range uint64(seeds) {
+		a := runRandom(t, seed, 60)
+		if seed%10 == 0 {
+			b := runRandom(t, seed, 60)
+			require.Equal(t, a, b, "seed %d: same events must give the same decisions", seed)
+		}
+	}
+}

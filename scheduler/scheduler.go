@@ -1,0 +1,611 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/btree"
+
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// Scheduler is the cluster model and the scheduling state machine. The
+// caller owns the loop: it feeds events (Submit, Cancel, Finish, node
+// events) with the current time, and calls Schedule(now) for decisions.
+// Every method that mutates state either succeeds completely or returns an
+// error and leaves the state untouched.
+//
+// A Scheduler is not safe for concurrent use; serialise calls (one control
+// loop), as with etcd's raft.Node.
+type Scheduler struct {
+	reg        *gres.Registry
+	nodes      []node
+	nodeByName map[string]int
+	parts      []partition
+	partByName map[string]int
+	defPart    int
+
+	jobs    map[JobID]*job
+	pending *btree.BTreeG[*job] // in queue order
+	running *btree.BTreeG[*job] // by deadline, then ID
+	nextID  JobID
+	last    time.Time // time of the latest event applied
+
+	usable topology.NodeSet // nodes whose admin state is up
+	shapes  map[string]*shape
+	cycleNo uint64 // numbers cycles, for per-cycle caches
+
+	// scratch sets reused by Schedule
+	avail, cand topology.NodeSet
+}
+
+type partition struct {
+	cfg   PartitionConfig
+	idx   int
+	nodes topology.NodeSet
+}
+
+// job is the scheduler's internal record: the public snapshot plus the
+// derived request.
+type job struct {
+	Job
+	part     int
+	tier     int
+	nodes    int
+	perNode  gres.Vector    // per-node request (cpu, mem, node=1, gres)
+	devReq   []gres.Request // per-node device requests, merged by (name, type)
+	shape    *shape
+	deadline time.Time
+}
+
+// New validates cfg and returns a Scheduler holding the cluster it
+// describes, with every node up and idle.
+func New(cfg Config) (*Scheduler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	reg, err := gres.NewRegistry()
+	if err != nil {
+		return nil, err
+	}
+	s := &Scheduler{
+		reg:        reg,
+		nodes:      make([]node, len(cfg.Nodes)),
+		nodeByName: make(map[string]int, len(cfg.Nodes)),
+		partByName: make(map[string]int, len(cfg.Partitions)),
+		jobs:       make(map[JobID]*job),
+		pending:    btree.NewG(32, queueLess),
+		running:    btree.NewG(32, deadlineLess),
+		nextID:     1,
+		shapes:     make(map[string]*shape),
+	}
+	// Register every device name and type first, so all vectors share one length.
+	for i := range cfg.Nodes {
+		for _, d := range cfg.Nodes[i].Devices.Devices {
+			if _, err := reg.Register(deviceTRES(d.Name, d.Type)); err != nil {
+				return nil, fmt.Errorf("%w: node %q: device %d: %w", ErrInvalidConfig, cfg.Nodes[i].Name, d.Index, err)
+			}
+		}
+	}
+	n := len(cfg.Nodes)
+	s.usable = topology.FullNodeSet(n)
+	s.avail = topology.NewNodeSet(n)
+	s.cand = topology.NewNodeSet(n)
+	for i := range cfg.Nodes {
+		nc := cfg.Nodes[i]
+		nc.Features = slices.Clone(nc.Features)
+		nd := &s.nodes[i]
+		nd.idx = i
+		nd.cfg = &nc
+		nd.capacity = s.nodeCapacity(&nc)
+		nd.free = nd.capacity.Clone()
+		nd.cpuUsed = make([]uint64, (nc.CPUs+63)/64)
+		if len(nc.Devices.Devices) > 0 {
+			ds, err := gres.NewNodeDevices(nc.Devices)
+			if err != nil {
+				return nil, fmt.Errorf("%w: node %q: %w", ErrInvalidConfig, nc.Name, err)
+			}
+			nd.devs = ds
+			nd.devTRES = make(map[int][2]gres.ID, len(nc.Devices.Devices))
+			for _, d := range nc.Devices.Devices {
+				ids := [2]gres.ID{reg.MustLookup(deviceTRES(d.Name, "")), -1}
+				if d.Type != "" {
+					ids[1] = reg.MustLookup(deviceTRES(d.Name, d.Type))
+				}
+				nd.devTRES[d.Index] = ids
+			}
+		}
+		s.nodeByName[nc.Name] = i
+	}
+	s.parts = make([]partition, len(cfg.Partitions))
+	s.defPart = 0
+	for i, pc := range cfg.Partitions {
+		pc.Nodes = slices.Clone(pc.Nodes)
+		if pc.PriorityTier == 0 {
+			pc.PriorityTier = 1
+		}
+		if pc.PriorityJobFactor == 0 {
+			pc.PriorityJobFactor = 1
+		}
+		p := partition{cfg: pc, idx: i, nodes: topology.NewNodeSet(n)}
+		if len(pc.Nodes) == 0 {
+			p.nodes.Fill()
+		}
+		for _, nn := range pc.Nodes {
+			p.nodes.Add(s.nodeByName[nn])
+		}
+		s.parts[i] = p
+		s.partByName[pc.Name] = i
+		if pc.Default {
+			s.defPart = i
+		}
+	}
+	return s, nil
+}
+
+func deviceTRES(name, typ string) string {
+	if typ == "" {
+		return "gres/" + name
+	}
+	return "gres/" + name + ":" + typ
+}
+
+func (s *Scheduler) nodeCapacity(nc *NodeConfig) gres.Vector {
+	v := s.reg.NewVector()
+	v[gres.CPU] = int64(nc.CPUs)
+	v[gres.Mem] = nc.MemoryMiB
+	v[gres.Node] = 1
+	for _, d := range nc.Devices.Devices {
+		v[s.reg.MustLookup(deviceTRES(d.Name, ""))]++
+		if d.Type != "" {
+			v[s.reg.MustLookup(deviceTRES(d.Name, d.Type))]++
+		}
+	}
+	return v
+}
+
+// Registry returns the TRES registry the scheduler's vectors are indexed by.
+// Callers must not register new names in it.
+func (s *Scheduler) Registry() *gres.Registry { return s.reg }
+
+// queueLess orders pending jobs as Slurm evaluates them: partition
+// PriorityTier (higher first), priority (higher first), submit time
+// (earlier first), then job ID (lower first).
+func queueLess(a, b *job) bool {
+	if a.tier != b.tier {
+		return a.tier > b.tier
+	}
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	if !a.SubmitTime.Equal(b.SubmitTime) {
+		return a.SubmitTime.Before(b.SubmitTime)
+	}
+	return a.ID < b.ID
+}
+
+func deadlineLess(a, b *job) bool {
+	if !a.deadline.Equal(b.deadline) {
+		return a.deadline.Before(b.deadline)
+	}
+	return a.ID < b.ID
+}
+
+func (s *Scheduler) tick(now time.Time) error {
+	if now.Before(s.last) {
+		return fmt.Errorf("%w: %s is before the last event at %s", ErrTimeWentBackwards,
+			now.Format(time.RFC3339Nano), s.last.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// Submit validates spec and queues a new pending job, returning its ID.
+// A spec that is malformed (negative sizes, unknown partition or GRES), that
+// names a partition not accepting jobs (DRAIN or INACTIVE), or that no node
+// of its partition could ever satisfy is rejected with an error naming the
+// field, and nothing changes.
+func (s *Scheduler) Submit(now time.Time, spec JobSpec) (JobID, error) {
+	if err := s.tick(now); err != nil {
+		return 0, err
+	}
+	j, err := s.newJob(spec)
+	if err != nil {
+		return 0, err
+	}
+	j.ID = s.nextID
+	j.SubmitTime = now
+	j.State = JobPending
+	s.nextID++
+	s.jobs[j.ID] = j
+	s.pending.ReplaceOrInsert(j)
+	s.last = now
+	return j.ID, nil
+}
+
+// newJob validates spec and derives the per-node request.
+func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
+	spec.GRESPerNode = slices.Clone(spec.GRESPerNode)
+	spec.GRESPerTask = slices.Clone(spec.GRESPerTask)
+	spec.GRESPerJob = slices.Clone(spec.GRESPerJob)
+	pi := s.defPart
+	if spec.Partition != "" {
+		var ok bool
+		if pi, ok = s.partByName[spec.Partition]; !ok {
+			return nil, fmt.Errorf("%w: %w %q", ErrInvalidJob, ErrUnknownPartition, spec.Partition)
+		}
+	}
+	p := &s.parts[pi]
+	switch p.cfg.State {
+	case PartitionDrain, PartitionInactive:
+		return nil, fmt.Errorf("%w: partition %q is %s and accepts no jobs", ErrInvalidJob, p.cfg.Name, p.cfg.State)
+	}
+	switch {
+	case spec.Nodes < 0 || spec.Nodes > MaxNodesPerJob:
+		return nil, fmt.Errorf("%w: Nodes %d out of range [0, %d]", ErrInvalidJob, spec.Nodes, MaxNodesPerJob)
+	case spec.Tasks < 0 || spec.Tasks > MaxTasksPerJob:
+		return nil, fmt.Errorf("%w: Tasks %d out of range [0, %d]", ErrInvalidJob, spec.Tasks, MaxTasksPerJob)
+	case spec.CPUsPerTask < 0 || spec.CPUsPerTask > 1<<20:
+		return nil, fmt.Errorf("%w: CPUsPerTask %d out of range [0, 2^20]", ErrInvalidJob, spec.CPUsPerTask)
+	case spec.MemPerNodeMiB < 0 || spec.MemPerNodeMiB > gres.MaxCount:
+		return nil, fmt.Errorf("%w: MemPerNodeMiB %d out of range", ErrInvalidJob, spec.MemPerNodeMiB)
+	case spec.TimeLimit < 0 || spec.TimeLimit > MaxTimeLimit:
+		return nil, fmt.Errorf("%w: TimeLimit %v out of range [0, %v]", ErrInvalidJob, spec.TimeLimit, MaxTimeLimit)
+	}
+	nodes := max(spec.Nodes, 1)
+	tasks := spec.Tasks
+	if tasks == 0 {
+		tasks = nodes
+	}
+	if tasks < nodes {
+		return nil, fmt.Errorf("%w: Tasks %d fewer than Nodes %d", ErrInvalidJob, tasks, nodes)
+	}
+	tpn := int64((tasks + nodes - 1) / nodes)
+	cpt := int64(max(spec.CPUsPerTask, 1))
+	j := &job{part: pi, tier: p.cfg.PriorityTier, nodes: nodes}
+	j.Spec = spec
+	j.Partition = p.cfg.Name
+	j.TimeLimit = spec.TimeLimit
+	if j.TimeLimit == 0 {
+		j.TimeLimit = p.cfg.DefaultTime
+		if j.TimeLimit == 0 {
+			j.TimeLimit = p.cfg.MaxTime
+		}
+		if j.TimeLimit == 0 {
+			j.TimeLimit = unlimitedPlanTime
+		}
+	}
+	devReq, err := mergeDeviceRequests(spec, int64(nodes), tpn)
+	if err != nil {
+		return nil, err
+	}
+	j.devReq = devReq
+	v := s.reg.NewVector()
+	v[gres.CPU] = tpn * cpt
+	if v[gres.CPU] > gres.MaxCount {
+		return nil, fmt.Errorf("%w: %d CPUs per node overflows", ErrInvalidJob, v[gres.CPU])
+	}
+	v[gres.Mem] = spec.MemPerNodeMiB
+	if v[gres.Mem] == 0 && p.cfg.DefMemPerCPU > 0 {
+		if p.cfg.DefMemPerCPU > gres.MaxCount/v[gres.CPU] {
+			return nil, fmt.Errorf("%w: default memory %d MiB/CPU × %d CPUs overflows", ErrInvalidJob, p.cfg.DefMemPerCPU, v[gres.CPU])
+		}
+		v[gres.Mem] = p.cfg.DefMemPerCPU * v[gres.CPU]
+	}
+	v[gres.Node] = 1
+	for _, r := range devReq {
+		id, ok := s.reg.Lookup(deviceTRES(r.Name, r.Type))
+		if !ok {
+			what := r.Name
+			if r.Type != "" {
+				what += ":" + r.Type
+			}
+			return nil, fmt.Errorf("%w: %w: GRES %q: no node in the cluster has it", ErrInvalidJob, ErrUnsatisfiable, what)
+		}
+		v[id] += r.Count
+		if r.Type != "" {
+			v[s.reg.MustLookup(deviceTRES(r.Name, ""))] += r.Count
+		}
+	}
+	j.perNode = v
+	j.PerNode = v
+	j.shape = s.shapeOf(pi, v, spec.Exclusive)
+	if c := j.shape.capable.Count(); c < nodes {
+		return nil, fmt.Errorf("%w: %w: needs %d node(s) with %s in partition %q, only %d exist",
+			ErrInvalidJob, ErrUnsatisfiable, nodes, s.reg.FormatTRES(v), p.cfg.Name, c)
+	}
+	return j, nil
+}
+
+// mergeDeviceRequests folds the per-node, per-task and per-job GRES of a
+// spec into one per-node list, merged by (name, type), in a stable order.
+func mergeDeviceRequests(spec JobSpec, nodes, tpn int64) ([]gres.Request, error) {
+	var out []gres.Request
+	add := func(r gres.Request, mult int64, div int64, field string) error {
+		if r.Name == "" {
+			return fmt.Errorf("%w: %s: GRES with empty name", ErrInvalidJob, field)
+		}
+		if r.Count < 0 || r.Count > gres.MaxCount {
+			return fmt.Errorf("%w: %s: GRES %s count %d out of range", ErrInvalidJob, field, r.Name, r.Count)
+		}
+		c := (r.Count + div - 1) / div
+		if c != 0 && mult > gres.MaxCount/c {
+			return fmt.Errorf("%w: %s: GRES %s count %d × %d tasks overflows", ErrInvalidJob, field, r.Name, r.Count, mult)
+		}
+		c *= mult
+		for i := range out {
+			if out[i].Name == r.Name && out[i].Type == r.Type {
+				if out[i].Count+c > gres.MaxCount {
+					return fmt.Errorf("%w: %s: GRES %s total overflows", ErrInvalidJob, field, r.Name)
+				}
+				out[i].Count += c
+				return nil
+			}
+		}
+		if c > 0 {
+			out = append(out, gres.Request{Name: r.Name, Type: r.Type, Count: c})
+		}
+		return nil
+	}
+	for _, r := range spec.GRESPerNode {
+		if err := add(r, 1, 1, "GRESPerNode"); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range spec.GRESPerTask {
+		if err := add(r, tpn, 1, "GRESPerTask"); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range spec.GRESPerJob {
+		if err := add(r, 1, nodes, "GRESPerJob"); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortStableFunc(out, func(a, b gres.Request) int {
+		// typed requests first, so an untyped request takes what is left
+		if (a.Type == "") != (b.Type == "") {
+			if a.Type != "" {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// Cancel ends a pending or running job as CANCELLED, freeing its resources.
+func (s *Scheduler) Cancel(now time.Time, id JobID) error {
+	if err := s.tick(now); err != nil {
+		return err
+	}
+	j, ok := s.jobs[id]
+	if !ok {
+		return fmt.Errorf("%w: %d", ErrUnknownJob, id)
+	}
+	switch j.State {
+	case JobPending:
+		s.pending.Delete(j)
+	case JobRunning:
+		s.release(j)
+	default:
+		return fmt.Errorf("%w: job %d is %s, cannot cancel", ErrJobState, id, j.State)
+	}
+	j.State = JobCancelled
+	j.EndTime = now
+	s.last = now
+	return nil
+}
+
+// Finish records that a running job exited: COMPLETED for exit code 0,
+// FAILED otherwise. Its resources are freed.
+func (s *Scheduler) Finish(now time.Time, id JobID, exitCode int) error {
+	if err := s.tick(now); err != nil {
+		return err
+	}
+	j, ok := s.jobs[id]
+	if !ok {
+		return fmt.Errorf("%w: %d", ErrUnknownJob, id)
+	}
+	if j.State != JobRunning {
+		return fmt.Errorf("%w: job %d is %s, only a RUNNING job can finish", ErrJobState, id, j.State)
+	}
+	s.release(j)
+	j.State = JobCompleted
+	if exitCode != 0 {
+		j.State = JobFailed
+	}
+	j.ExitCode = exitCode
+	j.EndTime = now
+	s.last = now
+	return nil
+}
+
+// Requeue puts a running job back in the queue (for example after its
+// launch failed on the nodes it was given). Its resources are freed and it
+// keeps its submit time, so it keeps its place in FCFS order.
+func (s *Scheduler) Requeue(now time.Time, id JobID) error {
+	if err := s.tick(now); err != nil {
+		return err
+	}
+	j, ok := s.jobs[id]
+	if !ok {
+		return fmt.Errorf("%w: %d", ErrUnknownJob, id)
+	}
+	if j.State != JobRunning {
+		return fmt.Errorf("%w: job %d is %s, only a RUNNING job can be requeued", ErrJobState, id, j.State)
+	}
+	s.release(j)
+	s.requeue(j, policy.ReasonLaunchFailRequeue)
+	s.last = now
+	return nil
+}
+
+func (s *Scheduler) requeue(j *job, r policy.Reason) {
+	j.State = JobPending
+	j.Reason = r
+	j.Restarts++
+	j.StartTime = time.Time{}
+	j.EndTime = time.Time{}
+	s.pending.ReplaceOrInsert(j)
+}
+
+// release frees every resource a running job holds and removes it from the
+// running index. The allocation stays on the job record as its last one.
+func (s *Scheduler) release(j *job) {
+	for _, na := range j.Alloc.Nodes {
+		n := &s.nodes[na.Node]
+		n.releaseCPUs(na.CPUs)
+		if n.devs != nil && len(na.Devices) > 0 {
+			// The indices were allocated by this scheduler, so release
+			// cannot fail unless state is corrupt.
+			if err := n.devs.Release(na.Devices); err != nil {
+				panic(fmt.Sprintf("scheduler: releasing devices %v of job %d on %s: %v", na.Devices, j.ID, n.cfg.Name, err))
+			}
+		}
+		if err := n.refund(na.TRES); err != nil {
+			panic(fmt.Sprintf("scheduler: freeing job %d on %s: %v", j.ID, n.cfg.Name, err))
+		}
+		n.removeJob(j.ID)
+	}
+	s.running.Delete(j)
+}
+
+// Job returns a snapshot of job id.
+func (s *Scheduler) Job(id JobID) (Job, bool) {
+	j, ok := s.jobs[id]
+	if !ok {
+		return Job{}, false
+	}
+	return j.snapshot(), true
+}
+
+func (j *job) snapshot() Job {
+	out := j.Job
+	out.PerNode = j.perNode.Clone()
+	out.Alloc = Allocation{Nodes: make([]NodeAlloc, len(j.Alloc.Nodes))}
+	for i, na := range j.Alloc.Nodes {
+		na.CPUs = slices.Clone(na.CPUs)
+		na.Devices = slices.Clone(na.Devices)
+		na.TRES = na.TRES.Clone()
+		out.Alloc.Nodes[i] = na
+	}
+	return out
+}
+
+// Jobs returns snapshots of every job the scheduler holds, by ID.
+func (s *Scheduler) Jobs() []Job {
+	ids := make([]JobID, 0, len(s.jobs))
+	for id := range s.jobs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([]Job, len(ids))
+	for i, id := range ids {
+		out[i] = s.jobs[id].snapshot()
+	}
+	return out
+}
+
+// Node returns a snapshot of the named node.
+func (s *Scheduler) Node(name string) (NodeInfo, bool) {
+	i, ok := s.nodeByName[name]
+	if !ok {
+		return NodeInfo{}, false
+	}
+	return s.nodeInfo(i), true
+}
+
+// Nodes returns snapshots of every node, in index order.
+func (s *Scheduler) Nodes() []NodeInfo {
+	out := make([]NodeInfo, len(s.nodes))
+	for i := range s.nodes {
+		out[i] = s.nodeInfo(i)
+	}
+	return out
+}
+
+func (s *Scheduler) nodeInfo(i int) NodeInfo {
+	n := &s.nodes[i]
+	ni := NodeInfo{
+		Index: i, Name: n.cfg.Name, State: n.state(), Reason: n.reason, Since: n.since,
+		Capacity: n.capacity.Clone(), Free: n.free.Clone(), Jobs: slices.Clone(n.jobs),
+	}
+	ni.FreeDevices = n.freeDevices()
+	return ni
+}
+
+// DrainNode stops new work from starting on a node; running jobs continue.
+// The node shows DRAINING until they end, then DRAINED.
+func (s *Scheduler) DrainNode(now time.Time, name, reason string) error {
+	return s.setAdmin(now, name, adminDrain, reason)
+}
+
+// FailNode marks a node as failing (expected to fail soon): like a drain,
+// running jobs continue but nothing new starts.
+func (s *Scheduler) FailNode(now time.Time, name, reason string) error {
+	return s.setAdmin(now, name, adminFail, reason)
+}
+
+// ResumeNode returns a drained, failed or down node to service.
+func (s *Scheduler) ResumeNode(now time.Time, name string) error {
+	return s.setAdmin(now, name, adminUp, "")
+}
+
+func (s *Scheduler) setAdmin(now time.Time, name string, st adminState, reason string) error {
+	if err := s.tick(now); err != nil {
+		return err
+	}
+	i, ok := s.nodeByName[name]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownNode, name)
+	}
+	n := &s.nodes[i]
+	n.admin, n.reason, n.since = st, reason, now
+	if st == adminUp {
+		s.usable.Add(i)
+	} else {
+		s.usable.Remove(i)
+	}
+	s.last = now
+	return nil
+}
+
+// DownNode marks a node DOWN. Every job running on it ends: a job that
+// asked for Requeue goes back to the queue, the others end in NODE_FAIL.
+// It returns the affected jobs in start order, so the caller can kill them
+// on their other nodes.
+func (s *Scheduler) DownNode(now time.Time, name, reason string) ([]JobID, error) {
+	if err := s.tick(now); err != nil {
+		return nil, err
+	}
+	i, ok := s.nodeByName[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownNode, name)
+	}
+	n := &s.nodes[i]
+	affected := slices.Clone(n.jobs)
+	for _, id := range affected {
+		j := s.jobs[id]
+		s.release(j)
+		if j.Spec.Requeue {
+			s.requeue(j, policy.ReasonNodeDown)
+			continue
+		}
+		j.State = JobNodeFail
+		j.Reason = policy.ReasonNodeDown
+		j.EndTime = now
+	}
+	n.admin, n.reason, n.since = adminDown, reason, now
+	s.usable.Remove(i)
+	s.last = now
+	return affected, nil
+}
+
+// Counts returns how many jobs are pending and running.
+func (s *Scheduler) Counts() (pending, running int) {
+	return s.pending.Len(), s.running.Len()
+}
