@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/topology"
 )
 
 // Sentinel errors returned (wrapped) by the scheduler. Use errors.Is.
@@ -39,6 +40,13 @@ type Config struct {
 	Nodes []NodeConfig
 	// Partitions group nodes into queues. At least one is required.
 	Partitions []PartitionConfig
+	// Topology optionally describes the network: switches (a tree of any
+	// depth), blocks, and multi-node NVLink domains. With it, multi-node
+	// jobs get the least-spread nodes and small jobs avoid breaking whole
+	// leaves and domains; without it, placement is first-fit by node
+	// index. Leave Topology.Nodes empty: the scheduler fills it with the
+	// node names in Config order, so graph and scheduler indices agree.
+	Topology *topology.Config
 }
 
 // NodeConfig describes one compute node.
@@ -205,8 +213,30 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%w: partition %q: DefMemPerCPU %d out of range", ErrInvalidConfig, p.Name, p.DefMemPerCPU)
 		}
 	}
+	if c.Topology != nil {
+		if _, err := c.graph(); err != nil {
+			return err
+		}
+	}
 	if defaults > 1 {
 		return fmt.Errorf("%w: %d partitions marked Default, at most one allowed", ErrInvalidConfig, defaults)
 	}
 	return nil
+}
+
+// graph builds the topology graph over the configured nodes.
+func (c *Config) graph() (*topology.Graph, error) {
+	tc := *c.Topology
+	if len(tc.Nodes) != 0 {
+		return nil, fmt.Errorf("%w: Topology.Nodes must be empty (the scheduler's node order is used)", ErrInvalidConfig)
+	}
+	tc.Nodes = make([]string, len(c.Nodes))
+	for i := range c.Nodes {
+		tc.Nodes[i] = c.Nodes[i].Name
+	}
+	g, err := topology.NewGraph(tc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: topology: %w", ErrInvalidConfig, err)
+	}
+	return g, nil
 }

@@ -177,6 +177,9 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool) policy.Reaso
 	case j.nodes < p.cfg.MinNodes || (p.cfg.MaxNodes > 0 && j.nodes > p.cfg.MaxNodes):
 		return policy.ReasonPartitionNodeLimit
 	}
+	if j.EligibleTime.IsZero() {
+		j.EligibleTime = now
+	}
 	capable := j.shape.capable
 	if s.usableCapable(j.shape) < j.nodes {
 		// Not enough capable nodes are up: waiting for them, not for the queue.
@@ -187,8 +190,9 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool) policy.Reaso
 	}
 	s.cand.CopyFrom(capable)
 	s.cand.IntersectWith(s.avail)
-	if nodes := s.firstFit(j, s.cand); nodes != nil {
+	if nodes, quality := s.place(now, j, s.cand); nodes != nil {
 		s.allocate(now, j, nodes)
+		j.Alloc.Quality = quality
 		return policy.ReasonNone
 	}
 	reason := policy.ReasonResources
@@ -196,7 +200,7 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool) policy.Reaso
 	// they been free to use, would the job have started?
 	s.cand.CopyFrom(capable)
 	s.cand.IntersectWith(s.usable)
-	if s.cand.IntersectionCount(s.avail) < s.cand.Count() && s.firstFit(j, s.cand) != nil {
+	if s.cand.IntersectionCount(s.avail) < s.cand.Count() && s.fits(now, j, s.cand) {
 		reason = policy.ReasonPriority
 	}
 	blocked[j.part] = true
@@ -204,31 +208,63 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool) policy.Reaso
 	return reason
 }
 
-// firstFit returns the lowest-indexed nodes of cand that can take the job's
-// per-node request now, or nil when fewer than the job needs exist.
-func (s *Scheduler) firstFit(j *job, cand topology.NodeSet) []int {
+// fitsNow reports whether node i can take the job's per-node request now.
+func (s *Scheduler) fitsNow(j *job, i int) bool {
+	n := &s.nodes[i]
+	if j.Spec.Exclusive {
+		return len(n.jobs) == 0
+	}
+	return j.perNode.Fits(n.free)
+}
+
+// place chooses the nodes of cand the job starts on now, or returns nil.
+// Without a topology it is first-fit by node index. With one, the nodes
+// that fit now are handed to the graph, which picks the least-spread set
+// (and, for small jobs, avoids breaking whole leaves and NVLink domains);
+// a placement that misses the job's --switches count is refused until the
+// job has waited SwitchesMaxWait since it became eligible. It also returns
+// the placement quality (1 without a topology).
+func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, float64) {
 	if cand.Count() < j.nodes {
-		return nil
+		return nil, 0
 	}
-	var out []int
-	for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
-		n := &s.nodes[i]
-		if j.Spec.Exclusive {
-			if len(n.jobs) > 0 {
-				continue
+	if s.graph == nil {
+		out := make([]int, 0, j.nodes)
+		for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
+			if s.fitsNow(j, i) {
+				if out = append(out, i); len(out) == j.nodes {
+					return out, 1
+				}
 			}
-		} else if !j.perNode.Fits(n.free) {
-			continue
 		}
-		if out == nil {
-			out = make([]int, 0, j.nodes)
-		}
-		out = append(out, i)
-		if len(out) == j.nodes {
-			return out
+		return nil, 0
+	}
+	s.fit.Reset()
+	k := 0
+	for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
+		if s.fitsNow(j, i) {
+			s.fit.Add(i)
+			k++
 		}
 	}
-	return nil
+	if k < j.nodes {
+		return nil, 0
+	}
+	p, err := s.graph.Select(s.fit, j.nodes, j.constraints())
+	if err != nil {
+		return nil, 0
+	}
+	if !p.Met && (j.Spec.SwitchesMaxWait == 0 || now.Sub(j.EligibleTime) < j.Spec.SwitchesMaxWait) {
+		return nil, 0
+	}
+	return p.Nodes.AppendTo(make([]int, 0, j.nodes)), p.Quality.Score
+}
+
+// fits reports whether the job could start on cand now (used to tell
+// Priority from Resources).
+func (s *Scheduler) fits(now time.Time, j *job, cand topology.NodeSet) bool {
+	nodes, _ := s.place(now, j, cand)
+	return nodes != nil
 }
 
 // allocate commits the job to the given nodes: CPUs, memory and device
@@ -237,7 +273,7 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int) {
 	allocs := make([]NodeAlloc, 0, len(nodes))
 	for _, i := range nodes {
 		n := &s.nodes[i]
-		na := NodeAlloc{Node: i, Name: n.cfg.Name}
+		na := NodeAlloc{Node: i, Name: n.cfg.Name, DeviceQuality: 1}
 		if j.Spec.Exclusive {
 			na.TRES = n.capacity.Clone()
 			na.CPUs = n.takeCPUs(n.cfg.CPUs)
@@ -258,6 +294,7 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int) {
 				}
 				s.mustAllocDevices(n, j, pl.Devices)
 				na.Devices = append(na.Devices, pl.Devices...)
+				na.DeviceQuality = pl.Quality
 				n.addDeviceTRES(na.TRES, pl.Devices)
 			}
 			slices.Sort(na.Devices)
@@ -269,7 +306,7 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int) {
 		n.jobs = append(n.jobs, j.ID)
 		allocs = append(allocs, na)
 	}
-	j.Alloc = Allocation{Nodes: allocs}
+	j.Alloc = Allocation{Nodes: allocs, Quality: 1}
 	j.State = JobRunning
 	j.Reason = policy.ReasonNone
 	j.StartTime = now

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/topology"
 )
 
 // JobID identifies a job. IDs are assigned by Submit, starting at 1, in
@@ -101,6 +102,20 @@ type JobSpec struct {
 	// Requeue makes the job go back to pending, rather than end in
 	// NODE_FAIL, when a node it runs on fails (sbatch --requeue).
 	Requeue bool
+	// Switches is the count of sbatch --switches=count@max-wait: the most
+	// leaf switches the job wants to span. Zero means no limit.
+	Switches int
+	// SwitchesMaxWait is the max-wait of --switches: how long after it
+	// became eligible the job waits for a placement within Switches leaf
+	// switches before accepting a wider one. Zero means it waits forever.
+	SwitchesMaxWait time.Duration
+	// Segment is sbatch --segment: nodes come in groups of Segment nodes,
+	// each group under one leaf switch or base block.
+	Segment int
+	// NVLinkDomain says how a multi-node job relates to multi-node NVLink
+	// domains: any (default), one domain, or balanced slices of the fewest
+	// domains.
+	NVLinkDomain topology.DomainMode
 }
 
 // Job is a read-only snapshot of a job as the scheduler holds it.
@@ -124,6 +139,10 @@ type Job struct {
 	// SubmitTime, StartTime and EndTime are the event times; zero when not
 	// reached.
 	SubmitTime, StartTime, EndTime time.Time
+	// EligibleTime is when the job first became eligible to start (its
+	// begin time reached, its partition up, its request within the
+	// partition's limits), as sacct's Eligible; zero until then.
+	EligibleTime time.Time
 	// ExitCode is the exit code given to Finish.
 	ExitCode int
 	// Restarts counts how many times the job was requeued.
@@ -137,6 +156,10 @@ type Job struct {
 // how much memory and which device indices.
 type Allocation struct {
 	Nodes []NodeAlloc
+	// Quality is the network placement quality in (0, 1], 1 being the
+	// least spread possible for the node count (see topology.Quality); 1
+	// when the cluster has no topology or the job has one node.
+	Quality float64
 }
 
 // NodeAlloc is a job's share of one node.
@@ -151,6 +174,9 @@ type NodeAlloc struct {
 	// Devices lists the allocated device indices (GPU indices for GPUs),
 	// in increasing order.
 	Devices []int
+	// DeviceQuality in [0, 1] is how tightly connected the allocated
+	// devices are (see gres.Placement.Quality); 1 for fewer than two.
+	DeviceQuality float64
 	// TRES is the allocated resources as a vector (cpu, mem, node=1, gres…).
 	TRES gres.Vector
 }

@@ -34,12 +34,13 @@ type Scheduler struct {
 	nextID  JobID
 	last    time.Time // time of the latest event applied
 
+	graph  *topology.Graph  // nil without Config.Topology
 	usable topology.NodeSet // nodes whose admin state is up
 	shapes  map[string]*shape
 	cycleNo uint64 // numbers cycles, for per-cycle caches
 
 	// scratch sets reused by Schedule
-	avail, cand topology.NodeSet
+	avail, cand, fit topology.NodeSet
 }
 
 type partition struct {
@@ -94,6 +95,12 @@ func New(cfg Config) (*Scheduler, error) {
 	s.usable = topology.FullNodeSet(n)
 	s.avail = topology.NewNodeSet(n)
 	s.cand = topology.NewNodeSet(n)
+	s.fit = topology.NewNodeSet(n)
+	if cfg.Topology != nil {
+		if s.graph, err = cfg.graph(); err != nil {
+			return nil, err
+		}
+	}
 	for i := range cfg.Nodes {
 		nc := cfg.Nodes[i]
 		nc.Features = slices.Clone(nc.Features)
@@ -253,6 +260,14 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		return nil, fmt.Errorf("%w: MemPerNodeMiB %d out of range", ErrInvalidJob, spec.MemPerNodeMiB)
 	case spec.TimeLimit < 0 || spec.TimeLimit > MaxTimeLimit:
 		return nil, fmt.Errorf("%w: TimeLimit %v out of range [0, %v]", ErrInvalidJob, spec.TimeLimit, MaxTimeLimit)
+	case spec.Switches < 0 || spec.Switches > MaxNodesPerJob:
+		return nil, fmt.Errorf("%w: Switches %d out of range", ErrInvalidJob, spec.Switches)
+	case spec.SwitchesMaxWait < 0:
+		return nil, fmt.Errorf("%w: SwitchesMaxWait %v is negative", ErrInvalidJob, spec.SwitchesMaxWait)
+	case spec.Segment < 0 || spec.Segment > MaxNodesPerJob:
+		return nil, fmt.Errorf("%w: Segment %d out of range", ErrInvalidJob, spec.Segment)
+	case spec.NVLinkDomain > topology.DomainBalanced:
+		return nil, fmt.Errorf("%w: NVLinkDomain %d unknown", ErrInvalidJob, spec.NVLinkDomain)
 	}
 	nodes := max(spec.Nodes, 1)
 	tasks := spec.Tasks
@@ -315,6 +330,13 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 	if c := j.shape.capable.Count(); c < nodes {
 		return nil, fmt.Errorf("%w: %w: needs %d node(s) with %s in partition %q, only %d exist",
 			ErrInvalidJob, ErrUnsatisfiable, nodes, s.reg.FormatTRES(v), p.cfg.Name, c)
+	}
+	if s.graph != nil {
+		if err := s.graph.Feasible(nodes, j.constraints()); err != nil {
+			return nil, fmt.Errorf("%w: %w: topology: %w", ErrInvalidJob, ErrUnsatisfiable, err)
+		}
+	} else if spec.Switches > 0 || spec.Segment > 1 || spec.NVLinkDomain != topology.DomainAny {
+		return nil, fmt.Errorf("%w: Switches, Segment and NVLinkDomain need a cluster topology (Config.Topology)", ErrInvalidJob)
 	}
 	return j, nil
 }
@@ -608,4 +630,9 @@ func (s *Scheduler) DownNode(now time.Time, name, reason string) ([]JobID, error
 // Counts returns how many jobs are pending and running.
 func (s *Scheduler) Counts() (pending, running int) {
 	return s.pending.Len(), s.running.Len()
+}
+
+// constraints returns the job's topology constraints.
+func (j *job) constraints() topology.Constraints {
+	return topology.Constraints{MaxLeafSwitches: j.Spec.Switches, Segment: j.Spec.Segment, Domains: j.Spec.NVLinkDomain}
 }
