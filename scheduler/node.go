@@ -70,8 +70,8 @@ type node struct {
 	cfg      *NodeConfig
 	capacity gres.Vector
 	free     gres.Vector
-	cpuUsed  []uint64 // bit i set: CPU i allocated
-	devs     *gres.NodeDevices // nil on a node without devices
+	cpuUsed  []uint64           // bit i set: CPU i allocated
+	devs     *gres.NodeDevices  // nil on a node without devices
 	devTRES  map[int][2]gres.ID // device index → its untyped and typed TRES (-1: untyped device)
 	admin    adminState
 	reason   string

@@ -34,8 +34,8 @@ type Scheduler struct {
 	nextID  JobID
 	last    time.Time // time of the latest event applied
 
-	graph  *topology.Graph  // nil without Config.Topology
-	usable topology.NodeSet // nodes whose admin state is up
+	graph   *topology.Graph  // nil without Config.Topology
+	usable  topology.NodeSet // nodes whose admin state is up
 	shapes  map[string]*shape
 	cycleNo uint64 // numbers cycles, for per-cycle caches
 
