@@ -508,7 +508,7 @@ func (s *Scheduler) Job(id JobID) (Job, bool) {
 func (j *job) snapshot() Job {
 	out := j.Job
 	out.PerNode = j.perNode.Clone()
-	out.Alloc = Allocation{Nodes: make([]NodeAlloc, len(j.Alloc.Nodes))}
+	out.Alloc = Allocation{Nodes: make([]NodeAlloc, len(j.Alloc.Nodes)), Quality: j.Alloc.Quality}
 	for i, na := range j.Alloc.Nodes {
 		na.CPUs = slices.Clone(na.CPUs)
 		na.Devices = slices.Clone(na.Devices)

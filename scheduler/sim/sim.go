@@ -1,14 +1,3 @@
-// Package sim drives the real scheduler on a virtual clock: jobs arrive at
-// their submit times, run for their actual run times (or until their time
-// limit, when the scheduler ends them), and the scheduler is invoked after
-// every batch of events, exactly as an embedding control plane would call
-// it. The simulator adds no scheduling logic of its own: what it measures
-// is what the scheduler decides.
-//
-// Events at the same instant are applied in a fixed order: first the
-// completions (by job ID), then the arrivals (in workload order), then one
-// scheduling cycle. Jobs that reach their time limit are ended by that
-// cycle, at their deadline.
 package sim
 
 import (
@@ -17,20 +6,29 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
 // Job is one workload entry: what was asked for, when, and how long it
 // really runs.
 type Job struct {
+	// Spec is the request submitted to the scheduler. Its TimeLimit is the
+	// user's estimate, which the scheduler plans with and enforces.
 	Spec scheduler.JobSpec
 	// Submit is the arrival time.
 	Submit time.Time
-	// Runtime is how long the job runs once started. A runtime at or past
-	// the time limit means the scheduler ends it at the limit (TIMEOUT).
+	// Runtime is how long the job runs once started. A run time up to the
+	// time limit completes normally (COMPLETED, or FAILED with a non-zero
+	// ExitCode); a longer one is ended by the scheduler at the limit
+	// (TIMEOUT).
 	Runtime time.Duration
 	// ExitCode is reported when the job finishes before its limit.
 	ExitCode int
+	// Data is the caller's own record of the job (the swf package stores
+	// the trace record here). The simulator carries it untouched into the
+	// job's JobResult.
+	Data any
 }
 
 // Source yields workload jobs in non-decreasing submit order. Next returns
@@ -54,152 +52,354 @@ func (s *SliceSource) Next() (Job, bool, error) {
 	return s.Jobs[s.i-1], true, nil
 }
 
-// Options tune a run. The zero value runs the whole workload.
+// Options tune a run. The zero value runs the whole workload, scheduling
+// on events only, and keeps every job result and an exact time series.
 type Options struct {
 	// OnCycle, when set, is called after every scheduling cycle with the
-	// scheduler (for snapshots) and the cycle's decisions.
+	// scheduler (for snapshots) and the cycle's decisions. It must not
+	// mutate the scheduler.
 	OnCycle func(s *scheduler.Scheduler, c scheduler.Cycle)
 	// OnSubmitError, when set, decides what to do with a job the scheduler
 	// rejects: return nil to skip it (it is counted in Result.Rejected),
 	// or an error to stop. When unset, rejected jobs are skipped.
 	OnSubmitError func(j Job, err error) error
+	// OnJobEnd, when set, is called with every job's result as it ends, in
+	// completion order; an error stops the simulation.
+	OnJobEnd func(r JobResult) error
+	// DiscardJobs leaves Result.Jobs empty, so that memory does not grow
+	// with the workload (the Summary is still computed; use OnJobEnd to
+	// stream the results).
+	DiscardJobs bool
+	// Interval, when positive, also runs a scheduling cycle every Interval
+	// of virtual time while jobs are pending, like Slurm's periodic
+	// scheduler (sched_interval). Policies whose order changes with time
+	// alone (the age factor of multifactor priority) need it; event-driven
+	// FCFS and backfill do not. Zero schedules on events only.
+	Interval time.Duration
+	// SeriesStep, when positive, records Result.Series as one sample per
+	// SeriesStep of virtual time holding time-weighted means, so that its
+	// size is bounded by the span rather than by the number of cycles.
+	// Zero records the exact step function: one sample per change.
+	SeriesStep time.Duration
+	// DiscardSeries leaves Result.Series empty.
+	DiscardSeries bool
 }
 
 // JobResult is what happened to one workload job.
 type JobResult struct {
-	// Index is the job's position in the workload (0-based).
+	// Index is the job's position among the jobs Run read from the source
+	// (0-based, rejected jobs included).
 	Index int
-	ID    scheduler.JobID
-	Job   Job
+	// ID is the scheduler's ID for the job.
+	ID scheduler.JobID
+	// Job is the workload entry, as read from the source.
+	Job Job
 	// Start and End are the simulated start and end times.
 	Start, End time.Time
-	State      scheduler.JobState
-	// Nodes is how many nodes it ran on; GPUs how many GPU devices.
-	Nodes, GPUs int
+	// State is the job's final state (COMPLETED, FAILED or TIMEOUT in a
+	// simulation without failures).
+	State scheduler.JobState
+	// Nodes, CPUs and GPUs are what the job was allocated: whole nodes
+	// count all their CPUs and GPUs.
+	Nodes      int
+	CPUs, GPUs int64
 }
 
-// Wait returns how long the job waited in the queue.
-func (r JobResult) Wait() time.Duration { return r.Start.Sub(r.Job.Submit) }
+// Capacity is the size of the simulated cluster.
+type Capacity struct {
+	Nodes      int
+	CPUs, GPUs int64
+}
 
 // Result is the outcome of a run.
 type Result struct {
-	// Jobs lists every job that ran, in order of completion.
+	// Jobs lists every job that ran, in order of completion (empty with
+	// Options.DiscardJobs).
 	Jobs []JobResult
 	// Rejected counts workload jobs the scheduler refused at submit.
 	Rejected int
-	// Cycles counts scheduling cycles; Start and End bound the simulated span.
-	Cycles     int
+	// Cycles counts scheduling cycles.
+	Cycles int
+	// Start is the first arrival and End the last event: the span over
+	// which utilisation is measured.
 	Start, End time.Time
+	// Capacity is the cluster's size.
+	Capacity Capacity
+	// Series is queue length and resource use over time (see Sample).
+	Series []Sample
+	// Summary aggregates the per-job metrics and the series.
+	Summary Summary
 }
 
 // ErrStuck reports a simulation that ended with jobs still pending while
 // nothing was running and nothing was left to arrive: they can never start.
 var ErrStuck = errors.New("sim: jobs pending with nothing running or arriving")
 
-// Run replays src on s until every job has ended. s should be fresh (no
-// jobs yet); its clock is driven by the workload's submit times.
+// ErrInvalidOptions reports Options that Run rejects.
+var ErrInvalidOptions = errors.New("sim: invalid options")
+
+// Run replays src on s until every job has ended, following the event
+// order of the package documentation. s should be fresh (no jobs yet); its
+// clock is driven by the workload's submit times.
 func Run(s *scheduler.Scheduler, src Source, opt Options) (Result, error) {
-	var res Result
-	var q eventQueue
-	index := map[scheduler.JobID]int{}
-	jobs := map[scheduler.JobID]Job{}
-	next, haveNext, err := src.Next()
-	if err != nil {
-		return res, fmt.Errorf("sim: reading workload: %w", err)
+	switch {
+	case opt.Interval < 0:
+		return Result{}, fmt.Errorf("%w: Interval %v is negative", ErrInvalidOptions, opt.Interval)
+	case opt.SeriesStep < 0:
+		return Result{}, fmt.Errorf("%w: SeriesStep %v is negative", ErrInvalidOptions, opt.SeriesStep)
 	}
-	res.Start = next.Submit
-	arrivals := 0
-	for haveNext || q.Len() > 0 {
-		// The next instant is the earliest of the next arrival and the next completion.
-		var now time.Time
-		switch {
-		case !haveNext:
-			now = q.peek().at
-		case q.Len() == 0 || next.Submit.Before(q.peek().at):
-			now = next.Submit
-		default:
-			now = q.peek().at
-		}
-		for q.Len() > 0 && !q.peek().at.After(now) {
-			ev := heap.Pop(&q).(event)
-			if !ev.timeout {
-				if err := s.Finish(now, ev.id, jobs[ev.id].ExitCode); err != nil {
-					return res, fmt.Errorf("sim: finishing job %d at %s: %w", ev.id, now, err)
-				}
-				res.Jobs = append(res.Jobs, result(s, ev.id, index[ev.id], jobs[ev.id]))
-				delete(jobs, ev.id)
-				delete(index, ev.id)
-			}
-		}
-		for haveNext && !next.Submit.After(now) {
-			id, err := s.Submit(now, next.Spec)
-			if err != nil {
-				if opt.OnSubmitError != nil {
-					if err := opt.OnSubmitError(next, err); err != nil {
-						return res, err
-					}
-				}
-				res.Rejected++
-			} else {
-				index[id] = arrivals
-				jobs[id] = next
-			}
-			arrivals++
-			prev := next.Submit
-			next, haveNext, err = src.Next()
-			if err != nil {
-				return res, fmt.Errorf("sim: reading workload: %w", err)
-			}
-			if haveNext && next.Submit.Before(prev) {
-				return res, fmt.Errorf("sim: workload job %d submitted at %s, before the previous job (%s)", arrivals, next.Submit, prev)
-			}
-		}
-		cyc, err := s.Schedule(now)
-		if err != nil {
-			return res, fmt.Errorf("sim: cycle at %s: %w", now, err)
-		}
-		res.Cycles++
-		for _, e := range cyc.Ended {
-			res.Jobs = append(res.Jobs, result(s, e.Job, index[e.Job], jobs[e.Job]))
-			delete(jobs, e.Job)
-			delete(index, e.Job)
-		}
-		for _, st := range cyc.Starts {
-			j := jobs[st.Job]
-			sj, _ := s.Job(st.Job)
-			if j.Runtime < sj.TimeLimit {
-				heap.Push(&q, event{at: now.Add(j.Runtime), id: st.Job})
-			} else {
-				heap.Push(&q, event{at: now.Add(sj.TimeLimit), id: st.Job, timeout: true})
-			}
-		}
-		if opt.OnCycle != nil {
-			opt.OnCycle(s, cyc)
-		}
-		res.End = now
-		if !haveNext && q.Len() == 0 && len(cyc.Pending) > 0 {
-			return res, fmt.Errorf("%w: %d job(s), first %d (%s)", ErrStuck, len(cyc.Pending), cyc.Pending[0].Job, cyc.Pending[0].Reason)
-		}
+	r := newRunner(s, src, opt)
+	err := r.run()
+	r.res.Summary = r.col.summary(r.res.Rejected, r.res.Start, r.res.End)
+	if !opt.DiscardSeries {
+		r.res.Series = r.series.finish(r.res.End)
 	}
-	return res, nil
+	return r.res, err
 }
 
-func result(s *scheduler.Scheduler, id scheduler.JobID, idx int, j Job) JobResult {
-	sj, _ := s.Job(id)
-	r := JobResult{Index: idx, ID: id, Job: j, Start: sj.StartTime, End: sj.EndTime, State: sj.State, Nodes: len(sj.Alloc.Nodes)}
-	for _, na := range sj.Alloc.Nodes {
-		r.GPUs += len(na.Devices)
+// live is what the runner keeps about a submitted job until it ends.
+type live struct {
+	index int
+	job   Job
+}
+
+type runner struct {
+	s      *scheduler.Scheduler
+	src    Source
+	opt    Options
+	res    Result
+	q      eventQueue
+	jobs   map[scheduler.JobID]live
+	gpuID  gres.ID
+	hasGPU bool
+	col    collector
+	series seriesRecorder
+
+	next     Job
+	haveNext bool
+	arrivals int
+	// state after the last cycle, for the series
+	pending, running int
+	busyCPUs         int64
+	busyGPUs         int64
+	nextTick         time.Time // zero: no periodic cycle due
+}
+
+func newRunner(s *scheduler.Scheduler, src Source, opt Options) *runner {
+	r := &runner{s: s, src: src, opt: opt, jobs: make(map[scheduler.JobID]live)}
+	r.gpuID, r.hasGPU = s.Registry().Lookup("gres/gpu")
+	for _, n := range s.Nodes() {
+		r.res.Capacity.Nodes++
+		r.res.Capacity.CPUs += n.Capacity.At(gres.CPU)
+		if r.hasGPU {
+			r.res.Capacity.GPUs += n.Capacity.At(r.gpuID)
+		}
 	}
+	r.col = newCollector(r.res.Capacity)
+	r.series = seriesRecorder{step: opt.SeriesStep, cap: r.res.Capacity, off: opt.DiscardSeries}
 	return r
 }
 
-type event struct {
-	at      time.Time
-	id      scheduler.JobID
-	timeout bool
+func (r *runner) read() error {
+	prev, had := r.next.Submit, r.haveNext
+	j, ok, err := r.src.Next()
+	if err != nil {
+		return fmt.Errorf("sim: reading workload job %d: %w", r.arrivals, err)
+	}
+	if ok && had && j.Submit.Before(prev) {
+		return fmt.Errorf("sim: workload job %d submitted at %s, before the previous job (%s)",
+			r.arrivals, j.Submit.Format(time.RFC3339), prev.Format(time.RFC3339))
+	}
+	r.next, r.haveNext = j, ok
+	return nil
 }
 
-// eventQueue is a min-heap of completions ordered by time, then job ID.
+func (r *runner) run() error {
+	r.haveNext = false
+	if err := r.read(); err != nil {
+		return err
+	}
+	r.res.Start = r.next.Submit
+	r.res.End = r.next.Submit
+	for r.haveNext || r.q.Len() > 0 {
+		now := r.nextInstant()
+		if err := r.complete(now); err != nil {
+			return err
+		}
+		if err := r.arrive(now); err != nil {
+			return err
+		}
+		if err := r.cycle(now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nextInstant is the earliest pending event: arrival, completion, expiry,
+// wake-up or periodic tick.
+func (r *runner) nextInstant() time.Time {
+	var now time.Time
+	set := false
+	if r.haveNext {
+		now, set = r.next.Submit, true
+	}
+	if r.q.Len() > 0 && (!set || r.q[0].at.Before(now)) {
+		now, set = r.q[0].at, true
+	}
+	if !r.nextTick.IsZero() && (!set || r.nextTick.Before(now)) {
+		now = r.nextTick
+	}
+	return now
+}
+
+// complete applies the completions due at now (by job ID) and discards
+// the expiry and wake-up markers, which only make a cycle happen.
+func (r *runner) complete(now time.Time) error {
+	for r.q.Len() > 0 && !r.q[0].at.After(now) {
+		ev := heap.Pop(&r.q).(event)
+		if ev.kind != evFinish {
+			continue
+		}
+		lj := r.jobs[ev.id]
+		if err := r.s.Finish(now, ev.id, lj.job.ExitCode); err != nil {
+			return fmt.Errorf("sim: finishing job %d at %s: %w", ev.id, now.Format(time.RFC3339), err)
+		}
+		if err := r.ended(ev.id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// arrive submits every job that arrives at or before now, in workload order.
+func (r *runner) arrive(now time.Time) error {
+	for r.haveNext && !r.next.Submit.After(now) {
+		j := r.next
+		id, err := r.s.Submit(now, j.Spec)
+		if err != nil {
+			if r.opt.OnSubmitError != nil {
+				if err := r.opt.OnSubmitError(j, err); err != nil {
+					return err
+				}
+			}
+			r.res.Rejected++
+		} else {
+			r.jobs[id] = live{index: r.arrivals, job: j}
+			if b := j.Spec.BeginTime; b.After(now) {
+				heap.Push(&r.q, event{at: b, id: id, kind: evWake})
+			}
+		}
+		r.arrivals++
+		if err := r.read(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cycle runs one scheduling cycle at now and applies its decisions.
+func (r *runner) cycle(now time.Time) error {
+	cyc, err := r.s.Schedule(now)
+	if err != nil {
+		return fmt.Errorf("sim: cycle at %s: %w", now.Format(time.RFC3339), err)
+	}
+	r.res.Cycles++
+	r.res.End = now
+	for _, e := range cyc.Ended {
+		if err := r.ended(e.Job); err != nil {
+			return err
+		}
+	}
+	for _, st := range cyc.Starts {
+		if err := r.started(now, st); err != nil {
+			return err
+		}
+	}
+	r.pending = len(cyc.Pending)
+	r.col.observe(now, r.pending, r.busyCPUs, r.busyGPUs)
+	r.series.observe(now, r.pending, r.running, r.busyCPUs, r.busyGPUs)
+	if r.opt.OnCycle != nil {
+		r.opt.OnCycle(r.s, cyc)
+	}
+	r.nextTick = time.Time{}
+	if r.pending > 0 && r.opt.Interval > 0 {
+		r.nextTick = now.Add(r.opt.Interval)
+	}
+	if r.pending > 0 && !r.haveNext && r.q.Len() == 0 && (r.opt.Interval == 0 || r.running == 0) {
+		return fmt.Errorf("%w: %d job(s), first %d (%s)", ErrStuck, r.pending, cyc.Pending[0].Job, cyc.Pending[0].Reason)
+	}
+	return nil
+}
+
+// started records a start decision and queues the job's end.
+func (r *runner) started(now time.Time, st scheduler.Start) error {
+	lj, ok := r.jobs[st.Job]
+	if !ok {
+		return fmt.Errorf("sim: cycle at %s started job %d, which the simulator did not submit", now.Format(time.RFC3339), st.Job)
+	}
+	sj, _ := r.s.Job(st.Job)
+	cpus, gpus := r.allocated(st.Alloc)
+	r.busyCPUs += cpus
+	r.busyGPUs += gpus
+	r.running++
+	if lj.job.Runtime <= sj.TimeLimit {
+		heap.Push(&r.q, event{at: now.Add(max(lj.job.Runtime, 0)), id: st.Job, kind: evFinish})
+	} else {
+		heap.Push(&r.q, event{at: now.Add(sj.TimeLimit), id: st.Job, kind: evExpire})
+	}
+	return nil
+}
+
+func (r *runner) allocated(a scheduler.Allocation) (cpus, gpus int64) {
+	for _, na := range a.Nodes {
+		cpus += na.TRES.At(gres.CPU)
+		if r.hasGPU {
+			gpus += na.TRES.At(r.gpuID)
+		}
+	}
+	return cpus, gpus
+}
+
+// ended records the result of a job that has just ended.
+func (r *runner) ended(id scheduler.JobID) error {
+	lj := r.jobs[id]
+	delete(r.jobs, id)
+	sj, _ := r.s.Job(id)
+	jr := JobResult{Index: lj.index, ID: id, Job: lj.job, Start: sj.StartTime, End: sj.EndTime, State: sj.State,
+		Nodes: len(sj.Alloc.Nodes)}
+	jr.CPUs, jr.GPUs = r.allocated(sj.Alloc)
+	r.busyCPUs -= jr.CPUs
+	r.busyGPUs -= jr.GPUs
+	r.running--
+	r.col.add(jr)
+	if !r.opt.DiscardJobs {
+		r.res.Jobs = append(r.res.Jobs, jr)
+	}
+	if r.opt.OnJobEnd != nil {
+		return r.opt.OnJobEnd(jr)
+	}
+	return nil
+}
+
+type eventKind uint8
+
+const (
+	// evFinish: the job's run is over; the simulator calls Finish.
+	evFinish eventKind = iota
+	// evExpire: the job reaches its time limit; the cycle at that instant ends it.
+	evExpire
+	// evWake: a job's begin time; the cycle at that instant considers it.
+	evWake
+)
+
+type event struct {
+	at   time.Time
+	id   scheduler.JobID
+	kind eventKind
+}
+
+// eventQueue is a min-heap of events ordered by time, then job ID, then kind.
 type eventQueue []event
 
 func (q eventQueue) Len() int { return len(q) }
@@ -207,7 +407,10 @@ func (q eventQueue) Less(i, j int) bool {
 	if !q[i].at.Equal(q[j].at) {
 		return q[i].at.Before(q[j].at)
 	}
-	return q[i].id < q[j].id
+	if q[i].id != q[j].id {
+		return q[i].id < q[j].id
+	}
+	return q[i].kind < q[j].kind
 }
 func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
 
@@ -221,4 +424,3 @@ func (q *eventQueue) Pop() any {
 	*q = old[:len(old)-1]
 	return e
 }
-func (q eventQueue) peek() event { return q[0] }

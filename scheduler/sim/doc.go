@@ -1,0 +1,44 @@
+// Package sim drives the real scheduler on a virtual clock, the way a
+// researcher replays a workload: jobs arrive at their submit times, run for
+// their actual run times (or until their time limit, when the scheduler
+// ends them), finish and free their resources, and the scheduler is invoked
+// after every batch of events exactly as an embedding control plane would
+// call it. The simulator adds no scheduling logic of its own: what it
+// measures is what the scheduler decides.
+//
+// # Event order
+//
+// Time advances to the earliest of: the next arrival, the next completion,
+// the next time-limit expiry, the begin time of a job submitted with one,
+// and (with Options.Interval) the next periodic cycle. Everything that
+// happens at that instant is applied in a fixed order:
+//
+//  1. completions of jobs whose run time is over, by scheduler job ID
+//     (a run time equal to the time limit completes normally);
+//  2. arrivals, in workload order;
+//  3. one scheduling cycle, which first ends the jobs whose time limit has
+//     passed (TIMEOUT, at their deadline) and then starts what it decides.
+//
+// A job that starts at t with run time r therefore frees its resources for
+// the cycle at t+r, and a job that arrives at the same second as another
+// one finishes sees the freed resources. The order is deterministic: the
+// same workload and configuration give the same result, bit for bit.
+//
+// # Workloads
+//
+// A workload is a [Source] of [Job] values in non-decreasing submit order.
+// [SliceSource] replays a slice; [Synthetic] and [SyntheticGenerator] build
+// the seeded GPU workload of the standard benchmark scale, and
+// [SyntheticCluster] the matching cluster; the sub-package swf streams
+// Standard Workload Format traces of the Parallel Workloads Archive.
+// [Window] skips and limits a source, [ExactEstimates] replaces user time
+// limits with the actual run times.
+//
+// # Metrics
+//
+// [Run] returns per-job results ([JobResult]: wait, response, slowdown,
+// bounded slowdown, GPU- and CPU-hours, lost work), a [Summary] (means and
+// percentiles, utilisation, makespan, queue length and the capacity left
+// idle while jobs waited) and a time series of [Sample] values for plots
+// (see the sub-package simplot).
+package sim

@@ -1,0 +1,424 @@
+package sim
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// BSLDThreshold is τ, the run time below which bounded slowdown treats a
+// job as if it had run τ (the literature's usual 10 s), so that very short
+// jobs do not dominate the mean.
+const BSLDThreshold = 10 * time.Second
+
+// Wait returns how long the job waited in the queue (start − submit).
+func (r JobResult) Wait() time.Duration { return r.Start.Sub(r.Job.Submit) }
+
+// Response returns the job's response (turnaround) time: end − submit.
+func (r JobResult) Response() time.Duration { return r.End.Sub(r.Job.Submit) }
+
+// RunTime returns how long the job ran in the simulation: end − start. It
+// is shorter than Job.Runtime when the job was ended at its time limit.
+func (r JobResult) RunTime() time.Duration { return r.End.Sub(r.Start) }
+
+// Slowdown returns (wait + run) / run. A run time under one second counts
+// as one second (the resolution of workload traces), so the value is
+// always finite and at least 1 for a job that ran at least a second.
+func (r JobResult) Slowdown() float64 {
+	run := r.RunTime()
+	return float64(r.Wait()+run) / float64(max(run, time.Second))
+}
+
+// BoundedSlowdown returns max(1, (wait + run) / max(tau, run)): the
+// slowdown with run times below tau counted as tau. Use BSLDThreshold for
+// the usual τ = 10 s.
+func (r JobResult) BoundedSlowdown(tau time.Duration) float64 {
+	run := r.RunTime()
+	return max(1, float64(r.Wait()+run)/float64(max(tau, run, 1)))
+}
+
+// CPUHours returns the CPU time allocated to the job: its CPUs × run time.
+func (r JobResult) CPUHours() float64 { return float64(r.CPUs) * r.RunTime().Hours() }
+
+// GPUHours returns the GPU time allocated to the job: its GPUs × run time.
+func (r JobResult) GPUHours() float64 { return float64(r.GPUs) * r.RunTime().Hours() }
+
+// Lost reports whether the job's run was wasted: it was ended before its
+// work was done (TIMEOUT, NODE_FAIL, PREEMPTED, or CANCELLED while
+// running). A job that ran to completion, even with a non-zero exit code
+// (FAILED), did its work and is not lost.
+func (r JobResult) Lost() bool {
+	switch r.State {
+	case scheduler.JobTimeout, scheduler.JobNodeFail, scheduler.JobPreempted:
+		return true
+	case scheduler.JobCancelled:
+		return !r.Start.IsZero()
+	}
+	return false
+}
+
+// LostCPUHours returns the CPU-hours of a lost run (see Lost), else 0.
+func (r JobResult) LostCPUHours() float64 {
+	if !r.Lost() {
+		return 0
+	}
+	return r.CPUHours()
+}
+
+// LostGPUHours returns the GPU-hours of a lost run (see Lost), else 0.
+func (r JobResult) LostGPUHours() float64 {
+	if !r.Lost() {
+		return 0
+	}
+	return r.GPUHours()
+}
+
+// Stats describes a distribution: its mean and percentiles. Percentiles
+// use the nearest-rank definition: P90 is the smallest value that at least
+// 90 % of the values do not exceed. All are zero for an empty set.
+type Stats struct {
+	Mean, P50, P90, P95, P99, Max float64
+}
+
+// Summary aggregates a run: per-job metrics over every job that ran, and
+// the time series over the span from the first arrival to the last event.
+type Summary struct {
+	// Jobs counts the jobs that ran; Rejected those the scheduler refused
+	// at submit (they are in no other figure).
+	Jobs, Rejected int
+	// Completed, Failed and TimedOut count final states; Killed counts the
+	// other ends (node failure, preemption, cancellation).
+	Completed, Failed, TimedOut, Killed int
+	// Wait and Response are in seconds; Slowdown and BSLD (bounded
+	// slowdown with τ = BSLDThreshold) are ratios. Means are over all jobs.
+	Wait, Response, Slowdown, BSLD Stats
+	// Makespan is the span from the first arrival to the last event.
+	Makespan time.Duration
+	// CPUHours and GPUHours are the allocated totals; LostCPUHours and
+	// LostGPUHours the part spent on lost runs (see JobResult.Lost).
+	CPUHours, GPUHours, LostCPUHours, LostGPUHours float64
+	// CPUUtilization and GPUUtilization are the allocated fraction of the
+	// cluster's capacity over the makespan, in [0, 1]. Utilization is the
+	// GPU figure on a cluster with GPUs, the CPU figure otherwise.
+	CPUUtilization, GPUUtilization, Utilization float64
+	// MeanPending is the time-weighted mean queue length; MaxPending its
+	// largest value after a cycle.
+	MeanPending float64
+	MaxPending  int
+	// WaitingFraction is the fraction of the makespan during which at
+	// least one job was pending.
+	WaitingFraction float64
+	// IdleCPUHoursWaiting and IdleGPUHoursWaiting are the capacity left
+	// idle while jobs were pending — resources the queue could not use
+	// (fragmentation, reservations, head-of-line blocking).
+	IdleCPUHoursWaiting, IdleGPUHoursWaiting float64
+	// IdleWhileWaiting is that idle capacity as a fraction of the total
+	// capacity over the makespan (GPUs on a cluster with GPUs, CPUs
+	// otherwise), in [0, 1].
+	IdleWhileWaiting float64
+}
+
+// Sample is the cluster's state over one stretch of virtual time, from At
+// until the next sample's At. Exact series (Options.SeriesStep zero) hold
+// the integer values after each cycle that changed them; resampled series
+// hold time-weighted means over [At, At+step).
+type Sample struct {
+	At time.Time
+	// Pending and Running are the queue length and the running jobs.
+	Pending, Running float64
+	// BusyCPUs and BusyGPUs are the allocated CPUs and GPUs.
+	BusyCPUs, BusyGPUs float64
+	// IdleCPUsWaiting and IdleGPUsWaiting are the CPUs and GPUs left idle
+	// while at least one job was pending (zero when the queue is empty).
+	IdleCPUsWaiting, IdleGPUsWaiting float64
+}
+
+func sameValues(a, b Sample) bool {
+	a.At = b.At
+	return a == b
+}
+
+// Summarize aggregates job results and an exact or resampled series of a
+// cluster of capacity c over [start, end], as Run does. Use it to
+// summarise a subset of a run (for example without a warm-up period).
+func Summarize(jobs []JobResult, series []Sample, c Capacity, start, end time.Time) Summary {
+	col := newCollector(c)
+	for _, j := range jobs {
+		col.add(j)
+	}
+	for i, s := range series {
+		segEnd := end
+		if i+1 < len(series) {
+			segEnd = series[i+1].At
+		}
+		col.integrate(s, s.At, segEnd)
+	}
+	return col.summary(0, start, end)
+}
+
+// collector accumulates a Summary incrementally, so that Run needs no
+// job list.
+type collector struct {
+	cap                                Capacity
+	s                                  Summary
+	waits, resps, slows, bslds         []float64
+	have                               bool
+	lastAt                             time.Time
+	cur                                Sample
+	pendInt, waitingSec, idleC, idleG  float64
+	busyCPUsIntegral, busyGPUsIntegral float64
+}
+
+func newCollector(c Capacity) collector { return collector{cap: c} }
+
+func (c *collector) add(r JobResult) {
+	c.s.Jobs++
+	switch r.State {
+	case scheduler.JobCompleted:
+		c.s.Completed++
+	case scheduler.JobFailed:
+		c.s.Failed++
+	case scheduler.JobTimeout:
+		c.s.TimedOut++
+	default:
+		c.s.Killed++
+	}
+	c.waits = append(c.waits, r.Wait().Seconds())
+	c.resps = append(c.resps, r.Response().Seconds())
+	c.slows = append(c.slows, r.Slowdown())
+	c.bslds = append(c.bslds, r.BoundedSlowdown(BSLDThreshold))
+	c.s.CPUHours += r.CPUHours()
+	c.s.GPUHours += r.GPUHours()
+	c.s.LostCPUHours += r.LostCPUHours()
+	c.s.LostGPUHours += r.LostGPUHours()
+}
+
+// observe records the state after a cycle at now.
+func (c *collector) observe(now time.Time, pending int, busyCPUs, busyGPUs int64) {
+	if c.have {
+		c.integrate(c.cur, c.lastAt, now)
+	}
+	c.have, c.lastAt = true, now
+	c.cur = sampleOf(now, c.cap, pending, 0, busyCPUs, busyGPUs)
+	c.s.MaxPending = max(c.s.MaxPending, pending)
+}
+
+// integrate adds the state v held over [a, b).
+func (c *collector) integrate(v Sample, a, b time.Time) {
+	dt := b.Sub(a).Seconds()
+	if dt <= 0 {
+		c.s.MaxPending = max(c.s.MaxPending, int(math.Ceil(v.Pending)))
+		return
+	}
+	c.pendInt += v.Pending * dt
+	if v.Pending > 0 {
+		c.waitingSec += dt
+	}
+	c.idleC += v.IdleCPUsWaiting * dt
+	c.idleG += v.IdleGPUsWaiting * dt
+	c.busyCPUsIntegral += v.BusyCPUs * dt
+	c.busyGPUsIntegral += v.BusyGPUs * dt
+	c.s.MaxPending = max(c.s.MaxPending, int(math.Ceil(v.Pending)))
+}
+
+func (c *collector) summary(rejected int, start, end time.Time) Summary {
+	if c.have && end.After(c.lastAt) {
+		c.integrate(c.cur, c.lastAt, end)
+		c.lastAt = end
+	}
+	s := c.s
+	s.Rejected = rejected
+	s.Wait = stats(c.waits)
+	s.Response = stats(c.resps)
+	s.Slowdown = stats(c.slows)
+	s.BSLD = stats(c.bslds)
+	if end.After(start) {
+		s.Makespan = end.Sub(start)
+	}
+	span := s.Makespan.Seconds()
+	if span > 0 {
+		s.MeanPending = c.pendInt / span
+		s.WaitingFraction = c.waitingSec / span
+		if c.cap.CPUs > 0 {
+			s.CPUUtilization = s.CPUHours * 3600 / (float64(c.cap.CPUs) * span)
+		}
+		if c.cap.GPUs > 0 {
+			s.GPUUtilization = s.GPUHours * 3600 / (float64(c.cap.GPUs) * span)
+		}
+	}
+	s.IdleCPUHoursWaiting = c.idleC / 3600
+	s.IdleGPUHoursWaiting = c.idleG / 3600
+	s.Utilization = s.CPUUtilization
+	if span > 0 {
+		if c.cap.GPUs > 0 {
+			s.Utilization = s.GPUUtilization
+			s.IdleWhileWaiting = c.idleG / (float64(c.cap.GPUs) * span)
+		} else if c.cap.CPUs > 0 {
+			s.IdleWhileWaiting = c.idleC / (float64(c.cap.CPUs) * span)
+		}
+	}
+	return s
+}
+
+// stats sorts x in place and returns its mean and percentiles.
+func stats(x []float64) Stats {
+	if len(x) == 0 {
+		return Stats{}
+	}
+	var sum float64
+	for _, v := range x {
+		sum += v
+	}
+	slices.Sort(x)
+	return Stats{
+		Mean: sum / float64(len(x)),
+		P50:  percentile(x, 0.50),
+		P90:  percentile(x, 0.90),
+		P95:  percentile(x, 0.95),
+		P99:  percentile(x, 0.99),
+		Max:  x[len(x)-1],
+	}
+}
+
+// percentile returns the nearest-rank p-quantile of sorted x.
+func percentile(sorted []float64, p float64) float64 {
+	k := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[min(max(k, 0), len(sorted)-1)]
+}
+
+func sampleOf(at time.Time, c Capacity, pending, running int, busyCPUs, busyGPUs int64) Sample {
+	s := Sample{At: at, Pending: float64(pending), Running: float64(running),
+		BusyCPUs: float64(busyCPUs), BusyGPUs: float64(busyGPUs)}
+	if pending > 0 {
+		s.IdleCPUsWaiting = float64(c.CPUs - busyCPUs)
+		s.IdleGPUsWaiting = float64(c.GPUs - busyGPUs)
+	}
+	return s
+}
+
+// seriesRecorder builds Result.Series from the state after each cycle.
+type seriesRecorder struct {
+	step time.Duration
+	cap  Capacity
+	off  bool
+	out  []Sample
+	rs   resampler
+	have bool
+	last Sample
+}
+
+func (r *seriesRecorder) observe(now time.Time, pending, running int, busyCPUs, busyGPUs int64) {
+	if r.off {
+		return
+	}
+	s := sampleOf(now, r.cap, pending, running, busyCPUs, busyGPUs)
+	if r.step == 0 {
+		if !r.have || !sameValues(s, r.last) {
+			r.out = append(r.out, s)
+		}
+	} else {
+		r.rs.step = r.step
+		if r.have {
+			r.rs.add(r.last.At, now, r.last)
+		}
+	}
+	r.have, r.last = true, s
+}
+
+func (r *seriesRecorder) finish(end time.Time) []Sample {
+	if r.off || r.step == 0 || !r.have {
+		return r.out
+	}
+	r.rs.add(r.last.At, end, r.last)
+	return r.rs.flush()
+}
+
+// Resample turns a series (exact or resampled) ending at end into one
+// sample per step holding time-weighted means, each input sample counting
+// as constant until the next one. It returns nil for an empty series or a
+// non-positive step.
+func Resample(series []Sample, end time.Time, step time.Duration) []Sample {
+	if len(series) == 0 || step <= 0 {
+		return nil
+	}
+	rs := resampler{step: step}
+	for i, s := range series {
+		segEnd := end
+		if i+1 < len(series) {
+			segEnd = series[i+1].At
+		}
+		rs.add(s.At, segEnd, s)
+	}
+	return rs.flush()
+}
+
+// resampler accumulates piecewise-constant segments into fixed buckets.
+type resampler struct {
+	step    time.Duration
+	origin  time.Time
+	have    bool
+	bucket  int64
+	acc     Sample // value × seconds
+	covered float64
+	last    Sample
+	out     []Sample
+}
+
+func (rs *resampler) add(a, b time.Time, v Sample) {
+	if !rs.have {
+		rs.have, rs.origin, rs.last = true, a, v
+	}
+	rs.last = v
+	for a.Before(b) {
+		k := int64(a.Sub(rs.origin) / rs.step)
+		if k != rs.bucket {
+			rs.emit()
+			rs.bucket = k
+		}
+		bEnd := rs.origin.Add(time.Duration(k+1) * rs.step)
+		segEnd := b
+		if bEnd.Before(b) {
+			segEnd = bEnd
+		}
+		dt := segEnd.Sub(a).Seconds()
+		rs.acc.Pending += v.Pending * dt
+		rs.acc.Running += v.Running * dt
+		rs.acc.BusyCPUs += v.BusyCPUs * dt
+		rs.acc.BusyGPUs += v.BusyGPUs * dt
+		rs.acc.IdleCPUsWaiting += v.IdleCPUsWaiting * dt
+		rs.acc.IdleGPUsWaiting += v.IdleGPUsWaiting * dt
+		rs.covered += dt
+		a = segEnd
+	}
+}
+
+func (rs *resampler) emit() {
+	if rs.covered <= 0 {
+		rs.acc = Sample{}
+		return
+	}
+	d := rs.covered
+	rs.out = append(rs.out, Sample{
+		At:              rs.origin.Add(time.Duration(rs.bucket) * rs.step),
+		Pending:         rs.acc.Pending / d,
+		Running:         rs.acc.Running / d,
+		BusyCPUs:        rs.acc.BusyCPUs / d,
+		BusyGPUs:        rs.acc.BusyGPUs / d,
+		IdleCPUsWaiting: rs.acc.IdleCPUsWaiting / d,
+		IdleGPUsWaiting: rs.acc.IdleGPUsWaiting / d,
+	})
+	rs.acc, rs.covered = Sample{}, 0
+}
+
+func (rs *resampler) flush() []Sample {
+	rs.emit()
+	if rs.have && len(rs.out) == 0 {
+		// A zero-length span: one sample with the only state there was.
+		s := rs.last
+		s.At = rs.origin
+		rs.out = append(rs.out, s)
+	}
+	return rs.out
+}

@@ -1,0 +1,182 @@
+package swf
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/scheduler/sim"
+)
+
+// ErrMachine reports a Machine that cannot be built or a record that does
+// not fit it.
+var ErrMachine = errors.New("swf: invalid machine")
+
+// DefaultPartition is the name of the single partition of a Machine's
+// cluster when Machine.Partition is empty.
+const DefaultPartition = "batch"
+
+// Machine maps SWF processors onto a Sluice cluster. Two models:
+//
+//   - ProcsPerNode 0 or 1: the classic model of trace simulators, a pool of
+//     processors. The cluster has Procs single-CPU nodes and a job of p
+//     processors takes p of them (sbatch -N p -n p).
+//   - ProcsPerNode k > 1: nodes of k CPUs allocated whole, as on machines
+//     that do not share nodes. The cluster has Procs/k nodes and a job of p
+//     processors takes ceil(p/k) whole nodes (sbatch -N ceil(p/k)
+//     --exclusive), so its allocation may exceed p.
+//
+// The cluster has one partition with no time limit; every job's limit is
+// its requested time.
+type Machine struct {
+	// Procs is the number of processors (MaxProcs of the header).
+	Procs int64
+	// ProcsPerNode is k above (0 means 1).
+	ProcsPerNode int
+	// Partition names the partition (default DefaultPartition).
+	Partition string
+	// Start is the time of the trace's second 0 (zero means the Unix
+	// epoch; MachineFor uses the header's UnixStartTime).
+	Start time.Time
+}
+
+// MachineFor returns the machine a trace header describes (its MaxProcs,
+// or MaxNodes when only that is given, and its UnixStartTime), with nodes
+// of procsPerNode processors. procs > 0 overrides the header's size.
+func MachineFor(h Header, procs int64, procsPerNode int) (Machine, error) {
+	if procs == 0 {
+		procs = h.Procs()
+	}
+	m := Machine{Procs: procs, ProcsPerNode: procsPerNode, Start: h.Start()}
+	if procs == 0 {
+		return m, fmt.Errorf("%w: the header gives neither MaxProcs nor MaxNodes; give the machine size", ErrMachine)
+	}
+	return m, m.Validate()
+}
+
+// Validate checks the machine.
+func (m Machine) Validate() error {
+	k := int64(max(m.ProcsPerNode, 1))
+	switch {
+	case m.Procs < 1 || m.Procs > MaxProcsValue:
+		return fmt.Errorf("%w: Procs %d out of range [1, %d]", ErrMachine, m.Procs, MaxProcsValue)
+	case m.ProcsPerNode < 0 || m.ProcsPerNode > 1<<20:
+		return fmt.Errorf("%w: ProcsPerNode %d out of range [0, 2^20]", ErrMachine, m.ProcsPerNode)
+	case m.Procs%k != 0:
+		return fmt.Errorf("%w: Procs %d is not a multiple of ProcsPerNode %d", ErrMachine, m.Procs, k)
+	case m.Procs/k > scheduler.MaxNodesPerJob:
+		return fmt.Errorf("%w: %d nodes of %d processors, more than %d", ErrMachine, m.Procs/k, k, scheduler.MaxNodesPerJob)
+	}
+	return nil
+}
+
+// Nodes returns the node count of the machine's cluster.
+func (m Machine) Nodes() int { return int(m.Procs / int64(max(m.ProcsPerNode, 1))) }
+
+func (m Machine) partition() string {
+	if m.Partition == "" {
+		return DefaultPartition
+	}
+	return m.Partition
+}
+
+// Config returns the scheduler configuration of the machine's cluster:
+// Nodes() nodes named n00000, n00001 … of ProcsPerNode CPUs (no memory, no
+// GPUs) in one default partition without time limits.
+func (m Machine) Config() (scheduler.Config, error) {
+	if err := m.Validate(); err != nil {
+		return scheduler.Config{}, err
+	}
+	n := m.Nodes()
+	cfg := scheduler.Config{Nodes: make([]scheduler.NodeConfig, n)}
+	for i := range cfg.Nodes {
+		cfg.Nodes[i] = scheduler.NodeConfig{Name: fmt.Sprintf("n%05d", i), CPUs: max(m.ProcsPerNode, 1)}
+	}
+	cfg.Partitions = []scheduler.PartitionConfig{{Name: m.partition(), Default: true}}
+	return cfg, nil
+}
+
+// Job returns the simulator job of a cleaned record: submitted at
+// Start + Submit seconds, running Run seconds, with a time limit of
+// ReqTime seconds (the user's estimate) and Procs processors mapped as
+// the Machine documents. User and Account are "u<user ID>" and "g<group
+// ID>" when known. Status 1 (completed) replays with exit code 0, any
+// other with exit code 1 (FAILED when it ends before its limit). The
+// record is kept in Job.Data (a *Record) for the Writer.
+func (m Machine) Job(rec Record) (sim.Job, error) {
+	switch {
+	case rec.Procs < 1:
+		return sim.Job{}, fmt.Errorf("%w: line %d: job %d has %d processors (read it with a Reader, which cleans records)", ErrMachine, rec.Line, rec.Job, rec.Procs)
+	case rec.Procs > m.Procs:
+		return sim.Job{}, fmt.Errorf("%w: line %d: job %d needs %d processors, the machine has %d", ErrMachine, rec.Line, rec.Job, rec.Procs, m.Procs)
+	case rec.Submit < 0 || rec.Submit > MaxSeconds:
+		return sim.Job{}, fmt.Errorf("%w: line %d: job %d: submit time %d out of range", ErrMachine, rec.Line, rec.Job, rec.Submit)
+	case rec.Run < 1 || rec.Run > MaxSeconds:
+		return sim.Job{}, fmt.Errorf("%w: line %d: job %d: run time %d out of range", ErrMachine, rec.Line, rec.Job, rec.Run)
+	case rec.ReqTime < 1 || rec.ReqTime > MaxSeconds:
+		return sim.Job{}, fmt.Errorf("%w: line %d: job %d: requested time %d out of range", ErrMachine, rec.Line, rec.Job, rec.ReqTime)
+	}
+	spec := scheduler.JobSpec{
+		Name:      strconv.FormatInt(rec.Job, 10),
+		Partition: m.partition(),
+		TimeLimit: time.Duration(rec.ReqTime) * time.Second,
+	}
+	if k := int64(max(m.ProcsPerNode, 1)); k == 1 {
+		spec.Nodes = int(rec.Procs)
+	} else {
+		spec.Nodes = int((rec.Procs + k - 1) / k)
+		spec.Exclusive = true
+	}
+	if rec.User >= 0 {
+		spec.User = "u" + strconv.FormatInt(rec.User, 10)
+	}
+	if rec.Group >= 0 {
+		spec.Account = "g" + strconv.FormatInt(rec.Group, 10)
+	}
+	j := sim.Job{
+		Spec:    spec,
+		Submit:  m.start().Add(time.Duration(rec.Submit) * time.Second),
+		Runtime: time.Duration(rec.Run) * time.Second,
+	}
+	if rec.Status != 1 {
+		j.ExitCode = 1
+	}
+	r := rec
+	j.Data = &r
+	return j, nil
+}
+
+func (m Machine) start() time.Time {
+	if m.Start.IsZero() {
+		return time.Unix(0, 0).UTC()
+	}
+	return m.Start
+}
+
+// Source returns a sim.Source that streams the cleaned records of rd as
+// jobs of machine m. Read errors (and, with Options.Strict, dropped lines)
+// stop the simulation.
+func Source(rd *Reader, m Machine) sim.Source { return &source{rd: rd, m: m} }
+
+type source struct {
+	rd *Reader
+	m  Machine
+}
+
+func (s *source) Next() (sim.Job, bool, error) {
+	rec, err := s.rd.Read()
+	if err == io.EOF {
+		return sim.Job{}, false, nil
+	}
+	if err != nil {
+		return sim.Job{}, false, err
+	}
+	j, err := s.m.Job(rec)
+	if err != nil {
+		return sim.Job{}, false, err
+	}
+	return j, true, nil
+}
