@@ -284,7 +284,7 @@ func stats(x []float64) Stats {
 
 // percentile returns the nearest-rank p-quantile of sorted x.
 func percentile(sorted []float64, p float64) float64 {
-	k := int(math.Ceil(p*float64(len(sorted)))) - 1
+	k := int(math.Ceil(p*float64(len(sorted))-1e-9)) - 1
 	return sorted[min(max(k, 0), len(sorted)-1)]
 }
 
