@@ -47,6 +47,9 @@ type Config struct {
 	// index. Leave Topology.Nodes empty: the scheduler fills it with the
 	// node names in Config order, so graph and scheduler indices agree.
 	Topology *topology.Config
+	// Priority turns on multifactor priority and fair-share; nil orders
+	// the queue first come, first served.
+	Priority *PriorityConfig
 }
 
 // NodeConfig describes one compute node.

@@ -116,6 +116,9 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 	if err := s.tick(now); err != nil {
 		return Cycle{}, err
 	}
+	if err := s.refreshPriorities(now); err != nil {
+		return Cycle{}, err
+	}
 	s.last = now
 	s.cycleNo++
 	cyc := Cycle{Now: now}

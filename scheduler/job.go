@@ -112,6 +112,9 @@ type JobSpec struct {
 	// Segment is sbatch --segment: nodes come in groups of Segment nodes,
 	// each group under one leaf switch or base block.
 	Segment int
+	// Nice lowers the job's multifactor priority by this amount (sbatch
+	// --nice); negative values raise it. Range ±2147483645.
+	Nice int
 	// NVLinkDomain says how a multi-node job relates to multi-node NVLink
 	// domains: any (default), one domain, or balanced slices of the fewest
 	// domains.

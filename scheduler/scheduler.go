@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/priority"
 	"github.com/sluicehq/sluice/topology"
 )
 
@@ -35,6 +36,7 @@ type Scheduler struct {
 	last    time.Time // time of the latest event applied
 
 	graph   *topology.Graph  // nil without Config.Topology
+	prio    *prio            // nil without Config.Priority (FCFS)
 	usable  topology.NodeSet // nodes whose admin state is up
 	shapes  map[string]*shape
 	cycleNo uint64 // numbers cycles, for per-cycle caches
@@ -60,6 +62,8 @@ type job struct {
 	devReq   []gres.Request // per-node device requests, merged by (name, type)
 	shape    *shape
 	deadline time.Time
+	// breakdown explains Priority under multifactor priority.
+	breakdown priority.Breakdown
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it
@@ -150,6 +154,12 @@ func New(cfg Config) (*Scheduler, error) {
 			s.defPart = i
 		}
 	}
+	if cfg.Priority != nil {
+		pc := *cfg.Priority
+		if err := s.initPriority(&pc); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -225,6 +235,11 @@ func (s *Scheduler) Submit(now time.Time, spec JobSpec) (JobID, error) {
 	j.ID = s.nextID
 	j.SubmitTime = now
 	j.State = JobPending
+	if s.prio != nil {
+		if err := s.computePriority(now, j); err != nil {
+			return 0, fmt.Errorf("%w: %w", ErrInvalidJob, err)
+		}
+	}
 	s.nextID++
 	s.jobs[j.ID] = j
 	s.pending.ReplaceOrInsert(j)
@@ -266,6 +281,8 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		return nil, fmt.Errorf("%w: SwitchesMaxWait %v is negative", ErrInvalidJob, spec.SwitchesMaxWait)
 	case spec.Segment < 0 || spec.Segment > MaxNodesPerJob:
 		return nil, fmt.Errorf("%w: Segment %d out of range", ErrInvalidJob, spec.Segment)
+	case spec.Nice < -priority.MaxNice || spec.Nice > priority.MaxNice:
+		return nil, fmt.Errorf("%w: Nice %d out of range [-%d, %d]", ErrInvalidJob, spec.Nice, priority.MaxNice, priority.MaxNice)
 	case spec.NVLinkDomain > topology.DomainBalanced:
 		return nil, fmt.Errorf("%w: NVLinkDomain %d unknown", ErrInvalidJob, spec.NVLinkDomain)
 	}

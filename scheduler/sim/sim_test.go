@@ -166,7 +166,7 @@ func TestRunSameInstant(t *testing.T) {
 	assert.Equal(t, at(50), got["B"].Start)
 	assert.Zero(t, got["B"].Wait())
 	assert.Equal(t, 1, res.Summary.Failed)
-	assert.Equal(t, 2, res.Cycles)
+	assert.Equal(t, 3, res.Cycles) // at 0, 50 (A ends, B arrives: one cycle), 60
 }
 
 func TestRunBeginTimeWakesTheScheduler(t *testing.T) {

@@ -1,0 +1,215 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/priority"
+)
+
+// PriorityConfig turns on Slurm's multifactor priority (PriorityType=
+// priority/multifactor). Without it (Config.Priority nil) every job has
+// priority 0 and the queue is first come, first served.
+type PriorityConfig struct {
+	// Engine holds the weights (PriorityWeight*), PriorityMaxAge,
+	// PriorityFavorSmall, PriorityFlags, TRES weights and the optional
+	// site-factor hook. Its Registry is set by the scheduler: TRES weight
+	// names must be TRES the cluster has.
+	Engine priority.Config
+	// CalcPeriod is PriorityCalcPeriod: how often Schedule refreshes
+	// fair-share and recomputes every pending job's priority. Zero means 5
+	// minutes. New jobs get a priority at submit.
+	CalcPeriod time.Duration
+	// FairShare supplies the association tree with its decayed usage
+	// (usually read from the accounting ledger). Nil leaves the fair-share
+	// factor at 0.
+	FairShare FairShareSource
+	// DampeningFactor is FairShareDampeningFactor for classic fair-share.
+	DampeningFactor uint16
+	// QOSPriority gives each QOS name its priority, the QOS factor's input.
+	QOSPriority map[string]uint32
+}
+
+// FairShareSource supplies the association tree and its decayed usage
+// (raw usage of each association's subtree, sshare's RawUsage) as of now.
+// It is the seam between the pure scheduler and the ledger: an
+// implementation may read a database, and its errors are returned by
+// Schedule.
+type FairShareSource interface {
+	FairShareTree(now time.Time) ([]priority.Association, error)
+}
+
+// FairShareFunc adapts a function to FairShareSource.
+type FairShareFunc func(now time.Time) ([]priority.Association, error)
+
+// FairShareTree calls f.
+func (f FairShareFunc) FairShareTree(now time.Time) ([]priority.Association, error) { return f(now) }
+
+const defaultCalcPeriod = 5 * time.Minute
+
+// prio is the scheduler's priority state.
+type prio struct {
+	cfg      PriorityConfig
+	engine   *priority.Engine
+	tree     *priority.Tree
+	lastCalc time.Time
+	partTRES []gres.Vector // per partition: total TRES, the TRES factors' denominators
+}
+
+func (s *Scheduler) initPriority(pc *PriorityConfig) error {
+	if pc.CalcPeriod < 0 {
+		return fmt.Errorf("%w: Priority.CalcPeriod %v is negative", ErrInvalidConfig, pc.CalcPeriod)
+	}
+	if pc.CalcPeriod == 0 {
+		pc.CalcPeriod = defaultCalcPeriod
+	}
+	cl := priority.Cluster{Nodes: uint32(len(s.nodes))}
+	for i := range s.nodes {
+		cl.CPUs += uint32(s.nodes[i].cfg.CPUs)
+	}
+	p := &prio{cfg: *pc, partTRES: make([]gres.Vector, len(s.parts))}
+	for i := range s.parts {
+		cl.MaxPartitionJobFactor = max(cl.MaxPartitionJobFactor, uint16(s.parts[i].cfg.PriorityJobFactor))
+		t := s.reg.NewVector()
+		for n := s.parts[i].nodes.Next(0); n >= 0; n = s.parts[i].nodes.Next(n + 1) {
+			if err := t.AddInPlace(s.nodes[n].capacity); err != nil {
+				return fmt.Errorf("%w: partition %q: %w", ErrInvalidConfig, s.parts[i].cfg.Name, err)
+			}
+		}
+		p.partTRES[i] = t
+	}
+	for _, q := range pc.QOSPriority {
+		cl.MaxQOSPriority = max(cl.MaxQOSPriority, q)
+	}
+	ec := pc.Engine
+	ec.Registry = s.reg
+	e, err := priority.NewEngine(ec, cl)
+	if err != nil {
+		return fmt.Errorf("%w: priority: %w", ErrInvalidConfig, err)
+	}
+	p.engine = e
+	s.prio = p
+	return nil
+}
+
+// refreshPriorities rebuilds the fair-share tree and recomputes every
+// pending job's priority when CalcPeriod has passed since the last time.
+func (s *Scheduler) refreshPriorities(now time.Time) error {
+	p := s.prio
+	if p == nil || (!p.lastCalc.IsZero() && now.Sub(p.lastCalc) < p.cfg.CalcPeriod) {
+		return nil
+	}
+	if p.cfg.FairShare != nil {
+		assocs, err := p.cfg.FairShare.FairShareTree(now)
+		if err != nil {
+			return fmt.Errorf("scheduler: fair-share tree: %w", err)
+		}
+		tree, err := priority.NewTree(assocs, priority.TreeOptions{
+			Flags: p.cfg.Engine.Flags, DampeningFactor: p.cfg.DampeningFactor, UsageIncludesDescendants: true,
+		})
+		if err != nil {
+			return fmt.Errorf("scheduler: fair-share tree: %w", err)
+		}
+		p.tree = tree
+	}
+	p.lastCalc = now
+	jobs := make([]*job, 0, s.pending.Len())
+	s.pending.Ascend(func(j *job) bool { jobs = append(jobs, j); return true })
+	s.pending.Clear(false)
+	for _, j := range jobs {
+		if err := s.computePriority(now, j); err != nil {
+			// Inputs were validated at submit; restore the queue and report.
+			for _, j := range jobs {
+				s.pending.ReplaceOrInsert(j)
+			}
+			return err
+		}
+		s.pending.ReplaceOrInsert(j)
+	}
+	return nil
+}
+
+// computePriority sets j.Priority and its breakdown. j must not be in the
+// pending index while its priority changes.
+func (s *Scheduler) computePriority(now time.Time, j *job) error {
+	p := s.prio
+	part := &s.parts[j.part]
+	total, err := j.perNode.Scale(int64(j.nodes))
+	if err != nil {
+		return fmt.Errorf("scheduler: job %d: %w", j.ID, err)
+	}
+	in := priority.Job{
+		ID:                 uint64(j.ID),
+		Submit:             j.SubmitTime,
+		AccrueStart:        j.EligibleTime,
+		Nodes:              uint32(j.nodes),
+		CPUs:               uint32(min(total[gres.CPU], 1<<31)),
+		TimeLimit:          j.TimeLimit,
+		PartitionMaxTime:   part.cfg.MaxTime,
+		PartitionJobFactor: uint16(part.cfg.PriorityJobFactor),
+		QOSPriority:        p.cfg.QOSPriority[j.Spec.QOS],
+		TRES:               total,
+		PartitionTRES:      p.partTRES[j.part],
+		Nice:               int64(j.Spec.Nice),
+		PrevPriority:       j.Priority,
+	}
+	if p.tree != nil {
+		if i, ok := p.tree.Lookup(j.Spec.Account, j.Spec.User); ok {
+			in.FairShare = p.tree.Factor(i)
+		}
+	}
+	if err := p.engine.ComputeInto(now, &in, &j.breakdown); err != nil {
+		return fmt.Errorf("scheduler: job %d: %w", j.ID, err)
+	}
+	j.Priority = j.breakdown.Priority
+	return nil
+}
+
+// PriorityBreakdown returns the multifactor breakdown behind a pending
+// job's priority (what sprio shows), as of the last recomputation. It
+// reports false for an unknown job or when multifactor priority is off.
+func (s *Scheduler) PriorityBreakdown(id JobID) (priority.Breakdown, bool) {
+	j, ok := s.jobs[id]
+	if !ok || s.prio == nil {
+		return priority.Breakdown{}, false
+	}
+	b := j.breakdown
+	b.TRES = append([]priority.TRESFactor(nil), b.TRES...)
+	return b, true
+}
+
+// Sprio formats the pending jobs' priorities like Slurm's sprio, in queue
+// order. It returns "" when multifactor priority is off.
+func (s *Scheduler) Sprio(f priority.SprioFormat) string {
+	if s.prio == nil {
+		return ""
+	}
+	rows := make([]priority.SprioRow, 0, s.pending.Len())
+	s.pending.Ascend(func(j *job) bool {
+		b := j.breakdown
+		rows = append(rows, priority.SprioRow{
+			JobID: uint64(j.ID), Partition: j.Partition, User: j.Spec.User, Account: j.Spec.Account, QOS: j.Spec.QOS, Breakdown: &b,
+		})
+		return true
+	})
+	return s.prio.engine.FormatSprio(rows, f)
+}
+
+// Shares returns the sshare-like rows of the fair-share tree as of the
+// last recomputation, or nil when there is none.
+func (s *Scheduler) Shares() []priority.ShareRow {
+	if s.prio == nil || s.prio.tree == nil {
+		return nil
+	}
+	return s.prio.tree.Shares()
+}
+
+// Sshare formats the fair-share tree like Slurm's sshare, or returns ""
+// when there is none.
+func (s *Scheduler) Sshare(f priority.ShareFormat) string {
+	if s.prio == nil || s.prio.tree == nil {
+		return ""
+	}
+	return s.prio.tree.Format(f)
+}

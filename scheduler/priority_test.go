@@ -1,0 +1,123 @@
+package scheduler_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/priority"
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// usageTree is a root with two accounts of equal shares, one user each;
+// heavy's account has used a lot, light's nothing.
+func usageTree(heavyUsage float64) scheduler.FairShareFunc {
+	return func(time.Time) ([]priority.Association, error) {
+		return []priority.Association{
+			{Account: "root", Shares: 1, Usage: heavyUsage}, // usage is per subtree (sshare RawUsage)
+			{Account: "a", Parent: "root", Shares: 1, Usage: heavyUsage},
+			{Account: "b", Parent: "root", Shares: 1},
+			{Account: "a", User: "heavy", Parent: "a", Shares: 1, Usage: heavyUsage},
+			{Account: "b", User: "light", Parent: "b", Shares: 1},
+		}, nil
+	}
+}
+
+func newPriorityMixed(t *testing.T, src scheduler.FairShareSource) *scheduler.Scheduler {
+	t.Helper()
+	cfg := clustertest.Mixed4()
+	cfg.Priority = &scheduler.PriorityConfig{
+		Engine:      priority.Config{Weights: priority.Weights{Age: 1000, FairShare: 10000, QOS: 2000}},
+		FairShare:   src,
+		QOSPriority: map[string]uint32{"normal": 0, "high": 100},
+	}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	return s
+}
+
+func TestFairShareOrdersTheQueue(t *testing.T) {
+	s := newPriorityMixed(t, usageTree(1e6))
+	whole := scheduler.JobSpec{Nodes: 4, Exclusive: true, TimeLimit: time.Hour}
+	heavy := whole
+	heavy.User, heavy.Account = "heavy", "a"
+	light := whole
+	light.User, light.Account = "light", "b"
+	h := mustSubmit(t, s, t0, heavy)
+	l := mustSubmit(t, s, t0.Add(time.Second), light)
+	cyc := mustSchedule(t, s, t0.Add(time.Second))
+	require.Len(t, cyc.Starts, 1)
+	assert.Equal(t, l, cyc.Starts[0].Job, "the user under her share goes first despite submitting later")
+	require.Len(t, cyc.Pending, 1)
+	assert.Equal(t, h, cyc.Pending[0].Job)
+
+	bl, ok := s.PriorityBreakdown(l)
+	require.True(t, ok)
+	bh, _ := s.PriorityBreakdown(h)
+	assert.Equal(t, 1.0, bl.Factors.FairShare)
+	assert.Less(t, bh.Factors.FairShare, bl.Factors.FairShare)
+	assert.Greater(t, bl.Priority, bh.Priority)
+}
+
+func TestQOSAndNiceAndSprio(t *testing.T) {
+	s := newPriorityMixed(t, nil)
+	whole := scheduler.JobSpec{Nodes: 4, Exclusive: true, TimeLimit: time.Hour}
+	blocker := mustSubmit(t, s, t0, whole)
+	mustSchedule(t, s, t0)
+	normal := whole
+	normal.QOS = "normal"
+	high := whole
+	high.QOS = "high"
+	nice := high
+	nice.Nice = 5000
+	n := mustSubmit(t, s, t0.Add(time.Second), normal)
+	hi := mustSubmit(t, s, t0.Add(2*time.Second), high)
+	ni := mustSubmit(t, s, t0.Add(3*time.Second), nice)
+	cyc := mustSchedule(t, s, t0.Add(10*time.Minute))
+	order := []scheduler.JobID{}
+	for _, p := range cyc.Pending {
+		order = append(order, p.Job)
+	}
+	assert.Equal(t, []scheduler.JobID{hi, n, ni}, order, "QOS high first, nice pushes a high-QOS job below normal")
+	out := s.Sprio(priority.SprioFormat{})
+	assert.Contains(t, out, "PRIORITY")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	assert.Len(t, lines, 4, "header plus three pending jobs:\n%s", out)
+	_ = blocker
+}
+
+func TestAgeRaisesPriorityEachCalcPeriod(t *testing.T) {
+	s := newPriorityMixed(t, nil)
+	whole := scheduler.JobSpec{Nodes: 4, Exclusive: true, TimeLimit: 24 * time.Hour}
+	mustSubmit(t, s, t0, whole)
+	mustSchedule(t, s, t0)
+	old := mustSubmit(t, s, t0, whole)
+	mustSchedule(t, s, t0)
+	b0, _ := s.PriorityBreakdown(old)
+	mustSchedule(t, s, t0.Add(24*time.Hour-time.Minute))
+	b1, _ := s.PriorityBreakdown(old)
+	assert.Greater(t, b1.Factors.Age, b0.Factors.Age)
+	assert.InDelta(t, 1.0/7, b1.Factors.Age, 0.01, "one day against the default 7-day PriorityMaxAge")
+}
+
+func TestFairShareSourceErrorIsReported(t *testing.T) {
+	boom := errors.New("ledger unreachable")
+	s := newPriorityMixed(t, scheduler.FairShareFunc(func(time.Time) ([]priority.Association, error) { return nil, boom }))
+	_, err := s.Schedule(t0)
+	assert.ErrorIs(t, err, boom)
+}
+
+func TestPriorityConfigValidated(t *testing.T) {
+	cfg := clustertest.Mixed4()
+	cfg.Priority = &scheduler.PriorityConfig{Engine: priority.Config{TRESWeights: map[string]float64{"gres/gpu:v100": 1}}}
+	_, err := scheduler.New(cfg)
+	assert.ErrorIs(t, err, scheduler.ErrInvalidConfig)
+	s := newPriorityMixed(t, nil)
+	_, err = s.Submit(t0, scheduler.JobSpec{Nice: 1 << 40})
+	assert.ErrorIs(t, err, scheduler.ErrInvalidJob)
+}
