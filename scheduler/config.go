@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
@@ -56,7 +57,8 @@ type Config struct {
 type NodeConfig struct {
 	// Name is unique across the cluster (e.g. "gpu-a01").
 	Name string
-	// CPUs is the number of schedulable CPUs (cores or threads). Must be ≥ 1.
+	// CPUs is the number of schedulable CPUs (cores or threads), ids
+	// 0..CPUs-1, in [1, 65536].
 	CPUs int
 	// MemoryMiB is the schedulable memory (Slurm's RealMemory). Must be ≥ 0.
 	MemoryMiB int64
@@ -66,6 +68,10 @@ type NodeConfig struct {
 	// devices, with their types and links). An empty inventory is a
 	// CPU-only node.
 	Devices gres.Inventory
+	// GRES lists count-only generic resources (GPU shards, MPS shares,
+	// local licenses): counted, without device indices. A name must not
+	// also be a device name of the node.
+	GRES []gres.Request
 }
 
 // PartitionState is a partition's availability, with Slurm's meaning.
@@ -159,14 +165,24 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%w: node %q: duplicate name (nodes %d and %d)", ErrInvalidConfig, n.Name, j, i)
 		}
 		names[n.Name] = i
-		if n.CPUs < 1 || n.CPUs > 1<<20 {
-			return fmt.Errorf("%w: node %q: CPUs %d out of range [1, 2^20]", ErrInvalidConfig, n.Name, n.CPUs)
+		if n.CPUs < 1 || n.CPUs > gres.MaxCoreID+1 {
+			return fmt.Errorf("%w: node %q: CPUs %d out of range [1, %d]", ErrInvalidConfig, n.Name, n.CPUs, gres.MaxCoreID+1)
 		}
 		if n.MemoryMiB < 0 || n.MemoryMiB > gres.MaxCount {
 			return fmt.Errorf("%w: node %q: MemoryMiB %d out of range", ErrInvalidConfig, n.Name, n.MemoryMiB)
 		}
 		if err := n.Devices.Validate(); err != nil {
 			return fmt.Errorf("%w: node %q: devices: %w", ErrInvalidConfig, n.Name, err)
+		}
+		for _, g := range n.GRES {
+			if err := g.Validate(); err != nil {
+				return fmt.Errorf("%w: node %q: GRES %s: %w", ErrInvalidConfig, n.Name, g, err)
+			}
+			for _, d := range n.Devices.Devices {
+				if strings.EqualFold(d.Name, g.Name) {
+					return fmt.Errorf("%w: node %q: GRES %q is both counted and a device", ErrInvalidConfig, n.Name, g.Name)
+				}
+			}
 		}
 	}
 	if len(c.Partitions) == 0 {

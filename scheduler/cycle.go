@@ -212,12 +212,21 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool) policy.Reaso
 }
 
 // fitsNow reports whether node i can take the job's per-node request now.
+// Counts decide, except under enforce-binding, where the CPUs close to
+// the chosen devices must be free too.
 func (s *Scheduler) fitsNow(j *job, i int) bool {
 	n := &s.nodes[i]
 	if j.Spec.Exclusive {
 		return len(n.jobs) == 0
 	}
-	return j.perNode.Fits(n.free)
+	if !j.perNode.Fits(n.free) {
+		return false
+	}
+	if j.Spec.EnforceBinding {
+		_, ok := s.planNode(j, n)
+		return ok
+	}
+	return true
 }
 
 // place chooses the nodes of cand the job starts on now, or returns nil.
@@ -270,54 +279,111 @@ func (s *Scheduler) fits(now time.Time, j *job, cand topology.NodeSet) bool {
 	return nodes != nil
 }
 
+// nodePlan is how a job would sit on one node: its CPU ids, device
+// indices and TRES.
+type nodePlan struct {
+	cpus    []int
+	devices []int
+	quality float64
+	tres    gres.Vector
+}
+
+// planNode works out, without changing anything, which CPUs and devices
+// the job would get on node n: best-connected devices first, then CPUs
+// close to them (only close CPUs with EnforceBinding). It reports false
+// when the node cannot host the job now.
+func (s *Scheduler) planNode(j *job, n *node) (nodePlan, bool) {
+	p := nodePlan{quality: 1}
+	if j.Spec.Exclusive {
+		if len(n.jobs) > 0 {
+			return p, false
+		}
+		p.tres = n.free.Clone() // everything but unhealthy devices
+		p.tres[gres.Node] = 1
+		p.cpus = n.freeCPUs(n.cfg.CPUs, gres.CoreSet{}, false)
+		p.devices = n.freeDevices()
+		return p, true
+	}
+	if !j.perNode.Fits(n.free) {
+		return p, false
+	}
+	p.tres = s.reg.NewVector()
+	p.tres[gres.CPU] = j.perNode[gres.CPU]
+	p.tres[gres.Mem] = j.perNode[gres.Mem]
+	p.tres[gres.Node] = 1
+	var near, freeCores gres.CoreSet
+	devs := n.devs
+	for _, r := range j.devReq {
+		if devs == nil || !n.hasDevices(r.Name) {
+			// A count-only GRES (shards, MPS, licenses on the node):
+			// counted, no device indices.
+			p.tres[s.reg.MustLookup(deviceTRES(r.Name, ""))] += r.Count
+			if r.Type != "" {
+				p.tres[s.reg.MustLookup(deviceTRES(r.Name, r.Type))] += r.Count
+			}
+			continue
+		}
+		if devs == n.devs && len(j.devReq) > 1 {
+			devs = devs.Clone() // dry run: later requests must not reuse these devices
+		}
+		if freeCores.IsEmpty() && n.hasAffinity {
+			freeCores = n.freeCoreSet()
+		}
+		// Devices close to free CPUs are preferred (required under
+		// enforce-binding), so the job's CPUs can sit next to its devices.
+		pl, err := devs.Choose(gres.DeviceRequest{Name: r.Name, Type: r.Type, Count: int(r.Count),
+			Cores: freeCores, EnforceBinding: j.Spec.EnforceBinding})
+		if err != nil {
+			return p, false
+		}
+		if devs != n.devs {
+			if err := devs.Allocate(pl.Devices); err != nil {
+				return p, false
+			}
+		}
+		p.devices = append(p.devices, pl.Devices...)
+		p.quality = min(p.quality, pl.Quality)
+		n.addDeviceTRES(p.tres, pl.Devices)
+		for _, d := range pl.Devices {
+			near = near.Union(n.devCores[d])
+		}
+	}
+	slices.Sort(p.devices)
+	p.cpus = n.freeCPUs(int(j.perNode[gres.CPU]), near, j.Spec.EnforceBinding && !near.IsEmpty())
+	if len(p.cpus) < int(j.perNode[gres.CPU]) {
+		return p, false // not enough CPUs close to the devices (enforce-binding)
+	}
+	return p, true
+}
+
 // allocate commits the job to the given nodes: CPUs, memory and device
 // indices on each, then marks it running.
 func (s *Scheduler) allocate(now time.Time, j *job, nodes []int) {
 	allocs := make([]NodeAlloc, 0, len(nodes))
 	for _, i := range nodes {
 		n := &s.nodes[i]
-		na := NodeAlloc{Node: i, Name: n.cfg.Name, DeviceQuality: 1}
-		if j.Spec.Exclusive {
-			na.TRES = n.capacity.Clone()
-			na.CPUs = n.takeCPUs(n.cfg.CPUs)
-			if n.devs != nil {
-				na.Devices = n.freeDevices()
-				s.mustAllocDevices(n, j, na.Devices)
-			}
-		} else {
-			na.TRES = s.reg.NewVector()
-			na.TRES[gres.CPU] = j.perNode[gres.CPU]
-			na.TRES[gres.Mem] = j.perNode[gres.Mem]
-			na.TRES[gres.Node] = 1
-			na.CPUs = n.takeCPUs(int(j.perNode[gres.CPU]))
-			for _, r := range j.devReq {
-				pl, err := n.devs.Choose(gres.DeviceRequest{Name: r.Name, Type: r.Type, Count: int(r.Count)})
-				if err != nil {
-					panic(fmt.Sprintf("scheduler: node %s fits job %d by counts but device choice failed: %v", n.cfg.Name, j.ID, err))
-				}
-				s.mustAllocDevices(n, j, pl.Devices)
-				na.Devices = append(na.Devices, pl.Devices...)
-				na.DeviceQuality = pl.Quality
-				n.addDeviceTRES(na.TRES, pl.Devices)
-			}
-			slices.Sort(na.Devices)
+		p, ok := s.planNode(j, n)
+		if !ok {
+			panic(fmt.Sprintf("scheduler: node %s was chosen for job %d but cannot host it", n.cfg.Name, j.ID))
 		}
-		na.MemoryMiB = na.TRES[gres.Mem]
-		if err := n.charge(na.TRES); err != nil {
+		n.markCPUs(p.cpus)
+		if len(p.devices) > 0 {
+			if err := n.devs.Allocate(p.devices); err != nil {
+				panic(fmt.Sprintf("scheduler: allocating devices %v of job %d on %s: %v", p.devices, j.ID, n.cfg.Name, err))
+			}
+		}
+		if err := n.charge(p.tres); err != nil {
 			panic(fmt.Sprintf("scheduler: node %s over-allocated by job %d: %v", n.cfg.Name, j.ID, err))
 		}
 		n.jobs = append(n.jobs, j.ID)
-		allocs = append(allocs, na)
+		allocs = append(allocs, NodeAlloc{
+			Node: i, Name: n.cfg.Name, CPUs: p.cpus, MemoryMiB: p.tres[gres.Mem],
+			Devices: p.devices, DeviceQuality: p.quality, TRES: p.tres,
+		})
 	}
 	j.Alloc = Allocation{Nodes: allocs, Quality: 1}
 	j.State = JobRunning
 	j.Reason = policy.ReasonNone
 	j.StartTime = now
 	j.deadline = now.Add(j.TimeLimit)
-}
-
-func (s *Scheduler) mustAllocDevices(n *node, j *job, idx []int) {
-	if err := n.devs.Allocate(idx); err != nil {
-		panic(fmt.Sprintf("scheduler: allocating devices %v of job %d on %s: %v", idx, j.ID, n.cfg.Name, err))
-	}
 }

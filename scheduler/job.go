@@ -92,6 +92,16 @@ type JobSpec struct {
 	// GRESPerJob is the job-wide total (sbatch --gpus); it is spread over
 	// the nodes, each node taking ceil(total/Nodes).
 	GRESPerJob []gres.Request
+	// CPUsPerGPU is sbatch --cpus-per-gpu: each node gets at least this
+	// many CPUs per GPU it holds.
+	CPUsPerGPU int
+	// MemPerGPUMiB is sbatch --mem-per-gpu: each node gets this much
+	// memory per GPU it holds. It excludes MemPerNodeMiB.
+	MemPerGPUMiB int64
+	// EnforceBinding is --gres-flags=enforce-binding: the job's CPUs on a
+	// node must all be close to (share affinity with) its devices there.
+	// Without it, close CPUs are preferred but not required.
+	EnforceBinding bool
 	// TimeLimit is sbatch -t. Zero means the partition's DefaultTime.
 	TimeLimit time.Duration
 	// BeginTime is sbatch --begin: the job is not eligible before it.

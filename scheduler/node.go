@@ -2,7 +2,7 @@ package scheduler
 
 import (
 	"fmt"
-	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
@@ -70,13 +70,19 @@ type node struct {
 	cfg      *NodeConfig
 	capacity gres.Vector
 	free     gres.Vector
-	cpuUsed  []uint64           // bit i set: CPU i allocated
-	devs     *gres.NodeDevices  // nil on a node without devices
-	devTRES  map[int][2]gres.ID // device index → its untyped and typed TRES (-1: untyped device)
-	admin    adminState
-	reason   string
-	since    time.Time
-	jobs     []JobID // running jobs, in start order
+	cpuUsed  []uint64             // bit i set: CPU i allocated
+	devs     *gres.NodeDevices    // nil on a node without devices
+	devTRES  map[int][2]gres.ID   // device index → its untyped and typed TRES (-1: untyped device)
+	devCores map[int]gres.CoreSet // device index → CPUs close to it
+	// hasAffinity is set when some device declares the CPUs close to it.
+	hasAffinity bool
+	admin       adminState
+	// autoDrained marks a drain the scheduler made itself because every
+	// device failed; it lifts when one recovers.
+	autoDrained bool
+	reason      string
+	since       time.Time
+	jobs        []JobID // running jobs, in start order
 }
 
 func (n *node) state() NodeState {
@@ -104,25 +110,41 @@ func (n *node) state() NodeState {
 	return NodeMixed
 }
 
-// takeCPUs marks the k lowest free CPUs used and returns their ids.
-func (n *node) takeCPUs(k int) []int {
+// freeCPUs returns up to k free CPU ids, lowest first, taking those in
+// prefer first; with only set, it takes none outside prefer. It changes
+// nothing.
+func (n *node) freeCPUs(k int, prefer gres.CoreSet, only bool) []int {
 	out := make([]int, 0, k)
-	for wi := range n.cpuUsed {
-		for k > 0 {
-			free := ^n.cpuUsed[wi]
-			if wi == len(n.cpuUsed)-1 && n.cfg.CPUs&63 != 0 {
-				free &= (1 << uint(n.cfg.CPUs&63)) - 1
+	for pass := 0; pass < 2 && len(out) < k; pass++ {
+		if pass == 1 && (only || prefer.IsEmpty()) {
+			break
+		}
+		for c := 0; c < n.cfg.CPUs && len(out) < k; c++ {
+			if n.cpuUsed[c>>6]&(1<<uint(c&63)) != 0 {
+				continue
 			}
-			if free == 0 {
-				break
+			inPrefer := prefer.Has(c)
+			if (pass == 0 && !prefer.IsEmpty() && !inPrefer) || (pass == 1 && inPrefer) {
+				continue
 			}
-			b := bits.TrailingZeros64(free)
-			n.cpuUsed[wi] |= 1 << uint(b)
-			out = append(out, wi*64+b)
-			k--
+			out = append(out, c)
 		}
 	}
+	slices.Sort(out)
 	return out
+}
+
+// markCPUs marks the given CPU ids used.
+func (n *node) markCPUs(ids []int) {
+	for _, c := range ids {
+		n.cpuUsed[c>>6] |= 1 << uint(c&63)
+	}
+}
+
+// hasDevices reports whether the node has tracked devices named name.
+func (n *node) hasDevices(name string) bool {
+	total, _, _ := n.devs.Counts(name, "")
+	return total > 0
 }
 
 func (n *node) releaseCPUs(ids []int) {
@@ -155,6 +177,9 @@ type NodeInfo struct {
 	Jobs []JobID
 	// FreeDevices lists the free, healthy device indices.
 	FreeDevices []int
+	// UnhealthyDevices lists the device indices reported unhealthy; they
+	// are never allocated.
+	UnhealthyDevices []int
 }
 
 // freeDevices returns the free, healthy device indices of every kind.
@@ -201,4 +226,46 @@ func (n *node) refund(alloc gres.Vector) error {
 	err := n.free.AddInPlace(alloc)
 	alloc[gres.Node] = k
 	return err
+}
+
+// deviceVector returns the TRES of the given devices.
+func (n *node) deviceVector(v gres.Vector, idx []int) gres.Vector {
+	out := make(gres.Vector, len(v))
+	n.addDeviceTRES(out, idx)
+	return out
+}
+
+// unhealthy returns the unhealthy device indices among idx.
+func (n *node) unhealthy(idx []int) []int {
+	var out []int
+	for _, d := range idx {
+		if !n.devs.IsHealthy(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// allUnhealthy returns every unhealthy device index of the node.
+func (n *node) allUnhealthy() []int {
+	if n.devs == nil {
+		return nil
+	}
+	var out []int
+	for _, d := range n.cfg.Devices.Devices {
+		if !n.devs.IsHealthy(d.Index) {
+			out = append(out, d.Index)
+		}
+	}
+	return out
+}
+
+// freeCoreSet returns the node's free CPUs as a CoreSet.
+func (n *node) freeCoreSet() gres.CoreSet {
+	ids := n.freeCPUs(n.cfg.CPUs, gres.CoreSet{}, false)
+	cs, err := gres.CoreSetOf(ids...)
+	if err != nil { // CPU ids are bounded by Config.Validate
+		panic(fmt.Sprintf("scheduler: node %s: %v", n.cfg.Name, err))
+	}
+	return cs
 }

@@ -81,6 +81,11 @@ func runRandom(t *testing.T, seed uint64, steps int) []string {
 		case k < 82:
 			err = s.ResumeNode(now, nodeNames[rng.IntN(4)])
 			log = append(log, fmt.Sprintf("resume %v", err))
+		case k < 86:
+			node := nodeNames[rng.IntN(4)]
+			dev, healthy := rng.IntN(8), rng.IntN(3) == 0
+			err = s.SetDeviceHealth(now, node, dev, healthy, "xid 79")
+			log = append(log, fmt.Sprintf("health %s %d %v %v", node, dev, healthy, err))
 		default:
 			cyc, err := s.Schedule(now)
 			require.NoError(t, err)
@@ -128,6 +133,16 @@ func checkInvariants(t *testing.T, s *scheduler.Scheduler, where string) {
 	}
 	for i, n := range nodes {
 		used[i][gres.Node] = 0 // a node's node TRES is not consumed by sharing it
+		// Unhealthy devices that no job holds are neither used nor free.
+		for _, d := range n.UnhealthyDevices {
+			if _, held := devs[i][d]; held {
+				continue
+			}
+			require.NotContains(t, n.FreeDevices, d, "%s: unhealthy device %d on %s listed free", where, d, n.Name)
+			typ := s.Registry().MustLookup("gres/gpu:" + deviceType(n.Name))
+			used[i][s.Registry().MustLookup("gres/gpu")]++
+			used[i][typ]++
+		}
 		require.True(t, used[i].Fits(n.Capacity), "%s: node %s over-allocated: used %v capacity %v", where, n.Name, used[i], n.Capacity)
 		free, err := n.Capacity.Sub(used[i])
 		require.NoError(t, err)
@@ -159,3 +174,5 @@ func TestRandomEventSequences(t *testing.T) {
 		}
 	}
 }
+
+func deviceType(node string) string { return node[:4] }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/btree"
@@ -87,11 +88,17 @@ func New(cfg Config) (*Scheduler, error) {
 		nextID:     1,
 		shapes:     make(map[string]*shape),
 	}
-	// Register every device name and type first, so all vectors share one length.
+	// Register every device and GRES name and type first, so all vectors
+	// share one length.
 	for i := range cfg.Nodes {
 		for _, d := range cfg.Nodes[i].Devices.Devices {
 			if _, err := reg.Register(deviceTRES(d.Name, d.Type)); err != nil {
 				return nil, fmt.Errorf("%w: node %q: device %d: %w", ErrInvalidConfig, cfg.Nodes[i].Name, d.Index, err)
+			}
+		}
+		for _, g := range cfg.Nodes[i].GRES {
+			if _, err := reg.Register(deviceTRES(g.Name, g.Type)); err != nil {
+				return nil, fmt.Errorf("%w: node %q: GRES %s: %w", ErrInvalidConfig, cfg.Nodes[i].Name, g, err)
 			}
 		}
 	}
@@ -121,7 +128,10 @@ func New(cfg Config) (*Scheduler, error) {
 			}
 			nd.devs = ds
 			nd.devTRES = make(map[int][2]gres.ID, len(nc.Devices.Devices))
+			nd.devCores = make(map[int]gres.CoreSet, len(nc.Devices.Devices))
 			for _, d := range nc.Devices.Devices {
+				nd.devCores[d.Index] = d.Cores
+				nd.hasAffinity = nd.hasAffinity || !d.Cores.IsEmpty()
 				ids := [2]gres.ID{reg.MustLookup(deviceTRES(d.Name, "")), -1}
 				if d.Type != "" {
 					ids[1] = reg.MustLookup(deviceTRES(d.Name, d.Type))
@@ -179,6 +189,12 @@ func (s *Scheduler) nodeCapacity(nc *NodeConfig) gres.Vector {
 		v[s.reg.MustLookup(deviceTRES(d.Name, ""))]++
 		if d.Type != "" {
 			v[s.reg.MustLookup(deviceTRES(d.Name, d.Type))]++
+		}
+	}
+	for _, g := range nc.GRES {
+		v[s.reg.MustLookup(deviceTRES(g.Name, ""))] += g.Count
+		if g.Type != "" {
+			v[s.reg.MustLookup(deviceTRES(g.Name, g.Type))] += g.Count
 		}
 	}
 	return v
@@ -273,6 +289,12 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		return nil, fmt.Errorf("%w: CPUsPerTask %d out of range [0, 2^20]", ErrInvalidJob, spec.CPUsPerTask)
 	case spec.MemPerNodeMiB < 0 || spec.MemPerNodeMiB > gres.MaxCount:
 		return nil, fmt.Errorf("%w: MemPerNodeMiB %d out of range", ErrInvalidJob, spec.MemPerNodeMiB)
+	case spec.MemPerGPUMiB < 0 || spec.MemPerGPUMiB > gres.MaxCount>>16:
+		return nil, fmt.Errorf("%w: MemPerGPUMiB %d out of range", ErrInvalidJob, spec.MemPerGPUMiB)
+	case spec.MemPerGPUMiB > 0 && spec.MemPerNodeMiB > 0:
+		return nil, fmt.Errorf("%w: MemPerGPUMiB and MemPerNodeMiB are mutually exclusive (--mem-per-gpu, --mem)", ErrInvalidJob)
+	case spec.CPUsPerGPU < 0 || spec.CPUsPerGPU > 1<<16:
+		return nil, fmt.Errorf("%w: CPUsPerGPU %d out of range [0, 65536]", ErrInvalidJob, spec.CPUsPerGPU)
 	case spec.TimeLimit < 0 || spec.TimeLimit > MaxTimeLimit:
 		return nil, fmt.Errorf("%w: TimeLimit %v out of range [0, %v]", ErrInvalidJob, spec.TimeLimit, MaxTimeLimit)
 	case spec.Switches < 0 || spec.Switches > MaxNodesPerJob:
@@ -314,12 +336,24 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		return nil, err
 	}
 	j.devReq = devReq
+	var gpus int64 // GPUs per node, for --cpus-per-gpu and --mem-per-gpu
+	for _, r := range devReq {
+		if strings.EqualFold(r.Name, "gpu") {
+			gpus += r.Count
+		}
+	}
+	if gpus > 1<<16 {
+		return nil, fmt.Errorf("%w: %d GPUs per node is out of range", ErrInvalidJob, gpus)
+	}
 	v := s.reg.NewVector()
-	v[gres.CPU] = tpn * cpt
+	v[gres.CPU] = max(tpn*cpt, gpus*int64(spec.CPUsPerGPU))
 	if v[gres.CPU] > gres.MaxCount {
 		return nil, fmt.Errorf("%w: %d CPUs per node overflows", ErrInvalidJob, v[gres.CPU])
 	}
 	v[gres.Mem] = spec.MemPerNodeMiB
+	if spec.MemPerGPUMiB > 0 {
+		v[gres.Mem] = gpus * spec.MemPerGPUMiB
+	}
 	if v[gres.Mem] == 0 && p.cfg.DefMemPerCPU > 0 {
 		if p.cfg.DefMemPerCPU > gres.MaxCount/v[gres.CPU] {
 			return nil, fmt.Errorf("%w: default memory %d MiB/CPU × %d CPUs overflows", ErrInvalidJob, p.cfg.DefMemPerCPU, v[gres.CPU])
@@ -505,7 +539,16 @@ func (s *Scheduler) release(j *job) {
 				panic(fmt.Sprintf("scheduler: releasing devices %v of job %d on %s: %v", na.Devices, j.ID, n.cfg.Name, err))
 			}
 		}
-		if err := n.refund(na.TRES); err != nil {
+		refund := na.TRES
+		if bad := n.unhealthy(na.Devices); len(bad) > 0 {
+			// Devices that failed while allocated do not come back as free.
+			var err error
+			if refund, err = na.TRES.Sub(n.deviceVector(na.TRES, bad)); err != nil {
+				panic(fmt.Sprintf("scheduler: job %d on %s: devices %v not in its TRES: %v", j.ID, n.cfg.Name, bad, err))
+			}
+			refund[gres.Node] = na.TRES[gres.Node]
+		}
+		if err := n.refund(refund); err != nil {
 			panic(fmt.Sprintf("scheduler: freeing job %d on %s: %v", j.ID, n.cfg.Name, err))
 		}
 		n.removeJob(j.ID)
@@ -574,6 +617,7 @@ func (s *Scheduler) nodeInfo(i int) NodeInfo {
 		Capacity: n.capacity.Clone(), Free: n.free.Clone(), Jobs: slices.Clone(n.jobs),
 	}
 	ni.FreeDevices = n.freeDevices()
+	ni.UnhealthyDevices = n.allUnhealthy()
 	return ni
 }
 
@@ -603,7 +647,7 @@ func (s *Scheduler) setAdmin(now time.Time, name string, st adminState, reason s
 		return fmt.Errorf("%w: %q", ErrUnknownNode, name)
 	}
 	n := &s.nodes[i]
-	n.admin, n.reason, n.since = st, reason, now
+	n.admin, n.reason, n.since, n.autoDrained = st, reason, now, false
 	if st == adminUp {
 		s.usable.Add(i)
 	} else {
@@ -652,4 +696,48 @@ func (s *Scheduler) Counts() (pending, running int) {
 // constraints returns the job's topology constraints.
 func (j *job) constraints() topology.Constraints {
 	return topology.Constraints{MaxLeafSwitches: j.Spec.Switches, Segment: j.Spec.Segment, Domains: j.Spec.NVLinkDomain}
+}
+
+// SetDeviceHealth records a device health event (from an NVML XID or ECC
+// watcher, say). An unhealthy device is never allocated; a job holding it
+// keeps running (the caller decides whether to kill it), and the device is
+// not returned to the free pool when the job ends. When every device of a
+// node is unhealthy the node is drained with the reason; when one recovers
+// such an automatic drain is lifted.
+func (s *Scheduler) SetDeviceHealth(now time.Time, nodeName string, index int, healthy bool, reason string) error {
+	if err := s.tick(now); err != nil {
+		return err
+	}
+	i, ok := s.nodeByName[nodeName]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownNode, nodeName)
+	}
+	n := &s.nodes[i]
+	if n.devs == nil {
+		return fmt.Errorf("%w: node %q has no devices", gres.ErrUnknownDevice, nodeName)
+	}
+	was := n.devs.IsHealthy(index)
+	inUse := n.devs.InUse(index)
+	if err := n.devs.SetHealthy(index, healthy); err != nil {
+		return fmt.Errorf("node %q: %w", nodeName, err)
+	}
+	if was != healthy && !inUse {
+		dv := n.deviceVector(n.free, []int{index})
+		if healthy {
+			_ = n.free.AddInPlace(dv) // returns a device taken out below: cannot overflow
+		} else if err := n.free.SubInPlace(dv); err != nil {
+			panic(fmt.Sprintf("scheduler: node %s: free device %d not counted free: %v", nodeName, index, err))
+		}
+	}
+	all := len(n.allUnhealthy()) == len(n.cfg.Devices.Devices)
+	switch {
+	case all && n.admin == adminUp:
+		n.admin, n.autoDrained, n.reason, n.since = adminDrain, true, "all devices unhealthy: "+reason, now
+		s.usable.Remove(i)
+	case !all && n.autoDrained && n.admin == adminDrain:
+		n.admin, n.autoDrained, n.reason, n.since = adminUp, false, "", now
+		s.usable.Add(i)
+	}
+	s.last = now
+	return nil
 }

@@ -191,6 +191,34 @@ func Synthetic(c SyntheticConfig) ([]Job, error) {
 	return out, nil
 }
 
+// SyntheticFor returns the workload configuration that loads a
+// SyntheticCluster of the given size about as the standard simulation
+// (StandardJobs over StandardSpan) loads the standard cluster: multi-node
+// jobs are capped at the cluster's gb200 partition (at most 256 nodes) and
+// the arrival span is scaled by jobs/StandardJobs × StandardNodes/nodes
+// and by the expected size of a job under that cap.
+func SyntheticFor(nodes, jobs int, seed uint64) SyntheticConfig {
+	maxNodes := min(SyntheticMaxNodes, gb200Nodes(nodes))
+	// expected nodes per job: 60 % use 7/3 GPUs of 8 on average, 25 % one
+	// node, 15 % a log-uniform count in [2, maxNodes]
+	size := func(m int) float64 {
+		multi := 2.0
+		if m > 2 {
+			multi = float64(m-2) / math.Log(float64(m)/2)
+		}
+		return 0.6*7/3/8 + 0.25 + 0.15*multi
+	}
+	span := float64(StandardSpan) * float64(jobs) / StandardJobs * StandardNodes / float64(max(nodes, 1)) *
+		size(maxNodes) / size(SyntheticMaxNodes)
+	return SyntheticConfig{
+		Jobs: jobs, Seed: seed,
+		Span:     time.Duration(min(span, float64(scheduler.MaxTimeLimit))),
+		MaxNodes: maxNodes,
+	}
+}
+
+func gb200Nodes(nodes int) int { return max(nodes*44/StandardNodes, 1) * 18 }
+
 // SyntheticCluster returns the GPU cluster the synthetic workload is
 // made for, with the given node count (StandardNodes gives the standard
 // benchmark cluster of DESIGN.md). Every node has 2×64 cores and 2 TiB;
@@ -204,7 +232,7 @@ func SyntheticCluster(nodes int) (scheduler.Config, error) {
 	if nodes < 20 || nodes > 1<<20 {
 		return scheduler.Config{}, fmt.Errorf("%w: cluster of %d nodes out of range [20, 2^20]", ErrInvalidSynthetic, nodes)
 	}
-	gb := max(nodes*44/StandardNodes, 1) * 18
+	gb := gb200Nodes(nodes)
 	h100 := (nodes - gb) / 2
 	cfg := scheduler.Config{Nodes: make([]scheduler.NodeConfig, 0, nodes)}
 	var h100Names, gbNames []string

@@ -149,12 +149,7 @@ func (m Machine) Job(rec Record) (sim.Job, error) {
 	return j, nil
 }
 
-func (m Machine) start() time.Time {
-	if m.Start.IsZero() {
-		return time.Unix(0, 0).UTC()
-	}
-	return m.Start
-}
+func (m Machine) start() time.Time { return epochIfZero(m.Start) }
 
 // Source returns a sim.Source that streams the cleaned records of rd as
 // jobs of machine m. Read errors (and, with Options.Strict, dropped lines)

@@ -22,9 +22,17 @@ type Writer struct {
 
 // NewWriter returns a Writer to w. start is the time written as second 0
 // (submit times are relative to it); use the Machine's Start, or the
-// simulation's Result.Start for a workload without one.
+// simulation's Result.Start for a workload without one. The zero time
+// means the Unix epoch, as for Machine.Start.
 func NewWriter(w io.Writer, start time.Time) *Writer {
-	return &Writer{w: bufio.NewWriter(w), start: start}
+	return &Writer{w: bufio.NewWriter(w), start: epochIfZero(start)}
+}
+
+func epochIfZero(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Unix(0, 0).UTC()
+	}
+	return t
 }
 
 // WriteHeader writes fields as "; Key: Value" comment lines, followed by
@@ -88,16 +96,18 @@ func (w *Writer) Flush() error {
 	return w.err
 }
 
-// ResultRecord returns the SWF record of a simulated job, relative to
-// start: the simulated wait and run times, the allocated processors (CPUs)
-// and a status of 1 (COMPLETED), 5 (CANCELLED) or 0 (any other end). The
-// average CPU time is unknown (-1). When the job came from a trace (its
-// Job.Data is a *Record), the other fields are the trace's; otherwise the
-// job number is Index+1, the requested processors are the allocated ones
-// and the rest is unknown. The requested time is the time limit the job
-// was simulated with. Times are rounded to whole seconds so that submit +
-// wait is the start and start + run the end.
+// ResultRecord returns the SWF record of a simulated job, with times
+// relative to start (the zero time means the Unix epoch): the simulated
+// wait and run times, the allocated processors (CPUs) and a status of 1
+// (COMPLETED), 5 (CANCELLED) or 0 (any other end). The average CPU time is
+// unknown (-1). When the job came from a trace (its Job.Data is a
+// *Record), the other fields are the trace's; otherwise the job number is
+// Index+1, the requested processors are the allocated ones and the rest is
+// unknown. The requested time is the time limit the job was simulated
+// with. Times are rounded to whole seconds so that submit + wait is the
+// start and start + run the end.
 func ResultRecord(r sim.JobResult, start time.Time) Record {
+	start = epochIfZero(start)
 	var rec Record
 	if orig, ok := r.Job.Data.(*Record); ok && orig != nil {
 		rec = *orig

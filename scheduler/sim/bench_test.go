@@ -1,0 +1,100 @@
+package sim_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/scheduler/sim"
+	"github.com/sluicehq/sluice/scheduler/sim/swf"
+)
+
+// BenchmarkSimulate replays whole workloads: the KTH-SP2 trace of the
+// Parallel Workloads Archive (28,481 jobs on 100 processors, read from
+// ../shared/traces; skipped when absent) under each policy the scheduler
+// supports, and the synthetic GPU workload — "standard" is the standard
+// scale of DESIGN.md (100,000 jobs on 10,000 nodes; run it with
+// -benchtime=1x), "small" a tenth of it. Each iteration parses the trace
+// (from memory) and runs the simulation; trace reading is part of the
+// figure, as it is for a researcher.
+func BenchmarkSimulate(b *testing.B) {
+	for _, p := range sim.Policies() {
+		b.Run("KTH-SP2/"+string(p), func(b *testing.B) { benchTrace(b, "KTH-SP2/log.swf", p) })
+	}
+	b.Run("synthetic-gpu/small", func(b *testing.B) { benchSynthetic(b, sim.StandardNodes/10, sim.StandardJobs/10) })
+	b.Run("synthetic-gpu/standard", func(b *testing.B) { benchSynthetic(b, sim.StandardNodes, sim.StandardJobs) })
+}
+
+func benchTrace(b *testing.B, name string, p sim.Policy) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "traces", name))
+	if os.IsNotExist(err) {
+		b.Skipf("trace %s not available (it lives in ../shared/traces, outside the repository)", name)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Apply(&scheduler.Config{}, &sim.Options{}); err != nil {
+		b.Skip(err)
+	}
+	var res sim.Result
+	for b.Loop() {
+		rd, err := swf.NewReader(bytes.NewReader(data), swf.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := swf.MachineFor(rd.Header(), 0, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg, err := m.Config()
+		if err != nil {
+			b.Fatal(err)
+		}
+		opt := sim.Options{DiscardJobs: true, DiscardSeries: true}
+		if err := p.Apply(&cfg, &opt); err != nil {
+			b.Fatal(err)
+		}
+		s, err := scheduler.New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err = sim.Run(s, swf.Source(rd, m), opt)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	report(b, res)
+}
+
+func benchSynthetic(b *testing.B, nodes, jobs int) {
+	cfg, err := sim.SyntheticCluster(nodes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	workload, err := sim.Synthetic(sim.SyntheticFor(nodes, jobs, 1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var res sim.Result
+	for b.Loop() {
+		s, err := scheduler.New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err = sim.Run(s, &sim.SliceSource{Jobs: workload}, sim.Options{DiscardJobs: true, DiscardSeries: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	report(b, res)
+}
+
+func report(b *testing.B, res sim.Result) {
+	b.ReportMetric(float64(res.Summary.Jobs), "jobs")
+	b.ReportMetric(float64(res.Cycles), "cycles")
+	b.ReportMetric(res.Summary.Wait.Mean, "mean-wait-s")
+	b.ReportMetric(res.Summary.BSLD.Mean, "mean-bsld")
+	b.ReportMetric(res.Summary.Utilization, "utilization")
+}
