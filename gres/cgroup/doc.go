@@ -1,0 +1,53 @@
+// Package cgroup enforces allocations on a Linux node with cgroup v2: a
+// cgroup per job (Root/job_<id>) and per step (…/step_<name>) with the
+// job's CPUs (cpuset.cpus), NUMA memory nodes (cpuset.mems), memory limit
+// (memory.max) and device access limited to its GPUs. Its Enforcer
+// implements gres.Enforcer; Config.Plan shows what Apply writes without
+// touching the system.
+//
+// # Devices
+//
+// cgroup v2 has no devices.allow file: access is decided by an eBPF
+// program of type BPF_PROG_TYPE_CGROUP_DEVICE attached to the cgroup. The
+// default policy (DenyUnallocated) is Slurm's ConstrainDevices: every
+// device stays usable except the node's GRES device files
+// (Config.ManagedDevices, e.g. /dev/nvidia0-7, MIG capability files) that
+// the job was not allocated; AllowListed instead allows only a base set
+// (/dev/null, /dev/zero, ptys …) plus the allocation's files (for NVIDIA,
+// gres.Discovery.FilesFor adds /dev/nvidiactl and /dev/nvidia-uvm).
+// Every program starts with an explicit default rule and uses "rwm"
+// exceptions, so a program that fails to load is an error, never
+// silently skipped.
+//
+// # Why github.com/opencontainers/cgroups
+//
+// The program is built and attached by github.com/opencontainers/cgroups
+// (runc's cgroup code), whose devices package this package imports to
+// enable it. On an update it replaces the program it attached before
+// (BPF_F_REPLACE, or detach and attach), so a job's device access can be
+// changed in both directions. containerd's cgroups v3 attaches a new
+// program with BPF_F_ALLOW_MULTI on every update and drops the old
+// link, so programs stack and — since every attached program must allow
+// an access — an update can only narrow access, and stale programs stay
+// until the cgroup is removed. cilium/ebpf alone would mean writing the
+// device-program compiler ourselves. opencontainers/cgroups also brings a
+// device-rule emulator that normalises the rules exactly as cgroup v1
+// would, and the cgroupfs file helpers (openat2-confined writes).
+//
+// # Requirements
+//
+// Root must lie on a cgroup2 mount (New checks with statfs); creating
+// cgroups, enabling cpuset and attaching device programs need root (or
+// CAP_SYS_ADMIN/CAP_BPF over a delegated subtree). On a hybrid v1/v2
+// host, cpuset and memory are bound to v1 and unavailable to v2: Apply
+// fails with ErrControllerUnavailable naming the controller. The package
+// builds only on Linux; it needs no cgo.
+//
+// # Testing
+//
+// Unit tests run the Enforcer on a fake cgroup filesystem (a temporary
+// directory, with opencontainers' cgroups.TestMode) and check the files
+// written and the device rules; the gresdriver conformance suite runs on
+// it too. TestRealCgroup2 runs only as root with a cgroup2 mount offering
+// cpuset and memory and skips otherwise, saying why.
+package cgroup

@@ -1,0 +1,92 @@
+package cgroup
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/gres"
+)
+
+func dev(major, minor int64) gres.DeviceFile {
+	return gres.DeviceFile{Path: "/dev/x", Kind: gres.CharDevice, Major: major, Minor: minor}
+}
+
+func rules(p Plan) []string {
+	var out []string
+	for _, r := range p.Devices {
+		out = append(out, r.String())
+	}
+	return out
+}
+
+func TestPlan(t *testing.T) {
+	cpus, err := gres.ParseCoreSet("0-3,64")
+	require.NoError(t, err)
+	managed := []gres.DeviceFile{dev(195, 1), dev(195, 0), dev(195, 2), dev(195, 0), dev(236, 13)}
+	cases := []struct {
+		name  string
+		cfg   Config
+		a     gres.Allocation
+		dir   string
+		mem   string
+		mems  string
+		rules []string
+	}{
+		{"deny unallocated", Config{Root: "/sys/fs/cgroup/s", ManagedDevices: managed},
+			gres.Allocation{Job: "9", CPUs: cpus, Mems: []int{1, 0, 1}, MemoryBytes: 1 << 30, Devices: []gres.DeviceFile{dev(195, 1), dev(195, 255)}},
+			"/sys/fs/cgroup/s/job_9", "1073741824", "0-1",
+			[]string{"allow a *:* rwm", "deny c 195:0 rwm", "deny c 195:2 rwm", "deny c 236:13 rwm"}},
+		{"any minor covers", Config{Root: "/r", ManagedDevices: managed},
+			gres.Allocation{Job: "9", Step: "batch", Devices: []gres.DeviceFile{dev(195, gres.AnyMinor)}},
+			"/r/job_9/step_batch", "max", "", []string{"allow a *:* rwm", "deny c 236:13 rwm"}},
+		{"nothing managed", Config{Root: "/r"}, gres.Allocation{Job: "1"}, "/r/job_1", "max", "", []string{"allow a *:* rwm"}},
+		{"allow listed", Config{Root: "/r", Devices: AllowListed, BaseDevices: []gres.DeviceFile{dev(1, 3)}},
+			gres.Allocation{Job: "1", Devices: []gres.DeviceFile{dev(195, 3), dev(1, 3), {Path: "/dev/sda", Kind: gres.BlockDevice, Major: 8, Minor: 0}}},
+			"/r/job_1", "max", "", []string{"deny a *:* rwm", "allow b 8:0 rwm", "allow c 1:3 rwm", "allow c 195:3 rwm"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			require.NoError(t, c.cfg.Validate())
+			p, err := c.cfg.Plan(c.a)
+			require.NoError(t, err)
+			assert.Equal(t, c.dir, p.Dir)
+			assert.Equal(t, c.mem, p.MemoryMax)
+			assert.Equal(t, c.mems, p.CpusetMems)
+			assert.Equal(t, c.a.CPUs.String(), p.CpusetCpus)
+			assert.Equal(t, c.rules, rules(p))
+		})
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	cfg := Config{Root: "/r"}
+	for _, a := range []gres.Allocation{
+		{Job: ""}, {Job: ".."}, {Job: "a/b"}, {Job: "1", Step: "."}, {Job: "1", MemoryBytes: -5},
+		{Job: "1", Mems: []int{gres.MaxNUMANode + 1}}, {Job: "1", Devices: []gres.DeviceFile{{Path: "/dev/x", Kind: 'q'}}},
+	} {
+		_, err := cfg.Plan(a)
+		require.ErrorIs(t, err, gres.ErrInvalidAllocation, "%+v", a)
+	}
+	_, err := cfg.JobDir("1", "a b")
+	require.ErrorIs(t, err, gres.ErrInvalidAllocation)
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []Config{
+		{}, {Root: "relative"}, {Root: "/"}, {Root: "/a/../b"}, {Root: "/r", Controllers: []string{"cpuset", "cpuset"}},
+		{Root: "/r", Controllers: []string{"devices"}}, {Root: "/r", Devices: 7},
+		{Root: "/r", ManagedDevices: []gres.DeviceFile{dev(195, gres.AnyMinor)}},
+		{Root: "/r", ManagedDevices: []gres.DeviceFile{{Path: "x"}}}, {Root: "/r", BaseDevices: []gres.DeviceFile{{Path: "/dev/x", Major: -1}}},
+	} {
+		require.ErrorIs(t, c.Validate(), ErrInvalidConfig, "%+v", c)
+	}
+	require.NoError(t, (&Config{Root: "/sys/fs/cgroup/sluice", Controllers: []string{}}).Validate())
+	assert.Equal(t, "deny-unallocated", DenyUnallocated.String())
+	assert.Equal(t, "allow-listed", AllowListed.String())
+	assert.Equal(t, "DevicePolicy(9)", DevicePolicy(9).String())
+	for _, f := range DefaultBaseDevices() {
+		require.NoError(t, f.Validate())
+	}
+}

@@ -1,0 +1,24 @@
+package gresdriver_test
+
+import (
+	"fmt"
+
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/gresdriver"
+	"github.com/sluicehq/sluice/internal/gputest"
+)
+
+// CheckHealthEvents is the health-event contract as a plain function: a
+// driver's batch must name known devices, give reasons and be sorted.
+func ExampleCheckHealthEvents() {
+	inv := gputest.DGXH100()
+	good := []gres.HealthEvent{{Index: 3, UUID: inv.Devices[3].UUID, Reason: "XID 79"}}
+	bad := []gres.HealthEvent{{Index: 9, Reason: "XID 79"}, {Index: 2, UUID: inv.Devices[2].UUID}}
+	fmt.Println(gresdriver.CheckHealthEvents(inv, good))
+	fmt.Println(gresdriver.CheckHealthEvents(inv, bad))
+	// Output:
+	// <nil>
+	// event 0: unknown device 9
+	// event 1: device 2 unhealthy without a reason
+	// event 1: device 2 not after device 9 (want sorted, one event per device)
+}
