@@ -1,0 +1,121 @@
+// Package backfill plans when and where pending jobs will run: a
+// time-resource profile of the cluster and a backfill planner (EASY and
+// conservative) on top of it that decides which jobs start now and gives
+// every other job an expected start time and planned nodes from the same
+// plan.
+//
+// The package knows nothing of accounts, QOS, partitions or node states:
+// the caller (the scheduler) turns those into inputs — each node's
+// capacity and free resources, the running jobs' expected ends, and per
+// pending job the allowed node set, the per-node request, the wall time,
+// the earliest start and whether it may hold a reservation. Time always
+// comes from the caller; nothing here reads the clock, starts goroutines
+// or does I/O, and the same inputs give the same plan.
+//
+// # Profile
+//
+// A Profile holds, for every node, its free resources (a vector: CPUs,
+// memory, GPU counts per type …) as a step function of time from the
+// origin (the caller's now). Resources are partial: jobs share a node as
+// long as their vectors fit, unlike Slurm's backfill, which reserves whole
+// nodes even for partial-node jobs. Exclusive requests take whole nodes
+// and need them idle. GPUs are counted per (typed) GRES; the scheduler
+// picks device indices at start time.
+//
+// Layout (a hybrid): each node has its own small sorted timeline (times
+// and free vectors); a github.com/google/btree indexes the global change
+// points — the times at which any node's free vector changes — and each
+// change point lists the nodes that change there and carries two
+// summaries of the slot up to the next change point: the exact set of
+// idle nodes, and per block of 64 nodes an upper bound of their free
+// vectors. Every stored end is rounded up to the resolution grid
+// (bf_resolution), so a window of W holds at most W/resolution change
+// points whatever the number of jobs. Clone is copy-on-write (the btrees
+// clone in O(1), node timelines and change points are copied when first
+// written), so explanations and what-if questions plan on clones.
+//
+// The earliest-fit search for N nodes × a per-node vector for a duration D
+// from a time t0:
+//
+//  1. Scan at t0. Blocks whose summary at t0's slot, or at a few probe
+//     slots inside [t0, t0+D), cannot hold the request are skipped without
+//     reading their nodes (for exclusive requests the idle sets of those
+//     slots are intersected instead); each remaining node's timeline gives
+//     the first time x at which it stops holding the request, and the node
+//     is feasible if x ≥ t0+D, until x−D.
+//  2. Sweep the later change points in time order. A node can only become
+//     feasible at a time where its own free resources change, so only the
+//     nodes listed at each change point are re-examined; feasible nodes
+//     drop out when their feasible-start interval ends (a heap). The first
+//     time at which N allowed nodes are feasible and the NodeChooser
+//     accepts a choice is the answer.
+//
+// The sweep stops at the latest acceptable start (the window end) and
+// reports FitNever when no change point is left, since nothing changes
+// after the last one. A NodeChooser plugs in topology-aware selection; the
+// default takes the lowest node indices.
+//
+// # Planner
+//
+// Planner.Plan takes the pending jobs in scheduling order and, for each:
+// applies the per-group test limits (bf_max_job_user, _part, _assoc,
+// _user_part), decides whether the job may hold a reservation (NoReserve,
+// bf_min_prio_reserve, bf_min_age_reserve, bf_job_part_count_reserve, and
+// in EASY mode the k reservations already taken), searches the profile for
+// its earliest fit within bf_window, and then starts it now, reserves its
+// future slot in the profile, or records an estimate without a
+// reservation. Jobs with --time-min are planned with it and, when they can
+// start now, get the longest limit up to their time limit that the plan
+// allows. bf_max_job_test and bf_max_job_start stop the pass; Sluice's
+// default is no depth limit.
+//
+// Within one pass the profile only loses free resources, so "a job of this
+// shape cannot start before T" carries over to later jobs that need at
+// least as much (same per-node vector, exclusivity and allowed set; at
+// least as many nodes, as long a wall time, as late an earliest start).
+// The planner keeps such facts per shape, with the feasible nodes it saw
+// at T; searches start from them, which makes planning the whole queue
+// near-linear in its length. The answers are the same as without the
+// cache.
+//
+// Guarantees (tested over thousands of seeded workloads in an event loop
+// where every job runs exactly its time limit): in conservative mode no
+// job starts later than the first start time it was given; in EASY mode no
+// job that held a reservation starts later than that reservation; with
+// priority order (not FCFS) a reservation only moves when a job of higher
+// priority arrives. No node is ever over-allocated. These hold exactly
+// when the plan is exact: event times on the resolution grid (or a 1 s
+// resolution). Otherwise rounding ends up to the grid makes resources free
+// up to one step earlier than planned, a re-plan may place higher-priority
+// jobs differently, and rarely a reservation moves later (2 of 15,000 jobs
+// with a 60 s grid and 7 s event times in a test) — as in Slurm, which
+// also re-plans from scratch every cycle.
+//
+// # Calling it from a scheduler
+//
+// After the main pass (which starts jobs in priority order and applies the
+// rule that a blocked job holds back its partition) the scheduler:
+//
+//  1. builds the profile from the state after the main pass: pl.NewProfile
+//     with every node's schedulable Capacity (Free nil to derive it from
+//     the running jobs, or an explicit Free for nodes that are down or
+//     partly unusable — a down node has an empty Free) and every running
+//     job, including those the main pass just started, with End = start +
+//     time limit (zero for no limit);
+//  2. blocks maintenance windows with Profile.Block;
+//  3. passes all still-pending jobs in priority order, including those the
+//     main pass held back, each with Allowed = the nodes of its partition
+//     that are up and not drained, minus excluded nodes, intersected with
+//     an advance reservation it must use; Earliest = its begin time or
+//     reservation start; NoReserve from its QOS; a job submitted to several
+//     partitions as one Job whose Allowed is their union;
+//  4. starts plan.Starts (choosing GPU indices on the planned nodes) and
+//     shows plan.Entries' Start and Nodes as expected starts.
+//
+// Plan books starts and reservations into the profile it is given; keep
+// that profile (or a Clone taken before planning) to answer what-if
+// questions with Profile.EarliestFit.
+//
+// Not modelled: cluster-wide licenses, job arrays and heterogeneous jobs
+// (the caller expands them), preemption, node boot times.
+package backfill

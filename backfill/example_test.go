@@ -1,0 +1,64 @@
+package backfill_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/gres"
+)
+
+// Two 8-GPU nodes; node 0 is fully busy for another hour. A two-node job
+// waits for it and holds a reservation; a short 4-GPU job fits in front of
+// that reservation on node 1 and starts now; a long 4-GPU job would delay
+// the reservation, so it is planned after it.
+func Example() {
+	reg, _ := gres.NewRegistry("gres/gpu")
+	gpu := reg.MustLookup("gres/gpu")
+	node := func(cpu, gpus int64) gres.Vector {
+		v := reg.NewVector()
+		v[gres.CPU], v[gres.Mem], v[gpu] = cpu, cpu*8192, gpus
+		return v
+	}
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+	pl, _ := backfill.NewPlanner(backfill.Config{}) // conservative, Slurm's defaults
+	nodes := []backfill.NodeState{{Capacity: node(64, 8)}, {Capacity: node(64, 8)}}
+	running := []backfill.Running{{ID: 1, End: now.Add(time.Hour),
+		Allocs: []backfill.Alloc{{Node: 0, Use: node(64, 8)}}}}
+	prof, _ := pl.NewProfile(now, nodes, running)
+
+	plan, _ := pl.Plan(prof, []backfill.Job{
+		{ID: 10, Nodes: 2, PerNode: node(64, 8), TimeLimit: 2 * time.Hour},
+		{ID: 11, Nodes: 1, PerNode: node(32, 4), TimeLimit: 8 * time.Hour},
+		{ID: 12, Nodes: 1, PerNode: node(32, 4), TimeLimit: 30 * time.Minute},
+	})
+	for _, e := range plan.Entries {
+		fmt.Printf("job %d: %-8s at %s on %v\n", e.ID, e.Status, e.Start.Format("15:04"), e.Nodes)
+	}
+	// Output:
+	// job 10: reserved at 13:00 on [0 1]
+	// job 11: reserved at 15:00 on [0]
+	// job 12: start    at 12:00 on [1]
+}
+
+// What-if questions run on a clone: the live profile is not touched.
+func ExampleProfile_EarliestFit() {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	cpus := func(n int64) gres.Vector { return gres.Vector{gres.CPU: n} }
+	prof, _ := backfill.NewProfile(now,
+		[]backfill.NodeState{{Capacity: cpus(16)}, {Capacity: cpus(16)}},
+		[]backfill.Running{{ID: 1, End: now.Add(90 * time.Minute), Allocs: []backfill.Alloc{{Node: 0, Use: cpus(12)}, {Node: 1, Use: cpus(8)}}}},
+		backfill.ProfileOptions{})
+
+	whatIf := prof.Clone()
+	_ = whatIf.Reserve(backfill.Reservation{ID: 2, Start: now.Add(90 * time.Minute), End: now.Add(2 * time.Hour),
+		Allocs: []backfill.Alloc{{Node: 1, Use: cpus(12)}}})
+	for _, p := range []*backfill.Profile{prof, whatIf} {
+		fit, _ := p.EarliestFit(backfill.Request{Nodes: 2, PerNode: cpus(6), Duration: time.Hour})
+		fmt.Println(fit.Status, fit.Start.Format("15:04"), fit.Nodes)
+	}
+	// Output:
+	// found 13:30 [0 1]
+	// found 14:00 [0 1]
+}

@@ -1,0 +1,736 @@
+package backfill
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// Mode selects how many pending jobs get reservations.
+type Mode uint8
+
+const (
+	// Conservative gives every tested job that cannot start now a
+	// reservation, in priority order, so no job is ever delayed by a
+	// lower-priority one. This is what Slurm's backfill does for the jobs
+	// it tests, and the zero value.
+	Conservative Mode = iota
+	// EASY gives reservations only to the first Config.Reservations jobs
+	// (in priority order) that cannot start now — one for classic EASY —
+	// and starts any other job that fits now without delaying them.
+	EASY
+)
+
+// String returns the mode name.
+func (m Mode) String() string {
+	switch m {
+	case Conservative:
+		return "conservative"
+	case EASY:
+		return "easy"
+	}
+	return fmt.Sprintf("Mode(%d)", uint8(m))
+}
+
+// Config holds the planner's knobs: Slurm's SchedulerParameters for
+// backfill with Slurm's meaning. The zero value means Slurm's defaults,
+// except MaxJobTest, whose zero means "plan every job" (Slurm's default
+// is 500).
+type Config struct {
+	// Mode is Conservative (zero) or EASY.
+	Mode Mode
+	// Reservations is EASY's k, the number of jobs that get reservations;
+	// 0 means 1. Ignored in Conservative mode.
+	Reservations int
+	// Window is bf_window: jobs that cannot start within it get no
+	// reservation and no estimate. 0 means 24 h; at most 30 days.
+	Window time.Duration
+	// Resolution is bf_resolution, the profile's time grid. 0 means 60 s;
+	// [1 s, 1 h], whole seconds. Build profiles with Planner.NewProfile so
+	// they share it.
+	Resolution time.Duration
+	// MaxJobTest is bf_max_job_test: stop after testing this many jobs
+	// (the rest are StatusNotTested). 0 means unlimited.
+	MaxJobTest int
+	// MaxJobStart is bf_max_job_start: stop after starting this many
+	// jobs. 0 means unlimited.
+	MaxJobStart int
+	// MaxJobUser, MaxJobPart, MaxJobAssoc and MaxJobUserPart are
+	// bf_max_job_user, bf_max_job_part, bf_max_job_assoc and
+	// bf_max_job_user_part: the most jobs per user, partition,
+	// association, or user and partition that are tested in one plan;
+	// further jobs of that group are skipped (StatusNotTested). Every
+	// tested job counts, whatever its outcome. 0 means unlimited.
+	MaxJobUser, MaxJobPart, MaxJobAssoc, MaxJobUserPart int
+	// MinPrioReserve is bf_min_prio_reserve: jobs with a priority below it
+	// are only tested for an immediate start (no reservation). 0 disables.
+	MinPrioReserve float64
+	// MinAgeReserve is bf_min_age_reserve: jobs eligible for less than
+	// this long are only tested for an immediate start. 0 disables.
+	MinAgeReserve time.Duration
+	// JobPartCountReserve is bf_job_part_count_reserve: at most this many
+	// reservations per partition; later jobs of the partition are only
+	// tested for an immediate start. 0 means no limit.
+	JobPartCountReserve int
+	// Chooser picks nodes among feasible ones (topology-aware placement);
+	// nil picks the lowest indices. See NodeChooser for its contract.
+	Chooser NodeChooser
+}
+
+const maxWindow = 30 * 24 * time.Hour
+
+// Validate reports the first out-of-range field.
+func (c Config) Validate() error {
+	switch {
+	case c.Mode > EASY:
+		return fmt.Errorf("%w: Mode %d", ErrInvalidConfig, c.Mode)
+	case c.Reservations < 0:
+		return fmt.Errorf("%w: Reservations %d, want ≥ 0", ErrInvalidConfig, c.Reservations)
+	case c.Window < 0 || c.Window > maxWindow:
+		return fmt.Errorf("%w: Window %v, want (0, %v]", ErrInvalidConfig, c.Window, maxWindow)
+	case c.Resolution != 0 && (c.Resolution < time.Second || c.Resolution > time.Hour || c.Resolution%time.Second != 0):
+		return fmt.Errorf("%w: Resolution %v, want whole seconds in [1s, 1h]", ErrInvalidConfig, c.Resolution)
+	case c.MaxJobTest < 0:
+		return fmt.Errorf("%w: MaxJobTest %d, want ≥ 0", ErrInvalidConfig, c.MaxJobTest)
+	case c.MaxJobStart < 0:
+		return fmt.Errorf("%w: MaxJobStart %d, want ≥ 0", ErrInvalidConfig, c.MaxJobStart)
+	case c.MaxJobUser < 0 || c.MaxJobPart < 0 || c.MaxJobAssoc < 0 || c.MaxJobUserPart < 0:
+		return fmt.Errorf("%w: MaxJobUser/Part/Assoc/UserPart must be ≥ 0", ErrInvalidConfig)
+	case c.MinPrioReserve < 0 || c.MinPrioReserve != c.MinPrioReserve:
+		return fmt.Errorf("%w: MinPrioReserve %v, want ≥ 0", ErrInvalidConfig, c.MinPrioReserve)
+	case c.MinAgeReserve < 0:
+		return fmt.Errorf("%w: MinAgeReserve %v, want ≥ 0", ErrInvalidConfig, c.MinAgeReserve)
+	case c.JobPartCountReserve < 0:
+		return fmt.Errorf("%w: JobPartCountReserve %d, want ≥ 0", ErrInvalidConfig, c.JobPartCountReserve)
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.Reservations == 0 {
+		c.Reservations = 1
+	}
+	if c.Window == 0 {
+		c.Window = 24 * time.Hour
+	}
+	if c.Resolution == 0 {
+		c.Resolution = DefaultResolution
+	}
+	return c
+}
+
+// Job is one pending job as the planner sees it. The caller (the
+// scheduler) has already applied partitions, QOS, limits, node states and
+// advance reservations: they arrive as Allowed, Earliest and NoReserve.
+type Job struct {
+	// ID names the job; its reservation in the profile uses it.
+	ID JobID
+	// Nodes is the node count (≥ 1).
+	Nodes int
+	// PerNode is the resources needed on each node (cpu, mem, gres …).
+	PerNode gres.Vector
+	// Exclusive asks for whole nodes (--exclusive, OverSubscribe=EXCLUSIVE).
+	Exclusive bool
+	// Allowed is the set of usable nodes; length 0 means every node.
+	Allowed topology.NodeSet
+	// TimeLimit is the job's time limit (≥ 1 s): the planned run time.
+	TimeLimit time.Duration
+	// TimeMin is --time-min (0: none). The job is planned with it; when it
+	// can start now its limit is raised as far as the plan allows, up to
+	// TimeLimit. Must not exceed TimeLimit.
+	TimeMin time.Duration
+	// Earliest is the earliest start (begin time, advance reservation
+	// start); zero means now.
+	Earliest time.Time
+	// Eligible is when the job became eligible (its begin time), for
+	// bf_min_age_reserve; zero means "long ago".
+	Eligible time.Time
+	// Priority is compared with bf_min_prio_reserve.
+	Priority float64
+	// NoReserve asks for an immediate start only (QOS NoReserve).
+	NoReserve bool
+	// User, Partition and Assoc group jobs for bf_max_job_user, _part,
+	// _assoc, _user_part and bf_job_part_count_reserve.
+	User, Partition, Assoc string
+}
+
+// Status is the outcome of planning one job.
+type Status uint8
+
+const (
+	// StatusNotTested: the job was not tested (a depth or per-group limit
+	// stopped it, see Reason); it has no estimate.
+	StatusNotTested Status = iota
+	// StatusStart: start the job now on Nodes.
+	StatusStart
+	// StatusReserved: the job is expected to start at Start on Nodes and
+	// holds a reservation there, so no lower-priority job delays it.
+	StatusReserved
+	// StatusEstimated: expected start and nodes from the same plan, but no
+	// reservation (see Reason), so later backfill may delay it.
+	StatusEstimated
+	// StatusBeyondWindow: the job cannot start within the window; no
+	// estimate.
+	StatusBeyondWindow
+	// StatusNeverFits: the job cannot fit at any time (see Reason).
+	StatusNeverFits
+)
+
+// String returns the status name.
+func (s Status) String() string {
+	switch s {
+	case StatusNotTested:
+		return "not-tested"
+	case StatusStart:
+		return "start"
+	case StatusReserved:
+		return "reserved"
+	case StatusEstimated:
+		return "estimated"
+	case StatusBeyondWindow:
+		return "beyond-window"
+	case StatusNeverFits:
+		return "never-fits"
+	}
+	return fmt.Sprintf("Status(%d)", uint8(s))
+}
+
+// Reason qualifies a Status: why a job got no reservation, no estimate, or
+// was not tested.
+type Reason uint8
+
+const (
+	// ReasonNone: nothing to add.
+	ReasonNone Reason = iota
+	// ReasonNoReserve: the job asked for no reservation (Job.NoReserve).
+	ReasonNoReserve
+	// ReasonMinPrioReserve: priority below bf_min_prio_reserve.
+	ReasonMinPrioReserve
+	// ReasonMinAgeReserve: eligible for less than bf_min_age_reserve.
+	ReasonMinAgeReserve
+	// ReasonPartCountReserve: the partition already has
+	// bf_job_part_count_reserve reservations.
+	ReasonPartCountReserve
+	// ReasonReservationLimit: EASY's k reservations are taken.
+	ReasonReservationLimit
+	// ReasonWindow: no start within bf_window (or Earliest beyond it).
+	ReasonWindow
+	// ReasonCapacity: fewer allowed nodes than requested can hold the
+	// per-node request even when empty.
+	ReasonCapacity
+	// ReasonUnavailable: enough nodes could hold it, but the resources
+	// never become free (down or blocked nodes, jobs without an end).
+	ReasonUnavailable
+	// ReasonMaxJobTest: bf_max_job_test reached.
+	ReasonMaxJobTest
+	// ReasonMaxJobStart: bf_max_job_start reached.
+	ReasonMaxJobStart
+	// ReasonMaxJobUser: bf_max_job_user reached for the job's user.
+	ReasonMaxJobUser
+	// ReasonMaxJobPart: bf_max_job_part reached for the job's partition.
+	ReasonMaxJobPart
+	// ReasonMaxJobAssoc: bf_max_job_assoc reached for the job's association.
+	ReasonMaxJobAssoc
+	// ReasonMaxJobUserPart: bf_max_job_user_part reached.
+	ReasonMaxJobUserPart
+)
+
+var reasonNames = [...]string{
+	ReasonNone:             "none",
+	ReasonNoReserve:        "no-reserve",
+	ReasonMinPrioReserve:   "bf_min_prio_reserve",
+	ReasonMinAgeReserve:    "bf_min_age_reserve",
+	ReasonPartCountReserve: "bf_job_part_count_reserve",
+	ReasonReservationLimit: "reservation-limit",
+	ReasonWindow:           "bf_window",
+	ReasonCapacity:         "capacity",
+	ReasonUnavailable:      "unavailable",
+	ReasonMaxJobTest:       "bf_max_job_test",
+	ReasonMaxJobStart:      "bf_max_job_start",
+	ReasonMaxJobUser:       "bf_max_job_user",
+	ReasonMaxJobPart:       "bf_max_job_part",
+	ReasonMaxJobAssoc:      "bf_max_job_assoc",
+	ReasonMaxJobUserPart:   "bf_max_job_user_part",
+}
+
+// String returns the reason name (Slurm's knob name where there is one).
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("Reason(%d)", uint8(r))
+}
+
+// Entry is the plan for one pending job.
+type Entry struct {
+	ID     JobID
+	Status Status
+	Reason Reason
+	// Start is the (expected) start: the profile's Now for StatusStart;
+	// zero when there is no estimate.
+	Start time.Time
+	// End is Start + TimeLimit.
+	End time.Time
+	// TimeLimit is the limit planned with: TimeLimit, or TimeMin for a
+	// --time-min job that cannot start now, or for one that starts now
+	// the largest limit in [TimeMin, TimeLimit] (whole minutes) the plan
+	// allows. Zero without an estimate.
+	TimeLimit time.Duration
+	// Nodes are the planned nodes (empty without an estimate).
+	Nodes []int
+}
+
+// Stats counts a plan's outcomes.
+type Stats struct {
+	Tested, Started, Reserved, Estimated, BeyondWindow, NeverFits, NotTested int
+	// Searches is the number of profile searches run; Tested − Searches
+	// jobs were answered from earlier searches of the same shape.
+	Searches int
+}
+
+// Plan is the result of one backfill pass.
+type Plan struct {
+	// Entries has one entry per input job, in input order.
+	Entries []Entry
+	// Starts indexes Entries of the jobs to start now, in priority order.
+	Starts []int
+	Stats  Stats
+}
+
+// Planner runs backfill passes with one configuration. It holds no state
+// between passes and is safe for concurrent use on different profiles.
+type Planner struct {
+	cfg Config
+}
+
+// NewPlanner validates cfg and returns a planner.
+func NewPlanner(cfg Config) (*Planner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Planner{cfg: cfg.withDefaults()}, nil
+}
+
+// Config returns the planner's configuration with defaults filled in.
+func (pl *Planner) Config() Config { return pl.cfg }
+
+// NewProfile builds a profile with the planner's resolution; see the
+// package-level NewProfile.
+func (pl *Planner) NewProfile(now time.Time, nodes []NodeState, running []Running) (*Profile, error) {
+	return NewProfile(now, nodes, running, ProfileOptions{Resolution: pl.cfg.Resolution})
+}
+
+// Plan runs one backfill pass at prof.Now() over jobs, which must be in
+// scheduling order (highest priority first). Every job that starts now or
+// gets a reservation is booked into prof under its ID (pass prof.Clone()
+// to keep the original). The returned plan has one Entry per job.
+//
+// Plan validates every job before touching prof; on error prof is
+// unchanged.
+func (pl *Planner) Plan(prof *Profile, jobs []Job) (*Plan, error) {
+	cfg := &pl.cfg
+	if prof.Resolution() != cfg.Resolution {
+		return nil, fmt.Errorf("%w: profile resolution %v differs from the planner's %v", ErrInvalidConfig, prof.Resolution(), cfg.Resolution)
+	}
+	if err := pl.validateJobs(prof, jobs); err != nil {
+		return nil, err
+	}
+	r := &run{
+		pl:      pl,
+		p:       prof,
+		latest:  prof.origin + int64(cfg.Window/time.Second),
+		shapes:  make(map[shapeKey]*shape),
+		setIdx:  make(map[setFP][]int),
+		counts:  make(map[countKey]int),
+		partRes: make(map[string]int),
+		plan:    &Plan{Entries: make([]Entry, len(jobs))},
+	}
+	stop := ReasonNone
+	for x := range jobs {
+		j := &jobs[x]
+		e := &r.plan.Entries[x]
+		e.ID = j.ID
+		if stop != ReasonNone {
+			e.Status, e.Reason = StatusNotTested, stop
+			continue
+		}
+		if why := r.exceedsGroupLimit(j); why != ReasonNone {
+			e.Status, e.Reason = StatusNotTested, why
+			continue
+		}
+		if err := r.planJob(j, e); err != nil {
+			return nil, fmt.Errorf("job %d: %w", j.ID, err)
+		}
+		if e.Status == StatusStart {
+			r.plan.Starts = append(r.plan.Starts, x)
+			if cfg.MaxJobStart > 0 && len(r.plan.Starts) >= cfg.MaxJobStart {
+				stop = ReasonMaxJobStart
+			}
+		}
+		if cfg.MaxJobTest > 0 && r.plan.Stats.Tested >= cfg.MaxJobTest {
+			stop = ReasonMaxJobTest
+		}
+	}
+	st := &r.plan.Stats
+	for x := range r.plan.Entries {
+		switch r.plan.Entries[x].Status {
+		case StatusStart:
+			st.Started++
+		case StatusReserved:
+			st.Reserved++
+		case StatusEstimated:
+			st.Estimated++
+		case StatusBeyondWindow:
+			st.BeyondWindow++
+		case StatusNeverFits:
+			st.NeverFits++
+		case StatusNotTested:
+			st.NotTested++
+		}
+	}
+	return r.plan, nil
+}
+
+func (pl *Planner) validateJobs(p *Profile, jobs []Job) error {
+	ids := make(map[JobID]struct{}, len(jobs))
+	for x := range jobs {
+		j := &jobs[x]
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("%w: jobs[%d] (ID %d): %s", ErrInvalidJob, x, j.ID, fmt.Sprintf(format, args...))
+		}
+		if _, dup := ids[j.ID]; dup {
+			return fmt.Errorf("%w: jobs[%d]: ID %d appears twice", ErrDuplicateID, x, j.ID)
+		}
+		ids[j.ID] = struct{}{}
+		if p.hasID(j.ID) {
+			return fmt.Errorf("%w: jobs[%d]: ID %d is already in the profile", ErrDuplicateID, x, j.ID)
+		}
+		switch {
+		case j.Nodes < 1:
+			return bad("Nodes %d, want ≥ 1", j.Nodes)
+		case j.TimeLimit < time.Second || j.TimeLimit > MaxDuration:
+			return bad("TimeLimit %v, want [1s, %v]", j.TimeLimit, MaxDuration)
+		case j.TimeMin != 0 && (j.TimeMin < time.Second || j.TimeMin > j.TimeLimit):
+			return bad("TimeMin %v, want 0 or [1s, TimeLimit %v]", j.TimeMin, j.TimeLimit)
+		case j.Allowed.Len() != 0 && j.Allowed.Len() != p.n:
+			return bad("Allowed has length %d, want 0 or %d", j.Allowed.Len(), p.n)
+		case j.Priority != j.Priority:
+			return bad("Priority is NaN")
+		}
+		for k, v := range j.PerNode {
+			if v < 0 || v > gres.MaxCount {
+				return bad("PerNode TRES %d count %d out of [0, %d]", k, v, gres.MaxCount)
+			}
+		}
+	}
+	return nil
+}
+
+// run is the state of one Plan call.
+type run struct {
+	pl      *Planner
+	p       *Profile
+	latest  int64
+	shapes  map[shapeKey]*shape
+	sets    []topology.NodeSet
+	setIdx  map[setFP][]int
+	counts  map[countKey]int
+	partRes map[string]int
+	resv    int
+	plan    *Plan
+	keyBuf  []byte
+}
+
+type countKey struct {
+	kind uint8
+	a, b string
+}
+
+// exceedsGroupLimit applies bf_max_job_user_part, _part, _assoc and _user
+// (Slurm's order) and counts the job when it passes.
+func (r *run) exceedsGroupLimit(j *Job) Reason {
+	cfg := &r.pl.cfg
+	type lim struct {
+		n   int
+		key countKey
+		why Reason
+	}
+	lims := [...]lim{
+		{cfg.MaxJobUserPart, countKey{0, j.User, j.Partition}, ReasonMaxJobUserPart},
+		{cfg.MaxJobPart, countKey{1, j.Partition, ""}, ReasonMaxJobPart},
+		{cfg.MaxJobAssoc, countKey{2, j.Assoc, ""}, ReasonMaxJobAssoc},
+		{cfg.MaxJobUser, countKey{3, j.User, ""}, ReasonMaxJobUser},
+	}
+	for _, l := range lims {
+		if l.n > 0 && r.counts[l.key] >= l.n {
+			return l.why
+		}
+	}
+	for _, l := range lims {
+		if l.n > 0 {
+			r.counts[l.key]++
+		}
+	}
+	return ReasonNone
+}
+
+// reserveReason decides whether a job may hold a reservation (Slurm's
+// TEST_NOW_ONLY cases) and why not.
+func (r *run) reserveReason(j *Job) Reason {
+	cfg := &r.pl.cfg
+	switch {
+	case j.NoReserve:
+		return ReasonNoReserve
+	case cfg.MinPrioReserve > 0 && j.Priority < cfg.MinPrioReserve:
+		return ReasonMinPrioReserve
+	case cfg.MinAgeReserve > 0 && !j.Eligible.IsZero() && r.p.nowT.Sub(j.Eligible) < cfg.MinAgeReserve:
+		return ReasonMinAgeReserve
+	case cfg.JobPartCountReserve > 0 && r.partRes[j.Partition] >= cfg.JobPartCountReserve:
+		return ReasonPartCountReserve
+	case cfg.Mode == EASY && r.resv >= cfg.Reservations:
+		return ReasonReservationLimit
+	}
+	return ReasonNone
+}
+
+// planJob tests one job and fills its entry, booking starts and
+// reservations into the profile.
+func (r *run) planJob(j *Job, e *Entry) error {
+	p := r.p
+	cfg := &r.pl.cfg
+	r.plan.Stats.Tested++
+	noResv := r.reserveReason(j)
+
+	planned := j.TimeLimit
+	if j.TimeMin > 0 && j.TimeMin < j.TimeLimit {
+		planned = j.TimeMin
+	}
+	q, err := p.makeQuery(&Request{
+		Nodes: j.Nodes, PerNode: j.PerNode, Exclusive: j.Exclusive, Allowed: j.Allowed,
+		Duration: planned, Earliest: j.Earliest, Chooser: cfg.Chooser,
+	})
+	if err != nil {
+		return err
+	}
+	q.latest = r.latest
+
+	sh := r.shapeFor(j, q)
+	if sh.capable < 0 {
+		sh.capable = p.capable(q)
+	}
+	if q.never || sh.capable < q.n {
+		e.Status, e.Reason = StatusNeverFits, ReasonCapacity
+		return nil
+	}
+	e0 := q.t0
+	res := result{st: FitBeyondLatest}
+	if hint, fail := sh.lookup(q.n, q.d, e0); fail != FitFound {
+		res.st = fail
+	} else {
+		q.t0, q.cands, q.upTo = hint.t, hint.cands, hint.upTo
+		r.plan.Stats.Searches++
+		res, err = p.search(q)
+		if err != nil {
+			return err
+		}
+		sh.insert(q, e0, res)
+	}
+	t, nodes := res.t, res.nodes
+	switch res.st {
+	case FitBeyondLatest:
+		e.Status, e.Reason = StatusBeyondWindow, ReasonWindow
+		return nil
+	case FitNever:
+		e.Status, e.Reason = StatusNeverFits, ReasonUnavailable
+		return nil
+	}
+
+	d := q.d
+	if t == p.origin && planned < j.TimeLimit {
+		// --time-min: run as long as the plan allows, up to the limit.
+		limit := int64((j.TimeLimit + time.Second - 1) / time.Second)
+		run := p.runLength(q, nodes, t, p.durAt(t, limit))
+		if run >= p.durAt(t, limit) {
+			d = limit
+		} else {
+			d = max(q.d, run/60*60)
+		}
+	}
+	e.Start = p.timeOf(t)
+	e.Nodes = nodes
+	e.TimeLimit = time.Duration(d) * time.Second
+	if d == int64((j.TimeLimit+time.Second-1)/time.Second) {
+		e.TimeLimit = j.TimeLimit
+	}
+	e.End = e.Start.Add(e.TimeLimit)
+
+	if t > p.origin && noResv != ReasonNone {
+		e.Status, e.Reason = StatusEstimated, noResv
+		return nil
+	}
+	if err := r.book(j, q, t, d, nodes); err != nil {
+		return err
+	}
+	if t == p.origin {
+		e.Status = StatusStart
+		return nil
+	}
+	e.Status = StatusReserved
+	r.resv++
+	r.partRes[j.Partition]++
+	return nil
+}
+
+// book reserves [t, t+d) (rounded up to the grid) on nodes for job j.
+func (r *run) book(j *Job, q *query, t, d int64, nodes []int) error {
+	p := r.p
+	a := p.a
+	ent := &entry{id: j.ID, kind: kindReserved, start: t, end: p.ceilRes(t + d), nodes: make([]int32, len(nodes)), use: make([]int64, len(nodes)*a)}
+	for x, i := range nodes {
+		ent.nodes[x] = int32(i)
+		if q.excl {
+			copy(ent.use[x*a:(x+1)*a], p.caps[i*a:(i+1)*a])
+		} else {
+			copy(ent.use[x*a:(x+1)*a], q.req)
+		}
+	}
+	if err := p.insertReserved(ent); err != nil {
+		// The search said these nodes fit; this is a bug, not bad input.
+		return fmt.Errorf("internal: booking a found fit failed: %w", err)
+	}
+	return nil
+}
+
+// ---- shape cache ----
+//
+// Within one pass the profile only loses free resources (the planner only
+// books), so "job A cannot start before T" carries over to any later job
+// B that needs at least as much: the same per-node vector, exclusivity and
+// allowed set, at least as many nodes, at least as long, and an earliest
+// start no earlier. The cache keeps, per shape, a few such facts (the
+// start found, or "none within the window"), and the lowest node chosen
+// then, below which no node was feasible at that time.
+
+type shapeKey struct {
+	req  string
+	excl bool
+	set  int // index into run.sets; -1: every node
+}
+
+type setFP struct {
+	count, first, mid int
+}
+
+type shapeEntry struct {
+	n    int
+	d, e int64
+	t    int64 // start found; posInf: none within the window
+	st   FitStatus
+	// Every node feasible at t (for this entry's job) below upTo is in
+	// cands.
+	cands []int32
+	upTo  int
+}
+
+type shape struct {
+	capable int
+	ents    []shapeEntry
+}
+
+const maxShapeEntries = 32
+const maxSets = 512
+
+func (r *run) shapeFor(j *Job, q *query) *shape {
+	set := -1
+	if j.Allowed.Len() != 0 {
+		set = r.setIndex(j.Allowed)
+		if set < 0 {
+			return &shape{capable: -1} // uncached: too many distinct sets
+		}
+	}
+	r.keyBuf = r.keyBuf[:0]
+	for _, v := range q.req {
+		r.keyBuf = binary.LittleEndian.AppendUint64(r.keyBuf, uint64(v))
+	}
+	k := shapeKey{req: string(r.keyBuf), excl: q.excl, set: set}
+	sh := r.shapes[k]
+	if sh == nil {
+		sh = &shape{capable: -1}
+		r.shapes[k] = sh
+	}
+	return sh
+}
+
+// setIndex returns the index of a set equal to s, registering it; -1 when
+// too many distinct sets were seen.
+func (r *run) setIndex(s topology.NodeSet) int {
+	fp := setFP{count: s.Count(), first: s.Next(0), mid: s.Next(s.Len() / 2)}
+	for _, x := range r.setIdx[fp] {
+		if r.sets[x].Equal(s) {
+			return x
+		}
+	}
+	if len(r.sets) >= maxSets {
+		return -1
+	}
+	r.sets = append(r.sets, s.Clone())
+	r.setIdx[fp] = append(r.setIdx[fp], len(r.sets)-1)
+	return len(r.sets) - 1
+}
+
+// hint is what the cache knows for a new job: no feasible start before t,
+// and at t every feasible node below upTo is in cands.
+type hint struct {
+	t     int64
+	cands []int32
+	upTo  int
+}
+
+// lookup returns what the cache knows for a job of this shape with n
+// nodes, raw duration d and earliest start e; st is FitFound when a search
+// is needed, or the failure (beyond the window, never) already known.
+func (sh *shape) lookup(n int, d, e int64) (h hint, st FitStatus) {
+	h.t = e
+	for x := range sh.ents {
+		en := &sh.ents[x]
+		if en.n > n || en.d > d || en.e > e {
+			continue
+		}
+		if en.t >= posInf {
+			return hint{}, en.st
+		}
+		switch {
+		case en.t > h.t:
+			h = hint{t: en.t, cands: en.cands, upTo: en.upTo}
+		case en.t == h.t && en.upTo > h.upTo:
+			h.cands, h.upTo = en.cands, en.upTo
+		}
+	}
+	return h, FitFound
+}
+
+// insert records the outcome of a search for q whose job's own earliest
+// start was e0 (the search itself may have started later, at a bound from
+// this cache).
+func (sh *shape) insert(q *query, e0 int64, res result) {
+	ne := shapeEntry{n: q.n, d: q.d, e: e0, t: posInf, st: res.st}
+	if res.st == FitFound {
+		ne.t, ne.cands, ne.upTo = res.t, res.cands, res.upTo
+	}
+	// Drop entries the new one makes useless.
+	out := sh.ents[:0]
+	for _, x := range sh.ents {
+		if x.n >= ne.n && x.d >= ne.d && x.e >= ne.e && (x.t < ne.t || (x.t == ne.t && x.upTo <= ne.upTo)) {
+			continue
+		}
+		out = append(out, x)
+	}
+	sh.ents = out
+	if len(sh.ents) >= maxShapeEntries {
+		sh.ents = append(sh.ents[:0], sh.ents[1:]...)
+	}
+	sh.ents = append(sh.ents, ne)
+}

@@ -1,0 +1,611 @@
+package backfill
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// NodeChooser picks n nodes out of candidates, every one of which can hold
+// the request for its whole duration at the time being tried. It returns
+// the chosen node indices (exactly n distinct members of candidates), or
+// nil when no acceptable choice exists among them (a topology constraint
+// such as "one leaf switch" that these candidates cannot meet), in which
+// case the search moves on to later times.
+//
+// A chooser must be deterministic and must not retain or modify
+// candidates. It must also be monotone — if it finds no choice among a set
+// of candidates for n nodes, it finds none among any subset for n or more
+// nodes — because the planner relies on that to skip searches it already
+// knows will fail. A nil NodeChooser picks the n lowest indices.
+type NodeChooser func(candidates topology.NodeSet, n int) []int
+
+// Request asks when and where a job fits: Nodes nodes, each with PerNode
+// free (or entirely idle when Exclusive), all from Allowed, for Duration
+// without interruption, starting no earlier than Earliest and no later
+// than Latest.
+type Request struct {
+	// Nodes is the number of nodes (≥ 1).
+	Nodes int
+	// PerNode is the resources needed on each node, indexed by gres.ID.
+	PerNode gres.Vector
+	// Exclusive asks for whole nodes: a node qualifies only while its
+	// free resources equal its capacity, and the reservation takes all of
+	// it. PerNode must still fit the node's capacity.
+	Exclusive bool
+	// Allowed is the set of nodes the job may use (partition nodes that
+	// are up, minus excluded nodes, intersected with any reservation the
+	// job must run in …). A set of length 0 means every node; otherwise
+	// its length must equal the profile's node count.
+	Allowed topology.NodeSet
+	// Duration is the wall time (the time limit); at least 1 s. The
+	// interval reserved is rounded up to the resolution grid.
+	Duration time.Duration
+	// Earliest is the earliest acceptable start (begin time, start of an
+	// advance reservation …); zero means the origin. Later times are
+	// rounded up to the resolution grid.
+	Earliest time.Time
+	// Latest is the latest acceptable start (the backfill window's end);
+	// zero means no limit.
+	Latest time.Time
+	// Chooser picks among feasible nodes; nil picks the lowest indices.
+	Chooser NodeChooser
+}
+
+// FitStatus says how a search ended.
+type FitStatus uint8
+
+const (
+	// FitBeyondLatest: no start at or before Request.Latest, though the
+	// request could fit some day.
+	FitBeyondLatest FitStatus = iota
+	// FitFound: Fit.Start and Fit.Nodes hold the earliest fit.
+	FitFound
+	// FitNever: the request cannot fit at any time in this profile (more
+	// nodes than allowed nodes that can hold it, a resource no allowed
+	// node has, or resources that never become free).
+	FitNever
+)
+
+// String returns the status name.
+func (s FitStatus) String() string {
+	switch s {
+	case FitBeyondLatest:
+		return "beyond-latest"
+	case FitFound:
+		return "found"
+	case FitNever:
+		return "never"
+	}
+	return fmt.Sprintf("FitStatus(%d)", uint8(s))
+}
+
+// Fit is the answer to a Request.
+type Fit struct {
+	Status FitStatus
+	// Start is the earliest start; the profile's Now when the job can
+	// start immediately.
+	Start time.Time
+	// End is the end of the interval a reservation would take (Start +
+	// Duration rounded up to the resolution grid).
+	End time.Time
+	// Nodes are the chosen nodes in increasing order for the default
+	// chooser, in the chooser's order otherwise.
+	Nodes []int
+}
+
+// query is a validated request in profile units.
+type query struct {
+	n       int
+	req     []int64
+	nz      []int // dimensions where req is non-zero
+	excl    bool
+	allowed topology.NodeSet
+	d       int64 // raw duration in seconds
+	t0      int64
+	latest  int64
+	chooser NodeChooser
+	// Hint: at t0, every feasible node below upTo is in cands (ascending);
+	// nodes at or above upTo are unknown. Zero values mean "nothing known".
+	cands []int32
+	upTo  int
+	never bool
+}
+
+// result is a search's answer plus what it learnt about the feasible set
+// at the answer's time: every feasible node below upTo is in cands.
+type result struct {
+	st    FitStatus
+	t     int64
+	nodes []int
+	cands []int32
+	upTo  int
+}
+
+// maxCands bounds the candidate lists a search reports.
+const maxCands = 512
+
+type hitem struct {
+	u    int64
+	node int32
+}
+
+// scratch holds per-profile reusable buffers for searches and updates.
+type scratch struct {
+	f, tmp, full topology.NodeSet
+	u            []int64
+	heap         []hitem
+	cps          []*changePoint
+	probes       []*changePoint
+}
+
+func (p *Profile) scratch() *scratch {
+	if p.sc == nil {
+		p.sc = &scratch{
+			f:    topology.NewNodeSet(p.n),
+			tmp:  topology.NewNodeSet(p.n),
+			full: topology.FullNodeSet(p.n),
+			u:    make([]int64, p.n),
+		}
+	}
+	return p.sc
+}
+
+// EarliestFit returns the earliest time at or after r.Earliest (and at or
+// before r.Latest) at which r fits for its whole duration, and on which
+// nodes. It does not change the profile; book the answer with ReserveFit.
+// Cost: a scan of the allowed nodes that the summaries of the start slot
+// do not rule out, then one step per node change after it (see the
+// package documentation).
+func (p *Profile) EarliestFit(r Request) (Fit, error) {
+	q, err := p.makeQuery(&r)
+	if err != nil {
+		return Fit{}, err
+	}
+	res, err := p.search(q)
+	if err != nil {
+		return Fit{}, err
+	}
+	if res.st == FitBeyondLatest && p.capable(q) < q.n {
+		res.st = FitNever
+	}
+	if res.st != FitFound {
+		return Fit{Status: res.st}, nil
+	}
+	return Fit{Status: FitFound, Start: p.timeOf(res.t), End: p.timeOf(p.ceilRes(res.t + q.d)), Nodes: res.nodes}, nil
+}
+
+// ReserveFit books under id what EarliestFit returned for req: fit.Nodes
+// from fit.Start for req.Duration, each with req.PerNode, or whole nodes
+// when req.Exclusive. It fails like Reserve, and with ErrInvalidRequest
+// when fit was not found.
+func (p *Profile) ReserveFit(id JobID, req Request, fit Fit) error {
+	if fit.Status != FitFound {
+		return fmt.Errorf("%w: fit status %v, want found", ErrInvalidRequest, fit.Status)
+	}
+	allocs := make([]Alloc, len(fit.Nodes))
+	for x, i := range fit.Nodes {
+		allocs[x] = Alloc{Node: i, Use: req.PerNode}
+		if req.Exclusive && i >= 0 && i < p.n {
+			allocs[x].Use = p.expand(p.caps[i*p.a : (i+1)*p.a])
+		}
+	}
+	return p.Reserve(Reservation{ID: id, Start: fit.Start, End: fit.Start.Add(req.Duration), Allocs: allocs})
+}
+
+// makeQuery validates r and converts it to profile units.
+func (p *Profile) makeQuery(r *Request) (*query, error) {
+	q := &query{n: r.Nodes, excl: r.Exclusive, chooser: r.Chooser, req: make([]int64, p.a)}
+	if r.Nodes < 1 {
+		return nil, fmt.Errorf("%w: Nodes %d, want ≥ 1", ErrInvalidRequest, r.Nodes)
+	}
+	if r.Duration < time.Second || r.Duration > MaxDuration {
+		return nil, fmt.Errorf("%w: Duration %v, want [1s, %v]", ErrInvalidTime, r.Duration, MaxDuration)
+	}
+	q.d = int64((r.Duration + time.Second - 1) / time.Second)
+	ok, err := p.project(r.PerNode, q.req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: PerNode: %w", ErrInvalidRequest, err)
+	}
+	q.never = !ok // a resource no node has
+	for j, v := range q.req {
+		if v != 0 {
+			q.nz = append(q.nz, j)
+		}
+	}
+	if len(q.nz) == 0 {
+		// An empty request still must not land on a blocked node, whose
+		// free counts are negative: check every dimension.
+		for j := range q.req {
+			q.nz = append(q.nz, j)
+		}
+	}
+	switch r.Allowed.Len() {
+	case 0:
+		q.allowed = p.scratch().full
+	case p.n:
+		q.allowed = r.Allowed
+	default:
+		return nil, fmt.Errorf("%w: Allowed has length %d, want 0 or %d", ErrInvalidRequest, r.Allowed.Len(), p.n)
+	}
+	q.t0 = p.origin
+	if !r.Earliest.IsZero() {
+		e := r.Earliest.Unix()
+		if r.Earliest.Nanosecond() > 0 {
+			e++
+		}
+		if e > p.origin {
+			q.t0 = p.ceilRes(e)
+		}
+	}
+	q.latest = posInf
+	if !r.Latest.IsZero() {
+		q.latest = r.Latest.Unix()
+	}
+	return q, nil
+}
+
+// fits reports whether free holds the request (req ≤ free on every
+// dimension the request uses; a blocked node's counts are all ≤ 0, so it
+// fails any request that uses something).
+func (q *query) fits(free []int64) bool {
+	for _, j := range q.nz {
+		if free[j] < q.req[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// capable counts the allowed nodes whose capacity can hold the request.
+func (p *Profile) capable(q *query) int {
+	if q.never {
+		return 0
+	}
+	a := p.a
+	c := 0
+	for i := q.allowed.Next(0); i >= 0; i = q.allowed.Next(i + 1) {
+		if q.fits(p.caps[i*a : (i+1)*a]) {
+			c++
+		}
+	}
+	return c
+}
+
+// durAt is the length of the interval a job of raw duration d starting at
+// t reserves: up to the next grid point at or after t+d.
+func (p *Profile) durAt(t, d int64) int64 { return p.ceilRes(t+d) - t }
+
+// violation returns the first time ≥ t at which node i cannot hold the
+// request (free below req, or not idle for exclusive requests), or posInf
+// when there is none before bound.
+func (p *Profile) violation(i int, t, bound int64, q *query) int64 {
+	a := p.a
+	capI := p.caps[i*a : (i+1)*a]
+	if !q.fits(capI) {
+		return t
+	}
+	tl := p.tls[i]
+	k := tl.seg(t)
+	for first := true; k < len(tl.times); k++ {
+		if !first && tl.times[k] >= bound {
+			return posInf
+		}
+		f := tl.free[k*a : (k+1)*a]
+		var ok bool
+		if q.excl {
+			ok = equalVec(f, capI)
+		} else {
+			ok = q.fits(f)
+		}
+		if !ok {
+			if first {
+				return t
+			}
+			return tl.times[k]
+		}
+		first = false
+	}
+	return posInf
+}
+
+// search runs the earliest-fit sweep. See the package documentation.
+func (p *Profile) search(q *query) (result, error) {
+	if q.never || q.n > p.n {
+		return result{st: FitNever}, nil
+	}
+	if q.t0 > q.latest {
+		return result{st: FitBeyondLatest}, nil
+	}
+	sc := p.scratch()
+	a := p.a
+	F := sc.f
+	F.Reset()
+	count := 0
+	sc.heap = sc.heap[:0]
+	dA := p.ceilRes(q.d) // reserved length for starts on the grid
+	bound := int64(posInf)
+	if q.latest < posInf {
+		bound = q.latest + dA
+	}
+	add := func(i int, x int64) {
+		F.Add(i)
+		count++
+		u := int64(posInf)
+		if x < posInf {
+			u = x - dA
+		}
+		sc.u[i] = u
+		if u < posInf {
+			heapPush(&sc.heap, hitem{u: u, node: int32(i)})
+		}
+	}
+	// found reports the answer at t with F complete below upTo.
+	found := func(t int64, nodes []int, upTo int) result {
+		r := result{st: FitFound, t: t, nodes: nodes, upTo: upTo}
+		for i := F.Next(0); i >= 0 && i < upTo; i = F.Next(i + 1) {
+			if len(r.cands) == maxCands {
+				r.upTo = i
+				break
+			}
+			r.cands = append(r.cands, int32(i))
+		}
+		return r
+	}
+
+	// 1. Scan at t0: first the nodes the hint names, then every allowed
+	// node from q.upTo on, using the summaries of t0's slot (and of a few
+	// probe slots inside [t0, t0+d)) to skip nodes that cannot fit. The
+	// default chooser stops at the first n feasible nodes, which are the
+	// lowest.
+	t0 := q.t0
+	d0 := p.durAt(t0, q.d)
+	b0 := max(bound, t0+d0)
+	early := q.chooser == nil
+	for _, nd := range q.cands {
+		i := int(nd)
+		if x := p.violation(i, t0, b0, q); x >= t0+d0 {
+			add(i, x)
+			if early && count >= q.n {
+				return found(t0, F.FirstN(nil, q.n), i+1), nil
+			}
+		}
+	}
+	s0 := p.cpFloor(t0)
+	probes := sc.probes[:0]
+	for _, off := range [...]int64{d0 / 4, d0 / 2, 3 * d0 / 4, d0 - 1} {
+		pr := p.cpFloor(t0 + off)
+		if pr != s0 && !slices.Contains(probes, pr) {
+			probes = append(probes, pr)
+		}
+	}
+	sc.probes = probes
+	if q.excl {
+		cand := sc.tmp
+		cand.CopyFrom(q.allowed)
+		cand.IntersectWith(s0.idle)
+		for _, pr := range probes {
+			cand.IntersectWith(pr.idle)
+		}
+		for i := cand.Next(q.upTo); i >= 0; i = cand.Next(i + 1) {
+			if x := p.violation(i, t0, b0, q); x >= t0+d0 {
+				add(i, x)
+				if early && count >= q.n {
+					return found(t0, F.FirstN(nil, q.n), i+1), nil
+				}
+			}
+		}
+	} else {
+		for i := q.allowed.Next(q.upTo); i >= 0; {
+			b := i / blockBits
+			if !p.blockMayFit(s0, probes, b, q) {
+				i = q.allowed.Next((b + 1) * blockBits)
+				continue
+			}
+			end := (b + 1) * blockBits
+			anyAtT0 := false
+			for ; i >= 0 && i < end; i = q.allowed.Next(i + 1) {
+				x := p.violation(i, t0, b0, q)
+				if x > t0 {
+					anyAtT0 = true
+				}
+				if x >= t0+d0 {
+					add(i, x)
+					if early && count >= q.n {
+						return found(t0, F.FirstN(nil, q.n), i+1), nil
+					}
+				}
+			}
+			if !anyAtT0 {
+				p.tightenBlock(s0, b)
+			}
+		}
+	}
+	if count >= q.n {
+		nodes, err := p.choose(q, F)
+		if err != nil {
+			return result{}, err
+		}
+		if nodes != nil {
+			return found(t0, nodes, p.n), nil
+		}
+	}
+
+	// 2. Sweep the later change points: a node can only become feasible
+	// where its own free resources change; feasible nodes drop out when
+	// their feasible-start interval ends.
+	var (
+		res  = result{st: FitNever}
+		ferr error
+	)
+	p.probeB.t = t0 + 1
+	p.cps.AscendGreaterOrEqual(p.probeB, func(cp *changePoint) bool {
+		t := cp.t
+		if t > q.latest {
+			res.st = FitBeyondLatest
+			return false
+		}
+		for len(sc.heap) > 0 && sc.heap[0].u < t {
+			h := heapPop(&sc.heap)
+			if i := int(h.node); F.Has(i) && sc.u[i] == h.u {
+				F.Remove(i)
+				count--
+			}
+		}
+		added := false
+		for _, nd := range cp.nodes {
+			i := int(nd)
+			if !q.allowed.Has(i) || F.Has(i) {
+				continue
+			}
+			// Cheap rejections from the slot's summaries before reading
+			// the node's timeline.
+			if q.excl {
+				if !cp.idle.Has(i) {
+					continue
+				}
+			} else if b := i / blockBits; !q.fits(cp.bmax[b*a : (b+1)*a]) {
+				continue
+			}
+			if x := p.violation(i, t, max(bound, t+dA), q); x >= t+dA {
+				add(i, x)
+				added = true
+			}
+		}
+		if added && count >= q.n {
+			nodes, err := p.choose(q, F)
+			if err != nil {
+				ferr = err
+				return false
+			}
+			if nodes != nil {
+				res = found(t, nodes, p.n)
+				return false
+			}
+		}
+		return true
+	})
+	if ferr != nil {
+		return result{}, ferr
+	}
+	// FitNever when no change point is left: nothing changes any more.
+	return res, nil
+}
+
+// blockMayFit reports whether the summaries allow some node of block b to
+// hold the request at slot s0 and at every probe slot.
+func (p *Profile) blockMayFit(s0 *changePoint, probes []*changePoint, b int, q *query) bool {
+	a := p.a
+	if !q.fits(s0.bmax[b*a : (b+1)*a]) {
+		return false
+	}
+	for _, pr := range probes {
+		if !q.fits(pr.bmax[b*a : (b+1)*a]) {
+			return false
+		}
+	}
+	return true
+}
+
+// tightenBlock recomputes block b's exact maximum at cp when p owns cp
+// (a shared change point is left alone: the other profile may rely on
+// the looser bound).
+func (p *Profile) tightenBlock(cp *changePoint, b int) {
+	if cp.owner != p.cow {
+		return
+	}
+	a := p.a
+	bm := cp.bmax[b*a : (b+1)*a]
+	for x := range bm {
+		bm[x] = -1 << 62
+	}
+	for i := b * blockBits; i < min((b+1)*blockBits, p.n); i++ {
+		tl := p.tls[i]
+		k := tl.seg(cp.t)
+		f := tl.free[k*a : (k+1)*a]
+		for x := range bm {
+			bm[x] = max(bm[x], f[x])
+		}
+	}
+}
+
+// choose applies the request's chooser to the feasible set.
+func (p *Profile) choose(q *query, F topology.NodeSet) ([]int, error) {
+	if q.chooser == nil {
+		return F.FirstN(nil, q.n), nil
+	}
+	nodes := q.chooser(F, q.n)
+	if nodes == nil {
+		return nil, nil
+	}
+	if len(nodes) != q.n {
+		return nil, fmt.Errorf("%w: chooser returned %d nodes, want %d", ErrInvalidRequest, len(nodes), q.n)
+	}
+	s := slices.Clone(nodes)
+	slices.Sort(s)
+	for x, i := range s {
+		if !F.Has(i) || (x > 0 && s[x-1] == i) {
+			return nil, fmt.Errorf("%w: chooser returned node %d, not a distinct candidate", ErrInvalidRequest, i)
+		}
+	}
+	return slices.Clone(nodes), nil
+}
+
+// runLength returns how long, from t, every node in nodes can keep holding
+// the request, capped at limit seconds.
+func (p *Profile) runLength(q *query, nodes []int, t, limit int64) int64 {
+	end := t + limit
+	for _, i := range nodes {
+		if x := p.violation(i, t, end, q); x < end {
+			end = x
+		}
+	}
+	return end - t
+}
+
+// ---- a small binary heap of (u, node), min on u then node ----
+
+func hless(x, y hitem) bool { return x.u < y.u || (x.u == y.u && x.node < y.node) }
+
+func heapPush(h *[]hitem, it hitem) {
+	s := append(*h, it)
+	j := len(s) - 1
+	for j > 0 {
+		par := (j - 1) / 2
+		if !hless(s[j], s[par]) {
+			break
+		}
+		s[j], s[par] = s[par], s[j]
+		j = par
+	}
+	*h = s
+}
+
+func heapPop(h *[]hitem) hitem {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s = s[:last]
+	j := 0
+	for {
+		l := 2*j + 1
+		if l >= len(s) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(s) && hless(s[r], s[l]) {
+			m = r
+		}
+		if !hless(s[m], s[j]) {
+			break
+		}
+		s[j], s[m] = s[m], s[j]
+		j = m
+	}
+	*h = s
+	return top
+}
