@@ -155,6 +155,13 @@ type Job struct {
 	// User, Partition and Assoc group jobs for bf_max_job_user, _part,
 	// _assoc, _user_part and bf_job_part_count_reserve.
 	User, Partition, Assoc string
+	// Chooser, when set, replaces Config.Chooser for this job (a job with
+	// its own topology constraints, such as --switches). ChooserKey must
+	// then name the constraint: jobs with equal keys must have choosers
+	// that behave the same, since the planner shares what it learns
+	// between jobs of the same shape and key.
+	Chooser    NodeChooser
+	ChooserKey string
 }
 
 // Status is the outcome of planning one job.
@@ -508,9 +515,13 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	if j.TimeMin > 0 && j.TimeMin < j.TimeLimit {
 		planned = j.TimeMin
 	}
+	chooser := cfg.Chooser
+	if j.Chooser != nil {
+		chooser = j.Chooser
+	}
 	q, err := p.makeQuery(&Request{
 		Nodes: j.Nodes, PerNode: j.PerNode, Exclusive: j.Exclusive, Allowed: j.Allowed,
-		Duration: planned, Earliest: j.Earliest, Chooser: cfg.Chooser,
+		Duration: planned, Earliest: j.Earliest, Chooser: chooser,
 	})
 	if err != nil {
 		return err
@@ -615,9 +626,10 @@ func (r *run) book(j *Job, q *query, t, d int64, nodes []int) error {
 // then, below which no node was feasible at that time.
 
 type shapeKey struct {
-	req  string
-	excl bool
-	set  int // index into run.sets; -1: every node
+	req     string
+	excl    bool
+	set     int    // index into run.sets; -1: every node
+	chooser string // Job.ChooserKey
 }
 
 type setFP struct {
@@ -655,7 +667,7 @@ func (r *run) shapeFor(j *Job, q *query) *shape {
 	for _, v := range q.req {
 		r.keyBuf = binary.LittleEndian.AppendUint64(r.keyBuf, uint64(v))
 	}
-	k := shapeKey{req: string(r.keyBuf), excl: q.excl, set: set}
+	k := shapeKey{req: string(r.keyBuf), excl: q.excl, set: set, chooser: j.ChooserKey}
 	sh := r.shapes[k]
 	if sh == nil {
 		sh = &shape{capable: -1}

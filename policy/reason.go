@@ -61,10 +61,10 @@ const (
 	ReasonTimeLimit
 	// ReasonLaunchFailRequeue: the job was requeued because its launch failed.
 	ReasonLaunchFailRequeue
-	numReasons
+	numBaseReasons
 )
 
-var reasonNames = [numReasons]string{
+var reasonNames = [numBaseReasons]string{
 	ReasonNone:                     "None",
 	ReasonPriority:                 "Priority",
 	ReasonResources:                "Resources",
@@ -90,8 +90,11 @@ var reasonNames = [numReasons]string{
 
 // String returns the Slurm spelling of r.
 func (r Reason) String() string {
-	if r < numReasons {
+	switch {
+	case r < numBaseReasons:
 		return reasonNames[r]
+	case r < numReasons:
+		return limitReasonNames[r-numBaseReasons]
 	}
 	return fmt.Sprintf("Reason(%d)", uint16(r))
 }
@@ -105,12 +108,29 @@ func (r Reason) Blocking() bool { return r == ReasonResources }
 
 // ParseReason returns the Reason whose Slurm spelling is s (case-insensitive).
 func ParseReason(s string) (Reason, error) {
-	for i, n := range reasonNames {
-		if strings.EqualFold(n, s) {
-			return Reason(i), nil
+	for r := range numReasons {
+		if strings.EqualFold(r.String(), s) {
+			return r, nil
 		}
 	}
-	return ReasonNone, fmt.Errorf("policy: unknown reason %q", s)
+	return ReasonNone, fmt.Errorf("policy: %w %q", ErrUnknownReason, s)
+}
+
+// IsLimit reports whether r is an accounting-policy limit reason (the
+// QOS…, Assoc…, Max…PerAccount family, QOSUsageThreshold and the generic
+// QOS/association limit reasons): the job waits for usage to drop or for
+// a limit to be raised, not for nodes.
+func (r Reason) IsLimit() bool {
+	switch {
+	case r < numBaseReasons, r >= numReasons:
+		return false
+	}
+	switch r {
+	case ReasonInvalidQOS, ReasonInvalidAccount, ReasonJobArrayTaskLimit, ReasonReservationDeleted,
+		ReasonReservationInvalid, ReasonPartitionConfig, ReasonJobHoldMaxRequeue:
+		return false
+	}
+	return true
 }
 
 // Reasons returns every defined reason in code order.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/topology"
 )
@@ -51,6 +52,11 @@ type Config struct {
 	// Priority turns on multifactor priority and fair-share; nil orders
 	// the queue first come, first served.
 	Priority *PriorityConfig
+	// Backfill turns on the backfill pass after the main pass: EASY (k
+	// reservations) or conservative, with Slurm's knobs (bf_window,
+	// bf_resolution, …). Every pending job then also gets an expected
+	// start time. Nil means no backfill (strict priority order).
+	Backfill *backfill.Config
 }
 
 // NodeConfig describes one compute node.

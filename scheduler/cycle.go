@@ -34,6 +34,9 @@ type Cycle struct {
 type Start struct {
 	Job   JobID
 	Alloc Allocation
+	// Backfill is set when the backfill pass started the job ahead of
+	// higher-priority jobs that could not start, without delaying them.
+	Backfill bool
 }
 
 // Ended is a job the cycle ended, with its final state and reason.
@@ -48,6 +51,10 @@ type Pending struct {
 	Job      JobID
 	Reason   policy.Reason
 	Priority uint32
+	// ExpectedStart is when the backfill plan expects the job to start
+	// (squeue --start); zero without backfill or when the plan has no
+	// estimate (beyond the window, not tested).
+	ExpectedStart time.Time
 }
 
 // shape is the class of jobs with the same partition and per-node
@@ -55,6 +62,9 @@ type Pending struct {
 // in use), computed once.
 type shape struct {
 	capable topology.NodeSet
+	// allowed caches capable ∩ usable for the cycle numbered allowedStamp.
+	allowed      topology.NodeSet
+	allowedStamp uint64
 	// usable caches |capable ∩ usable nodes| for the cycle numbered stamp.
 	usable int
 	stamp  uint64
@@ -144,7 +154,12 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 		s.running.ReplaceOrInsert(j)
 	}
 	for i := range cyc.Starts {
-		cyc.Starts[i].Alloc = s.jobs[cyc.Starts[i].Job].snapshot().Alloc
+		cyc.Starts[i].Alloc = s.snapshot(s.jobs[cyc.Starts[i].Job]).Alloc
+	}
+	if s.bf != nil {
+		if err := s.backfillPass(now, &cyc); err != nil {
+			return cyc, err
+		}
 	}
 	return cyc, nil
 }

@@ -102,6 +102,10 @@ type JobSpec struct {
 	// node must all be close to (share affinity with) its devices there.
 	// Without it, close CPUs are preferred but not required.
 	EnforceBinding bool
+	// TimeMin is sbatch --time-min: with backfill, the job may start with
+	// a limit as short as this to fit a gap; it then runs as long as the
+	// plan allows, up to TimeLimit.
+	TimeMin time.Duration
 	// TimeLimit is sbatch -t. Zero means the partition's DefaultTime.
 	TimeLimit time.Duration
 	// BeginTime is sbatch --begin: the job is not eligible before it.
@@ -163,6 +167,13 @@ type Job struct {
 	// Alloc is the job's allocation while running (and the last one after it
 	// ended).
 	Alloc Allocation
+	// Backfilled reports that the backfill pass started the job.
+	Backfilled bool
+	// ExpectedStart and PlannedNodes are, for a pending job under
+	// backfill, when and where the last cycle's plan expects it to start
+	// (squeue --start); zero and nil when the plan has no estimate.
+	ExpectedStart time.Time
+	PlannedNodes  []string
 }
 
 // Allocation is the concrete resources a job holds: per node, which CPUs,

@@ -38,6 +38,7 @@ type Scheduler struct {
 
 	graph   *topology.Graph  // nil without Config.Topology
 	prio    *prio            // nil without Config.Priority (FCFS)
+	bf      *bfState         // nil without Config.Backfill
 	usable  topology.NodeSet // nodes whose admin state is up
 	shapes  map[string]*shape
 	cycleNo uint64 // numbers cycles, for per-cycle caches
@@ -65,6 +66,8 @@ type job struct {
 	deadline time.Time
 	// breakdown explains Priority under multifactor priority.
 	breakdown priority.Breakdown
+	// planned holds the node indices of the backfill plan's expected start.
+	planned []int
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it
@@ -162,6 +165,11 @@ func New(cfg Config) (*Scheduler, error) {
 		s.partByName[pc.Name] = i
 		if pc.Default {
 			s.defPart = i
+		}
+	}
+	if cfg.Backfill != nil {
+		if err := s.initBackfill(*cfg.Backfill); err != nil {
+			return nil, err
 		}
 	}
 	if cfg.Priority != nil {
@@ -297,6 +305,8 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		return nil, fmt.Errorf("%w: CPUsPerGPU %d out of range [0, 65536]", ErrInvalidJob, spec.CPUsPerGPU)
 	case spec.TimeLimit < 0 || spec.TimeLimit > MaxTimeLimit:
 		return nil, fmt.Errorf("%w: TimeLimit %v out of range [0, %v]", ErrInvalidJob, spec.TimeLimit, MaxTimeLimit)
+	case spec.TimeMin < 0 || (spec.TimeMin > 0 && spec.TimeLimit > 0 && spec.TimeMin > spec.TimeLimit):
+		return nil, fmt.Errorf("%w: TimeMin %v must be in [0, TimeLimit %v]", ErrInvalidJob, spec.TimeMin, spec.TimeLimit)
 	case spec.Switches < 0 || spec.Switches > MaxNodesPerJob:
 		return nil, fmt.Errorf("%w: Switches %d out of range", ErrInvalidJob, spec.Switches)
 	case spec.SwitchesMaxWait < 0:
@@ -562,11 +572,19 @@ func (s *Scheduler) Job(id JobID) (Job, bool) {
 	if !ok {
 		return Job{}, false
 	}
-	return j.snapshot(), true
+	return s.snapshot(j), true
 }
 
-func (j *job) snapshot() Job {
+func (s *Scheduler) snapshot(j *job) Job {
 	out := j.Job
+	if j.State == JobPending && len(j.planned) > 0 {
+		out.PlannedNodes = make([]string, len(j.planned))
+		for i, n := range j.planned {
+			out.PlannedNodes[i] = s.nodes[n].cfg.Name
+		}
+	} else {
+		out.PlannedNodes = nil
+	}
 	out.PerNode = j.perNode.Clone()
 	out.Alloc = Allocation{Nodes: make([]NodeAlloc, len(j.Alloc.Nodes)), Quality: j.Alloc.Quality}
 	for i, na := range j.Alloc.Nodes {
@@ -587,7 +605,7 @@ func (s *Scheduler) Jobs() []Job {
 	slices.Sort(ids)
 	out := make([]Job, len(ids))
 	for i, id := range ids {
-		out[i] = s.jobs[id].snapshot()
+		out[i] = s.snapshot(s.jobs[id])
 	}
 	return out
 }

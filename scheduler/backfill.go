@@ -1,0 +1,215 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// bfState is the scheduler's backfill state: the planner, and the plan of
+// the last cycle (its profile, holding running jobs and reservations, is
+// what explanations re-plan on).
+type bfState struct {
+	planner *backfill.Planner
+	last    *backfill.Profile
+}
+
+func (s *Scheduler) initBackfill(cfg backfill.Config) error {
+	if s.graph != nil && cfg.Chooser == nil {
+		g := s.graph
+		cfg.Chooser = func(c topology.NodeSet, n int) []int {
+			p, err := g.Select(c, n, topology.Constraints{})
+			if err != nil {
+				return nil
+			}
+			return p.Nodes.AppendTo(make([]int, 0, n))
+		}
+	}
+	pl, err := backfill.NewPlanner(cfg)
+	if err != nil {
+		return fmt.Errorf("%w: backfill: %w", ErrInvalidConfig, err)
+	}
+	s.bf = &bfState{planner: pl}
+	return nil
+}
+
+// planReasons are the pending reasons of jobs the backfill planner can
+// consider: the others wait on their own constraints (partition limits,
+// nodes down), which no plan changes.
+func plannable(r policy.Reason) bool {
+	switch r {
+	case policy.ReasonPriority, policy.ReasonResources, policy.ReasonBeginTime:
+		return true
+	}
+	return false
+}
+
+// profileNodes returns every node's capacity and free resources for the
+// backfill profile. Node, billing and energy are not shared out per node
+// and stay zero; a node that is down offers nothing.
+func (s *Scheduler) profileNodes() []backfill.NodeState {
+	out := make([]backfill.NodeState, len(s.nodes))
+	for i := range s.nodes {
+		n := &s.nodes[i]
+		c := n.capacity.Clone()
+		c[gres.Node] = 0
+		f := n.free.Clone()
+		f[gres.Node] = 0
+		if n.admin == adminDown {
+			f = gres.Vector{}
+		}
+		out[i] = backfill.NodeState{Capacity: c, Free: f}
+	}
+	return out
+}
+
+// profileRunning returns every running job as the profile sees it: what it
+// holds on each node until its deadline.
+func (s *Scheduler) profileRunning() []backfill.Running {
+	out := make([]backfill.Running, 0, s.running.Len())
+	s.running.Ascend(func(j *job) bool {
+		r := backfill.Running{ID: backfill.JobID(j.ID), End: j.deadline, Allocs: make([]backfill.Alloc, len(j.Alloc.Nodes))}
+		for k, na := range j.Alloc.Nodes {
+			u := na.TRES.Clone()
+			u[gres.Node] = 0
+			if bad := s.nodes[na.Node].unhealthy(na.Devices); len(bad) > 0 {
+				// Failed devices never come back: the profile must not
+				// free them at the job's end.
+				u, _ = u.Sub(s.nodes[na.Node].deviceVector(u, bad))
+			}
+			r.Allocs[k] = backfill.Alloc{Node: na.Node, Use: u}
+		}
+		out = append(out, r)
+		return true
+	})
+	return out
+}
+
+// allowedNodes returns the nodes a job of this shape may be planned on
+// this cycle: capable and up. The set is shared by all jobs of the shape
+// and must not be modified.
+func (s *Scheduler) allowedNodes(sh *shape) topology.NodeSet {
+	if sh.allowedStamp != s.cycleNo {
+		if sh.allowed.Len() == 0 {
+			sh.allowed = topology.NewNodeSet(len(s.nodes))
+		}
+		sh.allowed.CopyFrom(sh.capable)
+		sh.allowed.IntersectWith(s.usable)
+		sh.allowedStamp = s.cycleNo
+	}
+	return sh.allowed
+}
+
+// backfillPass plans every plannable pending job in queue order on a
+// profile of the cluster after the main pass, starts the jobs the plan
+// starts now, and records every other job's expected start and nodes.
+func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
+	prof, err := s.bf.planner.NewProfile(now, s.profileNodes(), s.profileRunning())
+	if err != nil {
+		return fmt.Errorf("scheduler: backfill profile: %w", err)
+	}
+	var jobs []backfill.Job
+	var pjobs []*job
+	s.pending.Ascend(func(j *job) bool {
+		j.ExpectedStart, j.planned = time.Time{}, nil
+		if !plannable(j.Reason) {
+			return true
+		}
+		bj := backfill.Job{
+			ID: backfill.JobID(j.ID), Nodes: j.nodes, PerNode: j.bfPerNode(), Exclusive: j.Spec.Exclusive,
+			Allowed: s.allowedNodes(j.shape), TimeLimit: j.TimeLimit, TimeMin: j.Spec.TimeMin,
+			Earliest: j.Spec.BeginTime, Eligible: j.EligibleTime, Priority: float64(j.Priority),
+			User: j.Spec.User, Partition: j.Partition, Assoc: j.Spec.Account + "/" + j.Spec.User,
+		}
+		if c := j.constraints(); s.graph != nil && c != (topology.Constraints{}) {
+			var relaxed bool
+			bj.Chooser, relaxed = s.constrainedChooser(now, j, c)
+			bj.ChooserKey = fmt.Sprintf("%s relaxed=%t", c, relaxed)
+		}
+		jobs = append(jobs, bj)
+		pjobs = append(pjobs, j)
+		return true
+	})
+	plan, err := s.bf.planner.Plan(prof, jobs)
+	if err != nil {
+		return fmt.Errorf("scheduler: backfill plan: %w", err)
+	}
+	s.bf.last = prof
+	for _, k := range plan.Starts {
+		e := &plan.Entries[k]
+		j := pjobs[k]
+		for _, i := range e.Nodes {
+			if !s.fitsNow(j, i) {
+				return fmt.Errorf("scheduler: backfill started job %d on node %s, which cannot host it", j.ID, s.nodes[i].cfg.Name)
+			}
+		}
+		s.pending.Delete(j)
+		j.TimeLimit = e.TimeLimit
+		s.allocate(now, j, e.Nodes)
+		quality := 1.0
+		if s.graph != nil {
+			quality = s.graph.Quality(topology.NodeSetOf(len(s.nodes), e.Nodes...), j.Spec.NVLinkDomain).Score
+		}
+		j.Alloc.Quality = quality
+		j.Backfilled = true
+		s.running.ReplaceOrInsert(j)
+		cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: s.snapshot(j).Alloc, Backfill: true})
+	}
+	for k := range plan.Entries {
+		e := &plan.Entries[k]
+		j := pjobs[k]
+		if j.State != JobPending {
+			continue
+		}
+		switch e.Status {
+		case backfill.StatusReserved, backfill.StatusEstimated:
+			j.ExpectedStart = e.Start
+			j.planned = slices.Clone(e.Nodes)
+		}
+	}
+	// The pending list was built before the backfill starts: drop them and
+	// attach expected starts.
+	out := cyc.Pending[:0]
+	for _, p := range cyc.Pending {
+		j := s.jobs[p.Job]
+		if j.State != JobPending {
+			continue
+		}
+		p.ExpectedStart = j.ExpectedStart
+		out = append(out, p)
+	}
+	cyc.Pending = out
+	return nil
+}
+
+// bfPerNode is the job's per-node request as the profile counts it
+// (without the node TRES, which nodes do not share out).
+func (j *job) bfPerNode() gres.Vector {
+	if j.perNode[gres.Node] == 0 {
+		return j.perNode
+	}
+	v := j.perNode.Clone()
+	v[gres.Node] = 0
+	return v
+}
+
+// constrainedChooser returns the node chooser for a job with topology
+// constraints: the least-spread choice that meets them, or — once the job
+// has waited its --switches max-wait — the best choice at all.
+// It also reports whether the constraint is relaxed.
+func (s *Scheduler) constrainedChooser(now time.Time, j *job, c topology.Constraints) (backfill.NodeChooser, bool) {
+	g := s.graph
+	relaxed := j.Spec.SwitchesMaxWait > 0 && !j.EligibleTime.IsZero() && now.Sub(j.EligibleTime) >= j.Spec.SwitchesMaxWait
+	return func(cand topology.NodeSet, n int) []int {
+		p, err := g.Select(cand, n, c)
+		if err != nil || (!p.Met && !relaxed) {
+			return nil
+		}
+		return p.Nodes.AppendTo(make([]int, 0, n))
+	}, relaxed
+}
