@@ -9,17 +9,20 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/priority"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
 // runRandom applies a seeded random sequence of events to a fresh
 // scheduler, checking the invariants after every step, and returns a
 // transcript of every decision for the determinism check.
-func runRandom(t *testing.T, seed uint64, steps int) []string {
+func runRandom(t *testing.T, seed uint64, steps int, variant func(*scheduler.Config)) []string {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	cfg := clustertest.Mixed4()
+	variant(&cfg)
 	s, err := scheduler.New(cfg)
 	require.NoError(t, err)
 	now := clustertest.Epoch
@@ -36,6 +39,11 @@ func runRandom(t *testing.T, seed uint64, steps int) []string {
 				TimeLimit: time.Duration(1+rng.IntN(120)) * time.Minute,
 				Exclusive: rng.IntN(6) == 0,
 				Requeue:   rng.IntN(2) == 0,
+				User:      []string{"ann", "bob", "cy"}[rng.IntN(3)],
+				QOS:       []string{"normal", "high"}[rng.IntN(2)],
+			}
+			if rng.IntN(5) == 0 {
+				spec.TimeMin = spec.TimeLimit / 2
 			}
 			spec.CPUsPerTask = 1 + rng.IntN(16)
 			spec.MemPerNodeMiB = int64(rng.IntN(200)) * clustertest.GiB
@@ -161,17 +169,39 @@ func checkInvariants(t *testing.T, s *scheduler.Scheduler, where string) {
 	}
 }
 
-func TestRandomEventSequences(t *testing.T) {
-	seeds := 1500
-	if testing.Short() {
-		seeds = 200
-	}
-	for seed := range uint64(seeds) {
-		a := runRandom(t, seed, 60)
-		if seed%10 == 0 {
-			b := runRandom(t, seed, 60)
-			require.Equal(t, a, b, "seed %d: same events must give the same decisions", seed)
+// variants are the scheduler configurations the random sequences run on.
+var variants = []struct {
+	name string
+	set  func(*scheduler.Config)
+}{
+	{"fcfs", func(*scheduler.Config) {}},
+	{"easy+priority", func(c *scheduler.Config) {
+		c.Backfill = &backfill.Config{Mode: backfill.EASY, Resolution: time.Second}
+		c.Priority = &scheduler.PriorityConfig{
+			Engine:      priority.Config{Weights: priority.Weights{Age: 1000, QOS: 5000, JobSize: 500}},
+			QOSPriority: map[string]uint32{"high": 10},
 		}
+	}},
+	{"conservative", func(c *scheduler.Config) {
+		c.Backfill = &backfill.Config{Mode: backfill.Conservative}
+	}},
+}
+
+func TestRandomEventSequences(t *testing.T) {
+	seeds := 600
+	if testing.Short() {
+		seeds = 60
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			for seed := range uint64(seeds) {
+				a := runRandom(t, seed, 60, v.set)
+				if seed%10 == 0 {
+					b := runRandom(t, seed, 60, v.set)
+					require.Equal(t, a, b, "seed %d: same events must give the same decisions", seed)
+				}
+			}
+		})
 	}
 }
 
