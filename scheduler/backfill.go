@@ -17,6 +17,7 @@ import (
 type bfState struct {
 	planner *backfill.Planner
 	last    *backfill.Profile
+	window  time.Duration // bf_window in force
 }
 
 func (s *Scheduler) initBackfill(cfg backfill.Config) error {
@@ -34,7 +35,10 @@ func (s *Scheduler) initBackfill(cfg backfill.Config) error {
 	if err != nil {
 		return fmt.Errorf("%w: backfill: %w", ErrInvalidConfig, err)
 	}
-	s.bf = &bfState{planner: pl}
+	s.bf = &bfState{planner: pl, window: cfg.Window}
+	if s.bf.window == 0 {
+		s.bf.window = 24 * time.Hour
+	}
 	return nil
 }
 
@@ -113,12 +117,27 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	if err != nil {
 		return fmt.Errorf("scheduler: backfill profile: %w", err)
 	}
+	if err := s.reservationWindows(now, now.Add(s.bf.window), func(id uint64, w policy.Window, nodes []int) error {
+		return prof.Block(backfill.JobID(id), w.Start, w.End, nodes)
+	}); err != nil {
+		return fmt.Errorf("scheduler: backfill: reservations: %w", err)
+	}
 	var jobs []backfill.Job
 	var pjobs []*job
 	s.pending.Ascend(func(j *job) bool {
 		j.ExpectedStart, j.planned = time.Time{}, nil
-		if !plannable(j.Reason) {
+		if !plannable(j.Reason) || j.Spec.Reservation != "" {
+			// Jobs in reservations start in the main pass, inside
+			// their window.
 			return true
+		}
+		if j.Reason == policy.ReasonPriority {
+			// Not evaluated by the main pass (behind a blocked job):
+			// its own limits and dependencies are checked now.
+			if r := s.checkPolicy(now, j); r != policy.ReasonNone {
+				j.Reason = r
+				return true
+			}
 		}
 		bj := backfill.Job{
 			ID: backfill.JobID(j.ID), Nodes: j.nodes, PerNode: j.bfPerNode(), Exclusive: j.Spec.Exclusive,
@@ -148,6 +167,16 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 				return fmt.Errorf("scheduler: backfill started job %d on node %s, which cannot host it", j.ID, s.nodes[i].cfg.Name)
 			}
 		}
+		// Limits are checked against the usage of every job started so
+		// far, this pass included; a job they hold keeps its slot empty.
+		if r := s.checkPolicy(now, j); r != policy.ReasonNone {
+			j.Reason = r
+			continue
+		}
+		if r := s.checkExclusiveLimits(now, j, e.Nodes); r != policy.ReasonNone {
+			j.Reason = r
+			continue
+		}
 		s.pending.Delete(j)
 		j.TimeLimit = e.TimeLimit
 		s.allocate(now, j, e.Nodes)
@@ -157,6 +186,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		}
 		j.Alloc.Quality = quality
 		j.Backfilled = true
+		s.policyStart(j)
 		s.running.ReplaceOrInsert(j)
 		cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: s.snapshot(j).Alloc, Backfill: true})
 	}
@@ -180,6 +210,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		if j.State != JobPending {
 			continue
 		}
+		p.Reason = j.Reason
 		p.ExpectedStart = j.ExpectedStart
 		out = append(out, p)
 	}

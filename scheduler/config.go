@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/topology"
 )
 
@@ -57,6 +58,15 @@ type Config struct {
 	// bf_resolution, …). Every pending job then also gets an expected
 	// start time. Nil means no backfill (strict priority order).
 	Backfill *backfill.Config
+	// Registry is the TRES registry the scheduler indexes vectors by. Nil
+	// means a new one. Policy limits (policy.ParseTRESLimits) are built
+	// against a registry: build it with NewRegistry(cfg.Nodes), parse the
+	// limits with it, and pass it here. Register nothing in it after New.
+	Registry *gres.Registry
+	// Policy holds QOS, associations with their limits, partition access
+	// rules and preemption settings (package policy). Nil checks no
+	// limits: any user, account and QOS may run.
+	Policy *policy.Config
 }
 
 // NodeConfig describes one compute node.

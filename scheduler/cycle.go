@@ -172,6 +172,7 @@ func (s *Scheduler) endExpired(now time.Time, cyc *Cycle) {
 			return
 		}
 		s.release(j)
+		s.policyStop(j, true, true)
 		j.State = JobTimeout
 		j.Reason = policy.ReasonTimeLimit
 		j.EndTime = j.deadline
@@ -195,6 +196,9 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool) policy.Reaso
 	case j.nodes < p.cfg.MinNodes || (p.cfg.MaxNodes > 0 && j.nodes > p.cfg.MaxNodes):
 		return policy.ReasonPartitionNodeLimit
 	}
+	if r := s.checkPolicy(now, j); r != policy.ReasonNone {
+		return r
+	}
 	if j.EligibleTime.IsZero() {
 		j.EligibleTime = now
 	}
@@ -203,14 +207,25 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool) policy.Reaso
 		// Not enough capable nodes are up: waiting for them, not for the queue.
 		return policy.ReasonReqNodeNotAvail
 	}
-	if blocked[j.part] {
+	if blocked[j.part] && j.Spec.Reservation == "" {
 		return policy.ReasonPriority
 	}
 	s.cand.CopyFrom(capable)
 	s.cand.IntersectWith(s.avail)
+	resvEnd, r := s.constrainByReservations(now, j, s.cand)
+	if r != policy.ReasonNone {
+		return r
+	}
 	if nodes, quality := s.place(now, j, s.cand); nodes != nil {
+		if r := s.checkExclusiveLimits(now, j, nodes); r != policy.ReasonNone {
+			return r
+		}
 		s.allocate(now, j, nodes)
 		j.Alloc.Quality = quality
+		if !resvEnd.IsZero() && resvEnd.Before(j.deadline) {
+			j.deadline = resvEnd // killed at its reservation's end
+		}
+		s.policyStart(j)
 		return policy.ReasonNone
 	}
 	reason := policy.ReasonResources
@@ -220,6 +235,13 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool) policy.Reaso
 	s.cand.IntersectWith(s.usable)
 	if s.cand.IntersectionCount(s.avail) < s.cand.Count() && s.fits(now, j, s.cand) {
 		reason = policy.ReasonPriority
+	}
+	if j.Spec.Reservation != "" {
+		// A job in a reservation holds back only the reservation's nodes.
+		if r, ok := s.pol.resv.Get(j.Spec.Reservation); ok {
+			s.avail.Subtract(r.Nodes)
+		}
+		return reason
 	}
 	blocked[j.part] = true
 	s.avail.Subtract(p.nodes)

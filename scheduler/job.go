@@ -126,6 +126,13 @@ type JobSpec struct {
 	// Segment is sbatch --segment: nodes come in groups of Segment nodes,
 	// each group under one leaf switch or base block.
 	Segment int
+	// Reservation names the advance reservation the job runs in (sbatch
+	// --reservation). It then runs only on the reservation's nodes,
+	// inside its window, and is ended at the window's end.
+	Reservation string
+	// Dependency is sbatch --dependency, e.g. "afterok:12:13,afterany:14"
+	// or "singleton"; '?' separates alternatives.
+	Dependency string
 	// Nice lowers the job's multifactor priority by this amount (sbatch
 	// --nice); negative values raise it. Range ±2147483645.
 	Nice int

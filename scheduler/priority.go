@@ -82,6 +82,11 @@ func (s *Scheduler) initPriority(pc *PriorityConfig) error {
 	for _, q := range pc.QOSPriority {
 		cl.MaxQOSPriority = max(cl.MaxQOSPriority, q)
 	}
+	if s.pol != nil && pc.QOSPriority == nil {
+		for _, q := range s.pol.p.Config().QOS {
+			cl.MaxQOSPriority = max(cl.MaxQOSPriority, q.Priority)
+		}
+	}
 	ec := pc.Engine
 	ec.Registry = s.reg
 	e, err := priority.NewEngine(ec, cl)
@@ -148,7 +153,7 @@ func (s *Scheduler) computePriority(now time.Time, j *job) error {
 		TimeLimit:          j.TimeLimit,
 		PartitionMaxTime:   part.cfg.MaxTime,
 		PartitionJobFactor: uint16(part.cfg.PriorityJobFactor),
-		QOSPriority:        p.cfg.QOSPriority[j.Spec.QOS],
+		QOSPriority:        s.qosPriority(j),
 		TRES:               total,
 		PartitionTRES:      p.partTRES[j.part],
 		Nice:               int64(j.Spec.Nice),
@@ -212,4 +217,13 @@ func (s *Scheduler) Sshare(f priority.ShareFormat) string {
 		return ""
 	}
 	return s.prio.tree.Format(f)
+}
+
+// qosPriority is the job's QOS priority: from PriorityConfig.QOSPriority
+// when set, else from the policy's QOS.
+func (s *Scheduler) qosPriority(j *job) uint32 {
+	if s.prio.cfg.QOSPriority != nil || s.pol == nil {
+		return s.prio.cfg.QOSPriority[j.Spec.QOS]
+	}
+	return j.subject.QOSPriority()
 }

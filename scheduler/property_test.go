@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/priority"
 	"github.com/sluicehq/sluice/scheduler"
 )
@@ -101,6 +102,9 @@ func runRandom(t *testing.T, seed uint64, steps int, variant func(*scheduler.Con
 		}
 		_ = err // invalid events are allowed here; the invariants must hold regardless
 		checkInvariants(t, s, fmt.Sprintf("seed %d step %d", seed, step))
+		if cfg.Policy != nil {
+			checkUserGPULimit(t, s, fmt.Sprintf("seed %d step %d", seed, step))
+		}
 	}
 	return log
 }
@@ -185,6 +189,38 @@ var variants = []struct {
 	{"conservative", func(c *scheduler.Config) {
 		c.Backfill = &backfill.Config{Mode: backfill.Conservative}
 	}},
+	{"easy+limits", func(c *scheduler.Config) {
+		c.Backfill = &backfill.Config{Mode: backfill.EASY}
+		reg, err := scheduler.NewRegistry(c.Nodes)
+		if err != nil {
+			panic(err)
+		}
+		perUser, err := policy.ParseTRESLimits(reg, "gres/gpu=8")
+		if err != nil {
+			panic(err)
+		}
+		c.Registry = reg
+		c.Policy = &policy.Config{QOS: []policy.QOS{
+			{Name: "normal", Limits: policy.QOSLimits{MaxTRESPerUser: perUser}},
+			{Name: "high"},
+		}}
+	}},
+}
+
+// checkUserGPULimit verifies that no user ever holds more than 8 GPUs in
+// running jobs of QOS normal (the easy+limits variant's limit).
+func checkUserGPULimit(t *testing.T, s *scheduler.Scheduler, where string) {
+	t.Helper()
+	held := map[string]int64{}
+	gpu := s.Registry().MustLookup("gres/gpu")
+	for _, j := range s.Jobs() {
+		if j.State == scheduler.JobRunning && j.Spec.QOS == "normal" {
+			held[j.Spec.User] += j.Alloc.Total().At(gpu)
+		}
+	}
+	for u, n := range held {
+		require.LessOrEqual(t, n, int64(8), "%s: user %s holds %d GPUs in QOS normal", where, u, n)
+	}
 }
 
 func TestRandomEventSequences(t *testing.T) {

@@ -39,6 +39,7 @@ type Scheduler struct {
 	graph   *topology.Graph  // nil without Config.Topology
 	prio    *prio            // nil without Config.Priority (FCFS)
 	bf      *bfState         // nil without Config.Backfill
+	pol     *polState        // nil without Config.Policy
 	usable  topology.NodeSet // nodes whose admin state is up
 	shapes  map[string]*shape
 	cycleNo uint64 // numbers cycles, for per-cycle caches
@@ -68,6 +69,11 @@ type job struct {
 	breakdown priority.Breakdown
 	// planned holds the node indices of the backfill plan's expected start.
 	planned []int
+	// subject is the job's resolved policy identity; dep its dependency;
+	// blockers every policy blocker found by the last cycle.
+	subject  policy.Subject
+	dep      policy.Dependency
+	blockers []policy.Blocker
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it
@@ -76,8 +82,14 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	reg, err := gres.NewRegistry()
-	if err != nil {
+	reg := cfg.Registry
+	if reg == nil {
+		var err error
+		if reg, err = gres.NewRegistry(); err != nil {
+			return nil, err
+		}
+	}
+	if err := registerNodes(reg, cfg.Nodes); err != nil {
 		return nil, err
 	}
 	s := &Scheduler{
@@ -91,29 +103,17 @@ func New(cfg Config) (*Scheduler, error) {
 		nextID:     1,
 		shapes:     make(map[string]*shape),
 	}
-	// Register every device and GRES name and type first, so all vectors
-	// share one length.
-	for i := range cfg.Nodes {
-		for _, d := range cfg.Nodes[i].Devices.Devices {
-			if _, err := reg.Register(deviceTRES(d.Name, d.Type)); err != nil {
-				return nil, fmt.Errorf("%w: node %q: device %d: %w", ErrInvalidConfig, cfg.Nodes[i].Name, d.Index, err)
-			}
-		}
-		for _, g := range cfg.Nodes[i].GRES {
-			if _, err := reg.Register(deviceTRES(g.Name, g.Type)); err != nil {
-				return nil, fmt.Errorf("%w: node %q: GRES %s: %w", ErrInvalidConfig, cfg.Nodes[i].Name, g, err)
-			}
-		}
-	}
 	n := len(cfg.Nodes)
 	s.usable = topology.FullNodeSet(n)
 	s.avail = topology.NewNodeSet(n)
 	s.cand = topology.NewNodeSet(n)
 	s.fit = topology.NewNodeSet(n)
 	if cfg.Topology != nil {
-		if s.graph, err = cfg.graph(); err != nil {
+		g, err := cfg.graph()
+		if err != nil {
 			return nil, err
 		}
+		s.graph = g
 	}
 	for i := range cfg.Nodes {
 		nc := cfg.Nodes[i]
@@ -167,6 +167,11 @@ func New(cfg Config) (*Scheduler, error) {
 			s.defPart = i
 		}
 	}
+	if cfg.Policy != nil {
+		if err := s.initPolicy(*cfg.Policy); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Backfill != nil {
 		if err := s.initBackfill(*cfg.Backfill); err != nil {
 			return nil, err
@@ -179,6 +184,39 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 	}
 	return s, nil
+}
+
+// NewRegistry returns a TRES registry holding the built-in TRES and every
+// device and GRES name and type of nodes, as New registers them: build
+// policy limits and priority TRES weights against it, and pass it as
+// Config.Registry.
+func NewRegistry(nodes []NodeConfig) (*gres.Registry, error) {
+	reg, err := gres.NewRegistry()
+	if err != nil {
+		return nil, err
+	}
+	if err := registerNodes(reg, nodes); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+// registerNodes registers every device and GRES name and type of nodes,
+// so all vectors share one length.
+func registerNodes(reg *gres.Registry, nodes []NodeConfig) error {
+	for i := range nodes {
+		for _, d := range nodes[i].Devices.Devices {
+			if _, err := reg.Register(deviceTRES(d.Name, d.Type)); err != nil {
+				return fmt.Errorf("%w: node %q: device %d: %w", ErrInvalidConfig, nodes[i].Name, d.Index, err)
+			}
+		}
+		for _, g := range nodes[i].GRES {
+			if _, err := reg.Register(deviceTRES(g.Name, g.Type)); err != nil {
+				return fmt.Errorf("%w: node %q: GRES %s: %w", ErrInvalidConfig, nodes[i].Name, g, err)
+			}
+		}
+	}
+	return nil
 }
 
 func deviceTRES(name, typ string) string {
@@ -212,10 +250,13 @@ func (s *Scheduler) nodeCapacity(nc *NodeConfig) gres.Vector {
 // Callers must not register new names in it.
 func (s *Scheduler) Registry() *gres.Registry { return s.reg }
 
-// queueLess orders pending jobs as Slurm evaluates them: partition
-// PriorityTier (higher first), priority (higher first), submit time
-// (earlier first), then job ID (lower first).
+// queueLess orders pending jobs as Slurm evaluates them: jobs that name a
+// reservation first, then partition PriorityTier (higher first), priority
+// (higher first), submit time (earlier first), then job ID (lower first).
 func queueLess(a, b *job) bool {
+	if ra, rb := a.Spec.Reservation != "", b.Spec.Reservation != ""; ra != rb {
+		return ra
+	}
 	if a.tier != b.tier {
 		return a.tier > b.tier
 	}
@@ -256,11 +297,19 @@ func (s *Scheduler) Submit(now time.Time, spec JobSpec) (JobID, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := s.admitPolicy(j); err != nil {
+		return 0, err
+	}
 	j.ID = s.nextID
 	j.SubmitTime = now
 	j.State = JobPending
 	if s.prio != nil {
 		if err := s.computePriority(now, j); err != nil {
+			return 0, fmt.Errorf("%w: %w", ErrInvalidJob, err)
+		}
+	}
+	if s.pol != nil {
+		if err := s.pol.usage.AddJob(policy.JobID(j.ID), j.subject); err != nil {
 			return 0, fmt.Errorf("%w: %w", ErrInvalidJob, err)
 		}
 	}
@@ -472,8 +521,10 @@ func (s *Scheduler) Cancel(now time.Time, id JobID) error {
 	switch j.State {
 	case JobPending:
 		s.pending.Delete(j)
+		s.policyStop(j, false, true)
 	case JobRunning:
 		s.release(j)
+		s.policyStop(j, true, true)
 	default:
 		return fmt.Errorf("%w: job %d is %s, cannot cancel", ErrJobState, id, j.State)
 	}
@@ -497,6 +548,7 @@ func (s *Scheduler) Finish(now time.Time, id JobID, exitCode int) error {
 		return fmt.Errorf("%w: job %d is %s, only a RUNNING job can finish", ErrJobState, id, j.State)
 	}
 	s.release(j)
+	s.policyStop(j, true, true)
 	j.State = JobCompleted
 	if exitCode != 0 {
 		j.State = JobFailed
@@ -522,6 +574,7 @@ func (s *Scheduler) Requeue(now time.Time, id JobID) error {
 		return fmt.Errorf("%w: job %d is %s, only a RUNNING job can be requeued", ErrJobState, id, j.State)
 	}
 	s.release(j)
+	s.policyStop(j, true, false)
 	s.requeue(j, policy.ReasonLaunchFailRequeue)
 	s.last = now
 	return nil
@@ -692,6 +745,7 @@ func (s *Scheduler) DownNode(now time.Time, name, reason string) ([]JobID, error
 	for _, id := range affected {
 		j := s.jobs[id]
 		s.release(j)
+		s.policyStop(j, true, !j.Spec.Requeue)
 		if j.Spec.Requeue {
 			s.requeue(j, policy.ReasonNodeDown)
 			continue

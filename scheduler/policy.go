@@ -1,0 +1,360 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// polState is the scheduler's policy state: the compiled policy (QOS,
+// associations, partition rules, limits), the usage counters the limits
+// are checked against, and the advance reservations.
+type polState struct {
+	p     *policy.Policy
+	usage *policy.Usage
+	resv  *policy.Reservations
+	// forbidden is scratch for reservation checks.
+	forbidden topology.NodeSet
+	// singletons counts running jobs per (user, name), for the singleton
+	// dependency.
+	singletons map[[2]string]int
+}
+
+// resvIDBase numbers the profile blocks that stand for reservation windows
+// in the backfill plan, far above any job ID.
+const resvIDBase = 1 << 62
+
+func (s *Scheduler) initPolicy(cfg policy.Config) error {
+	p, err := policy.New(s.reg, cfg)
+	if err != nil {
+		return fmt.Errorf("%w: policy: %w", ErrInvalidConfig, err)
+	}
+	for _, pp := range cfg.Partitions {
+		if _, ok := s.partByName[pp.Name]; !ok {
+			return fmt.Errorf("%w: policy: partition %q is not a configured partition", ErrInvalidConfig, pp.Name)
+		}
+	}
+	s.pol = &polState{
+		p: p, usage: p.NewUsage(), resv: policy.NewReservations(len(s.nodes)),
+		forbidden: topology.NewNodeSet(len(s.nodes)), singletons: map[[2]string]int{},
+	}
+	return nil
+}
+
+// Policy returns the compiled policy, or nil when Config.Policy is unset.
+func (s *Scheduler) Policy() *policy.Policy {
+	if s.pol == nil {
+		return nil
+	}
+	return s.pol.p
+}
+
+// policyRequest is what the limit checks see of a job.
+func (s *Scheduler) policyRequest(j *job) policy.Request {
+	total, _ := j.perNode.Scale(int64(j.nodes)) // bounded at submit
+	return policy.Request{
+		Subject: j.subject, TRES: total, PerNode: j.perNode, Nodes: j.nodes,
+		TimeLimit: j.TimeLimit, Reservation: j.Spec.Reservation,
+	}
+}
+
+// admitPolicy runs the submit-time policy checks of a new job: its
+// association, QOS and partition resolve, it may use them, the limits that
+// reject at submit (DenyOnLimit, MaxSubmit*) hold, its reservation exists
+// and admits it, and its dependency parses and can still be met.
+func (s *Scheduler) admitPolicy(j *job) error {
+	if j.Spec.Dependency != "" {
+		d, err := policy.ParseDependency(j.Spec.Dependency)
+		if err != nil {
+			return fmt.Errorf("%w: Dependency: %w", ErrInvalidJob, err)
+		}
+		if err := policy.CheckDependency(policy.JobID(s.nextID), d, s.outcome); err != nil {
+			return fmt.Errorf("%w: Dependency: %w", ErrInvalidJob, err)
+		}
+		j.dep = d
+	}
+	if s.pol == nil {
+		if j.Spec.Reservation != "" {
+			return fmt.Errorf("%w: reservation %q: the scheduler has no policy (Config.Policy) and so no reservations", ErrInvalidJob, j.Spec.Reservation)
+		}
+		return nil
+	}
+	subj, err := s.pol.p.Resolve(policy.JobRef{User: j.Spec.User, Account: j.Spec.Account, Partition: j.Partition, QOS: j.Spec.QOS})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
+	}
+	j.subject = subj
+	j.Spec.QOS = subj.Ref().QOS
+	req := s.policyRequest(j)
+	if err := s.pol.p.CheckSubmit(&req, s.pol.usage); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
+	}
+	if err := s.pol.resv.CheckAccess(policy.ResvJob{User: j.Spec.User, Account: j.Spec.Account, Reservation: j.Spec.Reservation}); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
+	}
+	return nil
+}
+
+// outcome reports what a job has done, for dependencies.
+func (s *Scheduler) outcome(id policy.JobID) (policy.Outcome, bool) {
+	j, ok := s.jobs[JobID(id)]
+	if !ok {
+		return 0, false
+	}
+	switch j.State {
+	case JobPending:
+		return policy.OutcomePending, true
+	case JobRunning:
+		return policy.OutcomeRunning, true
+	case JobCompleted:
+		return policy.OutcomeCompleted, true
+	case JobCancelled:
+		return policy.OutcomeCancelled, true
+	}
+	return policy.OutcomeFailed, true
+}
+
+// checkPolicy returns why a job may not start now for policy reasons
+// (dependency, limits), or ReasonNone. It records every blocker on the job
+// for explanations.
+func (s *Scheduler) checkPolicy(now time.Time, j *job) policy.Reason {
+	j.blockers = j.blockers[:0]
+	if !j.dep.IsZero() {
+		clear := s.pol == nil || s.pol.singletons[[2]string{j.Spec.User, j.Spec.Name}] == 0
+		if st, b := j.dep.Evaluate(s.outcome, clear); st != policy.DepSatisfied {
+			j.blockers = append(j.blockers, b)
+			return b.Reason
+		}
+	}
+	if s.pol == nil {
+		return policy.ReasonNone
+	}
+	req := s.policyRequest(j)
+	j.blockers = s.pol.p.CheckStartAll(now, &req, s.pol.usage, j.blockers)
+	if len(j.blockers) > 0 {
+		return j.blockers[0].Reason
+	}
+	return policy.ReasonNone
+}
+
+// constrainByReservations removes from cand the nodes reservations forbid
+// to the job if it started now, and returns the reservation window's end
+// (the job's kill time; zero for none) or the reason it cannot start now.
+func (s *Scheduler) constrainByReservations(now time.Time, j *job, cand topology.NodeSet) (time.Time, policy.Reason) {
+	if s.pol == nil || s.pol.resv.Len() == 0 {
+		return time.Time{}, policy.ReasonNone
+	}
+	rj := policy.ResvJob{User: j.Spec.User, Account: j.Spec.Account, Reservation: j.Spec.Reservation}
+	// A job inside a reservation may start while its window is open and
+	// is ended at the window's end, whatever its own limit: it is checked
+	// for a minimal wall. Other jobs must keep off reserved nodes for
+	// their whole limit.
+	const inside = time.Second
+	if rj.Reservation == "" {
+		// MAGNETIC reservations that admit the job are tried first.
+		for _, name := range s.pol.resv.Usable(rj) {
+			rj.Reservation = name
+			if dl, b := s.pol.resv.Constrain(rj, now, inside, s.pol.forbidden); !b.Blocked() {
+				probe := cand.AndNot(s.pol.forbidden)
+				if probe.Count() >= j.nodes {
+					cand.Subtract(s.pol.forbidden)
+					return dl, policy.ReasonNone
+				}
+			}
+		}
+		rj.Reservation = ""
+	}
+	wall := j.TimeLimit
+	if rj.Reservation != "" {
+		wall = inside
+	}
+	dl, b := s.pol.resv.Constrain(rj, now, wall, s.pol.forbidden)
+	if b.Blocked() {
+		j.blockers = append(j.blockers, b)
+		return time.Time{}, b.Reason
+	}
+	cand.Subtract(s.pol.forbidden)
+	return dl, policy.ReasonNone
+}
+
+// policyStart records a started job in the usage counters.
+func (s *Scheduler) policyStart(j *job) {
+	if s.pol == nil {
+		return
+	}
+	s.pol.singletons[[2]string{j.Spec.User, j.Spec.Name}]++
+	if err := s.pol.usage.StartJob(policy.JobID(j.ID), j.Alloc.Total(), len(j.Alloc.Nodes), j.deadline); err != nil {
+		panic(fmt.Sprintf("scheduler: policy usage: start job %d: %v", j.ID, err))
+	}
+}
+
+// policyStop records that a running job stopped; ended says whether it
+// also leaves the queue (finished, cancelled) rather than being requeued.
+func (s *Scheduler) policyStop(j *job, wasRunning, ended bool) {
+	if s.pol == nil {
+		return
+	}
+	if wasRunning {
+		k := [2]string{j.Spec.User, j.Spec.Name}
+		if s.pol.singletons[k]--; s.pol.singletons[k] <= 0 {
+			delete(s.pol.singletons, k)
+		}
+	}
+	var err error
+	switch {
+	case ended:
+		err = s.pol.usage.RemoveJob(policy.JobID(j.ID))
+	case wasRunning:
+		err = s.pol.usage.StopJob(policy.JobID(j.ID))
+	}
+	if err != nil && !errors.Is(err, policy.ErrUnknownJob) {
+		panic(fmt.Sprintf("scheduler: policy usage: stop job %d: %v", j.ID, err))
+	}
+}
+
+// AddReservation creates an advance reservation. Nodes may be given
+// (Reservation.Nodes, indices of Config.Nodes), or chosen by the scheduler:
+// NodeCount nodes each offering TRES, or enough nodes to hold TRES in
+// total, among the nodes that are up and, unless the reservation has the
+// IGNORE_JOBS flag, idle — least-spread when the cluster has a topology.
+// Overlapping reservations need the OVERLAP or MAINT flag. Jobs already
+// running on reserved nodes keep running.
+func (s *Scheduler) AddReservation(now time.Time, r policy.Reservation) error {
+	if err := s.tick(now); err != nil {
+		return err
+	}
+	if s.pol == nil {
+		return fmt.Errorf("%w: reservations need a policy (Config.Policy)", ErrInvalidConfig)
+	}
+	if err := s.pol.resv.Add(r, s.chooseReservationNodes); err != nil {
+		return fmt.Errorf("scheduler: reservation %q: %w", r.Name, err)
+	}
+	s.last = now
+	return nil
+}
+
+// RemoveReservation deletes a reservation. Jobs that named it stay pending
+// with reason ReservationDeleted.
+func (s *Scheduler) RemoveReservation(now time.Time, name string) error {
+	if err := s.tick(now); err != nil {
+		return err
+	}
+	if s.pol == nil {
+		return fmt.Errorf("%w: reservations need a policy (Config.Policy)", ErrInvalidConfig)
+	}
+	if err := s.pol.resv.Remove(name); err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	s.last = now
+	return nil
+}
+
+// Reservations returns the advance reservations, by name.
+func (s *Scheduler) Reservations() []policy.Reservation {
+	if s.pol == nil {
+		return nil
+	}
+	return s.pol.resv.All()
+}
+
+// chooseReservationNodes is the node chooser for reservations given by
+// count or TRES.
+func (s *Scheduler) chooseReservationNodes(r *policy.Reservation, count int, exclude topology.NodeSet) (topology.NodeSet, error) {
+	cand := topology.NewNodeSet(len(s.nodes))
+	for i := range s.nodes {
+		n := &s.nodes[i]
+		if exclude.Has(i) || !s.usable.Has(i) {
+			continue
+		}
+		if !r.Flags.Has(policy.ResvIgnoreJobs) && len(n.jobs) > 0 {
+			continue
+		}
+		if count > 0 && !r.TRES.Fits(n.capacity) {
+			continue
+		}
+		cand.Add(i)
+	}
+	if count == 0 {
+		// Enough nodes to hold r.TRES in total, in index order.
+		need := r.TRES.Clone()
+		out := topology.NewNodeSet(len(s.nodes))
+		for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
+			if need.IsZero() {
+				break
+			}
+			out.Add(i)
+			for k := range need {
+				need[k] = max(0, need[k]-s.nodes[i].capacity.At(gres.ID(k)))
+			}
+			need[gres.Node] = 0
+		}
+		if !need.IsZero() {
+			return topology.NodeSet{}, fmt.Errorf("not enough free nodes to hold %s", s.reg.FormatTRES(r.TRES))
+		}
+		return out, nil
+	}
+	if cand.Count() < count {
+		return topology.NodeSet{}, fmt.Errorf("%d node(s) wanted, %d free and able", count, cand.Count())
+	}
+	if s.graph != nil {
+		p, err := s.graph.Select(cand, count, topology.Constraints{})
+		if err != nil {
+			return topology.NodeSet{}, err
+		}
+		return p.Nodes, nil
+	}
+	return topology.NodeSetOf(len(s.nodes), cand.FirstN(nil, count)...), nil
+}
+
+// reservationWindows calls fn for every reservation window overlapping
+// [now, end), with a unique profile block ID and the reserved nodes.
+func (s *Scheduler) reservationWindows(now, end time.Time, fn func(id uint64, w policy.Window, nodes []int) error) error {
+	if s.pol == nil {
+		return nil
+	}
+	id := uint64(resvIDBase)
+	for _, r := range s.pol.resv.All() {
+		ws, err := s.pol.resv.Windows(r.Name, now, end, nil)
+		if err != nil {
+			return err
+		}
+		nodes := r.Nodes.AppendTo(nil)
+		for _, w := range ws {
+			id++
+			if err := fn(id, w, nodes); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkExclusiveLimits checks the limits of a whole-node job against what
+// it would really hold on the chosen nodes (everything they offer), as
+// Slurm checks the allocation after node selection.
+func (s *Scheduler) checkExclusiveLimits(now time.Time, j *job, nodes []int) policy.Reason {
+	if s.pol == nil || !j.Spec.Exclusive {
+		return policy.ReasonNone
+	}
+	req := s.policyRequest(j)
+	req.TRES = s.reg.NewVector()
+	req.PerNode = s.reg.NewVector()
+	for _, i := range nodes {
+		f := s.nodes[i].free
+		_ = req.TRES.AddInPlace(f) // bounded by node capacities
+		for k := range f {
+			req.PerNode[k] = max(req.PerNode[k], f[k])
+		}
+	}
+	req.TRES[gres.Node] = int64(len(nodes))
+	req.PerNode[gres.Node] = 1
+	if b := s.pol.p.CheckStart(now, &req, s.pol.usage); b.Blocked() {
+		j.blockers = append(j.blockers, b)
+		return b.Reason
+	}
+	return policy.ReasonNone
+}

@@ -1,0 +1,179 @@
+package scheduler_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// newPolicyMixed builds the Mixed4 cluster with a policy: QOS "normal"
+// limits each user to 8 GPUs, QOS "strict" denies on limit; account
+// "physics" may hold 12 GPUs in all; the h100 partition admits only
+// physics.
+func newPolicyMixed(t *testing.T) *scheduler.Scheduler {
+	t.Helper()
+	cfg := clustertest.Mixed4()
+	reg, err := scheduler.NewRegistry(cfg.Nodes)
+	require.NoError(t, err)
+	lim := func(s string) policy.TRESLimits {
+		l, err := policy.ParseTRESLimits(reg, s)
+		require.NoError(t, err)
+		return l
+	}
+	perUser := policy.QOSLimits{MaxTRESPerUser: lim("gres/gpu=8")}
+	strict := perUser
+	strict.MaxTRESPerJob = lim("gres/gpu=4")
+	cfg.Registry = reg
+	cfg.Policy = &policy.Config{
+		QOS: []policy.QOS{
+			{Name: "normal", Limits: perUser},
+			{Name: "strict", Limits: strict, Flags: policy.QOSDenyOnLimit},
+		},
+		Partitions: []policy.Partition{
+			{Name: "gpu"},
+			{Name: "h100", AllowAccounts: []string{"physics"}},
+		},
+		Assocs: []policy.Assoc{
+			{Account: "physics", Limits: policy.AssocLimits{Limits: policy.Limits{GrpTRES: lim("gres/gpu=12")}}},
+			{Account: "bio"},
+			{Account: "physics", User: "ann"},
+			{Account: "physics", User: "bob"},
+			{Account: "bio", User: "cy"},
+		},
+	}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	return s
+}
+
+func TestLimitsPendWithSlurmReasons(t *testing.T) {
+	s := newPolicyMixed(t)
+	spec := func(user, account string, n int64) scheduler.JobSpec {
+		return scheduler.JobSpec{User: user, Account: account, GRESPerNode: gpus(n)}
+	}
+	a1 := mustSubmit(t, s, t0, spec("ann", "physics", 8))
+	a2 := mustSubmit(t, s, t0, spec("ann", "physics", 2)) // ann over 8 GPUs
+	b1 := mustSubmit(t, s, t0, spec("bob", "physics", 6)) // physics over 12
+	c1 := mustSubmit(t, s, t0, spec("cy", "bio", 8))
+	cyc := mustSchedule(t, s, t0)
+	started := map[scheduler.JobID]bool{}
+	for _, st := range cyc.Starts {
+		started[st.Job] = true
+	}
+	assert.True(t, started[a1])
+	assert.True(t, started[c1])
+	assert.Equal(t, policy.ReasonQOSMaxGRESPerUser, reasonOf(cyc, a2))
+	assert.Equal(t, policy.ReasonAssocGrpGRES, reasonOf(cyc, b1))
+
+	// Limits do not block the queue: a later job of another account runs.
+	c2 := mustSubmit(t, s, t0.Add(time.Minute), scheduler.JobSpec{User: "cy", Account: "bio", CPUsPerTask: 4})
+	cyc = mustSchedule(t, s, t0.Add(time.Minute))
+	require.Len(t, cyc.Starts, 1)
+	assert.Equal(t, c2, cyc.Starts[0].Job)
+
+	// When ann's big job ends, both physics jobs fit the limits again.
+	require.NoError(t, s.Finish(t0.Add(2*time.Minute), a1, 0))
+	cyc = mustSchedule(t, s, t0.Add(2*time.Minute))
+	assert.Len(t, cyc.Starts, 2)
+}
+
+func TestPolicySubmitErrors(t *testing.T) {
+	s := newPolicyMixed(t)
+	_, err := s.Submit(t0, scheduler.JobSpec{User: "ann", Account: "physics", QOS: "gold"})
+	assert.ErrorIs(t, err, policy.ErrUnknownQOS)
+	_, err = s.Submit(t0, scheduler.JobSpec{User: "zed", Account: "physics"})
+	assert.ErrorIs(t, err, scheduler.ErrInvalidJob)
+	_, err = s.Submit(t0, scheduler.JobSpec{User: "cy", Account: "bio", Partition: "h100"})
+	assert.ErrorIs(t, err, scheduler.ErrInvalidJob, "bio may not use the h100 partition")
+	_, err = s.Submit(t0, scheduler.JobSpec{User: "ann", Account: "physics", QOS: "strict", GRESPerNode: gpus(6)})
+	assert.ErrorIs(t, err, policy.ErrLimit, "DenyOnLimit rejects a job over MaxTRESPerJob at submit")
+	assert.Contains(t, err.Error(), "MaxTRESPerJob")
+	p, r := s.Counts()
+	assert.Zero(t, p+r)
+}
+
+func newResvMixed(t *testing.T) *scheduler.Scheduler {
+	t.Helper()
+	cfg := clustertest.Mixed4()
+	cfg.Policy = &policy.Config{} // nothing limited; reservations only
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	return s
+}
+
+func TestReservationKeepsOthersOut(t *testing.T) {
+	s := newResvMixed(t)
+	nodes := topology.NodeSetOf(4, 0) // h100-01
+	require.NoError(t, s.AddReservation(t0, policy.Reservation{
+		Name: "ann-demo", Start: t0.Add(time.Hour), Duration: 2 * time.Hour, Nodes: nodes, Users: []string{"ann"},
+	}))
+	assert.Error(t, s.AddReservation(t0, policy.Reservation{Name: "clash", Start: t0.Add(2 * time.Hour), Duration: time.Hour, Nodes: nodes, Users: []string{"bob"}}),
+		"overlapping reservations need a flag")
+	// bob's 2-hour whole-node jobs may not run on h100-01: the window opens within their limit.
+	var bobs []scheduler.JobID
+	for range 4 {
+		bobs = append(bobs, mustSubmit(t, s, t0, scheduler.JobSpec{User: "bob", Account: "physics", Exclusive: true, TimeLimit: 2 * time.Hour}))
+	}
+	ann := mustSubmit(t, s, t0, scheduler.JobSpec{User: "ann", Account: "physics", Reservation: "ann-demo", GRESPerNode: gpus(8), TimeLimit: 4 * time.Hour})
+	cyc := mustSchedule(t, s, t0)
+	require.Len(t, cyc.Starts, 3)
+	for _, st := range cyc.Starts {
+		assert.NotEqual(t, "h100-01", st.Alloc.Nodes[0].Name)
+	}
+	assert.Equal(t, policy.ReasonReservation, reasonOf(cyc, ann))
+
+	// The window opens: ann's job runs inside it, killed at its end.
+	cyc = mustSchedule(t, s, t0.Add(time.Hour))
+	require.Len(t, cyc.Starts, 1)
+	assert.Equal(t, ann, cyc.Starts[0].Job)
+	assert.Equal(t, "h100-01", cyc.Starts[0].Alloc.Nodes[0].Name)
+	cyc = mustSchedule(t, s, t0.Add(3*time.Hour))
+	ended := map[scheduler.JobID]scheduler.JobState{}
+	for _, e := range cyc.Ended {
+		ended[e.Job] = e.State
+	}
+	assert.Equal(t, scheduler.JobTimeout, ended[ann], "killed at the reservation's end, not its own 4 h limit")
+
+	_, err := s.Submit(t0.Add(3*time.Hour), scheduler.JobSpec{User: "bob", Account: "physics", Reservation: "ann-demo"})
+	assert.ErrorIs(t, err, policy.ErrNotAllowed)
+	require.NoError(t, s.RemoveReservation(t0.Add(3*time.Hour), "ann-demo"))
+	_ = bobs
+}
+
+func TestReservationByCount(t *testing.T) {
+	s := newResvMixed(t)
+	require.NoError(t, s.AddReservation(t0, policy.Reservation{
+		Name: "maint", Start: t0.Add(30 * time.Minute), Duration: time.Hour, NodeCount: 2, Users: []string{"root"}, Flags: policy.ResvMaint,
+	}))
+	r := s.Reservations()
+	require.Len(t, r, 1)
+	assert.Equal(t, 2, r[0].Nodes.Count())
+}
+
+func TestDependencies(t *testing.T) {
+	s := newMixed(t)
+	a := mustSubmit(t, s, t0, scheduler.JobSpec{Name: "prep", User: "ann"})
+	b := mustSubmit(t, s, t0, scheduler.JobSpec{Name: "train", User: "ann", Dependency: "afterok:1"})
+	c := mustSubmit(t, s, t0, scheduler.JobSpec{Name: "cleanup", User: "ann", Dependency: "afternotok:1"})
+	cyc := mustSchedule(t, s, t0)
+	require.Len(t, cyc.Starts, 1)
+	assert.Equal(t, a, cyc.Starts[0].Job)
+	assert.Equal(t, policy.ReasonDependency, reasonOf(cyc, b))
+	require.NoError(t, s.Finish(t0.Add(time.Minute), a, 0))
+	cyc = mustSchedule(t, s, t0.Add(time.Minute))
+	require.Len(t, cyc.Starts, 1)
+	assert.Equal(t, b, cyc.Starts[0].Job)
+	assert.Equal(t, policy.ReasonDependencyNeverSatisfied, reasonOf(cyc, c))
+
+	_, err := s.Submit(t0.Add(time.Minute), scheduler.JobSpec{Dependency: "afterok:banana"})
+	assert.ErrorIs(t, err, scheduler.ErrInvalidJob)
+	_, err = s.Submit(t0.Add(time.Minute), scheduler.JobSpec{Dependency: "afterok:999"})
+	assert.ErrorIs(t, err, scheduler.ErrInvalidJob, "an unknown dependee can never satisfy it")
+}
