@@ -61,6 +61,9 @@ const (
 	ReasonTimeLimit
 	// ReasonLaunchFailRequeue: the job was requeued because its launch failed.
 	ReasonLaunchFailRequeue
+	// ReasonPreempted: the job was preempted (ended, or requeued and
+	// waiting again) to make room for a job allowed to preempt it.
+	ReasonPreempted
 	numBaseReasons
 )
 
@@ -86,6 +89,7 @@ var reasonNames = [numBaseReasons]string{
 	ReasonNodeDown:                 "NodeDown",
 	ReasonTimeLimit:                "TimeLimit",
 	ReasonLaunchFailRequeue:        "launch_failed_requeued",
+	ReasonPreempted:                "Preempted",
 }
 
 // String returns the Slurm spelling of r.

@@ -28,6 +28,10 @@ type Cycle struct {
 	// Pending lists every job still pending after the cycle, in queue
 	// order, with the reason it waits.
 	Pending []Pending
+	// Preemptions lists the running jobs preempted for pending ones. A
+	// victim with a KillAt after Now is to be signalled now and is ended
+	// by the first cycle at or after KillAt (it then appears in Ended).
+	Preemptions []Preemption
 }
 
 // Start is the decision to run a job on concrete resources.
@@ -138,8 +142,9 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 	blocked := make([]bool, len(s.parts))
 	var started []*job
 	cyc.Pending = make([]Pending, 0, s.pending.Len())
+	s.inPass = true
 	s.pending.Ascend(func(j *job) bool {
-		r := s.evaluate(now, j, blocked)
+		r := s.evaluate(now, j, blocked, &cyc)
 		if r == policy.ReasonNone {
 			started = append(started, j)
 			cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: j.Alloc})
@@ -149,10 +154,16 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 		cyc.Pending = append(cyc.Pending, Pending{Job: j.ID, Reason: r, Priority: j.Priority})
 		return true
 	})
+	s.inPass = false
 	for _, j := range started {
 		s.pending.Delete(j)
 		s.running.ReplaceOrInsert(j)
 	}
+	for _, j := range s.deferred {
+		s.pending.ReplaceOrInsert(j)
+		cyc.Pending = append(cyc.Pending, Pending{Job: j.ID, Reason: j.Reason, Priority: j.Priority})
+	}
+	s.deferred = s.deferred[:0]
 	for i := range cyc.Starts {
 		cyc.Starts[i].Alloc = s.snapshot(s.jobs[cyc.Starts[i].Job]).Alloc
 	}
@@ -171,6 +182,12 @@ func (s *Scheduler) endExpired(now time.Time, cyc *Cycle) {
 		if !ok || j.deadline.After(now) {
 			return
 		}
+		if j.preempting {
+			// A preemption victim's grace time is over.
+			s.endPreempted(j.deadline, j, j.preemptAction)
+			cyc.Ended = append(cyc.Ended, Ended{Job: j.ID, State: j.State, Reason: policy.ReasonPreempted})
+			continue
+		}
 		s.release(j)
 		s.policyStop(j, true, true)
 		j.State = JobTimeout
@@ -182,7 +199,7 @@ func (s *Scheduler) endExpired(now time.Time, cyc *Cycle) {
 
 // evaluate decides one pending job: it starts it (returning ReasonNone) or
 // returns why it waits. It does not touch the pending index.
-func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool) policy.Reason {
+func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) policy.Reason {
 	p := &s.parts[j.part]
 	switch {
 	case p.cfg.State == PartitionDown:
@@ -216,7 +233,17 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool) policy.Reaso
 	if r != policy.ReasonNone {
 		return r
 	}
-	if nodes, quality := s.place(now, j, s.cand); nodes != nil {
+	nodes, quality := s.place(now, j, s.cand)
+	if nodes == nil && s.preemptionOn() && j.Spec.Reservation == "" && s.tryPreempt(now, j, cyc) {
+		// The victims are gone: place again.
+		s.cand.CopyFrom(capable)
+		s.cand.IntersectWith(s.avail)
+		if resvEnd, r = s.constrainByReservations(now, j, s.cand); r != policy.ReasonNone {
+			return r
+		}
+		nodes, quality = s.place(now, j, s.cand)
+	}
+	if nodes != nil {
 		if r := s.checkExclusiveLimits(now, j, nodes); r != policy.ReasonNone {
 			return r
 		}

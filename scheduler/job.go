@@ -113,6 +113,11 @@ type JobSpec struct {
 	// Exclusive asks for whole nodes (sbatch --exclusive): the job's nodes
 	// run nothing else and it is charged all their resources.
 	Exclusive bool
+	// CheckpointInterval is the period at which the job saves its state
+	// (zero: never, unless it reports checkpoints with Checkpoint). A
+	// preempted job loses only the work since its last checkpoint, and
+	// victims are chosen to lose the least.
+	CheckpointInterval time.Duration
 	// Requeue makes the job go back to pending, rather than end in
 	// NODE_FAIL, when a node it runs on fails (sbatch --requeue).
 	Requeue bool
@@ -176,6 +181,10 @@ type Job struct {
 	Alloc Allocation
 	// Backfilled reports that the backfill pass started the job.
 	Backfilled bool
+	// LastCheckpoint is the last checkpoint the job reported (Checkpoint).
+	LastCheckpoint time.Time
+	// LostGPUSeconds is the GPU work preemption destroyed in this job.
+	LostGPUSeconds float64
 	// ExpectedStart and PlannedNodes are, for a pending job under
 	// backfill, when and where the last cycle's plan expects it to start
 	// (squeue --start); zero and nil when the plan has no estimate.

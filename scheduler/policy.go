@@ -33,6 +33,16 @@ func (s *Scheduler) initPolicy(cfg policy.Config) error {
 	if err != nil {
 		return fmt.Errorf("%w: policy: %w", ErrInvalidConfig, err)
 	}
+	suspend := cfg.PreemptMode.Base() == policy.PreemptSuspend
+	for _, q := range cfg.QOS {
+		suspend = suspend || q.PreemptMode.Base() == policy.PreemptSuspend
+	}
+	for _, pp := range cfg.Partitions {
+		suspend = suspend || pp.PreemptMode.Base() == policy.PreemptSuspend
+	}
+	if suspend {
+		return fmt.Errorf("%w: policy: PreemptMode SUSPEND is not supported by the scheduler (use CANCEL or REQUEUE)", ErrInvalidConfig)
+	}
 	for _, pp := range cfg.Partitions {
 		if _, ok := s.partByName[pp.Name]; !ok {
 			return fmt.Errorf("%w: policy: partition %q is not a configured partition", ErrInvalidConfig, pp.Name)

@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"fmt"
+	"strings"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -29,6 +30,7 @@ func runRandom(t *testing.T, seed uint64, steps int, variant func(*scheduler.Con
 	now := clustertest.Epoch
 	var log []string
 	var ids []scheduler.JobID
+	startedAt := map[scheduler.JobID]time.Time{}
 	nodeNames := []string{"h100-01", "h100-02", "a100-01", "a100-02"}
 	for step := range steps {
 		now = now.Add(time.Duration(rng.IntN(600)) * time.Second)
@@ -99,10 +101,18 @@ func runRandom(t *testing.T, seed uint64, steps int, variant func(*scheduler.Con
 			cyc, err := s.Schedule(now)
 			require.NoError(t, err)
 			log = append(log, fmt.Sprintf("cycle %+v", cyc))
+			for _, p := range cyc.Preemptions {
+				v, _ := s.Job(p.Victim)
+				require.Equal(t, "normal", v.Spec.QOS, "seed %d: only normal-QOS jobs are preempted", seed)
+				require.GreaterOrEqual(t, now.Sub(startedAt[p.Victim]), 10*time.Minute, "seed %d: job %d preempted inside PreemptExemptTime", seed, p.Victim)
+			}
+			for _, st := range cyc.Starts {
+				startedAt[st.Job] = now
+			}
 		}
 		_ = err // invalid events are allowed here; the invariants must hold regardless
 		checkInvariants(t, s, fmt.Sprintf("seed %d step %d", seed, step))
-		if cfg.Policy != nil {
+		if cfg.Policy != nil && cfg.Policy.PreemptType == policy.PreemptNone {
 			checkUserGPULimit(t, s, fmt.Sprintf("seed %d step %d", seed, step))
 		}
 	}
@@ -207,6 +217,19 @@ var variants = []struct {
 	}},
 }
 
+func init() {
+	variants = append(variants, struct {
+		name string
+		set  func(*scheduler.Config)
+	}{"preempt+conservative", func(c *scheduler.Config) {
+		c.Backfill = &backfill.Config{Mode: backfill.Conservative}
+		c.Policy = &policy.Config{
+			PreemptType: policy.PreemptQOS, PreemptMode: policy.PreemptRequeue, PreemptExemptTime: 10 * time.Minute,
+			QOS: []policy.QOS{{Name: "high", Priority: 10, Preempt: []string{"normal"}}, {Name: "normal", GraceTime: 2 * time.Minute}},
+		}
+	}})
+}
+
 // checkUserGPULimit verifies that no user ever holds more than 8 GPUs in
 // running jobs of QOS normal (the easy+limits variant's limit).
 func checkUserGPULimit(t *testing.T, s *scheduler.Scheduler, where string) {
@@ -230,8 +253,17 @@ func TestRandomEventSequences(t *testing.T) {
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
+			preemptions := 0
+			defer func() {
+				if strings.HasPrefix(v.name, "preempt") && !t.Failed() {
+					require.Positive(t, preemptions, "the preemption variant must exercise preemption")
+				}
+			}()
 			for seed := range uint64(seeds) {
 				a := runRandom(t, seed, 60, v.set)
+				for _, line := range a {
+					preemptions += strings.Count(line, "Victim:")
+				}
 				if seed%10 == 0 {
 					b := runRandom(t, seed, 60, v.set)
 					require.Equal(t, a, b, "seed %d: same events must give the same decisions", seed)

@@ -36,13 +36,17 @@ type Scheduler struct {
 	nextID  JobID
 	last    time.Time // time of the latest event applied
 
-	graph   *topology.Graph  // nil without Config.Topology
-	prio    *prio            // nil without Config.Priority (FCFS)
-	bf      *bfState         // nil without Config.Backfill
-	pol     *polState        // nil without Config.Policy
-	usable  topology.NodeSet // nodes whose admin state is up
-	shapes  map[string]*shape
-	cycleNo uint64 // numbers cycles, for per-cycle caches
+	graph  *topology.Graph  // nil without Config.Topology
+	prio   *prio            // nil without Config.Priority (FCFS)
+	bf     *bfState         // nil without Config.Backfill
+	pol    *polState        // nil without Config.Policy
+	usable topology.NodeSet // nodes whose admin state is up
+	shapes map[string]*shape
+	// inPass is set while Schedule walks the pending index; jobs requeued
+	// meanwhile (preemption victims) wait in deferred.
+	inPass   bool
+	deferred []*job
+	cycleNo  uint64 // numbers cycles, for per-cycle caches
 
 	// scratch sets reused by Schedule
 	avail, cand, fit topology.NodeSet
@@ -74,6 +78,10 @@ type job struct {
 	subject  policy.Subject
 	dep      policy.Dependency
 	blockers []policy.Blocker
+	// preempting marks a preemption victim in its grace time; it is ended
+	// (or requeued, per preemptAction) at its deadline.
+	preempting    bool
+	preemptAction policy.PreemptAction
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it
@@ -350,6 +358,8 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		return nil, fmt.Errorf("%w: MemPerGPUMiB %d out of range", ErrInvalidJob, spec.MemPerGPUMiB)
 	case spec.MemPerGPUMiB > 0 && spec.MemPerNodeMiB > 0:
 		return nil, fmt.Errorf("%w: MemPerGPUMiB and MemPerNodeMiB are mutually exclusive (--mem-per-gpu, --mem)", ErrInvalidJob)
+	case spec.CheckpointInterval < 0:
+		return nil, fmt.Errorf("%w: CheckpointInterval %v is negative", ErrInvalidJob, spec.CheckpointInterval)
 	case spec.CPUsPerGPU < 0 || spec.CPUsPerGPU > 1<<16:
 		return nil, fmt.Errorf("%w: CPUsPerGPU %d out of range [0, 65536]", ErrInvalidJob, spec.CPUsPerGPU)
 	case spec.TimeLimit < 0 || spec.TimeLimit > MaxTimeLimit:
@@ -586,6 +596,11 @@ func (s *Scheduler) requeue(j *job, r policy.Reason) {
 	j.Restarts++
 	j.StartTime = time.Time{}
 	j.EndTime = time.Time{}
+	if s.inPass {
+		// Not while the cycle walks the pending index: queued after it.
+		s.deferred = append(s.deferred, j)
+		return
+	}
 	s.pending.ReplaceOrInsert(j)
 }
 

@@ -1,0 +1,186 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// Preemption is the decision to preempt a running job for a pending one.
+type Preemption struct {
+	// Victim is the preempted job; Preemptor the job it makes room for.
+	Victim, Preemptor JobID
+	// Action is CANCEL (the victim ends PREEMPTED), REQUEUE (it goes back
+	// to the queue) — SUSPEND is not supported by the scheduler.
+	Action policy.PreemptAction
+	// KillAt is when the victim's resources are free: now, or now plus
+	// its GraceTime (the caller signals it now and kills it then).
+	KillAt time.Time
+	// LostGPUSeconds and LostCPUSeconds are the work lost since the
+	// victim's last checkpoint.
+	LostGPUSeconds, LostCPUSeconds float64
+}
+
+// preemptionOn reports whether preemption is configured.
+func (s *Scheduler) preemptionOn() bool {
+	return s.pol != nil && s.pol.p.Config().PreemptType != policy.PreemptNone
+}
+
+// Checkpoint records that a running job saved its state at now: if it is
+// preempted later, only the work since then is lost, which makes it a
+// cheaper victim.
+func (s *Scheduler) Checkpoint(now time.Time, id JobID) error {
+	if err := s.tick(now); err != nil {
+		return err
+	}
+	j, ok := s.jobs[id]
+	if !ok {
+		return fmt.Errorf("%w: %d", ErrUnknownJob, id)
+	}
+	if j.State != JobRunning {
+		return fmt.Errorf("%w: job %d is %s, only a RUNNING job checkpoints", ErrJobState, id, j.State)
+	}
+	j.LastCheckpoint = now
+	s.last = now
+	return nil
+}
+
+// tryPreempt looks for the cheapest set of running jobs whose preemption
+// lets j start on its capable, usable nodes, and applies it: victims whose
+// grace time is zero are ended or requeued now, the others get a deadline
+// at their KillAt. It reports whether j can start now (all victims freed
+// immediately); otherwise j waits for them.
+func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
+	allowed := j.shape.capable.And(s.usable)
+	pre := policy.Preemptor{Subject: j.subject, Priority: j.Priority, Nodes: allowed}
+	var cands []policy.Candidate
+	var cjobs []*job
+	s.running.Ascend(func(r *job) bool {
+		if !r.subject.Valid() || r.preempting {
+			return true
+		}
+		on := false
+		for _, na := range r.Alloc.Nodes {
+			if allowed.Has(na.Node) {
+				on = true
+				break
+			}
+		}
+		if !on {
+			return true
+		}
+		tot := r.Alloc.Total()
+		c := policy.Candidate{
+			Job: policy.JobID(r.ID), Subject: r.subject, Priority: r.Priority, Start: r.StartTime,
+			LastCheckpoint: r.LastCheckpoint, CheckpointInterval: r.Spec.CheckpointInterval,
+			Requeue: r.Spec.Requeue, CPUs: tot[gres.CPU],
+		}
+		if id, ok := s.reg.Lookup("gres/gpu"); ok {
+			c.GPUs = tot.At(id)
+		}
+		for _, na := range r.Alloc.Nodes {
+			c.Nodes = append(c.Nodes, na.Node)
+		}
+		cands = append(cands, c)
+		cjobs = append(cjobs, r)
+		return true
+	})
+	if len(cands) == 0 {
+		return false
+	}
+	fits := func(vs []policy.Victim) bool {
+		return s.fitsWithout(now, j, allowed, vs, cjobs)
+	}
+	plan, ok := s.pol.p.PreemptVictims(now, pre, cands, fits)
+	if !ok {
+		return false
+	}
+	ready := true
+	for _, v := range plan.Victims {
+		r := cjobs[v.Index]
+		cyc.Preemptions = append(cyc.Preemptions, Preemption{
+			Victim: r.ID, Preemptor: j.ID, Action: v.Action, KillAt: v.KillAt,
+			LostGPUSeconds: v.LostGPUSeconds, LostCPUSeconds: v.LostCPUSeconds,
+		})
+		r.LostGPUSeconds += v.LostGPUSeconds
+		if v.KillAt.After(now) {
+			// Signalled now, killed at KillAt: the cycle at or after then
+			// ends it (see endExpired).
+			ready = false
+			r.preempting = true
+			r.preemptAction = v.Action
+			s.running.Delete(r)
+			r.deadline = v.KillAt
+			s.running.ReplaceOrInsert(r)
+			continue
+		}
+		s.endPreempted(now, r, v.Action)
+	}
+	return ready
+}
+
+// endPreempted ends (CANCEL) or requeues (REQUEUE) a preempted job now.
+func (s *Scheduler) endPreempted(now time.Time, r *job, action policy.PreemptAction) {
+	s.release(r)
+	r.preempting = false
+	if action == policy.ActionRequeue {
+		s.policyStop(r, true, false)
+		s.requeue(r, policy.ReasonPreempted)
+		return
+	}
+	s.policyStop(r, true, true)
+	r.State = JobPreempted
+	r.Reason = policy.ReasonPreempted
+	r.EndTime = now
+}
+
+// fitsWithout reports whether j could start on allowed if the given
+// victims' resources were free. It changes nothing.
+func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet, vs []policy.Victim, cjobs []*job) bool {
+	extra := map[int]gres.Vector{}
+	busy := map[int]int{} // node → jobs left on it
+	for _, v := range vs {
+		for _, na := range cjobs[v.Index].Alloc.Nodes {
+			e, ok := extra[na.Node]
+			if !ok {
+				e = s.reg.NewVector()
+				extra[na.Node] = e
+				busy[na.Node] = len(s.nodes[na.Node].jobs)
+			}
+			_ = e.AddInPlace(na.TRES)
+			busy[na.Node]--
+		}
+	}
+	fit := topology.NewNodeSet(len(s.nodes))
+	k := 0
+	for i := allowed.Next(0); i >= 0; i = allowed.Next(i + 1) {
+		n := &s.nodes[i]
+		ok := false
+		if e, freed := extra[i]; freed {
+			if j.Spec.Exclusive {
+				ok = busy[i] == 0
+			} else {
+				f, _ := n.free.Add(e)
+				f[gres.Node] = n.free[gres.Node]
+				ok = j.perNode.Fits(f)
+			}
+		} else {
+			ok = s.fitsNow(j, i)
+		}
+		if ok {
+			fit.Add(i)
+			k++
+		}
+	}
+	if k < j.nodes {
+		return false
+	}
+	if s.graph != nil {
+		p, err := s.graph.Select(fit, j.nodes, j.constraints())
+		return err == nil && p.Met
+	}
+	return true
+}
