@@ -1,0 +1,263 @@
+// Package ledger connects a scheduler to an accounting ledger, the way a
+// control plane's loop does: it records every job the scheduler starts and
+// ends (sacct-like job records), charges their allocated TRES as usage to
+// their associations while they run, and feeds the decayed usage back to
+// the scheduler as its fair-share tree.
+//
+// It is glue, not policy: the scheduler decides, the ledger stores, and
+// this package only moves data between them at the times the caller gives.
+//
+//	l, _ := accounting.OpenBunt(path, accounting.Config{}, accounting.BuntOptions{})
+//	cfg.Priority = &scheduler.PriorityConfig{FairShare: ledger.FairShare(l, "cluster"), …}
+//	s, _ := scheduler.New(cfg)
+//	rec, _ := ledger.NewRecorder(now, l, "cluster", s, ledger.Options{})
+//	for … { cyc, _ := s.Schedule(now); rec.Observe(now, cyc) }
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/priority"
+	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// FairShare returns a scheduler.FairShareSource that reads the association
+// tree of cluster from l, with each association's decayed usage (its
+// subtree's RawUsage) as of the scheduler's now.
+func FairShare(l accounting.Ledger, cluster string) scheduler.FairShareSource {
+	return scheduler.FairShareFunc(func(now time.Time) ([]priority.Association, error) {
+		var out []priority.Association
+		err := l.View(func(tx accounting.Tx) error {
+			var ierr error
+			err := tx.Assocs(cluster, false, func(a accounting.Assoc) bool {
+				u, err := tx.Usage(a.ID, now)
+				if err != nil {
+					ierr = err
+					return false
+				}
+				pa := priority.Association{
+					Account: a.Account, User: a.User, Partition: a.Partition,
+					Shares: int64(a.EffectiveShares()), Usage: u.Raw,
+				}
+				switch {
+				case a.User != "":
+					pa.Parent = a.Account
+				case a.Account != "root":
+					pa.Parent = a.ParentAccount
+					if pa.Parent == "" {
+						pa.Parent = "root"
+					}
+				}
+				out = append(out, pa)
+				return true
+			})
+			if ierr != nil {
+				return ierr
+			}
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("ledger: fair-share tree of cluster %q: %w", cluster, err)
+		}
+		return out, nil
+	})
+}
+
+// Options tune a Recorder.
+type Options struct {
+	// ChargePeriod is how often running jobs' usage is charged (Slurm
+	// charges every PriorityCalcPeriod). Zero means 5 minutes. Jobs are
+	// always charged up to their end when they end.
+	ChargePeriod time.Duration
+}
+
+// Recorder writes what a scheduler does into a ledger. Call Observe after
+// every Schedule; jobs ended by events between cycles (Finish, Cancel,
+// DownNode) are recorded by the next Observe. Every job's cluster,
+// account and user must have an association in the ledger (as Slurm's
+// AccountingStorageEnforce=associations requires). Not safe for
+// concurrent use.
+type Recorder struct {
+	l          accounting.Ledger
+	cluster    string
+	s          *scheduler.Scheduler
+	period     time.Duration
+	lastCharge time.Time
+	running    map[scheduler.JobID]time.Time // job → charged up to
+}
+
+// NewRecorder returns a recorder for s writing to l under cluster name
+// cluster, and records the cluster's capacity (for utilisation reports)
+// as of now.
+func NewRecorder(now time.Time, l accounting.Ledger, cluster string, s *scheduler.Scheduler, opt Options) (*Recorder, error) {
+	if opt.ChargePeriod < 0 {
+		return nil, fmt.Errorf("ledger: ChargePeriod %v is negative", opt.ChargePeriod)
+	}
+	if opt.ChargePeriod == 0 {
+		opt.ChargePeriod = 5 * time.Minute
+	}
+	r := &Recorder{l: l, cluster: cluster, s: s, period: opt.ChargePeriod, lastCharge: now, running: map[scheduler.JobID]time.Time{}}
+	var total gres.Vector
+	for _, n := range s.Nodes() {
+		if total == nil {
+			total = make(gres.Vector, len(n.Capacity))
+		}
+		if err := total.AddInPlace(n.Capacity); err != nil {
+			return nil, fmt.Errorf("ledger: cluster capacity: %w", err)
+		}
+	}
+	capTRES := accounting.TRESFromVector(s.Registry(), total)
+	err := l.Update(func(tx accounting.Tx) error {
+		return tx.PutCapacity(accounting.Capacity{Cluster: cluster, Since: now, TRES: capTRES})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: recording capacity: %w", err)
+	}
+	return r, nil
+}
+
+// Observe records a cycle's effects as of now: job records for starts and
+// for jobs that ended since the last call (finished, cancelled, timed out,
+// preempted, failed with their node), usage charges for ended jobs up to
+// their end and, every ChargePeriod, for running jobs up to now. All of it
+// is one ledger transaction.
+func (r *Recorder) Observe(now time.Time, cyc scheduler.Cycle) error {
+	return r.l.Update(func(tx accounting.Tx) error {
+		for _, st := range cyc.Starts {
+			j, ok := r.s.Job(st.Job)
+			if !ok {
+				continue
+			}
+			if err := tx.PutJob(r.record(j)); err != nil {
+				return fmt.Errorf("ledger: job %d: %w", j.ID, err)
+			}
+			r.running[j.ID] = j.StartTime
+		}
+		ids := make([]scheduler.JobID, 0, len(r.running))
+		for id := range r.running {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		charge := now.Sub(r.lastCharge) >= r.period
+		for _, id := range ids {
+			j, _ := r.s.Job(id)
+			from := r.running[id]
+			rec := r.record(j)
+			switch {
+			case j.State != scheduler.JobRunning || j.StartTime.After(from):
+				// Ended (or requeued and perhaps restarted): charge the
+				// run up to its end and write its final record.
+				end := j.EndTime
+				if j.State == scheduler.JobPending || j.State == scheduler.JobRunning || end.IsZero() {
+					end = now // requeued: its first run ended by now at the latest
+				}
+				if err := r.charge(tx, rec, from, end); err != nil {
+					return err
+				}
+				if err := tx.PutJob(rec); err != nil {
+					return fmt.Errorf("ledger: job %d: %w", j.ID, err)
+				}
+				delete(r.running, id)
+				if j.State == scheduler.JobRunning {
+					r.running[id] = j.StartTime
+				}
+			case charge:
+				if err := r.charge(tx, rec, from, now); err != nil {
+					return err
+				}
+				r.running[id] = now
+			}
+		}
+		if charge {
+			r.lastCharge = now
+		}
+		return nil
+	})
+}
+
+func (r *Recorder) charge(tx accounting.Tx, rec accounting.JobRecord, from, to time.Time) error {
+	stored, err := tx.Job(rec.ID)
+	if err != nil {
+		return fmt.Errorf("ledger: job %d: %w", rec.ID, err)
+	}
+	rec.Assoc = stored.Assoc
+	if rec.End.IsZero() || rec.End.After(to) {
+		rec.End = to
+	}
+	if rec.Start.IsZero() || rec.Start.Before(from) {
+		rec.Start = from
+	}
+	c := accounting.JobCharge(rec, from, to)
+	if !c.From.Before(c.To) {
+		return nil
+	}
+	if err := tx.Charge(c); err != nil && !errors.Is(err, accounting.ErrNotFound) {
+		return fmt.Errorf("ledger: charging job %d: %w", rec.ID, err)
+	}
+	return nil
+}
+
+// record converts a scheduler job into the ledger's sacct-like record.
+func (r *Recorder) record(j scheduler.Job) accounting.JobRecord {
+	reg := r.s.Registry()
+	req, _ := j.PerNode.Scale(int64(max(j.Spec.Nodes, 1)))
+	rec := accounting.JobRecord{
+		ID: accounting.JobID(j.ID), Name: j.Spec.Name, Cluster: r.cluster, User: j.Spec.User, Account: j.Spec.Account,
+		Partition: j.Partition, QOS: j.Spec.QOS, Reservation: j.Spec.Reservation,
+		Submit: j.SubmitTime, Eligible: j.EligibleTime, Start: j.StartTime, End: j.EndTime,
+		TimeLimit: j.TimeLimit, State: state(j.State), ExitCode: max(0, min(255, j.ExitCode)),
+		ReqTRES: accounting.TRESFromVector(reg, req), Reason: j.Reason.String(), Priority: int64(j.Priority),
+		Restarts: uint32(j.Restarts),
+	}
+	if rec.User == "" {
+		rec.User = "nobody"
+	}
+	if len(j.Alloc.Nodes) > 0 {
+		rec.AllocTRES = accounting.TRESFromVector(reg, j.Alloc.Total())
+		names := j.Alloc.NodeNames()
+		rec.NodeList, _ = topology.CompressHostlist(names)
+		for _, na := range j.Alloc.Nodes {
+			if len(na.Devices) > 0 {
+				rec.GPUs = append(rec.GPUs, accounting.NodeGPUs{Node: na.Name, Indices: slices.Clone(na.Devices)})
+			}
+		}
+		if j.Backfilled {
+			rec.Flags = []string{"SchedBackfill"}
+		} else {
+			rec.Flags = []string{"SchedMain"}
+		}
+	}
+	if j.State == scheduler.JobPending {
+		// A requeued job's record keeps its last run, as sacct does.
+		rec.State = accounting.StateRequeued
+	}
+	return rec
+}
+
+func state(s scheduler.JobState) accounting.JobState {
+	switch s {
+	case scheduler.JobPending:
+		return accounting.StatePending
+	case scheduler.JobRunning:
+		return accounting.StateRunning
+	case scheduler.JobCompleted:
+		return accounting.StateCompleted
+	case scheduler.JobFailed:
+		return accounting.StateFailed
+	case scheduler.JobCancelled:
+		return accounting.StateCancelled
+	case scheduler.JobTimeout:
+		return accounting.StateTimeout
+	case scheduler.JobNodeFail:
+		return accounting.StateNodeFail
+	case scheduler.JobPreempted:
+		return accounting.StatePreempted
+	}
+	return accounting.StateFailed
+}
