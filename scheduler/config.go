@@ -58,6 +58,10 @@ type Config struct {
 	// bf_resolution, …). Every pending job then also gets an expected
 	// start time. Nil means no backfill (strict priority order).
 	Backfill *backfill.Config
+	// FirstJobID is the ID the first submitted job gets (Slurm's
+	// FirstJobId); zero means 1. A control plane restarted over an
+	// existing ledger continues after the IDs it recorded.
+	FirstJobID JobID
 	// Registry is the TRES registry the scheduler indexes vectors by. Nil
 	// means a new one. Policy limits (policy.ParseTRESLimits) are built
 	// against a registry: build it with NewRegistry(cfg.Nodes), parse the

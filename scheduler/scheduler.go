@@ -108,7 +108,7 @@ func New(cfg Config) (*Scheduler, error) {
 		jobs:       make(map[JobID]*job),
 		pending:    btree.NewG(32, queueLess),
 		running:    btree.NewG(32, deadlineLess),
-		nextID:     1,
+		nextID:     max(cfg.FirstJobID, 1),
 		shapes:     make(map[string]*shape),
 	}
 	n := len(cfg.Nodes)
