@@ -2,9 +2,9 @@ package scheduler_test
 
 import (
 	"fmt"
-	"strings"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
