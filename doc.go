@@ -10,17 +10,27 @@
 //     (cpu, mem, node, billing, gres/gpu, gres/gpu:h100, license/…), dense
 //     Vectors with overflow-checked arithmetic, Slurm's TRES and GRES
 //     strings, billing weights, per-node device inventories (GPU index,
-//     type, NUMA, CPU affinity, NVLink/PCIe links) and the per-node state of
-//     which device indices are in use, with best-connected GPU selection.
+//     type, NUMA, CPU affinity, NVLink/PCIe links), the per-node state of
+//     which device indices are in use, best-connected GPU selection, and
+//     the driver interfaces (gres/nvml, gres/cgroup, gres/gresdriver).
 //   - topology: NodeSet, a bitset over node indices with allocation-free set
 //     algebra, and the cluster graph (switch trees, blocks, NVLink domains)
 //     used to choose which nodes a multi-node job gets.
-//   - policy: the Slurm-compatible pending-reason vocabulary, and the policy
-//     primitives (QOS, limits, reservations, preemption) as they land.
+//   - priority: Slurm's multifactor priority with a per-factor breakdown,
+//     and fair-share (Fair Tree, classic, depth-oblivious, a dominant-share
+//     mode) over the association tree.
+//   - policy: QOS, association and partition limits in Slurm's hierarchy
+//     with Slurm's reason codes and the evidence behind them, advance
+//     reservations, preemption that counts the work it destroys,
+//     dependencies and job arrays.
+//   - backfill: the time-resource profile (per-node partial resources over
+//     time) and the EASY and conservative planners.
+//   - accounting: the ledger — associations, decayed usage, job and
+//     decision records, rollups and reports — in memory or on buntdb.
 //   - scheduler: the cluster model (nodes, partitions, jobs and their state
-//     machine) and the scheduling cycle.
-//   - scheduler/sim: a discrete-event simulator that drives the real
-//     scheduler on a virtual clock.
+//     machine) and the scheduling cycle that composes the packages above;
+//     scheduler/ledger records its cycles in a ledger, scheduler/sim
+//     drives it on a virtual clock.
 //
 // # Driving the scheduler
 //
