@@ -2,26 +2,110 @@ package scheduler_test
 
 import (
 	"testing"
+	"time"
 
+	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/priority"
+	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/topology"
 )
 
-// BenchmarkSchedule measures one FCFS scheduling cycle at the standard
-// scale: 10,000 nodes, about 40,000 running jobs and 100,000 pending. The
-// state is built once; a first cycle starts whatever fits, so every timed
-// cycle evaluates the full queue against a full cluster (the steady state
-// of a busy site).
+// standardPriority is the multifactor configuration of the benchmarks.
+func standardPriority(c *scheduler.Config) error {
+	c.Priority = &scheduler.PriorityConfig{
+		Engine:      priority.Config{Weights: priority.Weights{Age: 1000, FairShare: 10000, JobSize: 1000, Partition: 1000, QOS: 2000}},
+		QOSPriority: map[string]uint32{"high": 100, "normal": 50, "low": 10, "standby": 0},
+	}
+	return nil
+}
+
+// standardPolicy is the realistic policy of DESIGN.md's scale: 4 QOS with
+// per-user GPU limits, the 3 partitions, and 2 reservations (a
+// maintenance window on 64 nodes in two hours, and 32 nodes held now for
+// one user).
+func standardPolicy(c *scheduler.Config) error {
+	reg, err := scheduler.NewRegistry(c.Nodes)
+	if err != nil {
+		return err
+	}
+	lim := func(s string) policy.TRESLimits {
+		l, err := policy.ParseTRESLimits(reg, s)
+		if err != nil {
+			panic(err)
+		}
+		return l
+	}
+	c.Registry = reg
+	c.Policy = &policy.Config{
+		QOS: []policy.QOS{
+			{Name: "high", Priority: 100, Limits: policy.QOSLimits{MaxTRESPerUser: lim("gres/gpu=64")}},
+			{Name: "normal", Priority: 50, Limits: policy.QOSLimits{MaxTRESPerUser: lim("gres/gpu=32")}},
+			{Name: "low", Priority: 10, Limits: policy.QOSLimits{MaxTRESPerUser: lim("gres/gpu=16")}},
+			{Name: "standby", Limits: policy.QOSLimits{MaxTRESPerUser: lim("gres/gpu=128")}},
+		},
+		Partitions: []policy.Partition{{Name: "batch"}, {Name: "h100"}, {Name: "gb200"}},
+	}
+	return nil
+}
+
+// reserve adds the two standard reservations to a state.
+func reserve(s *scheduler.Scheduler, now time.Time) error {
+	n := len(s.Nodes())
+	maint := topology.NewNodeSet(n)
+	for i := 5000; i < 5064; i++ {
+		maint.Add(i)
+	}
+	if err := s.AddReservation(now, policy.Reservation{Name: "maint", Start: now.Add(2 * time.Hour), Duration: 4 * time.Hour,
+		Nodes: maint, Users: []string{"root"}, Flags: policy.ResvMaint | policy.ResvIgnoreJobs}); err != nil {
+		return err
+	}
+	user := topology.NewNodeSet(n)
+	for i := 9000; i < 9032; i++ {
+		user.Add(i)
+	}
+	return s.AddReservation(now, policy.Reservation{Name: "u0001-demo", Start: now, Duration: 8 * time.Hour,
+		Nodes: user, Users: []string{"u0001"}, Flags: policy.ResvIgnoreJobs})
+}
+
+// BenchmarkSchedule measures one scheduling cycle at the standard scale:
+// 10,000 nodes, about 40,000 running jobs and 100,000 pending. The state is
+// built once; a first cycle starts whatever fits, so every timed cycle
+// evaluates the full queue against a full cluster (the steady state of a
+// busy site). Sub-benchmarks add multifactor priority, the realistic
+// policy (limits and reservations) and EASY backfill planning the whole
+// queue.
 func BenchmarkSchedule(b *testing.B) {
 	for _, bc := range []struct {
-		name             string
-		running, pending int
+		name      string
+		configure []func(*scheduler.Config) error
+		policy    bool
 	}{
-		{"nodes=10000/pending=100000", 40000, 100000},
+		{"nodes=10000/pending=100000", nil, false},
+		{"nodes=10000/pending=100000/policy", []func(*scheduler.Config) error{standardPolicy}, true},
+		{"nodes=10000/pending=100000/priority", []func(*scheduler.Config) error{standardPriority}, false},
+		{"nodes=10000/pending=100000/priority+policy", []func(*scheduler.Config) error{standardPriority, standardPolicy}, true},
+		{"nodes=10000/pending=100000/easy", []func(*scheduler.Config) error{standardPriority, easy}, false},
+		{"nodes=10000/pending=100000/easy+policy", []func(*scheduler.Config) error{standardPriority, standardPolicy, easy}, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			s, now, err := clustertest.StandardState(bc.running, bc.pending, 1)
+			s, now, err := clustertest.NewState(clustertest.StateOptions{Running: 40000, Pending: 100000, Seed: 1,
+				Configure: func(c *scheduler.Config) error {
+					for _, f := range bc.configure {
+						if err := f(c); err != nil {
+							return err
+						}
+					}
+					return nil
+				}})
 			if err != nil {
 				b.Fatal(err)
+			}
+			if bc.policy {
+				if err := reserve(s, now); err != nil {
+					b.Fatal(err)
+				}
 			}
 			if _, err := s.Schedule(now); err != nil {
 				b.Fatal(err)
@@ -37,3 +121,9 @@ func BenchmarkSchedule(b *testing.B) {
 		})
 	}
 }
+
+func easy(c *scheduler.Config) error {
+	c.Backfill = &backfill.Config{Mode: backfill.EASY}
+	return nil
+}
+

@@ -213,6 +213,14 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 	case j.nodes < p.cfg.MinNodes || (p.cfg.MaxNodes > 0 && j.nodes > p.cfg.MaxNodes):
 		return policy.ReasonPartitionNodeLimit
 	}
+	if blocked[j.part] && j.Spec.Reservation == "" {
+		// Behind a higher-priority job of its partition that could not
+		// start: Slurm's main scheduler moves on without testing limits.
+		if j.EligibleTime.IsZero() {
+			j.EligibleTime = now
+		}
+		return policy.ReasonPriority
+	}
 	if r := s.checkPolicy(now, j); r != policy.ReasonNone {
 		return r
 	}
@@ -223,9 +231,6 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 	if s.usableCapable(j.shape) < j.nodes {
 		// Not enough capable nodes are up: waiting for them, not for the queue.
 		return policy.ReasonReqNodeNotAvail
-	}
-	if blocked[j.part] && j.Spec.Reservation == "" {
-		return policy.ReasonPriority
 	}
 	s.cand.CopyFrom(capable)
 	s.cand.IntersectWith(s.avail)

@@ -129,8 +129,9 @@ func (s *Scheduler) outcome(id policy.JobID) (policy.Outcome, bool) {
 }
 
 // checkPolicy returns why a job may not start now for policy reasons
-// (dependency, limits), or ReasonNone. It records every blocker on the job
-// for explanations.
+// (dependency, limits), or ReasonNone. It records the blocker on the job
+// (the first in Slurm's hierarchy order; explanations ask the policy for
+// all of them).
 func (s *Scheduler) checkPolicy(now time.Time, j *job) policy.Reason {
 	j.blockers = j.blockers[:0]
 	if !j.dep.IsZero() {
@@ -144,9 +145,9 @@ func (s *Scheduler) checkPolicy(now time.Time, j *job) policy.Reason {
 		return policy.ReasonNone
 	}
 	req := s.policyRequest(j)
-	j.blockers = s.pol.p.CheckStartAll(now, &req, s.pol.usage, j.blockers)
-	if len(j.blockers) > 0 {
-		return j.blockers[0].Reason
+	if b := s.pol.p.CheckStart(now, &req, s.pol.usage); b.Blocked() {
+		j.blockers = append(j.blockers, b)
+		return b.Reason
 	}
 	return policy.ReasonNone
 }
