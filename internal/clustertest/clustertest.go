@@ -6,13 +6,11 @@ package clustertest
 
 import (
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"time"
 
-	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/internal/gputest"
 	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/scheduler/sim"
 )
 
 // GiB is one gibibyte in MiB, the unit of memory in Sluice.
@@ -129,68 +127,21 @@ type WorkloadConfig struct {
 // Workload generates the standard job mix: 1/2/4-GPU single-node jobs,
 // whole-node jobs and 2–MaxNodes-node jobs, log-normal run times (median
 // about 40 minutes), and user time limits 1–10× the run time rounded up to
-// 5 minutes. Jobs go to partitions batch (most), h100 and gb200.
+// 5 minutes. Jobs go to partitions batch (most), h100 and gb200. Jobs come
+// in generation order (submit offsets are not sorted). It delegates to
+// sim.NewSyntheticGenerator, the public generator, and returns nil for a
+// configuration that generator rejects (negative sizes).
 func Workload(c WorkloadConfig) []WorkloadJob {
-	if c.MaxNodes == 0 {
-		c.MaxNodes = 256
+	g, err := sim.NewSyntheticGenerator(sim.SyntheticConfig{
+		Jobs: c.Jobs, Seed: c.Seed, Span: c.Span, MaxNodes: c.MaxNodes,
+		Users: c.Users, Accounts: c.Accounts, Start: Epoch,
+	})
+	if err != nil {
+		return nil
 	}
-	if c.Users == 0 {
-		c.Users = StandardUsers
-	}
-	if c.Accounts == 0 {
-		c.Accounts = StandardAccounts
-	}
-	rng := rand.New(rand.NewPCG(c.Seed, 0x5113ce))
-	out := make([]WorkloadJob, c.Jobs)
-	for i := range out {
-		u := rng.IntN(c.Users)
-		spec := scheduler.JobSpec{
-			Name:    fmt.Sprintf("job%d", i),
-			User:    fmt.Sprintf("u%04d", u),
-			Account: fmt.Sprintf("acct%03d", u%c.Accounts),
-			QOS:     QOSNames[rng.IntN(len(QOSNames))],
-		}
-		part := rng.IntN(10)
-		switch {
-		case part < 7:
-			spec.Partition = "batch"
-		case part < 9:
-			spec.Partition = "h100"
-		default:
-			spec.Partition = "gb200"
-		}
-		gpusPerNode := int64(8)
-		if spec.Partition == "gb200" {
-			gpusPerNode = 4
-		}
-		k := rng.IntN(100)
-		switch {
-		case k < 60: // 1, 2 or 4 GPUs on one node
-			g := []int64{1, 2, 4}[rng.IntN(3)]
-			spec.Tasks = int(g)
-			spec.CPUsPerTask = 8
-			spec.MemPerNodeMiB = g * 64 * GiB
-			spec.GRESPerNode = []gres.Request{{Name: "gpu", Count: min(g, gpusPerNode)}}
-		case k < 85: // whole node
-			spec.Exclusive = true
-			spec.GRESPerNode = []gres.Request{{Name: "gpu", Count: gpusPerNode}}
-		default: // 2..MaxNodes nodes, log-uniform
-			n := int(math.Round(math.Exp(rng.Float64()*math.Log(float64(c.MaxNodes)/2)) * 2))
-			spec.Nodes = min(max(n, 2), c.MaxNodes)
-			spec.Exclusive = true
-			spec.GRESPerNode = []gres.Request{{Name: "gpu", Count: gpusPerNode}}
-		}
-		run := time.Duration(math.Exp(rng.NormFloat64()*1.2+math.Log(2400))) * time.Second
-		run = min(max(run, time.Minute), 20*time.Hour)
-		limit := time.Duration(float64(run) * (1 + 9*rng.Float64()))
-		limit = (limit + 5*time.Minute - 1) / (5 * time.Minute) * (5 * time.Minute)
-		limit = min(limit, 24*time.Hour)
-		spec.TimeLimit = limit
-		var at time.Duration
-		if c.Span > 0 {
-			at = time.Duration(rng.Int64N(int64(c.Span)))
-		}
-		out[i] = WorkloadJob{Spec: spec, Submit: at, Runtime: min(run, limit)}
+	out := make([]WorkloadJob, 0, c.Jobs)
+	for j, ok := g.Next(); ok; j, ok = g.Next() {
+		out = append(out, WorkloadJob{Spec: j.Spec, Submit: j.Submit.Sub(Epoch), Runtime: j.Runtime})
 	}
 	return out
 }

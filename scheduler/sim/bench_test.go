@@ -13,18 +13,24 @@ import (
 
 // BenchmarkSimulate replays whole workloads: the KTH-SP2 trace of the
 // Parallel Workloads Archive (28,481 jobs on 100 processors, read from
-// ../shared/traces; skipped when absent) under each policy the scheduler
-// supports, and the synthetic GPU workload — "standard" is the standard
-// scale of DESIGN.md (100,000 jobs on 10,000 nodes; run it with
-// -benchtime=1x), "small" a tenth of it. Each iteration parses the trace
-// (from memory) and runs the simulation; trace reading is part of the
-// figure, as it is for a researcher.
+// ../shared/traces; skipped when absent) under each policy, and the
+// synthetic GPU workload under FCFS and EASY — "standard" is the standard
+// scale of DESIGN.md (100,000 jobs on 10,000 nodes; run it only with
+// -benchtime=1x), "small" a tenth of it (10,000 jobs on 1,000 nodes).
+// Each iteration parses the trace (from memory) and runs the simulation;
+// trace reading is part of the figure, as it is for a researcher.
 func BenchmarkSimulate(b *testing.B) {
 	for _, p := range sim.Policies() {
 		b.Run("KTH-SP2/"+string(p), func(b *testing.B) { benchTrace(b, "KTH-SP2/log.swf", p) })
 	}
-	b.Run("synthetic-gpu/small", func(b *testing.B) { benchSynthetic(b, sim.StandardNodes/10, sim.StandardJobs/10) })
-	b.Run("synthetic-gpu/standard", func(b *testing.B) { benchSynthetic(b, sim.StandardNodes, sim.StandardJobs) })
+	for _, sc := range []struct {
+		name        string
+		nodes, jobs int
+	}{{"small", sim.StandardNodes / 10, sim.StandardJobs / 10}, {"standard", sim.StandardNodes, sim.StandardJobs}} {
+		for _, p := range []sim.Policy{sim.FCFS, sim.EASY} {
+			b.Run("synthetic-gpu/"+sc.name+"/"+string(p), func(b *testing.B) { benchSynthetic(b, sc.nodes, sc.jobs, p) })
+		}
+	}
 }
 
 func benchTrace(b *testing.B, name string, p sim.Policy) {
@@ -34,9 +40,6 @@ func benchTrace(b *testing.B, name string, p sim.Policy) {
 	}
 	if err != nil {
 		b.Fatal(err)
-	}
-	if err := p.Apply(&scheduler.Config{}, &sim.Options{}); err != nil {
-		b.Skip(err)
 	}
 	var res sim.Result
 	for b.Loop() {
@@ -68,9 +71,13 @@ func benchTrace(b *testing.B, name string, p sim.Policy) {
 	report(b, res)
 }
 
-func benchSynthetic(b *testing.B, nodes, jobs int) {
+func benchSynthetic(b *testing.B, nodes, jobs int, p sim.Policy) {
 	cfg, err := sim.SyntheticCluster(nodes)
 	if err != nil {
+		b.Fatal(err)
+	}
+	opt := sim.Options{DiscardJobs: true, DiscardSeries: true}
+	if err := p.Apply(&cfg, &opt); err != nil {
 		b.Fatal(err)
 	}
 	workload, err := sim.Synthetic(sim.SyntheticFor(nodes, jobs, 1))
@@ -83,7 +90,7 @@ func benchSynthetic(b *testing.B, nodes, jobs int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err = sim.Run(s, &sim.SliceSource{Jobs: workload}, sim.Options{DiscardJobs: true, DiscardSeries: true})
+		res, err = sim.Run(s, &sim.SliceSource{Jobs: workload}, opt)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -21,8 +21,17 @@
 //
 // A job that starts at t with run time r therefore frees its resources for
 // the cycle at t+r, and a job that arrives at the same second as another
-// one finishes sees the freed resources. The order is deterministic: the
-// same workload and configuration give the same result, bit for bit.
+// one finishes sees the freed resources. Jobs arriving at the same instant
+// are submitted in workload order and so get increasing job IDs, which is
+// how the scheduler's queue order (priority, then submit time, then job
+// ID) breaks their tie: a trace replays in its own order. A periodic tick
+// or a wake-up that falls on an event's instant shares its cycle. The
+// order is deterministic: the same workload and configuration give the
+// same result, bit for bit.
+//
+// Only the scheduler decides: the simulator never reorders, delays or
+// starts a job itself. The per-job results it reports (start, end, state,
+// allocation) are the scheduler's own records.
 //
 // # Workloads
 //
@@ -33,6 +42,14 @@
 // Standard Workload Format traces of the Parallel Workloads Archive.
 // [Window] skips and limits a source, [ExactEstimates] replaces user time
 // limits with the actual run times.
+//
+// # Policies
+//
+// [Policy] names the policies of the scheduling literature (fcfs, easy,
+// conservative, priority) and Policy.Apply maps each onto the scheduler's
+// own configuration — the simulator only replays. The priority policy's
+// fair-share factor is fed by a [FairShare] ledger of the simulation's own
+// usage.
 //
 // # Metrics
 //

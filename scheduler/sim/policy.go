@@ -3,9 +3,20 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/priority"
 	"github.com/sluicehq/sluice/scheduler"
 )
+
+// priorityCalcPeriod is Slurm's PriorityCalcPeriod default.
+const priorityCalcPeriod = 5 * time.Minute
+
+// classicWindow is the backfill window of the classic policies: the
+// planner's largest (30 days), so that the jobs that should get a
+// reservation always do (the textbook algorithms have no window).
+const classicWindow = 30 * 24 * time.Hour
 
 // Policy names a scheduling policy of the simulation literature, as the
 // simulate command spells it. Apply maps it onto the scheduler's
@@ -20,12 +31,22 @@ const (
 	FCFS Policy = "fcfs"
 	// EASY is EASY backfilling: FCFS order, a reservation for the first
 	// job that cannot start, and any later job may start if it does not
-	// delay that reservation.
+	// delay that reservation (the scheduler's EASY backfill with k = 1, a
+	// 1 s resolution and a 30-day window, so planning is exact).
 	EASY Policy = "easy"
 	// Conservative is conservative backfilling: every waiting job gets a
-	// reservation and a job may start early only if it delays none.
+	// reservation and a job may start early only if it delays none (1 s
+	// resolution, 30-day window).
 	Conservative Policy = "conservative"
-	// Priority is Slurm's multifactor priority order.
+	// Priority is Slurm's multifactor priority order, with the weights
+	// of a typical site: PriorityWeightFairshare 10000, PriorityWeightAge
+	// 1000 (PriorityMaxAge 7 days), PriorityWeightJobSize 1000 (larger
+	// jobs first, Slurm's default), the other weights 0; fair-share from a
+	// FairShare ledger of the simulation's own usage (half-life 7 days),
+	// priorities recomputed every 5 minutes (PriorityCalcPeriod) with a
+	// scheduling cycle at each recomputation while jobs wait; and Slurm's
+	// backfill with its defaults (every tested job reserved, bf_window 1
+	// day, bf_resolution 60 s): the usual configuration of a Slurm site.
 	Priority Policy = "priority"
 )
 
@@ -46,10 +67,32 @@ var ErrPolicyUnsupported = errors.New("sim: policy not yet supported by the sche
 func (p Policy) Apply(cfg *scheduler.Config, opt *Options) error {
 	switch p {
 	case FCFS:
-		cfg.Priority = nil
+		cfg.Priority, cfg.Backfill = nil, nil
 		return nil
-	case EASY, Conservative, Priority:
-		return fmt.Errorf("%w: %q", ErrPolicyUnsupported, string(p))
+	case EASY:
+		cfg.Priority = nil
+		cfg.Backfill = &backfill.Config{Mode: backfill.EASY, Reservations: 1, Window: classicWindow, Resolution: time.Second}
+		return nil
+	case Conservative:
+		cfg.Priority = nil
+		cfg.Backfill = &backfill.Config{Mode: backfill.Conservative, Window: classicWindow, Resolution: time.Second}
+		return nil
+	case Priority:
+		fs, err := NewFairShare(DefaultHalfLife)
+		if err != nil {
+			return err
+		}
+		cfg.Priority = &scheduler.PriorityConfig{
+			Engine: priority.Config{
+				Weights: priority.Weights{Age: 1000, FairShare: 10000, JobSize: 1000},
+			},
+			CalcPeriod: priorityCalcPeriod,
+			FairShare:  fs,
+		}
+		cfg.Backfill = &backfill.Config{}
+		opt.FairShare = fs
+		opt.Interval = priorityCalcPeriod
+		return nil
 	}
 	return fmt.Errorf("%w: %q (want one of fcfs, easy, conservative, priority)", ErrUnknownPolicy, string(p))
 }

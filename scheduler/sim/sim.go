@@ -43,6 +43,9 @@ type SliceSource struct {
 	i    int
 }
 
+// Pos returns how many jobs Next has returned.
+func (s *SliceSource) Pos() int { return s.i }
+
 // Next returns the next job of the slice.
 func (s *SliceSource) Next() (Job, bool, error) {
 	if s.i >= len(s.Jobs) {
@@ -83,6 +86,10 @@ type Options struct {
 	SeriesStep time.Duration
 	// DiscardSeries leaves Result.Series empty.
 	DiscardSeries bool
+	// FairShare, when set, is told of every submission, start and end so
+	// that it can serve the scheduler's fair-share tree (give the same
+	// value to the scheduler's PriorityConfig.FairShare).
+	FairShare *FairShare
 }
 
 // JobResult is what happened to one workload job.
@@ -161,6 +168,11 @@ func Run(s *scheduler.Scheduler, src Source, opt Options) (Result, error) {
 type live struct {
 	index int
 	job   Job
+	// set when the job starts
+	start      time.Time
+	limit      time.Duration
+	nodes      int
+	cpus, gpus int64
 }
 
 type runner struct {
@@ -265,7 +277,12 @@ func (r *runner) complete(now time.Time) error {
 		if err := r.s.Finish(now, ev.id, lj.job.ExitCode); err != nil {
 			return fmt.Errorf("sim: finishing job %d at %s: %w", ev.id, now.Format(time.RFC3339), err)
 		}
-		if err := r.ended(ev.id); err != nil {
+		// Finish's contract: COMPLETED for exit code 0, FAILED otherwise.
+		st := scheduler.JobCompleted
+		if lj.job.ExitCode != 0 {
+			st = scheduler.JobFailed
+		}
+		if err := r.ended(ev.id, now, st); err != nil {
 			return err
 		}
 	}
@@ -286,6 +303,9 @@ func (r *runner) arrive(now time.Time) error {
 			r.res.Rejected++
 		} else {
 			r.jobs[id] = live{index: r.arrivals, job: j}
+			if r.opt.FairShare != nil {
+				r.opt.FairShare.submitted(now, j.Spec)
+			}
 			if b := j.Spec.BeginTime; b.After(now) {
 				heap.Push(&r.q, event{at: b, id: id, kind: evWake})
 			}
@@ -307,7 +327,9 @@ func (r *runner) cycle(now time.Time) error {
 	r.res.Cycles++
 	r.res.End = now
 	for _, e := range cyc.Ended {
-		if err := r.ended(e.Job); err != nil {
+		// The cycle ends a job at its deadline, start + time limit.
+		lj := r.jobs[e.Job]
+		if err := r.ended(e.Job, lj.start.Add(lj.limit), e.State); err != nil {
 			return err
 		}
 	}
@@ -340,9 +362,14 @@ func (r *runner) started(now time.Time, st scheduler.Start) error {
 	}
 	sj, _ := r.s.Job(st.Job)
 	cpus, gpus := r.allocated(st.Alloc)
+	lj.start, lj.limit, lj.nodes, lj.cpus, lj.gpus = now, sj.TimeLimit, len(st.Alloc.Nodes), cpus, gpus
+	r.jobs[st.Job] = lj
 	r.busyCPUs += cpus
 	r.busyGPUs += gpus
 	r.running++
+	if r.opt.FairShare != nil {
+		r.opt.FairShare.started(now, st.Job, lj.job.Spec, cpus)
+	}
 	if lj.job.Runtime <= sj.TimeLimit {
 		heap.Push(&r.q, event{at: now.Add(max(lj.job.Runtime, 0)), id: st.Job, kind: evFinish})
 	} else {
@@ -361,17 +388,20 @@ func (r *runner) allocated(a scheduler.Allocation) (cpus, gpus int64) {
 	return cpus, gpus
 }
 
-// ended records the result of a job that has just ended.
-func (r *runner) ended(id scheduler.JobID) error {
+// ended records the result of a job that has just ended at end in state
+// st. (The simulator tracks starts itself rather than taking a snapshot of
+// every job from the scheduler; a test checks that both agree.)
+func (r *runner) ended(id scheduler.JobID, end time.Time, st scheduler.JobState) error {
 	lj := r.jobs[id]
 	delete(r.jobs, id)
-	sj, _ := r.s.Job(id)
-	jr := JobResult{Index: lj.index, ID: id, Job: lj.job, Start: sj.StartTime, End: sj.EndTime, State: sj.State,
-		Nodes: len(sj.Alloc.Nodes)}
-	jr.CPUs, jr.GPUs = r.allocated(sj.Alloc)
+	jr := JobResult{Index: lj.index, ID: id, Job: lj.job, Start: lj.start, End: end, State: st,
+		Nodes: lj.nodes, CPUs: lj.cpus, GPUs: lj.gpus}
 	r.busyCPUs -= jr.CPUs
 	r.busyGPUs -= jr.GPUs
 	r.running--
+	if r.opt.FairShare != nil {
+		r.opt.FairShare.ended(jr.End, id)
+	}
 	r.col.add(jr)
 	if !r.opt.DiscardJobs {
 		r.res.Jobs = append(r.res.Jobs, jr)
@@ -402,7 +432,10 @@ type event struct {
 // eventQueue is a min-heap of events ordered by time, then job ID, then kind.
 type eventQueue []event
 
+// Len implements heap.Interface.
 func (q eventQueue) Len() int { return len(q) }
+
+// Less implements heap.Interface.
 func (q eventQueue) Less(i, j int) bool {
 	if !q[i].at.Equal(q[j].at) {
 		return q[i].at.Before(q[j].at)
@@ -412,6 +445,8 @@ func (q eventQueue) Less(i, j int) bool {
 	}
 	return q[i].kind < q[j].kind
 }
+
+// Swap implements heap.Interface.
 func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
 
 // Push implements heap.Interface.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/sim"
 )
@@ -41,12 +42,37 @@ func job(name string, submit, p, run, limit int) sim.Job {
 	}
 }
 
+// run replays jobs on a new scheduler and checks that every result the
+// simulator reports is what the scheduler recorded for the job.
 func run(t *testing.T, cfg scheduler.Config, jobs []sim.Job, opt sim.Options) sim.Result {
 	t.Helper()
 	s, err := scheduler.New(cfg)
 	require.NoError(t, err)
+	var ended []sim.JobResult
+	user := opt.OnJobEnd
+	opt.OnJobEnd = func(r sim.JobResult) error {
+		ended = append(ended, r)
+		if user != nil {
+			return user(r)
+		}
+		return nil
+	}
 	res, err := sim.Run(s, &sim.SliceSource{Jobs: jobs}, opt)
 	require.NoError(t, err)
+	gpuID, hasGPU := s.Registry().Lookup("gres/gpu")
+	for _, r := range ended {
+		sj, ok := s.Job(r.ID)
+		require.True(t, ok)
+		require.Equal(t, sj.StartTime, r.Start, "job %d", r.ID)
+		require.Equal(t, sj.EndTime, r.End, "job %d", r.ID)
+		require.Equal(t, sj.State, r.State, "job %d", r.ID)
+		require.Equal(t, len(sj.Alloc.Nodes), r.Nodes, "job %d", r.ID)
+		total := sj.Alloc.Total()
+		require.Equal(t, total.At(gres.CPU), r.CPUs, "job %d", r.ID)
+		if hasGPU {
+			require.Equal(t, total.At(gpuID), r.GPUs, "job %d", r.ID)
+		}
+	}
 	return res
 }
 

@@ -16,6 +16,7 @@ type window struct {
 	n           int
 }
 
+// Next skips what is left to skip, then returns the next job until the limit.
 func (w *window) Next() (Job, bool, error) {
 	for ; w.skip > 0; w.skip-- {
 		if _, ok, err := w.src.Next(); !ok || err != nil {
@@ -40,6 +41,7 @@ func ExactEstimates(src Source) Source { return exact{src} }
 
 type exact struct{ src Source }
 
+// Next returns the next job with its time limit set to its run time.
 func (e exact) Next() (Job, bool, error) {
 	j, ok, err := e.src.Next()
 	if ok {

@@ -161,6 +161,7 @@ type source struct {
 	m  Machine
 }
 
+// Next reads the next cleaned record and maps it onto the machine.
 func (s *source) Next() (sim.Job, bool, error) {
 	rec, err := s.rd.Read()
 	if err == io.EOF {

@@ -1,0 +1,468 @@
+// Command simulate replays a workload through the Sluice scheduler on a
+// virtual clock and reports the classic scheduling metrics: wait,
+// response, bounded slowdown (τ = 10 s), utilisation, makespan, queue
+// length and the capacity left idle while jobs waited.
+//
+//	go run ./examples/simulate -trace FILE.swf -policy fcfs|easy|conservative|priority \
+//	    -estimates user|exact [-jobs N] [-skip K] [-json] [-plot out.png] [-out jobs.swf] [-strict]
+//
+// The trace is a Standard Workload Format file of the Parallel Workloads
+// Archive, read as a stream and cleaned as package swf documents (jobs
+// without run time or processors are dropped and counted; -strict makes
+// any dropped line an error). Its processors become single-CPU nodes, or
+// whole nodes of k processors with -procs-per-node k. Without -trace the
+// command replays the built-in synthetic GPU workload (sim.Synthetic on
+// sim.SyntheticCluster; -nodes and -seed shape it), so it runs on a fresh
+// clone.
+//
+// -skip K and -jobs N select the jobs after cleaning; reading stops after
+// the N-th, so the cleaning counts cover the part of the trace read.
+// -json prints one JSON object on stdout (jobs, mean_wait_s, mean_bsld,
+// mean_response_s, utilization, makespan_s and sim_seconds — the wall
+// time of reading and simulating — among others); -plot draws
+// utilisation, queue length and idle-while-waiting over time as a PNG;
+// -out writes every simulated job as SWF with its wait and run times. A
+// progress bar is drawn on stderr when stderr is a terminal.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/scheduler/sim"
+	"github.com/sluicehq/sluice/scheduler/sim/simplot"
+	"github.com/sluicehq/sluice/scheduler/sim/swf"
+)
+
+// config is the parsed command line.
+type config struct {
+	trace, policy, estimates string
+	jobs, skip               int
+	json, strict             bool
+	plot, out                string
+	procsPerNode             int
+	procs                    int64
+	oversize                 string
+	nodes                    int
+	seed                     uint64
+	progress                 bool
+}
+
+func main() {
+	var c config
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.StringVar(&c.trace, "trace", "", "SWF trace to replay (default: the built-in synthetic GPU workload)")
+	fs.StringVar(&c.policy, "policy", string(sim.EASY), "scheduling policy: fcfs, easy, conservative or priority")
+	fs.StringVar(&c.estimates, "estimates", "user", "run-time estimates the scheduler plans with: user (the trace's requested time) or exact")
+	fs.IntVar(&c.jobs, "jobs", 0, "replay at most N jobs (after -skip); for the synthetic workload, generate N jobs (default 2000)")
+	fs.IntVar(&c.skip, "skip", 0, "skip the first K jobs")
+	fs.BoolVar(&c.json, "json", false, "print the metrics as one JSON object")
+	fs.StringVar(&c.plot, "plot", "", "write a PNG chart of utilisation, queue length and idle-while-waiting")
+	fs.StringVar(&c.out, "out", "", "write the simulated jobs as SWF (wait and run times filled in)")
+	fs.BoolVar(&c.strict, "strict", false, "treat any dropped trace line as an error")
+	fs.IntVar(&c.procsPerNode, "procs-per-node", 1, "map the trace's processors onto whole nodes of this many CPUs")
+	fs.Int64Var(&c.procs, "procs", 0, "machine size in processors (default: the trace header's MaxProcs or MaxNodes)")
+	fs.StringVar(&c.oversize, "oversize", "clip", "jobs larger than the machine: clip or reject")
+	fs.IntVar(&c.nodes, "nodes", 200, "synthetic workload: cluster size in nodes (-nodes 10000 -jobs 100000 is the standard scale)")
+	fs.Uint64Var(&c.seed, "seed", 1, "synthetic workload: seed")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "simulate: unexpected argument %q\n", fs.Arg(0))
+		os.Exit(2)
+	}
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		c.progress = true
+	}
+	if err := run(c, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "simulate:", err)
+		os.Exit(1)
+	}
+}
+
+// report is the -json output. The first seven names are a contract.
+type report struct {
+	Jobs          int     `json:"jobs"`
+	MeanWait      float64 `json:"mean_wait_s"`
+	MeanBSLD      float64 `json:"mean_bsld"`
+	MeanResponse  float64 `json:"mean_response_s"`
+	Utilization   float64 `json:"utilization"`
+	Makespan      float64 `json:"makespan_s"`
+	SimSeconds    float64 `json:"sim_seconds"`
+	Workload      string  `json:"workload"`
+	Policy        string  `json:"policy"`
+	Estimates     string  `json:"estimates"`
+	Rejected      int     `json:"rejected"`
+	Completed     int     `json:"completed"`
+	Failed        int     `json:"failed"`
+	TimedOut      int     `json:"timed_out"`
+	Killed        int     `json:"killed"`
+	P50Wait       float64 `json:"p50_wait_s"`
+	P90Wait       float64 `json:"p90_wait_s"`
+	P99Wait       float64 `json:"p99_wait_s"`
+	MaxWait       float64 `json:"max_wait_s"`
+	P50BSLD       float64 `json:"p50_bsld"`
+	P90BSLD       float64 `json:"p90_bsld"`
+	P99BSLD       float64 `json:"p99_bsld"`
+	MaxBSLD       float64 `json:"max_bsld"`
+	MeanSlowdown  float64 `json:"mean_slowdown"`
+	CPUUtil       float64 `json:"cpu_utilization"`
+	GPUUtil       float64 `json:"gpu_utilization"`
+	CPUHours      float64 `json:"cpu_hours"`
+	GPUHours      float64 `json:"gpu_hours"`
+	LostCPUHours  float64 `json:"lost_cpu_hours"`
+	LostGPUHours  float64 `json:"lost_gpu_hours"`
+	MeanQueue     float64 `json:"mean_queue_length"`
+	MaxQueue      int     `json:"max_queue_length"`
+	WaitingFrac   float64 `json:"waiting_fraction"`
+	IdleCPUHWait  float64 `json:"idle_cpu_hours_while_waiting"`
+	IdleGPUHWait  float64 `json:"idle_gpu_hours_while_waiting"`
+	IdleWhileWait float64 `json:"idle_while_waiting"`
+	Cycles        int     `json:"cycles"`
+	Nodes         int     `json:"nodes"`
+	CPUs          int64   `json:"cpus"`
+	GPUs          int64   `json:"gpus"`
+	Cleaning      *clean  `json:"cleaning,omitempty"`
+}
+
+// clean is the trace reader's cleaning report.
+type clean struct {
+	Lines          int `json:"lines"`
+	Records        int `json:"records"`
+	Jobs           int `json:"jobs"`
+	Dropped        int `json:"dropped"`
+	Malformed      int `json:"malformed"`
+	NoSubmit       int `json:"no_submit_time"`
+	NoRuntime      int `json:"no_run_time"`
+	NoProcs        int `json:"no_processors"`
+	TooLarge       int `json:"too_large"`
+	OutOfOrder     int `json:"out_of_order"`
+	Clipped        int `json:"clipped"`
+	EstimateFilled int `json:"estimate_filled"`
+	Overrun        int `json:"overrun"`
+	HeaderIssues   int `json:"header_issues"`
+}
+
+func run(c config, stdout, stderr io.Writer) error {
+	p := sim.Policy(c.policy)
+	if c.estimates != "user" && c.estimates != "exact" {
+		return fmt.Errorf("-estimates %q: want user or exact", c.estimates)
+	}
+	if c.jobs < 0 || c.skip < 0 {
+		return fmt.Errorf("-jobs %d / -skip %d: must not be negative", c.jobs, c.skip)
+	}
+	var (
+		cfg      scheduler.Config
+		src      sim.Source
+		rd       *swf.Reader
+		start    time.Time
+		header   []swf.HeaderField
+		name     string
+		progress func() float64
+	)
+	opt := sim.Options{}
+	if c.trace != "" {
+		f, err := os.Open(c.trace)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		cr := &countingReader{r: f}
+		if size := fi.Size(); size > 0 {
+			progress = func() float64 { return float64(cr.n) / float64(size) }
+		}
+		ro := swf.Options{Strict: c.strict, Procs: c.procs}
+		switch c.oversize {
+		case "clip":
+		case "reject":
+			ro.Oversize = swf.RejectOversize
+		default:
+			return fmt.Errorf("-oversize %q: want clip or reject", c.oversize)
+		}
+		rd, err = swf.NewReader(cr, ro)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.trace, err)
+		}
+		m, err := swf.MachineFor(rd.Header(), c.procs, c.procsPerNode)
+		if err != nil {
+			return fmt.Errorf("%s: %w (use -procs)", c.trace, err)
+		}
+		if cfg, err = m.Config(); err != nil {
+			return err
+		}
+		src = swf.Source(rd, m)
+		start = m.Start
+		name = filepath.Base(filepath.Dir(c.trace)) + "/" + filepath.Base(c.trace)
+		header = outHeader(rd.Header(), name, c, m)
+	} else {
+		n := c.jobs
+		if n == 0 {
+			n = 2000
+		}
+		var err error
+		if cfg, err = sim.SyntheticCluster(c.nodes); err != nil {
+			return err
+		}
+		jobs, err := sim.Synthetic(sim.SyntheticFor(c.nodes, n+c.skip, c.seed))
+		if err != nil {
+			return err
+		}
+		ss := &sim.SliceSource{Jobs: jobs}
+		progress = func() float64 { return float64(ss.Pos()) / float64(max(len(jobs), 1)) }
+		src = ss
+		name = fmt.Sprintf("synthetic GPU workload (%d jobs, seed %d) on %d nodes", n, c.seed, c.nodes)
+		if len(jobs) > 0 {
+			start = jobs[0].Submit
+		}
+		header = []swf.HeaderField{{Key: "Version", Value: "2.2"},
+			{Key: "Computer", Value: fmt.Sprintf("Sluice synthetic GPU cluster of %d nodes", c.nodes)},
+			{Key: "Note", Value: fmt.Sprintf("simulated by Sluice: policy %s, %s estimates; processors are allocated CPUs", c.policy, c.estimates)}}
+	}
+	if err := p.Apply(&cfg, &opt); err != nil {
+		return err
+	}
+	src = sim.Window(src, c.skip, c.jobs)
+	if c.estimates == "exact" {
+		src = sim.ExactEstimates(src)
+	}
+	opt.DiscardJobs = c.out == ""
+	opt.DiscardSeries = c.plot == ""
+	var bar *progressBar
+	if c.progress && progress != nil {
+		bar = &progressBar{w: stderr, frac: progress}
+		opt.OnCycle = func(*scheduler.Scheduler, scheduler.Cycle) { bar.tick() }
+	}
+
+	s, err := scheduler.New(cfg)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	res, err := sim.Run(s, src, opt)
+	elapsed := time.Since(t0)
+	bar.done()
+	if err != nil {
+		return err
+	}
+	if rd != nil {
+		st := rd.Stats()
+		for _, e := range st.Issues {
+			fmt.Fprintln(stderr, "warning:", e)
+		}
+		if n := st.Dropped() + st.HeaderIssues; n > len(st.Issues) {
+			fmt.Fprintf(stderr, "warning: %d more problem(s) not shown\n", n-len(st.Issues))
+		}
+	}
+	if c.out != "" {
+		if err := writeSWF(c.out, res, start, header); err != nil {
+			return err
+		}
+	}
+	if c.plot != "" {
+		if err := writePlot(c.plot, res, fmt.Sprintf("%s — policy %s, %s estimates", name, c.policy, c.estimates)); err != nil {
+			return err
+		}
+	}
+	rep := makeReport(res, elapsed, name, c, rd)
+	if c.json {
+		enc := json.NewEncoder(stdout)
+		return enc.Encode(rep)
+	}
+	printReport(stdout, rep, res)
+	return nil
+}
+
+func outHeader(h swf.Header, name string, c config, m swf.Machine) []swf.HeaderField {
+	out := []swf.HeaderField{{Key: "Version", Value: "2.2"}}
+	if v, ok := h.Get("Computer"); ok {
+		out = append(out, swf.HeaderField{Key: "Computer", Value: v})
+	}
+	out = append(out,
+		swf.HeaderField{Key: "Note", Value: fmt.Sprintf("simulated by Sluice from %s: policy %s, %s estimates; wait and run times are simulated", name, c.policy, c.estimates)},
+		swf.HeaderField{Key: "MaxNodes", Value: strconv.Itoa(m.Nodes())},
+		swf.HeaderField{Key: "MaxProcs", Value: strconv.FormatInt(m.Procs, 10)})
+	if h.UnixStartTime > 0 {
+		out = append(out, swf.HeaderField{Key: "UnixStartTime", Value: strconv.FormatInt(h.UnixStartTime, 10)})
+	}
+	return out
+}
+
+func writeSWF(path string, res sim.Result, start time.Time, header []swf.HeaderField) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	jobs := slices.Clone(res.Jobs)
+	slices.SortFunc(jobs, func(a, b sim.JobResult) int { return a.Index - b.Index })
+	w := swf.NewWriter(f, start)
+	n := strconv.Itoa(len(jobs))
+	err = w.WriteHeader(append(header, swf.HeaderField{Key: "MaxJobs", Value: n}, swf.HeaderField{Key: "MaxRecords", Value: n}))
+	for _, r := range jobs {
+		if err != nil {
+			break
+		}
+		err = w.WriteResult(r)
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func writePlot(path string, res sim.Result, title string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	err = simplot.WritePNG(bw, res, simplot.Options{Title: title})
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func makeReport(res sim.Result, elapsed time.Duration, name string, c config, rd *swf.Reader) report {
+	s := res.Summary
+	r := report{
+		Jobs: s.Jobs, MeanWait: s.Wait.Mean, MeanBSLD: s.BSLD.Mean, MeanResponse: s.Response.Mean,
+		Utilization: s.Utilization, Makespan: s.Makespan.Seconds(), SimSeconds: elapsed.Seconds(),
+		Workload: name, Policy: c.policy, Estimates: c.estimates,
+		Rejected: s.Rejected, Completed: s.Completed, Failed: s.Failed, TimedOut: s.TimedOut, Killed: s.Killed,
+		P50Wait: s.Wait.P50, P90Wait: s.Wait.P90, P99Wait: s.Wait.P99, MaxWait: s.Wait.Max,
+		P50BSLD: s.BSLD.P50, P90BSLD: s.BSLD.P90, P99BSLD: s.BSLD.P99, MaxBSLD: s.BSLD.Max,
+		MeanSlowdown: s.Slowdown.Mean, CPUUtil: s.CPUUtilization, GPUUtil: s.GPUUtilization,
+		CPUHours: s.CPUHours, GPUHours: s.GPUHours, LostCPUHours: s.LostCPUHours, LostGPUHours: s.LostGPUHours,
+		MeanQueue: s.MeanPending, MaxQueue: s.MaxPending, WaitingFrac: s.WaitingFraction,
+		IdleCPUHWait: s.IdleCPUHoursWaiting, IdleGPUHWait: s.IdleGPUHoursWaiting, IdleWhileWait: s.IdleWhileWaiting,
+		Cycles: res.Cycles, Nodes: res.Capacity.Nodes, CPUs: res.Capacity.CPUs, GPUs: res.Capacity.GPUs,
+	}
+	if rd != nil {
+		st := rd.Stats()
+		r.Cleaning = &clean{Lines: st.Lines, Records: st.Records, Jobs: st.Jobs, Dropped: st.Dropped(),
+			Malformed: st.Malformed, NoSubmit: st.NoSubmit, NoRuntime: st.NoRuntime, NoProcs: st.NoProcs,
+			TooLarge: st.TooLarge, OutOfOrder: st.OutOfOrder, Clipped: st.Clipped,
+			EstimateFilled: st.EstimateFilled, Overrun: st.Overrun, HeaderIssues: st.HeaderIssues}
+	}
+	return r
+}
+
+func printReport(w io.Writer, r report, res sim.Result) {
+	dur := func(s float64) string {
+		d := time.Duration(s * float64(time.Second)).Round(time.Second)
+		if d >= 48*time.Hour {
+			return fmt.Sprintf("%s (%.1f days)", d, d.Hours()/24)
+		}
+		return d.String()
+	}
+	fmt.Fprintf(w, "Sluice simulation of %s\n", r.Workload)
+	fmt.Fprintf(w, "cluster:      %d nodes, %d CPUs, %d GPUs; policy %s, %s estimates\n", r.Nodes, r.CPUs, r.GPUs, r.Policy, r.Estimates)
+	if cl := r.Cleaning; cl != nil {
+		fmt.Fprintf(w, "trace:        %d job lines read, %d kept, %d dropped", cl.Records, cl.Jobs, cl.Dropped)
+		var why []string
+		for _, x := range []struct {
+			n    int
+			what string
+		}{{cl.Malformed, "malformed"}, {cl.NoSubmit, "no submit time"}, {cl.NoRuntime, "run time ≤ 0"},
+			{cl.NoProcs, "no processors"}, {cl.TooLarge, "too large"}, {cl.OutOfOrder, "out of order"}} {
+			if x.n > 0 {
+				why = append(why, fmt.Sprintf("%d %s", x.n, x.what))
+			}
+		}
+		if len(why) > 0 {
+			fmt.Fprintf(w, " (%s)", strings.Join(why, ", "))
+		}
+		fmt.Fprintf(w, "; %d clipped, %d estimates filled, %d ran past their estimate\n", cl.Clipped, cl.EstimateFilled, cl.Overrun)
+	}
+	fmt.Fprintf(w, "jobs:         %d simulated (%d completed, %d failed, %d timed out, %d killed), %d rejected\n",
+		r.Jobs, r.Completed, r.Failed, r.TimedOut, r.Killed, r.Rejected)
+	fmt.Fprintf(w, "wait:         mean %s, p50 %s, p90 %s, p99 %s, max %s\n", dur(r.MeanWait), dur(r.P50Wait), dur(r.P90Wait), dur(r.P99Wait), dur(r.MaxWait))
+	fmt.Fprintf(w, "response:     mean %s\n", dur(r.MeanResponse))
+	fmt.Fprintf(w, "bounded sld:  mean %.2f, p50 %.2f, p90 %.2f, p99 %.2f, max %.1f (τ = 10 s)\n", r.MeanBSLD, r.P50BSLD, r.P90BSLD, r.P99BSLD, r.MaxBSLD)
+	fmt.Fprintf(w, "utilisation:  %.1f %% over a makespan of %s", 100*r.Utilization, dur(r.Makespan))
+	if r.GPUs > 0 {
+		fmt.Fprintf(w, " (GPUs; CPUs %.1f %%), %.0f GPU-hours, %.0f lost", 100*r.CPUUtil, r.GPUHours, r.LostGPUHours)
+	} else {
+		fmt.Fprintf(w, ", %.0f CPU-hours, %.0f lost to time limits", r.CPUHours, r.LostCPUHours)
+	}
+	fmt.Fprintln(w)
+	what, idle := "CPU", r.IdleCPUHWait
+	if r.GPUs > 0 {
+		what, idle = "GPU", r.IdleGPUHWait
+	}
+	fmt.Fprintf(w, "queue:        mean %.1f, max %d jobs; jobs waiting %.1f %% of the time\n", r.MeanQueue, r.MaxQueue, 100*r.WaitingFrac)
+	fmt.Fprintf(w, "idle waiting: %.0f %s-hours idle while jobs waited (%.1f %% of capacity)\n", idle, what, 100*r.IdleWhileWait)
+	fmt.Fprintf(w, "simulated in: %.3f s (%d scheduling cycles)\n", r.SimSeconds, res.Cycles)
+}
+
+// countingReader counts the bytes read, for the progress bar.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+// Read reads from the underlying reader, counting the bytes.
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// progressBar draws a bar on a terminal, at most ten times a second.
+type progressBar struct {
+	w     io.Writer
+	frac  func() float64
+	calls int
+	last  time.Time
+	drawn bool
+}
+
+func (b *progressBar) tick() {
+	b.calls++
+	if b.calls%256 != 0 {
+		return
+	}
+	now := time.Now()
+	if now.Sub(b.last) < 100*time.Millisecond {
+		return
+	}
+	b.last = now
+	f := min(max(b.frac(), 0), 1)
+	const width = 40
+	n := int(f * width)
+	fmt.Fprintf(b.w, "\r[%s%s] %5.1f%%", strings.Repeat("=", n), strings.Repeat(" ", width-n), 100*f)
+	b.drawn = true
+}
+
+func (b *progressBar) done() {
+	if b != nil && b.drawn {
+		fmt.Fprintf(b.w, "\r%s\r", strings.Repeat(" ", 50))
+	}
+}

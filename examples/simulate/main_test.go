@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/scheduler/sim/swf"
+)
+
+// The hand-checked trace of the swf package's FCFS test: waits 0, 90, 80,
+// 10 and 25 s.
+const tiny = `; Computer: test
+; MaxProcs: 4
+1   0 -1 100 4 -1 -1  4 200 -1 1 1 1 -1 -1 -1 -1 -1
+2  10 -1  50 2 -1 -1  2  60 -1 1 2 1 -1 -1 -1 -1 -1
+3  20 -1  30 1 -1 -1  1  40 -1 0 3 1 -1 -1 -1 -1 -1
+4  30 -1   0 1 -1 -1  1  40 -1 5 3 1 -1 -1 -1 -1 -1
+5 120 -1  80 2 -1 -1  2  50 -1 1 4 2 -1 -1 -1 -1 -1
+6 125 -1  10 1 -1 -1 -1  -1 -1 1 4 2 -1 -1 -1 -1 -1
+`
+
+func defaults() config {
+	return config{policy: "fcfs", estimates: "user", procsPerNode: 1, oversize: "clip", nodes: 1000, seed: 1}
+}
+
+func writeTrace(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tiny.swf")
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+	return path
+}
+
+func TestRunTraceJSON(t *testing.T) {
+	c := defaults()
+	c.trace = writeTrace(t, tiny)
+	c.json = true
+	c.out = filepath.Join(t.TempDir(), "out.swf")
+	c.plot = filepath.Join(t.TempDir(), "out.png")
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(c, &stdout, &stderr))
+
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got), stdout.String())
+	for _, k := range []string{"jobs", "mean_wait_s", "mean_bsld", "mean_response_s", "utilization", "makespan_s", "sim_seconds"} {
+		assert.Contains(t, got, k)
+	}
+	assert.Equal(t, 5.0, got["jobs"])
+	assert.InDelta(t, 41.0, got["mean_wait_s"], 1e-9)
+	assert.InDelta(t, 180.0, got["makespan_s"], 1e-9)
+	assert.InDelta(t, 640.0/720, got["utilization"], 1e-9)
+	cl := got["cleaning"].(map[string]any)
+	assert.Equal(t, 1.0, cl["no_run_time"])
+	assert.Equal(t, 1.0, cl["dropped"])
+	assert.Contains(t, stderr.String(), `warning: swf: line 6: field 4 (run time) "0"`)
+	assert.Equal(t, 1, strings.Count(stdout.String(), "\n"), "one JSON object, nothing else on stdout")
+
+	out, err := os.ReadFile(c.out)
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "; MaxJobs: 5\n")
+	assert.Contains(t, string(out), "\n2 10 90 50 2 -1 -1 2 60 -1 1 2 1 -1 -1 -1 -1 -1\n")
+	rd, err := swf.NewReader(bytes.NewReader(out), swf.Options{Strict: true})
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), rd.Procs())
+
+	f, err := os.Open(c.plot)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = png.Decode(f)
+	require.NoError(t, err)
+}
+
+func TestRunText(t *testing.T) {
+	c := defaults()
+	c.trace = writeTrace(t, tiny)
+	c.skip, c.jobs = 1, 2
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(c, &stdout, &stderr))
+	s := stdout.String()
+	assert.Contains(t, s, "trace:        3 job lines read, 3 kept, 0 dropped;", "-skip 1 -jobs 2 reads only the first three job lines")
+	assert.Contains(t, s, "jobs:         2 simulated")
+	assert.Contains(t, s, "policy fcfs, user estimates")
+}
+
+func TestRunSynthetic(t *testing.T) {
+	c := defaults()
+	c.nodes, c.jobs, c.json = 64, 300, true
+	c.estimates = "exact"
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(c, &stdout, &stderr))
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got))
+	assert.Equal(t, 300.0, got["jobs"])
+	assert.Equal(t, 0.0, got["timed_out"], "exact estimates: nobody reaches a limit early or late")
+	assert.Greater(t, got["gpu_utilization"], 0.0)
+	assert.NotContains(t, got, "cleaning")
+}
+
+func TestRunErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*config)
+		want   string
+	}{
+		{"strict", func(c *config) { c.trace = writeTrace(t, tiny); c.strict = true }, `line 6: field 4 (run time) "0"`},
+		{"unknown policy", func(c *config) { c.policy = "sjf" }, `unknown policy: "sjf"`},
+		{"estimates", func(c *config) { c.estimates = "perfect" }, `-estimates "perfect"`},
+		{"negative jobs", func(c *config) { c.jobs = -1 }, "must not be negative"},
+		{"no machine size", func(c *config) { c.trace = writeTrace(t, "1 0 -1 10 1 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1\n") }, "use -procs"},
+		{"oversize", func(c *config) { c.trace = writeTrace(t, tiny); c.oversize = "shrink" }, `-oversize "shrink"`},
+		{"missing trace", func(c *config) { c.trace = filepath.Join(t.TempDir(), "nope.swf") }, "no such file"},
+		{"small cluster", func(c *config) { c.nodes = 5 }, "out of range"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := defaults()
+			tc.mutate(&c)
+			err := run(c, &bytes.Buffer{}, &bytes.Buffer{})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestProgressBar(t *testing.T) {
+	var buf bytes.Buffer
+	f := 0.0
+	b := &progressBar{w: &buf, frac: func() float64 { return f }}
+	for i := range 1024 {
+		f = float64(i) / 1024
+		b.tick()
+	}
+	assert.Contains(t, buf.String(), "\r[")
+	b.done()
+	assert.True(t, strings.HasSuffix(buf.String(), "\r"))
+	var nilBar *progressBar
+	nilBar.done() // no bar: nothing to clear
+}

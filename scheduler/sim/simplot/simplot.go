@@ -1,0 +1,168 @@
+// Package simplot draws a simulation's time series (package sim) as a PNG
+// chart with gonum's plot package: resource utilisation, queue length, and
+// the capacity left idle while jobs waited, over the simulated span. It is
+// a separate package so that importing sim does not pull in the plotting
+// and font dependencies.
+package simplot
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"io"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/sluicehq/sluice/scheduler/sim"
+)
+
+// ErrNoData reports a result with no time series to draw (an empty
+// workload, or a run with Options.DiscardSeries).
+var ErrNoData = errors.New("simplot: no time series to plot")
+
+// Options shape the chart. The zero value draws a 10×8 inch chart at
+// 96 dpi with 800 time buckets.
+type Options struct {
+	// Title is printed above the chart.
+	Title string
+	// Width and Height are the chart's size (default 10 and 8 inches).
+	Width, Height vg.Length
+	// DPI is the resolution (default 96).
+	DPI int
+	// Buckets is how many time buckets the series is averaged into
+	// (default 800): each point is the time-weighted mean over its bucket.
+	Buckets int
+}
+
+// WritePNG draws res's series as a PNG to w: three panels over time since
+// the first arrival — utilisation of the cluster's GPUs (CPUs on a
+// cluster without GPUs) in percent, the number of pending jobs, and the
+// GPUs (CPUs) left idle while jobs were pending.
+func WritePNG(w io.Writer, res sim.Result, opt Options) error {
+	if len(res.Series) == 0 {
+		return ErrNoData
+	}
+	if opt.Width == 0 {
+		opt.Width = 10 * vg.Inch
+	}
+	if opt.Height == 0 {
+		opt.Height = 8 * vg.Inch
+	}
+	if opt.DPI == 0 {
+		opt.DPI = 96
+	}
+	if opt.Buckets == 0 {
+		opt.Buckets = 800
+	}
+	if opt.Width < 0 || opt.Height < 0 || opt.DPI < 0 || opt.Buckets < 0 {
+		return fmt.Errorf("simplot: invalid options %+v", opt)
+	}
+	start, end := res.Series[0].At, res.End
+	if end.Before(start) {
+		end = start
+	}
+	step := max(end.Sub(start)/time.Duration(opt.Buckets), time.Second)
+	series := sim.Resample(res.Series, end, step)
+
+	unit, perUnit := "days", 24*time.Hour
+	if end.Sub(start) < 3*24*time.Hour {
+		unit, perUnit = "hours", time.Hour
+	}
+	gpu := res.Capacity.GPUs > 0
+	what, capacity := "CPUs", float64(res.Capacity.CPUs)
+	if gpu {
+		what, capacity = "GPUs", float64(res.Capacity.GPUs)
+	}
+	busy := func(s sim.Sample) float64 {
+		if gpu {
+			return s.BusyGPUs
+		}
+		return s.BusyCPUs
+	}
+	idle := func(s sim.Sample) float64 {
+		if gpu {
+			return s.IdleGPUsWaiting
+		}
+		return s.IdleCPUsWaiting
+	}
+	xy := func(f func(sim.Sample) float64) plotter.XYs {
+		pts := make(plotter.XYs, 0, len(series)+1)
+		for _, s := range series {
+			pts = append(pts, plotter.XY{X: float64(s.At.Sub(start)) / float64(perUnit), Y: f(s)})
+		}
+		if len(series) > 0 {
+			// close the last bucket at the end of the span
+			last := series[len(series)-1]
+			pts = append(pts, plotter.XY{X: float64(end.Sub(start)) / float64(perUnit), Y: f(last)})
+		}
+		return pts
+	}
+	util := func(s sim.Sample) float64 {
+		if capacity == 0 {
+			return 0
+		}
+		return 100 * busy(s) / capacity
+	}
+
+	panels := []struct {
+		title, ylabel string
+		pts           plotter.XYs
+		line, fill    color.Color
+		ymax          float64
+	}{
+		{fmt.Sprintf("Utilisation of %.0f %s (mean %.1f %%)", capacity, what, 100*res.Summary.Utilization),
+			"% allocated", xy(util), color.RGBA{R: 31, G: 119, B: 180, A: 255}, color.NRGBA{R: 31, G: 119, B: 180, A: 80}, 100},
+		{fmt.Sprintf("Queue length (mean %.1f, max %d pending jobs)", res.Summary.MeanPending, res.Summary.MaxPending),
+			"pending jobs", xy(func(s sim.Sample) float64 { return s.Pending }), color.RGBA{R: 214, G: 39, B: 40, A: 255}, color.NRGBA{R: 214, G: 39, B: 40, A: 70}, 0},
+		{fmt.Sprintf("Idle %s while jobs wait (%.1f %% of capacity over the span)", what, 100*res.Summary.IdleWhileWaiting),
+			"idle " + what, xy(idle), color.RGBA{R: 255, G: 127, B: 14, A: 255}, color.NRGBA{R: 255, G: 127, B: 14, A: 80}, 0},
+	}
+	plots := make([][]*plot.Plot, len(panels))
+	for i, pn := range panels {
+		p := plot.New()
+		p.Title.Text = pn.title
+		p.Title.TextStyle.Font.Size = vg.Points(11)
+		p.Y.Label.Text = pn.ylabel
+		p.X.Label.Text = fmt.Sprintf("%s since %s", unit, start.UTC().Format("2006-01-02 15:04 MST"))
+		p.Add(plotter.NewGrid())
+		l, err := plotter.NewLine(pn.pts)
+		if err != nil {
+			return fmt.Errorf("simplot: panel %d: %w", i, err)
+		}
+		l.Color = pn.line
+		l.Width = vg.Points(1)
+		l.FillColor = pn.fill
+		l.StepStyle = plotter.PostStep
+		p.Add(l)
+		p.Y.Min = 0
+		if pn.ymax > 0 {
+			p.Y.Max = pn.ymax
+		}
+		p.X.Min = 0
+		if x := float64(end.Sub(start)) / float64(perUnit); x > 0 {
+			p.X.Max = x
+		}
+		plots[i] = []*plot.Plot{p}
+	}
+	if opt.Title != "" {
+		plots[0][0].Title.Text = opt.Title + "\n" + plots[0][0].Title.Text
+	}
+
+	img := vgimg.NewWith(vgimg.UseWH(opt.Width, opt.Height), vgimg.UseDPI(opt.DPI))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadX: vg.Millimeter, PadY: 4 * vg.Millimeter,
+		PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 4 * vg.Millimeter}
+	canvases := plot.Align(plots, tiles, dc)
+	for i := range plots {
+		plots[i][0].Draw(canvases[i][0])
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(w); err != nil {
+		return fmt.Errorf("simplot: writing PNG: %w", err)
+	}
+	return nil
+}
