@@ -205,6 +205,8 @@ func TestBackfillGuarantee(t *testing.T) {
 		{Mode: EASY, Window: 30 * 24 * time.Hour},
 		{Mode: EASY, Reservations: 2, Window: 30 * 24 * time.Hour},
 		{Window: 30 * 24 * time.Hour, Resolution: time.Second},
+		{Mode: EASY, Window: 30 * 24 * time.Hour, BusyNodes: true},
+		{Window: 30 * 24 * time.Hour, BusyNodes: true},
 	}
 	exact, backfilled := 0, 0
 	for seed := range iters {

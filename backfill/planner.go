@@ -78,6 +78,11 @@ type Config struct {
 	// Chooser picks nodes among feasible ones (topology-aware placement);
 	// nil picks the lowest indices. See NodeChooser for its contract.
 	Chooser NodeChooser
+	// BusyNodes is Slurm's bf_busy_nodes: reservations for future starts
+	// take nodes that are busy now before idle ones (with the default
+	// chooser), leaving idle nodes to backfill. Textbook EASY reserves
+	// this way. Off by default, as in Slurm.
+	BusyNodes bool
 }
 
 const maxWindow = 30 * 24 * time.Hour
@@ -521,7 +526,7 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	}
 	q, err := p.makeQuery(&Request{
 		Nodes: j.Nodes, PerNode: j.PerNode, Exclusive: j.Exclusive, Allowed: j.Allowed,
-		Duration: planned, Earliest: j.Earliest, Chooser: chooser,
+		Duration: planned, Earliest: j.Earliest, Chooser: chooser, PreferBusy: cfg.BusyNodes,
 	})
 	if err != nil {
 		return err

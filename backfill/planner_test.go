@@ -766,6 +766,8 @@ func TestPlannerMatchesReference(t *testing.T) {
 		{"easy-k4", Config{Mode: EASY, Reservations: 4}, 4},
 		{"conservative-res1s", Config{Resolution: time.Second}, 5},
 		{"conservative-chooser", Config{Chooser: adjacent}, 6},
+		{"easy-busy-nodes", Config{Mode: EASY, BusyNodes: true}, 7},
+		{"conservative-busy-nodes", Config{BusyNodes: true}, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := genWorkload(sc, tc.seed)

@@ -53,6 +53,12 @@ type Request struct {
 	Latest time.Time
 	// Chooser picks among feasible nodes; nil picks the lowest indices.
 	Chooser NodeChooser
+	// PreferBusy makes the default chooser (Chooser nil), for a start
+	// after the profile's origin, take first the nodes on which the
+	// request could not start at the origin — nodes busy now — and only
+	// then the lowest indices (Slurm's bf_busy_nodes). Idle nodes then stay
+	// free for backfill; classic EASY reserves this way.
+	PreferBusy bool
 }
 
 // FitStatus says how a search ended.
@@ -108,6 +114,8 @@ type query struct {
 	t0      int64
 	latest  int64
 	chooser NodeChooser
+	// preferBusy: Request.PreferBusy.
+	preferBusy bool
 	// Hint: at t0, every feasible node below upTo is in cands (ascending);
 	// nodes at or above upTo are unknown. Zero values mean "nothing known".
 	cands []int32
@@ -198,7 +206,7 @@ func (p *Profile) ReserveFit(id JobID, req Request, fit Fit) error {
 
 // makeQuery validates r and converts it to profile units.
 func (p *Profile) makeQuery(r *Request) (*query, error) {
-	q := &query{n: r.Nodes, excl: r.Exclusive, chooser: r.Chooser, req: make([]int64, p.a)}
+	q := &query{n: r.Nodes, excl: r.Exclusive, chooser: r.Chooser, preferBusy: r.PreferBusy, req: make([]int64, p.a)}
 	if r.Nodes < 1 {
 		return nil, fmt.Errorf("%w: Nodes %d, want ≥ 1", ErrInvalidRequest, r.Nodes)
 	}
@@ -425,7 +433,7 @@ func (p *Profile) search(q *query) (result, error) {
 		}
 	}
 	if count >= q.n {
-		nodes, err := p.choose(q, F)
+		nodes, err := p.choose(q, F, t0)
 		if err != nil {
 			return result{}, err
 		}
@@ -476,7 +484,7 @@ func (p *Profile) search(q *query) (result, error) {
 			}
 		}
 		if added && count >= q.n {
-			nodes, err := p.choose(q, F)
+			nodes, err := p.choose(q, F, t)
 			if err != nil {
 				ferr = err
 				return false
@@ -532,10 +540,26 @@ func (p *Profile) tightenBlock(cp *changePoint, b int) {
 	}
 }
 
-// choose applies the request's chooser to the feasible set.
-func (p *Profile) choose(q *query, F topology.NodeSet) ([]int, error) {
+// choose applies the request's chooser to the feasible set at time t.
+// The default chooser takes the lowest indices; with Request.PreferBusy,
+// for a start after the profile's origin (a reservation) it takes first
+// the nodes on which the request could not start at the origin (busy now),
+// so that the nodes usable now stay free for backfill.
+func (p *Profile) choose(q *query, F topology.NodeSet, t int64) ([]int, error) {
 	if q.chooser == nil {
-		return F.FirstN(nil, q.n), nil
+		if !q.preferBusy || t <= p.origin {
+			return F.FirstN(nil, q.n), nil
+		}
+		out := make([]int, 0, q.n)
+		for pass := 0; pass < 2 && len(out) < q.n; pass++ {
+			for i := F.Next(0); i >= 0 && len(out) < q.n; i = F.Next(i + 1) {
+				if p.usableAtOrigin(i, q) == (pass == 1) {
+					out = append(out, i)
+				}
+			}
+		}
+		slices.Sort(out)
+		return out, nil
 	}
 	nodes := q.chooser(F, q.n)
 	if nodes == nil {
@@ -608,4 +632,15 @@ func heapPop(h *[]hitem) hitem {
 	}
 	*h = s
 	return top
+}
+
+// usableAtOrigin reports whether node i could take the request at the
+// profile's origin.
+func (p *Profile) usableAtOrigin(i int, q *query) bool {
+	a := p.a
+	f := p.tls[i].free[:a]
+	if q.excl {
+		return equalVec(f, p.caps[i*a:(i+1)*a])
+	}
+	return q.fits(f)
 }

@@ -71,11 +71,11 @@ func (p Policy) Apply(cfg *scheduler.Config, opt *Options) error {
 		return nil
 	case EASY:
 		cfg.Priority = nil
-		cfg.Backfill = &backfill.Config{Mode: backfill.EASY, Reservations: 1, Window: classicWindow, Resolution: time.Second}
+		cfg.Backfill = &backfill.Config{Mode: backfill.EASY, Reservations: 1, Window: classicWindow, Resolution: time.Second, BusyNodes: true}
 		return nil
 	case Conservative:
 		cfg.Priority = nil
-		cfg.Backfill = &backfill.Config{Mode: backfill.Conservative, Window: classicWindow, Resolution: time.Second}
+		cfg.Backfill = &backfill.Config{Mode: backfill.Conservative, Window: classicWindow, Resolution: time.Second, BusyNodes: true}
 		return nil
 	case Priority:
 		fs, err := NewFairShare(DefaultHalfLife)
