@@ -18,6 +18,11 @@ type bfState struct {
 	planner *backfill.Planner
 	last    *backfill.Profile
 	window  time.Duration // bf_window in force
+	// nodes, running and jobs are reused from cycle to cycle.
+	nodes   []backfill.NodeState
+	running []backfill.Running
+	jobs    []backfill.Job
+	pjobs   []*job
 }
 
 func (s *Scheduler) initBackfill(cfg backfill.Config) error {
@@ -55,43 +60,71 @@ func plannable(r policy.Reason) bool {
 
 // profileNodes returns every node's capacity and free resources for the
 // backfill profile. Node, billing and energy are not shared out per node
-// and stay zero; a node that is down offers nothing.
+// and stay zero; a node that is down offers nothing. The slice and its
+// vectors are reused from cycle to cycle.
 func (s *Scheduler) profileNodes() []backfill.NodeState {
-	out := make([]backfill.NodeState, len(s.nodes))
+	b := s.bf
+	if b == nil {
+		b = &bfState{} // no backfill configured: nothing to reuse
+	}
+	if len(b.nodes) != len(s.nodes) {
+		b.nodes = make([]backfill.NodeState, len(s.nodes))
+		for i := range s.nodes {
+			c := s.nodes[i].capacity.Clone()
+			c[gres.Node] = 0
+			b.nodes[i] = backfill.NodeState{Capacity: c, Free: make(gres.Vector, len(c))}
+		}
+	}
 	for i := range s.nodes {
 		n := &s.nodes[i]
-		c := n.capacity.Clone()
-		c[gres.Node] = 0
-		f := n.free.Clone()
-		f[gres.Node] = 0
+		f := b.nodes[i].Free[:cap(b.nodes[i].Free)]
 		if n.admin == adminDown {
-			f = gres.Vector{}
+			clear(f)
+		} else {
+			copy(f, n.free)
+			f[gres.Node] = 0
 		}
-		out[i] = backfill.NodeState{Capacity: c, Free: f}
+		b.nodes[i].Free = f
+	}
+	return b.nodes
+}
+
+// profileRunning returns every running job as the profile sees it: what it
+// holds on each node until its deadline. The slice is reused from cycle to
+// cycle; each job's per-node use is computed once, when it starts.
+func (s *Scheduler) profileRunning() []backfill.Running {
+	var out []backfill.Running
+	if s.bf != nil {
+		out = s.bf.running[:0]
+	}
+	s.running.Ascend(func(j *job) bool {
+		out = append(out, backfill.Running{ID: backfill.JobID(j.ID), End: j.deadline, Allocs: s.profileUse(j)})
+		return true
+	})
+	if s.bf != nil {
+		s.bf.running = out
 	}
 	return out
 }
 
-// profileRunning returns every running job as the profile sees it: what it
-// holds on each node until its deadline.
-func (s *Scheduler) profileRunning() []backfill.Running {
-	out := make([]backfill.Running, 0, s.running.Len())
-	s.running.Ascend(func(j *job) bool {
-		r := backfill.Running{ID: backfill.JobID(j.ID), End: j.deadline, Allocs: make([]backfill.Alloc, len(j.Alloc.Nodes))}
-		for k, na := range j.Alloc.Nodes {
-			u := na.TRES.Clone()
-			u[gres.Node] = 0
-			if bad := s.nodes[na.Node].unhealthy(na.Devices); len(bad) > 0 {
-				// Failed devices never come back: the profile must not
-				// free them at the job's end.
-				u, _ = u.Sub(s.nodes[na.Node].deviceVector(u, bad))
-			}
-			r.Allocs[k] = backfill.Alloc{Node: na.Node, Use: u}
+// profileUse returns what a running job holds on each node as the profile
+// counts it: its allocation without the node TRES and without devices
+// that failed under it (they never come back free).
+func (s *Scheduler) profileUse(j *job) []backfill.Alloc {
+	if j.bfUse != nil && j.bfUseHealthGen == s.healthGen {
+		return j.bfUse
+	}
+	use := make([]backfill.Alloc, len(j.Alloc.Nodes))
+	for k, na := range j.Alloc.Nodes {
+		u := na.TRES.Clone()
+		u[gres.Node] = 0
+		if bad := s.nodes[na.Node].unhealthy(na.Devices); len(bad) > 0 {
+			u, _ = u.Sub(s.nodes[na.Node].deviceVector(u, bad))
 		}
-		out = append(out, r)
-		return true
-	})
-	return out
+		use[k] = backfill.Alloc{Node: na.Node, Use: u}
+	}
+	j.bfUse, j.bfUseHealthGen = use, s.healthGen
+	return use
 }
 
 // allowedNodes returns the nodes a job of this shape may be planned on
@@ -122,8 +155,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	}); err != nil {
 		return fmt.Errorf("scheduler: backfill: reservations: %w", err)
 	}
-	var jobs []backfill.Job
-	var pjobs []*job
+	jobs, pjobs := s.bf.jobs[:0], s.bf.pjobs[:0]
 	s.pending.Ascend(func(j *job) bool {
 		j.ExpectedStart, j.planned = time.Time{}, nil
 		if !plannable(j.Reason) || j.Spec.Reservation != "" {
@@ -154,6 +186,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		pjobs = append(pjobs, j)
 		return true
 	})
+	s.bf.jobs, s.bf.pjobs = jobs, pjobs
 	plan, err := s.bf.planner.Plan(prof, jobs)
 	if err != nil {
 		return fmt.Errorf("scheduler: backfill plan: %w", err)
@@ -188,7 +221,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		j.Backfilled = true
 		s.policyStart(j)
 		s.running.ReplaceOrInsert(j)
-		cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: s.snapshot(j).Alloc, Backfill: true})
+		cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: s.snapshot(j).Alloc, TimeLimit: j.TimeLimit, Backfill: true})
 	}
 	for k := range plan.Entries {
 		e := &plan.Entries[k]
@@ -219,14 +252,13 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 }
 
 // bfPerNode is the job's per-node request as the profile counts it
-// (without the node TRES, which nodes do not share out).
+// (without the node TRES, which nodes do not share out), computed once.
 func (j *job) bfPerNode() gres.Vector {
-	if j.perNode[gres.Node] == 0 {
-		return j.perNode
+	if j.bfPer == nil {
+		j.bfPer = j.perNode.Clone()
+		j.bfPer[gres.Node] = 0
 	}
-	v := j.perNode.Clone()
-	v[gres.Node] = 0
-	return v
+	return j.bfPer
 }
 
 // constrainedChooser returns the node chooser for a job with topology

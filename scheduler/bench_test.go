@@ -126,4 +126,3 @@ func easy(c *scheduler.Config) error {
 	c.Backfill = &backfill.Config{Mode: backfill.EASY}
 	return nil
 }
-

@@ -38,6 +38,10 @@ type Cycle struct {
 type Start struct {
 	Job   JobID
 	Alloc Allocation
+	// TimeLimit is the limit the job runs with: its own, or less when it
+	// started with --time-min in a backfill gap. The job is ended when it
+	// is reached (or at its reservation's end, if sooner).
+	TimeLimit time.Duration
 	// Backfill is set when the backfill pass started the job ahead of
 	// higher-priority jobs that could not start, without delaying them.
 	Backfill bool
@@ -147,7 +151,7 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 		r := s.evaluate(now, j, blocked, &cyc)
 		if r == policy.ReasonNone {
 			started = append(started, j)
-			cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: j.Alloc})
+			cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: j.Alloc, TimeLimit: j.TimeLimit})
 			return true
 		}
 		j.Reason = r
@@ -451,6 +455,7 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int) {
 		})
 	}
 	j.Alloc = Allocation{Nodes: allocs, Quality: 1}
+	j.bfUse = nil // the profile's view of the allocation is recomputed
 	j.State = JobRunning
 	j.Reason = policy.ReasonNone
 	j.StartTime = now

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/btree"
 
+	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/priority"
@@ -46,7 +47,9 @@ type Scheduler struct {
 	// meanwhile (preemption victims) wait in deferred.
 	inPass   bool
 	deferred []*job
-	cycleNo  uint64 // numbers cycles, for per-cycle caches
+	// healthGen counts device health changes (invalidates cached profile use).
+	healthGen uint64
+	cycleNo   uint64 // numbers cycles, for per-cycle caches
 
 	// scratch sets reused by Schedule
 	avail, cand, fit topology.NodeSet
@@ -78,6 +81,12 @@ type job struct {
 	subject  policy.Subject
 	dep      policy.Dependency
 	blockers []policy.Blocker
+	// bfPer and bfUse cache the job's per-node request and per-node use as
+	// the backfill profile counts them (bfUse valid for health generation
+	// bfUseHealthGen).
+	bfPer          gres.Vector
+	bfUse          []backfill.Alloc
+	bfUseHealthGen uint64
 	// preempting marks a preemption victim in its grace time; it is ended
 	// (or requeued, per preemptAction) at its deadline.
 	preempting    bool
@@ -803,6 +812,7 @@ func (s *Scheduler) SetDeviceHealth(now time.Time, nodeName string, index int, h
 	if n.devs == nil {
 		return fmt.Errorf("%w: node %q has no devices", gres.ErrUnknownDevice, nodeName)
 	}
+	s.healthGen++
 	was := n.devs.IsHealthy(index)
 	inUse := n.devs.InUse(index)
 	if err := n.devs.SetHealthy(index, healthy); err != nil {

@@ -360,9 +360,9 @@ func (r *runner) started(now time.Time, st scheduler.Start) error {
 	if !ok {
 		return fmt.Errorf("sim: cycle at %s started job %d, which the simulator did not submit", now.Format(time.RFC3339), st.Job)
 	}
-	sj, _ := r.s.Job(st.Job)
 	cpus, gpus := r.allocated(st.Alloc)
-	lj.start, lj.limit, lj.nodes, lj.cpus, lj.gpus = now, sj.TimeLimit, len(st.Alloc.Nodes), cpus, gpus
+	limit := st.TimeLimit
+	lj.start, lj.limit, lj.nodes, lj.cpus, lj.gpus = now, limit, len(st.Alloc.Nodes), cpus, gpus
 	r.jobs[st.Job] = lj
 	r.busyCPUs += cpus
 	r.busyGPUs += gpus
@@ -370,10 +370,10 @@ func (r *runner) started(now time.Time, st scheduler.Start) error {
 	if r.opt.FairShare != nil {
 		r.opt.FairShare.started(now, st.Job, lj.job.Spec, cpus)
 	}
-	if lj.job.Runtime <= sj.TimeLimit {
+	if lj.job.Runtime <= limit {
 		heap.Push(&r.q, event{at: now.Add(max(lj.job.Runtime, 0)), id: st.Job, kind: evFinish})
 	} else {
-		heap.Push(&r.q, event{at: now.Add(sj.TimeLimit), id: st.Job, kind: evExpire})
+		heap.Push(&r.q, event{at: now.Add(limit), id: st.Job, kind: evExpire})
 	}
 	return nil
 }
