@@ -58,6 +58,9 @@ type Config struct {
 	// bf_resolution, …). Every pending job then also gets an expected
 	// start time. Nil means no backfill (strict priority order).
 	Backfill *backfill.Config
+	// MaxArraySize is Slurm's MaxArraySize: job array indices must be
+	// below it. Zero means DefaultMaxArraySize (1001).
+	MaxArraySize int
 	// FirstJobID is the ID the first submitted job gets (Slurm's
 	// FirstJobId); zero means 1. A control plane restarted over an
 	// existing ledger continues after the IDs it recorded.
@@ -204,6 +207,9 @@ func (c *Config) Validate() error {
 				}
 			}
 		}
+	}
+	if c.MaxArraySize < 0 || c.MaxArraySize > 1<<22 {
+		return fmt.Errorf("%w: MaxArraySize %d out of range [0, 2^22]", ErrInvalidConfig, c.MaxArraySize)
 	}
 	if len(c.Partitions) == 0 {
 		return fmt.Errorf("%w: no partitions", ErrInvalidConfig)

@@ -404,8 +404,14 @@ func (s *Scheduler) planNode(j *job, n *node) (nodePlan, bool) {
 		}
 		// Devices close to free CPUs are preferred (required under
 		// enforce-binding), so the job's CPUs can sit next to its devices.
-		pl, err := devs.Choose(gres.DeviceRequest{Name: r.Name, Type: r.Type, Count: int(r.Count),
-			Cores: freeCores, EnforceBinding: j.Spec.EnforceBinding})
+		var pl gres.Placement
+		var err error
+		if j.Spec.GPUsPerSocket > 0 && r.Name == "gpu" && r.Type == "" {
+			pl, err = s.choosePerSocket(j, n, devs, int(r.Count))
+		} else {
+			pl, err = devs.Choose(gres.DeviceRequest{Name: r.Name, Type: r.Type, Count: int(r.Count),
+				Cores: freeCores, EnforceBinding: j.Spec.EnforceBinding})
+		}
 		if err != nil {
 			return p, false
 		}
@@ -455,9 +461,75 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int) {
 		})
 	}
 	j.Alloc = Allocation{Nodes: allocs, Quality: 1}
+	var weights gres.BillingWeights // none: billing is the CPU count
+	if s.pol != nil {
+		weights = s.pol.p.BillingWeights(j.Partition)
+	}
+	j.Alloc.Billing = weights.Billable(j.Alloc.Total(), gres.BillingSum)
 	j.bfUse = nil // the profile's view of the allocation is recomputed
 	j.State = JobRunning
 	j.Reason = policy.ReasonNone
 	j.StartTime = now
+	if a := s.arrays[j.ArrayJobID]; a != nil {
+		a.running++
+	}
 	j.deadline = now.Add(j.TimeLimit)
+}
+
+// choosePerSocket chooses a --gpus-per-socket request: GPUsPerSocket
+// best-connected free GPUs from each of SocketsPerNode distinct sockets
+// (those with the most free GPUs first, then the lowest socket), plus any
+// other untyped GPUs the job asks for on the node from anywhere. devs is
+// not changed.
+func (s *Scheduler) choosePerSocket(j *job, n *node, devs *gres.NodeDevices, total int) (gres.Placement, error) {
+	per, sockets := j.Spec.GPUsPerSocket, max(j.Spec.SocketsPerNode, 1)
+	free := map[int]int{}
+	for _, d := range n.cfg.Devices.Devices {
+		if strings.EqualFold(d.Name, "gpu") && !devs.InUse(d.Index) && devs.IsHealthy(d.Index) && d.Socket >= 0 {
+			free[d.Socket]++
+		}
+	}
+	order := make([]int, 0, len(free))
+	for sk, c := range free {
+		if c >= per {
+			order = append(order, sk)
+		}
+	}
+	if len(order) < sockets {
+		return gres.Placement{}, fmt.Errorf("%w: %d socket(s) with %d free GPUs, %d wanted", gres.ErrInsufficientDevices, len(order), per, sockets)
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if free[a] != free[b] {
+			return free[b] - free[a]
+		}
+		return a - b
+	})
+	work := devs.Clone()
+	out := gres.Placement{Quality: 1}
+	for _, sk := range order[:sockets] {
+		var cores gres.CoreSet
+		for _, d := range n.cfg.Devices.Devices {
+			if d.Socket == sk {
+				cores = cores.Union(d.Cores)
+			}
+		}
+		pl, err := work.Choose(gres.DeviceRequest{Name: "gpu", Count: per, Cores: cores, EnforceBinding: !cores.IsEmpty()})
+		if err != nil {
+			return gres.Placement{}, err
+		}
+		if err := work.Allocate(pl.Devices); err != nil {
+			return gres.Placement{}, err
+		}
+		out.Devices = append(out.Devices, pl.Devices...)
+		out.Quality = min(out.Quality, pl.Quality)
+	}
+	if rest := total - per*sockets; rest > 0 {
+		pl, err := work.Choose(gres.DeviceRequest{Name: "gpu", Count: rest})
+		if err != nil {
+			return gres.Placement{}, err
+		}
+		out.Devices = append(out.Devices, pl.Devices...)
+	}
+	slices.Sort(out.Devices)
+	return out, nil
 }

@@ -98,6 +98,11 @@ type JobSpec struct {
 	// MemPerGPUMiB is sbatch --mem-per-gpu: each node gets this much
 	// memory per GPU it holds. It excludes MemPerNodeMiB.
 	MemPerGPUMiB int64
+	// GPUsPerSocket and SocketsPerNode are sbatch --gpus-per-socket and
+	// --sockets-per-node: on each node the job takes GPUsPerSocket GPUs
+	// from each of SocketsPerNode distinct sockets (devices of the node's
+	// inventory carry their socket). SocketsPerNode zero means 1.
+	GPUsPerSocket, SocketsPerNode int
 	// EnforceBinding is --gres-flags=enforce-binding: the job's CPUs on a
 	// node must all be close to (share affinity with) its devices there.
 	// Without it, close CPUs are preferred but not required.
@@ -181,6 +186,11 @@ type Job struct {
 	Alloc Allocation
 	// Backfilled reports that the backfill pass started the job.
 	Backfilled bool
+	// ArrayJobID and ArrayTaskID identify a task of a job array
+	// (SubmitArray): the array's ID is its first task's job ID. Zero
+	// ArrayJobID: not an array task.
+	ArrayJobID  JobID
+	ArrayTaskID int
 	// LastCheckpoint is the last checkpoint the job reported (Checkpoint).
 	LastCheckpoint time.Time
 	// LostGPUSeconds is the GPU work preemption destroyed in this job.
@@ -196,6 +206,10 @@ type Job struct {
 // how much memory and which device indices.
 type Allocation struct {
 	Nodes []NodeAlloc
+	// Billing is the allocation's billable TRES (the partition's
+	// TRESBillingWeights over the job's total TRES; the CPU count when the
+	// partition has no weights), what fair-share usage is charged in.
+	Billing float64
 	// Quality is the network placement quality in (0, 1], 1 being the
 	// least spread possible for the node count (see topology.Quality); 1
 	// when the cluster has no topology or the job has one node.

@@ -76,7 +76,7 @@ func (s *Scheduler) policyRequest(j *job) policy.Request {
 // association, QOS and partition resolve, it may use them, the limits that
 // reject at submit (DenyOnLimit, MaxSubmit*) hold, its reservation exists
 // and admits it, and its dependency parses and can still be met.
-func (s *Scheduler) admitPolicy(j *job) error {
+func (s *Scheduler) admitPolicy(j *job, tasks int) error {
 	if j.Spec.Dependency != "" {
 		d, err := policy.ParseDependency(j.Spec.Dependency)
 		if err != nil {
@@ -100,6 +100,7 @@ func (s *Scheduler) admitPolicy(j *job) error {
 	j.subject = subj
 	j.Spec.QOS = subj.Ref().QOS
 	req := s.policyRequest(j)
+	req.Tasks = tasks
 	if err := s.pol.p.CheckSubmit(&req, s.pol.usage); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
 	}
@@ -134,6 +135,11 @@ func (s *Scheduler) outcome(id policy.JobID) (policy.Outcome, bool) {
 // all of them).
 func (s *Scheduler) checkPolicy(now time.Time, j *job) policy.Reason {
 	j.blockers = j.blockers[:0]
+	if a := s.arrays[j.ArrayJobID]; a != nil && a.throttle > 0 && a.running >= a.throttle {
+		b := policy.ArraySpec{Throttle: a.throttle}.ThrottleBlocker(a.running)
+		j.blockers = append(j.blockers, b)
+		return b.Reason
+	}
 	if !j.dep.IsZero() {
 		clear := s.pol == nil || s.pol.singletons[[2]string{j.Spec.User, j.Spec.Name}] == 0
 		if st, b := j.dep.Evaluate(s.outcome, clear); st != policy.DepSatisfied {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/internal/gputest"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/topology"
@@ -176,4 +177,66 @@ func TestDependencies(t *testing.T) {
 	assert.ErrorIs(t, err, scheduler.ErrInvalidJob)
 	_, err = s.Submit(t0.Add(time.Minute), scheduler.JobSpec{Dependency: "afterok:999"})
 	assert.ErrorIs(t, err, scheduler.ErrInvalidJob, "an unknown dependee can never satisfy it")
+}
+
+func TestJobArrayWithThrottle(t *testing.T) {
+	s := newMixed(t)
+	ids, err := s.SubmitArray(t0, scheduler.JobSpec{Name: "sweep", GRESPerNode: gpus(1), TimeLimit: time.Hour}, "0-9%3")
+	require.NoError(t, err)
+	require.Len(t, ids, 10)
+	first, _ := s.Job(ids[0])
+	last, _ := s.Job(ids[9])
+	assert.Equal(t, ids[0], first.ArrayJobID)
+	assert.Equal(t, ids[0], last.ArrayJobID)
+	assert.Equal(t, 9, last.ArrayTaskID)
+	cyc := mustSchedule(t, s, t0)
+	assert.Len(t, cyc.Starts, 3, "the %3 throttle")
+	assert.Equal(t, policy.ReasonJobArrayTaskLimit, reasonOf(cyc, ids[3]))
+	require.NoError(t, s.Finish(t0.Add(time.Minute), cyc.Starts[0].Job, 0))
+	cyc = mustSchedule(t, s, t0.Add(time.Minute))
+	assert.Len(t, cyc.Starts, 1)
+
+	_, err = s.SubmitArray(t0.Add(time.Minute), scheduler.JobSpec{}, "0-2000")
+	assert.ErrorIs(t, err, scheduler.ErrInvalidJob, "past MaxArraySize")
+	_, err = s.SubmitArray(t0.Add(time.Minute), scheduler.JobSpec{}, "3-1")
+	assert.ErrorIs(t, err, scheduler.ErrInvalidJob)
+}
+
+func TestPartitionPolicyDefaults(t *testing.T) {
+	cfg := clustertest.Mixed4()
+	reg, err := scheduler.NewRegistry(cfg.Nodes)
+	require.NoError(t, err)
+	cfg.Registry = reg
+	cfg.Policy = &policy.Config{Partitions: []policy.Partition{
+		{Name: "gpu", DefCPUPerGPU: 12, DefMemPerGPU: 100 * clustertest.GiB, TRESBillingWeights: "CPU=1.0,GRES/gpu=10.0"},
+		{Name: "h100", OverSubscribe: policy.OverSubscribeExclusive},
+	}}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	a := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(2)})
+	b := mustSubmit(t, s, t0, scheduler.JobSpec{Partition: "h100", GRESPerNode: gpus(1)})
+	mustSchedule(t, s, t0)
+	ja, _ := s.Job(a)
+	assert.Len(t, ja.Alloc.Nodes[0].CPUs, 24, "DefCpuPerGPU × 2")
+	assert.Equal(t, int64(200*clustertest.GiB), ja.Alloc.Nodes[0].MemoryMiB, "DefMemPerGPU × 2")
+	assert.InDelta(t, 24+2*10.0, ja.Alloc.Billing, 1e-9, "TRESBillingWeights")
+	jb, _ := s.Job(b)
+	assert.True(t, jb.Spec.Exclusive, "OverSubscribe=EXCLUSIVE gives whole nodes")
+	assert.Len(t, jb.Alloc.Nodes[0].Devices, 8)
+}
+
+func TestGPUsPerSocket(t *testing.T) {
+	s, err := scheduler.New(clustertest.DGX())
+	require.NoError(t, err)
+	id := mustSubmit(t, s, t0, scheduler.JobSpec{GPUsPerSocket: 2, SocketsPerNode: 2})
+	mustSchedule(t, s, t0)
+	j, _ := s.Job(id)
+	require.Len(t, j.Alloc.Nodes[0].Devices, 4)
+	perSocket := map[int]int{}
+	for _, d := range j.Alloc.Nodes[0].Devices {
+		perSocket[gputest.DGXH100().Devices[d].Socket]++
+	}
+	assert.Equal(t, map[int]int{0: 2, 1: 2}, perSocket)
+	_, err = s.Submit(t0, scheduler.JobSpec{SocketsPerNode: 2})
+	assert.ErrorIs(t, err, scheduler.ErrInvalidJob)
 }

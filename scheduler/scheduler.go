@@ -49,7 +49,10 @@ type Scheduler struct {
 	deferred []*job
 	// healthGen counts device health changes (invalidates cached profile use).
 	healthGen uint64
-	cycleNo   uint64 // numbers cycles, for per-cycle caches
+	// arrays holds the job arrays by array job ID; maxArray bounds indices.
+	arrays   map[JobID]*array
+	maxArray int
+	cycleNo  uint64 // numbers cycles, for per-cycle caches
 
 	// scratch sets reused by Schedule
 	avail, cand, fit topology.NodeSet
@@ -119,6 +122,8 @@ func New(cfg Config) (*Scheduler, error) {
 		running:    btree.NewG(32, deadlineLess),
 		nextID:     max(cfg.FirstJobID, 1),
 		shapes:     make(map[string]*shape),
+		arrays:     make(map[JobID]*array),
+		maxArray:   max(cfg.MaxArraySize, 0),
 	}
 	n := len(cfg.Nodes)
 	s.usable = topology.FullNodeSet(n)
@@ -307,34 +312,93 @@ func (s *Scheduler) tick(now time.Time) error {
 // of its partition could ever satisfy is rejected with an error naming the
 // field, and nothing changes.
 func (s *Scheduler) Submit(now time.Time, spec JobSpec) (JobID, error) {
-	if err := s.tick(now); err != nil {
-		return 0, err
-	}
-	j, err := s.newJob(spec)
+	ids, err := s.submit(now, spec, nil, 0)
 	if err != nil {
 		return 0, err
 	}
-	if err := s.admitPolicy(j); err != nil {
-		return 0, err
+	return ids[0], nil
+}
+
+// DefaultMaxArraySize is Slurm's MaxArraySize default: array indices must
+// be below it.
+const DefaultMaxArraySize = policy.DefaultMaxArraySize
+
+// SubmitArray submits a job array, sbatch --array: array is the index
+// list ("0-15", "1,3,5-9", "0-31:2"), optionally with a "%N" throttle
+// ("0-15%4": at most 4 tasks run at once; the others pend with
+// JobArrayTaskLimit). Every task is a job of its own, with consecutive
+// IDs; ArrayJobID is the first task's ID. The whole array is accepted or
+// rejected (submit limits count every task).
+func (s *Scheduler) SubmitArray(now time.Time, spec JobSpec, array string) ([]JobID, error) {
+	a, err := policy.ParseArray(array, s.maxArray)
+	if err != nil {
+		return nil, fmt.Errorf("%w: array %q: %w", ErrInvalidJob, array, err)
 	}
-	j.ID = s.nextID
-	j.SubmitTime = now
-	j.State = JobPending
-	if s.prio != nil {
-		if err := s.computePriority(now, j); err != nil {
-			return 0, fmt.Errorf("%w: %w", ErrInvalidJob, err)
+	return s.submit(now, spec, a.Indices(), a.Throttle)
+}
+
+// submit queues one job (indices nil) or one job per array index.
+func (s *Scheduler) submit(now time.Time, spec JobSpec, indices []int, throttle int) ([]JobID, error) {
+	if err := s.tick(now); err != nil {
+		return nil, err
+	}
+	j0, err := s.newJob(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.admitPolicy(j0, max(len(indices), 1)); err != nil {
+		return nil, err
+	}
+	n := max(len(indices), 1)
+	jobs := make([]*job, n)
+	for k := range jobs {
+		j := j0
+		if k > 0 {
+			c := *j0
+			j = &c
 		}
+		j.ID = s.nextID + JobID(k)
+		j.SubmitTime = now
+		j.State = JobPending
+		if indices != nil {
+			j.ArrayJobID = s.nextID
+			j.ArrayTaskID = indices[k]
+		}
+		if s.prio != nil {
+			if err := s.computePriority(now, j); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrInvalidJob, err)
+			}
+		}
+		jobs[k] = j
 	}
 	if s.pol != nil {
-		if err := s.pol.usage.AddJob(policy.JobID(j.ID), j.subject); err != nil {
-			return 0, fmt.Errorf("%w: %w", ErrInvalidJob, err)
+		for k, j := range jobs {
+			if err := s.pol.usage.AddJob(policy.JobID(j.ID), j.subject); err != nil {
+				for _, done := range jobs[:k] {
+					_ = s.pol.usage.RemoveJob(policy.JobID(done.ID))
+				}
+				return nil, fmt.Errorf("%w: %w", ErrInvalidJob, err)
+			}
 		}
 	}
-	s.nextID++
-	s.jobs[j.ID] = j
-	s.pending.ReplaceOrInsert(j)
+	if indices != nil {
+		s.arrays[s.nextID] = &array{throttle: throttle}
+	}
+	ids := make([]JobID, n)
+	for k, j := range jobs {
+		s.jobs[j.ID] = j
+		s.pending.ReplaceOrInsert(j)
+		ids[k] = j.ID
+	}
+	s.nextID += JobID(n)
 	s.last = now
-	return j.ID, nil
+	return ids, nil
+}
+
+// array is the scheduler's state of a job array: its throttle and how
+// many of its tasks run.
+type array struct {
+	throttle, running int
 }
 
 // newJob validates spec and derives the per-node request.
@@ -367,6 +431,10 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		return nil, fmt.Errorf("%w: MemPerGPUMiB %d out of range", ErrInvalidJob, spec.MemPerGPUMiB)
 	case spec.MemPerGPUMiB > 0 && spec.MemPerNodeMiB > 0:
 		return nil, fmt.Errorf("%w: MemPerGPUMiB and MemPerNodeMiB are mutually exclusive (--mem-per-gpu, --mem)", ErrInvalidJob)
+	case spec.GPUsPerSocket < 0 || spec.GPUsPerSocket > 1<<10 || spec.SocketsPerNode < 0 || spec.SocketsPerNode > 64:
+		return nil, fmt.Errorf("%w: GPUsPerSocket %d / SocketsPerNode %d out of range", ErrInvalidJob, spec.GPUsPerSocket, spec.SocketsPerNode)
+	case spec.GPUsPerSocket == 0 && spec.SocketsPerNode > 0:
+		return nil, fmt.Errorf("%w: SocketsPerNode needs GPUsPerSocket", ErrInvalidJob)
 	case spec.CheckpointInterval < 0:
 		return nil, fmt.Errorf("%w: CheckpointInterval %v is negative", ErrInvalidJob, spec.CheckpointInterval)
 	case spec.CPUsPerGPU < 0 || spec.CPUsPerGPU > 1<<16:
@@ -409,6 +477,12 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 			j.TimeLimit = unlimitedPlanTime
 		}
 	}
+	if s.pol != nil {
+		if pp, ok := s.pol.p.Partition(p.cfg.Name); ok && pp.WholeNodes(spec.Exclusive) {
+			spec.Exclusive = true // OverSubscribe=EXCLUSIVE
+			j.Spec.Exclusive = true
+		}
+	}
 	devReq, err := mergeDeviceRequests(spec, int64(nodes), tpn)
 	if err != nil {
 		return nil, err
@@ -425,12 +499,23 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 	}
 	v := s.reg.NewVector()
 	v[gres.CPU] = max(tpn*cpt, gpus*int64(spec.CPUsPerGPU))
+	var defMemGPU int64
+	if s.pol != nil && spec.CPUsPerGPU == 0 {
+		if pp, ok := s.pol.p.Partition(p.cfg.Name); ok {
+			// The partition's DefCpuPerGPU / DefMemPerGPU.
+			c, m := pp.GPUDefaults(gpus)
+			v[gres.CPU] = max(v[gres.CPU], c)
+			defMemGPU = m
+		}
+	}
 	if v[gres.CPU] > gres.MaxCount {
 		return nil, fmt.Errorf("%w: %d CPUs per node overflows", ErrInvalidJob, v[gres.CPU])
 	}
 	v[gres.Mem] = spec.MemPerNodeMiB
 	if spec.MemPerGPUMiB > 0 {
 		v[gres.Mem] = gpus * spec.MemPerGPUMiB
+	} else if v[gres.Mem] == 0 {
+		v[gres.Mem] = defMemGPU
 	}
 	if v[gres.Mem] == 0 && p.cfg.DefMemPerCPU > 0 {
 		if p.cfg.DefMemPerCPU > gres.MaxCount/v[gres.CPU] {
@@ -512,6 +597,12 @@ func mergeDeviceRequests(spec JobSpec, nodes, tpn int64) ([]gres.Request, error)
 	}
 	for _, r := range spec.GRESPerJob {
 		if err := add(r, 1, nodes, "GRESPerJob"); err != nil {
+			return nil, err
+		}
+	}
+	if spec.GPUsPerSocket > 0 {
+		per := gres.Request{Name: "gpu", Count: int64(spec.GPUsPerSocket) * int64(max(spec.SocketsPerNode, 1))}
+		if err := add(per, 1, 1, "GPUsPerSocket"); err != nil {
 			return nil, err
 		}
 	}
@@ -640,6 +731,9 @@ func (s *Scheduler) release(j *job) {
 		}
 		n.removeJob(j.ID)
 	}
+	if a := s.arrays[j.ArrayJobID]; a != nil {
+		a.running--
+	}
 	s.running.Delete(j)
 }
 
@@ -663,7 +757,7 @@ func (s *Scheduler) snapshot(j *job) Job {
 		out.PlannedNodes = nil
 	}
 	out.PerNode = j.perNode.Clone()
-	out.Alloc = Allocation{Nodes: make([]NodeAlloc, len(j.Alloc.Nodes)), Quality: j.Alloc.Quality}
+	out.Alloc = Allocation{Nodes: make([]NodeAlloc, len(j.Alloc.Nodes)), Quality: j.Alloc.Quality, Billing: j.Alloc.Billing}
 	for i, na := range j.Alloc.Nodes {
 		na.CPUs = slices.Clone(na.CPUs)
 		na.Devices = slices.Clone(na.Devices)

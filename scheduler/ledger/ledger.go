@@ -220,6 +220,9 @@ func (r *Recorder) record(j scheduler.Job) accounting.JobRecord {
 	}
 	if len(j.Alloc.Nodes) > 0 {
 		rec.AllocTRES = accounting.TRESFromVector(reg, j.Alloc.Total())
+		if b := int64(j.Alloc.Billing); b > 0 {
+			rec.AllocTRES["billing"] = b
+		}
 		names := j.Alloc.NodeNames()
 		rec.NodeList, _ = topology.CompressHostlist(names)
 		for _, na := range j.Alloc.Nodes {
