@@ -45,7 +45,6 @@ func standardPolicy(c *scheduler.Config) error {
 			{Name: "low", Priority: 10, Limits: policy.QOSLimits{MaxTRESPerUser: lim("gres/gpu=16")}},
 			{Name: "standby", Limits: policy.QOSLimits{MaxTRESPerUser: lim("gres/gpu=128")}},
 		},
-		Partitions: []policy.Partition{{Name: "batch"}, {Name: "h100"}, {Name: "gb200"}},
 	}
 	return nil
 }

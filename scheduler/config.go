@@ -70,9 +70,10 @@ type Config struct {
 	// against a registry: build it with NewRegistry(cfg.Nodes), parse the
 	// limits with it, and pass it here. Register nothing in it after New.
 	Registry *gres.Registry
-	// Policy holds QOS, associations with their limits, partition access
-	// rules and preemption settings (package policy). Nil checks no
-	// limits: any user, account and QOS may run.
+	// Policy holds QOS, associations with their limits and preemption
+	// settings (package policy); partition policy is set on Partitions.
+	// Nil (with no partition policy either) checks no limits: any user,
+	// account and QOS may run.
 	Policy *policy.Config
 }
 
@@ -157,6 +158,55 @@ type PartitionConfig struct {
 	// DefMemPerCPU is the memory (MiB) given per allocated CPU to jobs that
 	// request no memory. Zero means such jobs request no memory.
 	DefMemPerCPU int64
+
+	// The fields below are the partition's policy, with the meaning of
+	// policy.Partition (where each is documented): access lists, the
+	// partition QOS, per-GPU defaults, node sharing, billing and
+	// preemption. Setting any of them turns on policy checks (as a
+	// non-nil Config.Policy does). They are the one place partition policy
+	// is configured: Config.Policy.Partitions must stay empty.
+
+	// QOS is the partition QOS.
+	QOS string
+	// AllowAccounts, DenyAccounts, AllowQOS and DenyQOS say who may run here.
+	AllowAccounts, DenyAccounts, AllowQOS, DenyQOS []string
+	// MaxCPUsPerNode caps the CPUs one job may use on a node.
+	MaxCPUsPerNode int
+	// DefMemPerGPU (MiB) and DefCPUPerGPU are given per GPU to jobs that
+	// ask for GPUs but no memory or CPUs per GPU.
+	DefMemPerGPU int64
+	DefCPUPerGPU int
+	// OverSubscribe is the node-sharing mode (EXCLUSIVE: whole nodes).
+	OverSubscribe      policy.OverSubscribe
+	OverSubscribeCount int
+	// TRESBillingWeights weighs a job's TRES into its billing
+	// ("CPU=1.0,Mem=0.25G,GRES/gpu=2.0"); empty bills the CPU count.
+	TRESBillingWeights string
+	// PreemptMode and GraceTime apply to this partition's jobs under
+	// preempt/partition_prio.
+	PreemptMode policy.PreemptMode
+	GraceTime   time.Duration
+	// ReqResv: jobs of this partition must name a reservation.
+	ReqResv bool
+}
+
+// hasPolicy reports whether any policy field of the partition is set.
+func (p *PartitionConfig) hasPolicy() bool {
+	return p.QOS != "" || len(p.AllowAccounts)+len(p.DenyAccounts)+len(p.AllowQOS)+len(p.DenyQOS) > 0 ||
+		p.MaxCPUsPerNode != 0 || p.DefMemPerGPU != 0 || p.DefCPUPerGPU != 0 || p.OverSubscribe != 0 ||
+		p.OverSubscribeCount != 0 || p.TRESBillingWeights != "" || p.PreemptMode != 0 || p.GraceTime != 0 || p.ReqResv
+}
+
+// policyPartition is the partition as the policy package sees it.
+func (p *PartitionConfig) policyPartition() policy.Partition {
+	return policy.Partition{
+		Name: p.Name, QOS: p.QOS, AllowAccounts: p.AllowAccounts, DenyAccounts: p.DenyAccounts,
+		AllowQOS: p.AllowQOS, DenyQOS: p.DenyQOS, MaxTime: p.MaxTime, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes,
+		MaxCPUsPerNode: p.MaxCPUsPerNode, DefMemPerGPU: p.DefMemPerGPU, DefCPUPerGPU: p.DefCPUPerGPU,
+		OverSubscribe: p.OverSubscribe, OverSubscribeCount: p.OverSubscribeCount,
+		TRESBillingWeights: p.TRESBillingWeights, PriorityTier: p.PriorityTier,
+		PreemptMode: p.PreemptMode, GraceTime: p.GraceTime, ReqResv: p.ReqResv,
+	}
 }
 
 // Limits on sizes accepted from callers, so that nothing overflows.

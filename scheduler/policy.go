@@ -28,7 +28,13 @@ type polState struct {
 // in the backfill plan, far above any job ID.
 const resvIDBase = 1 << 62
 
-func (s *Scheduler) initPolicy(cfg policy.Config) error {
+func (s *Scheduler) initPolicy(cfg policy.Config, parts []PartitionConfig) error {
+	if len(cfg.Partitions) != 0 {
+		return fmt.Errorf("%w: policy: set partition policy on Config.Partitions, not Config.Policy.Partitions", ErrInvalidConfig)
+	}
+	for i := range parts {
+		cfg.Partitions = append(cfg.Partitions, parts[i].policyPartition())
+	}
 	p, err := policy.New(s.reg, cfg)
 	if err != nil {
 		return fmt.Errorf("%w: policy: %w", ErrInvalidConfig, err)
@@ -42,11 +48,6 @@ func (s *Scheduler) initPolicy(cfg policy.Config) error {
 	}
 	if suspend {
 		return fmt.Errorf("%w: policy: PreemptMode SUSPEND is not supported by the scheduler (use CANCEL or REQUEUE)", ErrInvalidConfig)
-	}
-	for _, pp := range cfg.Partitions {
-		if _, ok := s.partByName[pp.Name]; !ok {
-			return fmt.Errorf("%w: policy: partition %q is not a configured partition", ErrInvalidConfig, pp.Name)
-		}
 	}
 	s.pol = &polState{
 		p: p, usage: p.NewUsage(), resv: policy.NewReservations(len(s.nodes)),

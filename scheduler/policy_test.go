@@ -32,14 +32,11 @@ func newPolicyMixed(t *testing.T) *scheduler.Scheduler {
 	strict := perUser
 	strict.MaxTRESPerJob = lim("gres/gpu=4")
 	cfg.Registry = reg
+	cfg.Partitions[1].AllowAccounts = []string{"physics"}
 	cfg.Policy = &policy.Config{
 		QOS: []policy.QOS{
 			{Name: "normal", Limits: perUser},
 			{Name: "strict", Limits: strict, Flags: policy.QOSDenyOnLimit},
-		},
-		Partitions: []policy.Partition{
-			{Name: "gpu"},
-			{Name: "h100", AllowAccounts: []string{"physics"}},
 		},
 		Assocs: []policy.Assoc{
 			{Account: "physics", Limits: policy.AssocLimits{Limits: policy.Limits{GrpTRES: lim("gres/gpu=12")}}},
@@ -207,10 +204,10 @@ func TestPartitionPolicyDefaults(t *testing.T) {
 	reg, err := scheduler.NewRegistry(cfg.Nodes)
 	require.NoError(t, err)
 	cfg.Registry = reg
-	cfg.Policy = &policy.Config{Partitions: []policy.Partition{
-		{Name: "gpu", DefCPUPerGPU: 12, DefMemPerGPU: 100 * clustertest.GiB, TRESBillingWeights: "CPU=1.0,GRES/gpu=10.0"},
-		{Name: "h100", OverSubscribe: policy.OverSubscribeExclusive},
-	}}
+	cfg.Partitions[0].DefCPUPerGPU = 12
+	cfg.Partitions[0].DefMemPerGPU = 100 * clustertest.GiB
+	cfg.Partitions[0].TRESBillingWeights = "CPU=1.0,GRES/gpu=10.0"
+	cfg.Partitions[1].OverSubscribe = policy.OverSubscribeExclusive
 	s, err := scheduler.New(cfg)
 	require.NoError(t, err)
 	a := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(2)})

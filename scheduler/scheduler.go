@@ -189,8 +189,14 @@ func New(cfg Config) (*Scheduler, error) {
 			s.defPart = i
 		}
 	}
-	if cfg.Policy != nil {
-		if err := s.initPolicy(*cfg.Policy); err != nil {
+	polCfg := cfg.Policy
+	for i := range cfg.Partitions {
+		if polCfg == nil && cfg.Partitions[i].hasPolicy() {
+			polCfg = &policy.Config{}
+		}
+	}
+	if polCfg != nil {
+		if err := s.initPolicy(*polCfg, cfg.Partitions); err != nil {
 			return nil, err
 		}
 	}
