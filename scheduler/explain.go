@@ -1,0 +1,1930 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/priority"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// ErrInvalidExplain reports ExplainOptions out of range.
+var ErrInvalidExplain = errors.New("invalid explain options")
+
+// DefaultDecayHalfLife is the usage half-life the fair-share
+// counterfactual assumes when ExplainOptions.DecayHalfLife is zero
+// (Slurm's PriorityDecayHalfLife default).
+const DefaultDecayHalfLife = 7 * 24 * time.Hour
+
+// ExplainOptions tunes Explain. The zero value explains without
+// counterfactuals, range or audit records.
+type ExplainOptions struct {
+	// Counterfactuals asks for the verified what-ifs: a shorter time
+	// limit, fewer GPUs, another partition, another GPU type, and — with
+	// fair-share — the rank after the account's usage decays. Each is
+	// checked by re-planning on a copy of the plan (a handful of
+	// earliest-fit searches per question).
+	Counterfactuals bool
+	// RuntimeFraction is the fraction of their time limit jobs actually
+	// run, from history (the ledger: median run time / time limit), in
+	// (0, 1]. When set, the estimate gets a lower end: the start if the
+	// running jobs, and the higher-priority jobs planned before this one,
+	// end at that fraction of their limits. Zero leaves it out.
+	RuntimeFraction float64
+	// DecayHalfLife is PriorityDecayHalfLife for the fair-share
+	// counterfactual; zero means DefaultDecayHalfLife.
+	DecayHalfLife time.Duration
+	// Records supplies audit records for running and finished jobs (from
+	// the ledger, or kept by the caller). Without it, Explain describes a
+	// start from the job's own state, without the jobs it passed.
+	Records DecisionSource
+	// MaxListed bounds the jobs listed in each list (jobs ahead, running
+	// jobs waited for); zero means 5.
+	MaxListed int
+}
+
+// Bounds on the work of one explanation.
+const (
+	// maxAheadPlanned bounds the jobs an on-demand plan (no backfill plan
+	// to read) places before the explained job.
+	maxAheadPlanned = 2000
+	// onDemandHorizon is how far ahead a strict on-demand plan blocks
+	// advance reservation windows.
+	onDemandHorizon = 7 * 24 * time.Hour
+	// maxShortened bounds the running jobs the range shortens (the first
+	// to reach their deadlines).
+	maxShortened = 128
+	// maxReplanned bounds the higher-priority reservations the range
+	// re-plans (the first in queue order).
+	maxReplanned = 16
+	// maxPartitionTries and maxTypeTries bound those counterfactuals.
+	maxPartitionTries = 4
+	maxTypeTries      = 3
+)
+
+// BlockerKind classifies what keeps a job pending.
+type BlockerKind uint8
+
+// Blocker kinds, in the order Explain lists them.
+const (
+	// BlockerPartition: the partition's state or limits (MaxTime,
+	// MinNodes/MaxNodes).
+	BlockerPartition BlockerKind = iota
+	// BlockerBeginTime: the job's begin time is in the future.
+	BlockerBeginTime
+	// BlockerNodes: too few nodes able to hold the job are up.
+	BlockerNodes
+	// BlockerLimit: an accounting-policy limit (QOS, association).
+	BlockerLimit
+	// BlockerReservation: an advance reservation.
+	BlockerReservation
+	// BlockerDependency: a job dependency.
+	BlockerDependency
+	// BlockerResources: too few nodes have the per-node request free now.
+	BlockerResources
+	// BlockerTopology: enough nodes fit, but no placement meets the job's
+	// topology constraints (--switches, --segment, NVLink domain).
+	BlockerTopology
+	// BlockerQueue: higher-priority jobs ahead hold the resources in the
+	// plan, or the head of the partition's queue is blocked.
+	BlockerQueue
+)
+
+var blockerKindNames = [...]string{"partition", "begin-time", "nodes", "limit", "reservation", "dependency",
+	"resources", "topology", "queue"}
+
+// String names the kind.
+func (k BlockerKind) String() string {
+	if int(k) < len(blockerKindNames) {
+		return blockerKindNames[k]
+	}
+	return fmt.Sprintf("BlockerKind(%d)", uint8(k))
+}
+
+// Blocker is one thing that keeps a pending job from starting now, with
+// its evidence.
+type Blocker struct {
+	Kind BlockerKind
+	// Reason is the Slurm reason this blocker alone would show.
+	Reason policy.Reason
+	// Detail is the evidence in words for partition, begin-time and node
+	// blockers.
+	Detail string
+	// Policy is the policy package's blocker (limit name, level, value,
+	// usage, this job's addition; reservation; dependency).
+	Policy *policy.Blocker
+	// Need is the resource evidence of resources and topology blockers.
+	Need *ResourceNeed
+	// Ahead lists, for a queue blocker, the higher-priority jobs holding
+	// the plan's resources before this job's expected start (at most
+	// MaxListed); AheadTotal counts them all. Head is the first job of
+	// the partition's queue when it blocks the partition (strict order).
+	Ahead      []AheadJob
+	AheadTotal int
+	Head       *AheadJob
+	// Nodes lists the nodes able to hold the job that are not up (nodes
+	// blocker).
+	Nodes []string
+
+	maxTime time.Duration // the partition's MaxTime, for a time-limit blocker
+}
+
+// ResourceNeed is what a job needs now against what the cluster has free.
+type ResourceNeed struct {
+	// Nodes is the node count needed; PerNode the per-node request
+	// (formatted TRES), or whole nodes when Exclusive.
+	Nodes     int
+	PerNode   string
+	Exclusive bool
+	// Constraint is the topology constraint in words ("on one leaf
+	// switch"), empty when none.
+	Constraint string
+	// FitNow counts the up nodes of the job's partition that can take the
+	// per-node request now; Placeable is how many of them one placement
+	// under the constraint can use (FitNow without a constraint).
+	FitNow, Placeable int
+	// Deficits lists, per requested resource, how many nodes have that
+	// much free now; only resources that fewer than Nodes nodes have are
+	// listed.
+	Deficits []Deficit
+}
+
+// idleNode is the Deficit.TRES of whole-node requests: how many nodes
+// are idle.
+const idleNode = "idle node"
+
+// Deficit is one short resource dimension ("idle node" for a whole-node
+// request: Nodes counts the idle nodes).
+type Deficit struct {
+	TRES    string
+	PerNode int64
+	// Nodes is how many allowed nodes have PerNode of it free now.
+	Nodes int
+}
+
+// AheadJob is a higher-priority job that holds resources in the plan.
+type AheadJob struct {
+	Job       JobID
+	Priority  uint32
+	Partition string
+	Reason    policy.Reason
+	// Start is its planned start (zero without an estimate) and Nodes
+	// its planned node count.
+	Start time.Time
+	Nodes int
+}
+
+// EstimateSource says where an expected start comes from.
+type EstimateSource uint8
+
+// Estimate sources.
+const (
+	// EstimateNone: no estimate (the job never fits, or too much is
+	// queued ahead for an on-demand plan).
+	EstimateNone EstimateSource = iota
+	// EstimateReserved: the backfill plan holds a reservation for the job;
+	// no lower-priority job may delay it.
+	EstimateReserved
+	// EstimateEstimated: the backfill plan's estimate without a
+	// reservation (EASY beyond its k, bf_min_prio_reserve …): later
+	// backfill may delay it.
+	EstimateEstimated
+	// EstimateOutsidePlan: the last plan gave the job no start (beyond
+	// bf_window, not tested under bf_max_job_test, or submitted since);
+	// the start shown is the earliest the plan leaves it, searched
+	// without the window.
+	EstimateOutsidePlan
+	// EstimateOnDemand: no plan to read (no backfill configured, or no
+	// cycle yet): a plan was built on demand from the current state, with
+	// the jobs ahead in queue order.
+	EstimateOnDemand
+)
+
+var estimateSourceNames = [...]string{"none", "reserved", "estimated", "outside-plan", "on-demand"}
+
+// String names the source.
+func (e EstimateSource) String() string {
+	if int(e) < len(estimateSourceNames) {
+		return estimateSourceNames[e]
+	}
+	return fmt.Sprintf("EstimateSource(%d)", uint8(e))
+}
+
+// Estimate is when and where a pending job is expected to start.
+type Estimate struct {
+	Source EstimateSource
+	// PlanTime is when the plan was made (the last cycle, or now for an
+	// on-demand plan).
+	PlanTime time.Time
+	Start    time.Time
+	Nodes    []string
+	// WaitsFor lists the running jobs on its planned nodes that end by
+	// Start (at most MaxListed, soonest first); WaitsForTotal counts them.
+	WaitsFor      []RunningEnd
+	WaitsForTotal int
+	// Earliest is the lower end of the range when ExplainOptions asked
+	// for one (RuntimeFraction); zero otherwise. EarliestPartial is set
+	// when the work bounds cut the re-plan short, so the true lower end
+	// may be earlier still.
+	Earliest        time.Time
+	Fraction        float64
+	EarliestPartial bool
+	// Note says why there is no estimate.
+	Note string
+}
+
+// RunningEnd is a running job and when it ends at the latest.
+type RunningEnd struct {
+	Job JobID
+	End time.Time
+}
+
+// CounterfactualKind says what a counterfactual changes.
+type CounterfactualKind uint8
+
+// Counterfactual kinds.
+const (
+	// CounterTimeLimit: the largest time limit with which the job starts now.
+	CounterTimeLimit CounterfactualKind = iota
+	// CounterGPUs: fewer GPUs per node.
+	CounterGPUs
+	// CounterPartition: another partition.
+	CounterPartition
+	// CounterGPUType: another GPU type.
+	CounterGPUType
+	// CounterFairShare: the job's rank after its account's usage decays.
+	CounterFairShare
+)
+
+var counterKindNames = [...]string{"time-limit", "gpus", "partition", "gpu-type", "fair-share"}
+
+// String names the kind.
+func (k CounterfactualKind) String() string {
+	if int(k) < len(counterKindNames) {
+		return counterKindNames[k]
+	}
+	return fmt.Sprintf("CounterfactualKind(%d)", uint8(k))
+}
+
+// Counterfactual is one verified what-if: a change to the job (or to its
+// account's usage) and its effect, computed by re-planning on a copy of
+// the plan, not guessed. Changes to the job assume it is updated in place
+// and keeps its place in the queue; starts are those the plan gives with
+// running jobs taking their full time limits, so a start "now" is what
+// the next backfill pass does, and a later start is an upper bound under
+// conservative backfill (an estimate under EASY).
+type Counterfactual struct {
+	Kind CounterfactualKind
+	// Spec is the changed request (not for CounterFairShare).
+	Spec JobSpec
+	// TimeLimit, GPUs (per node), Partition and GPUType hold the changed
+	// value of their kind.
+	TimeLimit time.Duration
+	GPUs      int64
+	Partition string
+	GPUType   string
+	// Start is the verified start, Now whether it is immediate, and
+	// Nodes the planned nodes.
+	Start time.Time
+	Now   bool
+	Nodes []string
+	// Was is the start it improves on (zero: none before).
+	Was time.Time
+	// Fair-share: the account, the time by which its usage has decayed
+	// (one half-life), the job's priority and rank in its partition then,
+	// and its rank now (RankWas).
+	Account  string
+	At       time.Time
+	Priority uint32
+	Rank     int
+	RankWas  int
+}
+
+// StartInfo says how a running or finished job started.
+type StartInfo struct {
+	Time time.Time
+	Kind DecisionKind
+	// Nodes and GPUs of the allocation.
+	Nodes []string
+	GPUs  []NodeGPUs
+	// Priority and Factors at the decision (Factors nil without
+	// multifactor priority).
+	Priority uint32
+	Factors  *Factors
+	// QueuePos, Overtook, OvertookMore and Preempted (the running jobs
+	// preempted for it) come from the audit record (zero and nil without
+	// one).
+	QueuePos      int
+	Overtook      []Overtaken
+	OvertookMore  bool
+	Preempted     []JobID
+	PolicyVersion string
+	// FromRecord reports whether an audit record was found; otherwise the
+	// job's own state was read.
+	FromRecord bool
+}
+
+// Explanation is Explain's answer: typed data, with String for people.
+type Explanation struct {
+	Job                            JobID
+	Name, User, Account, Partition string
+	State                          JobState
+	Now                            time.Time
+	// Reason is the Slurm reason code from the last cycle (pending), or
+	// why the job ended.
+	Reason policy.Reason
+	// Priority is the job's priority and Breakdown its multifactor
+	// breakdown (nil under FCFS). Rank is its 1-based position among the
+	// pending jobs of its partition, QueuePos among all pending jobs (in
+	// queue order: tier, priority, submit time, ID), of Pending.
+	Priority  uint32
+	Breakdown *priority.Breakdown
+	Rank      int
+	QueuePos  int
+	Pending   int
+	// Blockers lists every blocker that applies to a pending job.
+	Blockers []Blocker
+	// Estimate is a pending job's expected start.
+	Estimate *Estimate
+	// Counterfactuals are the verified what-ifs (ExplainOptions).
+	Counterfactuals []Counterfactual
+	// Start explains a running or finished job's start; EndTime and
+	// ExitCode a finished job's end.
+	Start    *StartInfo
+	EndTime  time.Time
+	ExitCode int
+}
+
+// Explain says why job id is where it is, as of now. For a pending job:
+// its Slurm reason and every blocker that applies with its evidence, its
+// priority breakdown and rank in its partition, its expected start and
+// planned nodes from the same plan backfill uses (with the running jobs
+// whose ends it waits for), an optional range under historical run
+// times, and optional counterfactuals, each verified by re-planning. For
+// a running or finished job: how and when it started, from the audit
+// records when given.
+//
+// The plan read is the last cycle's (its backfill profile, with the
+// running jobs and the reservations it booked); events since that cycle
+// are not in it. Without backfill, or before the first cycle, a plan is
+// built on demand from the current state: with backfill configured, by
+// running the planner over the jobs ahead; without, in strict queue order
+// (a job does not start before any job ahead in a partition sharing its
+// nodes, as the main pass's partition blocking requires), at most
+// maxAheadPlanned jobs ahead. Explain changes nothing: what-ifs run on a
+// copy of the plan.
+func (s *Scheduler) Explain(now time.Time, id JobID, opts ExplainOptions) (Explanation, error) {
+	if err := s.tick(now); err != nil {
+		return Explanation{}, err
+	}
+	switch {
+	case math.IsNaN(opts.RuntimeFraction) || opts.RuntimeFraction < 0 || opts.RuntimeFraction > 1:
+		return Explanation{}, fmt.Errorf("%w: RuntimeFraction %v, want [0, 1]", ErrInvalidExplain, opts.RuntimeFraction)
+	case opts.DecayHalfLife < 0:
+		return Explanation{}, fmt.Errorf("%w: DecayHalfLife %v is negative", ErrInvalidExplain, opts.DecayHalfLife)
+	case opts.MaxListed < 0:
+		return Explanation{}, fmt.Errorf("%w: MaxListed %d is negative", ErrInvalidExplain, opts.MaxListed)
+	}
+	if opts.MaxListed == 0 {
+		opts.MaxListed = 5
+	}
+	if opts.DecayHalfLife == 0 {
+		opts.DecayHalfLife = DefaultDecayHalfLife
+	}
+	j, ok := s.jobs[id]
+	if !ok {
+		return Explanation{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
+	}
+	ex := Explanation{
+		Job: j.ID, Name: j.Spec.Name, User: j.Spec.User, Account: j.Spec.Account, Partition: j.Partition,
+		State: j.State, Now: now, Reason: j.Reason, Priority: j.Priority,
+	}
+	if s.prio != nil {
+		b := j.breakdown
+		b.TRES = slices.Clone(b.TRES)
+		ex.Breakdown = &b
+	}
+	if j.State != JobPending {
+		if err := s.explainStarted(j, &opts, &ex); err != nil {
+			return Explanation{}, err
+		}
+		return ex, nil
+	}
+	if err := s.explainPending(now, j, &opts, &ex); err != nil {
+		return Explanation{}, err
+	}
+	return ex, nil
+}
+
+// explainStarted fills the start (and end) of a job that left the queue.
+func (s *Scheduler) explainStarted(j *job, opts *ExplainOptions, ex *Explanation) error {
+	if j.State.Finished() {
+		ex.EndTime, ex.ExitCode = j.EndTime, j.ExitCode
+	}
+	if j.StartTime.IsZero() {
+		return nil // cancelled while pending
+	}
+	st := &StartInfo{Time: j.StartTime, Kind: DecisionStart, Priority: j.Priority}
+	if j.Backfilled {
+		st.Kind = DecisionBackfillStart
+	}
+	rec := s.recordOf(j, st.Kind, j.StartTime, "")
+	st.Nodes, st.GPUs, st.Factors = rec.Nodes, rec.GPUs, rec.Factors
+	if opts.Records != nil {
+		recs, err := opts.Records.JobDecisions(j.ID)
+		if err != nil {
+			return fmt.Errorf("scheduler: explain job %d: audit records: %w", j.ID, err)
+		}
+		// The record of this run: the latest start at or before its start
+		// time (records keep whole seconds).
+		var best *Decision
+		for k := range recs {
+			d := &recs[k]
+			if d.Kind.IsStart() && !d.Time.After(j.StartTime) && (best == nil || !d.Time.Before(best.Time)) {
+				best = d
+			}
+		}
+		if best != nil {
+			st.Time, st.Kind, st.Priority, st.Factors = best.Time, best.Kind, best.Priority, best.Factors
+			st.Nodes, st.GPUs = best.Nodes, best.GPUs
+			st.QueuePos, st.Overtook, st.OvertookMore, st.Preempted = best.QueuePos, best.Overtook, best.OvertookMore, best.Preempted
+			st.PolicyVersion, st.FromRecord = best.PolicyVersion, true
+		}
+	}
+	ex.Start = st
+	return nil
+}
+
+// explainPending fills everything Explain says about a pending job.
+func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, ex *Explanation) error {
+	allowed := s.jobAllowed(j)
+	ctx, err := s.planContext(now, j)
+	if err != nil {
+		return err
+	}
+
+	est := s.estimate(now, j, ctx, allowed, opts)
+	ex.Estimate = est
+
+	// One walk of the queue up to the job: its position and rank, the
+	// head of its partition, and the higher-priority jobs holding a
+	// reservation on nodes it could use before its expected start. Each
+	// job ahead is read once (at the standard scale this walk is most of
+	// Explain's cost: the reads are cache misses).
+	var cands []*job
+	var head *job
+	ex.Pending = s.pending.Len()
+	// Under EASY only the first Reservations jobs that could not start
+	// hold one: once they are found, no later job needs the lookup. Under
+	// conservative backfill without the knobs that deny reservations,
+	// every job with an expected start holds one.
+	resvLeft, allReserved := -1, false
+	if !ctx.onDemand && s.bf != nil {
+		switch c := s.bf.planner.Config(); {
+		case c.Mode == backfill.EASY:
+			resvLeft = c.Reservations
+		case c.MinPrioReserve == 0 && c.MinAgeReserve == 0 && c.JobPartCountReserve == 0:
+			allReserved = true
+		}
+	}
+	s.pending.Ascend(func(x *job) bool {
+		ex.QueuePos++
+		if x == j {
+			return false
+		}
+		if x.part == j.part {
+			ex.Rank++
+			if head == nil && (x.Reason == policy.ReasonResources || x.Reason == policy.ReasonPriority) {
+				head = x
+			}
+		}
+		if ctx.prof != nil && resvLeft != 0 {
+			// Only reservations hold resources in the plan (an EASY
+			// estimate without one does not).
+			start, nodes := ctx.plannedOf(x)
+			switch {
+			case len(nodes) == 0:
+			case resvLeft > 0:
+				if ctx.prof.Has(backfill.JobID(x.ID)) {
+					resvLeft--
+					if (est.Start.IsZero() || start.Before(est.Start)) && anyIn(nodes, allowed) {
+						cands = append(cands, x)
+					}
+				}
+			case (est.Start.IsZero() || start.Before(est.Start)) && anyIn(nodes, allowed) &&
+				(allReserved || ctx.prof.Has(backfill.JobID(x.ID))):
+				cands = append(cands, x)
+			}
+		}
+		return true
+	})
+	ex.Rank++
+
+	ex.Blockers = s.staticBlockers(now, j, allowed)
+	need, fit, short, topo := s.resourceNeed(now, j, allowed)
+	if b, ok := s.reservationBlocker(now, j, allowed, fit); ok {
+		ex.Blockers = append(ex.Blockers, b)
+	}
+	if short && allowed.Count() >= j.nodes { // else the nodes blocker says it
+		ex.Blockers = append(ex.Blockers, Blocker{Kind: BlockerResources, Reason: policy.ReasonResources, Need: need})
+	} else if topo {
+		ex.Blockers = append(ex.Blockers, Blocker{Kind: BlockerTopology, Reason: policy.ReasonResources, Need: need})
+	}
+
+	// Jobs ahead holding the plan's resources before the job's start.
+	qb := Blocker{Kind: BlockerQueue, Reason: policy.ReasonPriority}
+	for _, x := range cands {
+		start, nodes := ctx.plannedOf(x)
+		qb.AheadTotal++
+		if len(qb.Ahead) < opts.MaxListed {
+			qb.Ahead = append(qb.Ahead, AheadJob{Job: x.ID, Priority: x.Priority, Partition: x.Partition, Reason: x.Reason,
+				Start: start, Nodes: len(nodes)})
+		}
+	}
+	if head != nil && head.Reason == policy.ReasonResources {
+		start, nodes := ctx.plannedOf(head)
+		qb.Head = &AheadJob{Job: head.ID, Priority: head.Priority, Partition: head.Partition, Reason: head.Reason,
+			Start: start, Nodes: len(nodes)}
+	}
+	if qb.AheadTotal > 0 || (qb.Head != nil && (ctx.strict || j.Reason == policy.ReasonPriority)) {
+		ex.Blockers = append(ex.Blockers, qb)
+	}
+
+	if opts.Counterfactuals && ctx.prof != nil {
+		gate := cfGate(ex.Blockers)
+		if j.Spec.Reservation != "" {
+			gate = cfAllowed{} // the plan does not place jobs in reservations
+		}
+		if err := s.counterfactuals(now, j, ctx, allowed, est, opts, ex, gate); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ---- planning context ----
+
+// planCtx is the plan an explanation reads and re-plans on.
+type planCtx struct {
+	// prof is a private profile (a clone of the last plan's, or built on
+	// demand) without the explained job's own reservation; nil when the
+	// job cannot be planned at all.
+	prof *backfill.Profile
+	at   time.Time
+	// onDemand marks a plan built by Explain; strict marks one in strict
+	// queue order (no backfill configured).
+	onDemand, strict bool
+	// planned holds the on-demand plan's entries (start, nodes) by job.
+	planned map[JobID]plannedAt
+	// own is the explained job's entry in an on-demand plan.
+	own    plannedAt
+	ownSet bool
+	// partStart is, in strict order, per partition, the latest planned
+	// start among the jobs ahead of the explained one (none before it may
+	// start while one of them waits in a partition sharing its nodes).
+	partStart []time.Time
+	// note says why an on-demand plan is missing.
+	note string
+}
+
+type plannedAt struct {
+	start time.Time
+	nodes []int
+}
+
+// plannedOf returns job x's planned start and nodes.
+func (c *planCtx) plannedOf(x *job) (time.Time, []int) {
+	if c.onDemand {
+		p := c.planned[x.ID]
+		return p.start, p.nodes
+	}
+	return x.ExpectedStart, x.planned
+}
+
+// planContext returns the plan to read for job j: a clone of the last
+// backfill plan, or one built on demand.
+func (s *Scheduler) planContext(now time.Time, j *job) (*planCtx, error) {
+	if s.bf != nil && s.bf.last != nil {
+		p := s.bf.last.Clone()
+		if p.Has(backfill.JobID(j.ID)) {
+			if err := p.Release(backfill.JobID(j.ID)); err != nil {
+				return nil, fmt.Errorf("scheduler: explain job %d: %w", j.ID, err)
+			}
+		}
+		return &planCtx{prof: p, at: p.Now()}, nil
+	}
+	res := time.Second
+	if s.bf != nil {
+		res = s.bf.planner.Config().Resolution
+	}
+	prof, err := backfill.NewProfile(now, s.profileNodes(), s.profileRunning(), backfill.ProfileOptions{Resolution: res})
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: explain job %d: profile: %w", j.ID, err)
+	}
+	horizon := onDemandHorizon
+	if s.bf != nil {
+		horizon = s.bf.window
+	}
+	if err := s.reservationWindows(now, now.Add(horizon), func(id uint64, w policy.Window, nodes []int) error {
+		return prof.Block(backfill.JobID(id), w.Start, w.End, nodes)
+	}); err != nil {
+		return nil, fmt.Errorf("scheduler: explain job %d: reservations: %w", j.ID, err)
+	}
+	ctx := &planCtx{prof: prof, at: now, onDemand: true, strict: s.bf == nil, planned: map[JobID]plannedAt{}}
+	var ahead []*job
+	s.pending.Ascend(func(x *job) bool {
+		if x == j {
+			return false
+		}
+		if (x.Reason == policy.ReasonNone || plannable(x.Reason)) && x.Spec.Reservation == "" {
+			ahead = append(ahead, x)
+		}
+		return true
+	})
+	if len(ahead) > maxAheadPlanned {
+		ctx.note = fmt.Sprintf("%d jobs are queued ahead, more than an on-demand plan places (%d)", len(ahead), maxAheadPlanned)
+		ctx.prof = nil
+		return ctx, nil
+	}
+	if !ctx.strict {
+		// The planner, as the next backfill pass would run it.
+		jobs := make([]backfill.Job, 0, len(ahead)+1)
+		for _, x := range ahead {
+			jobs = append(jobs, s.bfJob(now, x))
+		}
+		if j.Spec.Reservation == "" {
+			jobs = append(jobs, s.bfJob(now, j))
+		}
+		plan, err := s.bf.planner.Plan(prof, jobs)
+		if err != nil {
+			return nil, fmt.Errorf("scheduler: explain job %d: plan: %w", j.ID, err)
+		}
+		for k, e := range plan.Entries {
+			if e.Status == backfill.StatusStart || e.Status == backfill.StatusReserved || e.Status == backfill.StatusEstimated {
+				if k == len(ahead) {
+					ctx.own, ctx.ownSet = plannedAt{e.Start, e.Nodes}, true
+				} else {
+					ctx.planned[JobID(e.ID)] = plannedAt{e.Start, e.Nodes}
+				}
+			}
+		}
+		if prof.Has(backfill.JobID(j.ID)) {
+			if err := prof.Release(backfill.JobID(j.ID)); err != nil {
+				return nil, fmt.Errorf("scheduler: explain job %d: %w", j.ID, err)
+			}
+		}
+		return ctx, nil
+	}
+	// Strict order: each job after those ahead sharing its nodes.
+	ctx.partStart = make([]time.Time, len(s.parts))
+	for _, x := range ahead {
+		req := s.requestFor(now, x, s.jobAllowed(x), x.TimeLimit, ctx.partStart)
+		fit, err := prof.EarliestFit(req)
+		if err != nil {
+			return nil, fmt.Errorf("scheduler: explain job %d: planning job %d: %w", j.ID, x.ID, err)
+		}
+		if fit.Status != backfill.FitFound {
+			continue
+		}
+		if err := prof.ReserveFit(backfill.JobID(x.ID), req, fit); err != nil {
+			return nil, fmt.Errorf("scheduler: explain job %d: planning job %d: %w", j.ID, x.ID, err)
+		}
+		ctx.planned[x.ID] = plannedAt{fit.Start, fit.Nodes}
+		if fit.Start.After(ctx.partStart[x.part]) {
+			ctx.partStart[x.part] = fit.Start
+		}
+	}
+	return ctx, nil
+}
+
+// earliest is the earliest start job x may have at or after now: its
+// begin time and, in strict order, the latest planned start of the jobs
+// ahead in every partition sharing its nodes (partStart, nil otherwise).
+func (s *Scheduler) earliest(now time.Time, x *job, allowed topology.NodeSet, partStart []time.Time) time.Time {
+	t := now
+	if x.Spec.BeginTime.After(t) {
+		t = x.Spec.BeginTime
+	}
+	for p, ps := range partStart {
+		if ps.After(t) && s.parts[p].nodes.Intersects(allowed) {
+			t = ps
+		}
+	}
+	return t
+}
+
+// bfJob is job x as the backfill pass hands it to the planner.
+func (s *Scheduler) bfJob(now time.Time, x *job) backfill.Job {
+	bj := backfill.Job{
+		ID: backfill.JobID(x.ID), Nodes: x.nodes, PerNode: x.bfPerNode(), Exclusive: x.Spec.Exclusive,
+		Allowed: s.jobAllowed(x), TimeLimit: x.TimeLimit, TimeMin: x.Spec.TimeMin,
+		Earliest: x.Spec.BeginTime, Eligible: x.EligibleTime, Priority: float64(x.Priority),
+		User: x.Spec.User, Partition: x.Partition, Assoc: x.Spec.Account + "/" + x.Spec.User,
+	}
+	if c := x.constraints(); s.graph != nil && c != (topology.Constraints{}) {
+		var relaxed bool
+		bj.Chooser, relaxed = s.constrainedChooser(now, x, c)
+		bj.ChooserKey = fmt.Sprintf("%s relaxed=%t", c, relaxed)
+	}
+	return bj
+}
+
+// requestFor is the profile request for job x with duration d.
+func (s *Scheduler) requestFor(now time.Time, x *job, allowed topology.NodeSet, d time.Duration, partStart []time.Time) backfill.Request {
+	return backfill.Request{
+		Nodes: x.nodes, PerNode: x.bfPerNode(), Exclusive: x.Spec.Exclusive, Allowed: allowed,
+		Duration: d, Earliest: s.earliest(now, x, allowed, partStart), Chooser: s.chooserFor(now, x),
+	}
+}
+
+// plannedDuration is the limit the planner plans a pending job with.
+func plannedDuration(x *job) time.Duration {
+	if x.Spec.TimeMin > 0 && x.Spec.TimeMin < x.TimeLimit {
+		return x.Spec.TimeMin
+	}
+	return x.TimeLimit
+}
+
+// chooserFor returns the node chooser the backfill pass uses for x.
+func (s *Scheduler) chooserFor(now time.Time, x *job) backfill.NodeChooser {
+	if s.graph == nil {
+		return nil
+	}
+	if c := x.constraints(); c != (topology.Constraints{}) {
+		ch, _ := s.constrainedChooser(now, x, c)
+		return ch
+	}
+	g := s.graph
+	return func(c topology.NodeSet, n int) []int {
+		p, err := g.Select(c, n, topology.Constraints{})
+		if err != nil {
+			return nil
+		}
+		return p.Nodes.AppendTo(make([]int, 0, n))
+	}
+}
+
+// jobAllowed returns the nodes job x may use now: capable and up.
+func (s *Scheduler) jobAllowed(x *job) topology.NodeSet {
+	a := x.shape.capable.Clone()
+	a.IntersectWith(s.usable)
+	return a
+}
+
+func anyIn(nodes []int, set topology.NodeSet) bool {
+	for _, i := range nodes {
+		if set.Has(i) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Scheduler) nodeNames(idx []int) []string {
+	out := make([]string, len(idx))
+	for k, i := range idx {
+		out[k] = s.nodes[i].cfg.Name
+	}
+	return out
+}
+
+// ---- blockers ----
+
+// policyBlockers returns every policy blocker that holds job j at now:
+// its dependency, every accounting limit in hierarchy order (the
+// policy's CheckStartAll, where a cycle records only the first), and its
+// reservation's (a job naming a reservation whose window is not open, or
+// that it may not use). Jobs outside reservations get a reservation
+// blocker from resourceNeed when reserved nodes are what it lacks.
+func (s *Scheduler) policyBlockers(now time.Time, j *job) []policy.Blocker {
+	var out []policy.Blocker
+	if !j.dep.IsZero() {
+		clear := s.pol == nil || s.pol.singletons[[2]string{j.Spec.User, j.Spec.Name}] == 0
+		if st, b := j.dep.Evaluate(s.outcome, clear); st != policy.DepSatisfied {
+			out = append(out, b)
+		}
+	}
+	if s.pol == nil {
+		return out
+	}
+	req := s.policyRequest(j)
+	out = s.pol.p.CheckStartAll(now, &req, s.pol.usage, out)
+	if j.Spec.Reservation != "" {
+		rj := policy.ResvJob{User: j.Spec.User, Account: j.Spec.Account, Reservation: j.Spec.Reservation}
+		forbidden := topology.NewNodeSet(len(s.nodes))
+		if _, b := s.pol.resv.Constrain(rj, now, time.Second, forbidden); b.Blocked() {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// staticBlockers are the blockers that do not depend on what runs:
+// partition, begin time, nodes down, policy.
+func (s *Scheduler) staticBlockers(now time.Time, j *job, allowed topology.NodeSet) []Blocker {
+	var out []Blocker
+	p := &s.parts[j.part]
+	switch p.cfg.State {
+	case PartitionDown:
+		out = append(out, Blocker{Kind: BlockerPartition, Reason: policy.ReasonPartitionDown,
+			Detail: fmt.Sprintf("partition %s is DOWN: it queues jobs but starts none", p.cfg.Name)})
+	case PartitionInactive:
+		out = append(out, Blocker{Kind: BlockerPartition, Reason: policy.ReasonPartitionInactive,
+			Detail: fmt.Sprintf("partition %s is INACTIVE", p.cfg.Name)})
+	}
+	if p.cfg.MaxTime > 0 && j.TimeLimit > p.cfg.MaxTime {
+		out = append(out, Blocker{Kind: BlockerPartition, Reason: policy.ReasonPartitionTimeLimit, maxTime: p.cfg.MaxTime,
+			Detail: fmt.Sprintf("time limit %s exceeds partition %s MaxTime %s", policy.FormatDuration(j.TimeLimit),
+				p.cfg.Name, policy.FormatDuration(p.cfg.MaxTime))})
+	}
+	if j.nodes < p.cfg.MinNodes || (p.cfg.MaxNodes > 0 && j.nodes > p.cfg.MaxNodes) {
+		out = append(out, Blocker{Kind: BlockerPartition, Reason: policy.ReasonPartitionNodeLimit,
+			Detail: fmt.Sprintf("%d node(s) is outside partition %s MinNodes=%d MaxNodes=%d", j.nodes, p.cfg.Name,
+				p.cfg.MinNodes, p.cfg.MaxNodes)})
+	}
+	if j.Spec.BeginTime.After(now) {
+		out = append(out, Blocker{Kind: BlockerBeginTime, Reason: policy.ReasonBeginTime,
+			Detail: fmt.Sprintf("begin time %s is %s away", fmtTime(j.Spec.BeginTime), fmtDur(j.Spec.BeginTime.Sub(now)))})
+	}
+	if c := allowed.Count(); c < j.nodes {
+		b := Blocker{Kind: BlockerNodes, Reason: policy.ReasonReqNodeNotAvail}
+		var states []string
+		for i := j.shape.capable.Next(0); i >= 0; i = j.shape.capable.Next(i + 1) {
+			if !s.usable.Has(i) {
+				n := &s.nodes[i]
+				b.Nodes = append(b.Nodes, n.cfg.Name)
+				st := n.cfg.Name + " " + n.state().String()
+				if n.reason != "" {
+					st += " (" + n.reason + ")"
+				}
+				states = append(states, st)
+			}
+		}
+		const maxShown = 8
+		more := ""
+		if len(states) > maxShown {
+			more = fmt.Sprintf(" and %d more", len(states)-maxShown)
+			states = states[:maxShown]
+		}
+		b.Detail = fmt.Sprintf("needs %d node(s) able to hold it, %d are up; not up: %s%s", j.nodes, c, strings.Join(states, ", "), more)
+		out = append(out, b)
+	}
+	for _, pb := range s.policyBlockers(now, j) {
+		k := BlockerLimit
+		switch pb.Level {
+		case policy.LevelReservation:
+			k = BlockerReservation
+		case policy.LevelDependency:
+			k = BlockerDependency
+		case policy.LevelPartition:
+			k = BlockerPartition
+		}
+		out = append(out, Blocker{Kind: k, Reason: pb.Reason, Policy: &pb})
+	}
+	return out
+}
+
+// resourceNeed measures the job's request against the free resources now.
+// short reports that fewer nodes fit than needed; topo that enough fit
+// but no placement meets the topology constraint.
+func (s *Scheduler) resourceNeed(now time.Time, j *job, allowed topology.NodeSet) (need *ResourceNeed, fit topology.NodeSet, short, topo bool) {
+	need = &ResourceNeed{Nodes: j.nodes, PerNode: s.reg.FormatTRES(j.bfPerNode()), Exclusive: j.Spec.Exclusive}
+	fit = topology.NewNodeSet(len(s.nodes))
+	dims := make([]gres.ID, 0, 8)
+	for d, v := range j.perNode {
+		if v > 0 && gres.ID(d) != gres.Node {
+			dims = append(dims, gres.ID(d))
+		}
+	}
+	counts := make([]int, len(dims))
+	idle := 0
+	for i := allowed.Next(0); i >= 0; i = allowed.Next(i + 1) {
+		n := &s.nodes[i]
+		if len(n.jobs) == 0 {
+			idle++
+		}
+		for k, d := range dims {
+			if n.free[d] >= j.perNode[d] {
+				counts[k]++
+			}
+		}
+		if s.fitsNow(j, i) {
+			fit.Add(i)
+		}
+	}
+	need.FitNow = fit.Count()
+	need.Placeable = need.FitNow
+	if j.Spec.Exclusive && idle < j.nodes {
+		need.Deficits = append(need.Deficits, Deficit{TRES: idleNode, PerNode: 1, Nodes: idle})
+	}
+	for k, d := range dims {
+		if counts[k] < j.nodes && !j.Spec.Exclusive { // whole nodes: idleness is what counts
+			need.Deficits = append(need.Deficits, Deficit{TRES: s.reg.Name(d), PerNode: j.perNode[d], Nodes: counts[k]})
+		}
+	}
+	c := j.constraints()
+	relaxed := j.Spec.SwitchesMaxWait > 0 && !j.EligibleTime.IsZero() && now.Sub(j.EligibleTime) >= j.Spec.SwitchesMaxWait
+	if s.graph != nil && c != (topology.Constraints{}) && !relaxed {
+		need.Constraint = describeConstraints(c)
+		need.Placeable = s.placeable(fit, j.nodes, c)
+		if need.FitNow >= j.nodes {
+			p, err := s.graph.Select(fit, j.nodes, c)
+			topo = err != nil || !p.Met
+			if !topo {
+				need.Placeable = max(need.Placeable, j.nodes)
+			}
+		}
+	}
+	short = need.FitNow < j.nodes
+	return need, fit, short, topo
+}
+
+// reservationBlocker reports the advance reservations that hold nodes the
+// job (not itself in a reservation) could use now: a job must keep off
+// reserved nodes for its whole time limit, as the main pass enforces.
+func (s *Scheduler) reservationBlocker(now time.Time, j *job, allowed, fit topology.NodeSet) (Blocker, bool) {
+	if s.pol == nil || s.pol.resv.Len() == 0 || j.Spec.Reservation != "" {
+		return Blocker{}, false
+	}
+	forbidden := topology.NewNodeSet(len(s.nodes))
+	rj := policy.ResvJob{User: j.Spec.User, Account: j.Spec.Account}
+	s.pol.resv.Constrain(rj, now, j.TimeLimit, forbidden)
+	held := fit.And(forbidden)
+	if held.IsEmpty() {
+		return Blocker{}, false
+	}
+	var names []string
+	for _, r := range s.pol.resv.All() {
+		if !r.Nodes.Intersects(held) {
+			continue
+		}
+		ws, err := s.pol.resv.Windows(r.Name, now, now.Add(j.TimeLimit), nil)
+		if err != nil || len(ws) == 0 {
+			continue
+		}
+		who := strings.Join(append(slices.Clone(r.Users), r.Accounts...), ",")
+		names = append(names, fmt.Sprintf("%s [%s – %s] for %s", r.Name, fmtTime(ws[0].Start), fmtTime(ws[0].End), who))
+	}
+	b := Blocker{Kind: BlockerReservation, Reason: policy.ReasonReqNodeNotAvail,
+		Detail: fmt.Sprintf("%d of the %d node(s) that fit now are reserved within its time limit (%s): %s",
+			held.Count(), fit.Count(), policy.FormatDuration(j.TimeLimit), strings.Join(names, "; ")),
+		Nodes: s.nodeNames(held.AppendTo(nil))}
+	return b, true
+}
+
+// describeConstraints says a topology constraint in words: "on one leaf
+// switch", "within 2 leaf switches, in segments of 4 under one leaf
+// switch", "in one NVLink domain".
+func describeConstraints(c topology.Constraints) string {
+	var parts []string
+	switch {
+	case c.MaxLeafSwitches == 1:
+		parts = append(parts, "on one leaf switch")
+	case c.MaxLeafSwitches > 1:
+		parts = append(parts, fmt.Sprintf("within %d leaf switches", c.MaxLeafSwitches))
+	}
+	if c.Segment > 1 {
+		parts = append(parts, fmt.Sprintf("in segments of %d under one leaf switch", c.Segment))
+	}
+	switch c.Domains {
+	case topology.DomainOne:
+		parts = append(parts, "in one NVLink domain")
+	case topology.DomainBalanced:
+		parts = append(parts, "in balanced NVLink domain slices")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// placeable returns how many of the fitting nodes one placement under
+// constraint c can use: the best leaf switches' counts for --switches,
+// whole segments for --segment, the best domain for one NVLink domain.
+func (s *Scheduler) placeable(fit topology.NodeSet, n int, c topology.Constraints) int {
+	g := s.graph
+	best := fit.Count()
+	if c.MaxLeafSwitches > 0 || c.Segment > 1 {
+		per := map[int]int{}
+		for i := fit.Next(0); i >= 0; i = fit.Next(i + 1) {
+			if l := g.LeafSwitchOf(i); l >= 0 {
+				per[l]++
+			} else if b := g.BlockOf(i); b >= 0 {
+				per[b]++
+			}
+		}
+		counts := make([]int, 0, len(per))
+		for _, v := range per {
+			if c.Segment > 1 {
+				v -= v % c.Segment
+			}
+			counts = append(counts, v)
+		}
+		slices.SortFunc(counts, func(a, b int) int { return b - a })
+		if c.MaxLeafSwitches > 0 && len(counts) > c.MaxLeafSwitches {
+			counts = counts[:c.MaxLeafSwitches]
+		}
+		sum := 0
+		for _, v := range counts {
+			sum += v
+		}
+		best = min(best, sum)
+	}
+	if c.Domains == topology.DomainOne {
+		per := map[int]int{}
+		top := 0
+		for i := fit.Next(0); i >= 0; i = fit.Next(i + 1) {
+			if d := g.DomainOf(i); d >= 0 {
+				per[d]++
+				top = max(top, per[d])
+			}
+		}
+		best = min(best, top)
+	}
+	return best
+}
+
+// ---- estimate ----
+
+// estimate returns the job's expected start from the plan context.
+func (s *Scheduler) estimate(now time.Time, j *job, ctx *planCtx, allowed topology.NodeSet, opts *ExplainOptions) *Estimate {
+	est := &Estimate{PlanTime: ctx.at, Note: ctx.note}
+	var nodes []int
+	switch {
+	case j.Spec.Reservation != "":
+		est.Note = "it runs in reservation " + j.Spec.Reservation + ", which the plan does not place"
+		if s.pol != nil {
+			if ws, err := s.pol.resv.Windows(j.Spec.Reservation, now, now.Add(MaxTimeLimit), nil); err == nil && len(ws) > 0 {
+				est.Note += "; its window opens " + at(ws[0].Start, now)
+			}
+		}
+	case ctx.onDemand && ctx.strict && ctx.prof != nil:
+		req := s.requestFor(now, j, allowed, plannedDuration(j), ctx.partStart)
+		if fit, err := ctx.prof.EarliestFit(req); err == nil && fit.Status == backfill.FitFound {
+			est.Source, est.Start, nodes = EstimateOnDemand, fit.Start, fit.Nodes
+		} else if err == nil {
+			est.Note = "it fits no node set the cluster can offer now"
+		}
+	case ctx.onDemand && ctx.ownSet:
+		est.Source, est.Start, nodes = EstimateOnDemand, ctx.own.start, ctx.own.nodes
+	case !ctx.onDemand && !j.ExpectedStart.IsZero():
+		est.Source, est.Start, nodes = EstimateEstimated, j.ExpectedStart, j.planned
+		if s.bf.last.Has(backfill.JobID(j.ID)) {
+			est.Source = EstimateReserved
+		}
+	case ctx.prof != nil && (plannable(j.Reason) || j.Reason == policy.ReasonNone):
+		req := s.requestFor(now, j, allowed, plannedDuration(j), ctx.partStart)
+		if fit, err := ctx.prof.EarliestFit(req); err == nil && fit.Status == backfill.FitFound {
+			est.Source, est.Start, nodes = EstimateOutsidePlan, fit.Start, fit.Nodes
+			if ctx.onDemand {
+				est.Source = EstimateOnDemand
+			}
+		} else if err == nil {
+			est.Note = "it fits no node set the cluster can offer now"
+		}
+	default:
+		if est.Note == "" {
+			est.Note = "the plan does not consider it: it waits on " + j.Reason.String()
+		}
+	}
+	if est.Source == EstimateNone {
+		return est
+	}
+	est.Nodes = s.nodeNames(nodes)
+	// Running jobs on the planned nodes that end by the start.
+	seen := map[JobID]bool{}
+	var ends []RunningEnd
+	for _, i := range nodes {
+		for _, id := range s.nodes[i].jobs {
+			r := s.jobs[id]
+			if seen[id] || r == nil || r.State != JobRunning || r.deadline.After(est.Start) {
+				continue
+			}
+			seen[id] = true
+			ends = append(ends, RunningEnd{Job: id, End: r.deadline})
+		}
+	}
+	slices.SortFunc(ends, func(a, b RunningEnd) int {
+		if c := a.End.Compare(b.End); c != 0 {
+			return c
+		}
+		return int(a.Job) - int(b.Job)
+	})
+	est.WaitsForTotal = len(ends)
+	est.WaitsFor = ends[:min(len(ends), opts.MaxListed)]
+	if opts.RuntimeFraction > 0 && ctx.prof != nil {
+		est.Fraction = opts.RuntimeFraction
+		est.Earliest, est.EarliestPartial = s.earliestRange(now, j, ctx, allowed, est.Start, opts.RuntimeFraction)
+	}
+	return est
+}
+
+// earliestRange re-plans on a copy of the context's profile with the
+// higher-priority reservations that come before the estimate (on the
+// job's nodes; in strict order, every one that holds its queue back; at
+// most maxReplanned, first in queue order) released, the running jobs on
+// the nodes they and the job could use ending at fraction f of their
+// limits (at most maxShortened, first by deadline), and those
+// reservations re-planned in queue order at f of their limits; then it
+// searches the job's earliest start. It returns that start (never after
+// the estimate) and whether a bound cut the work short, in which case the
+// true lower end may be earlier still.
+func (s *Scheduler) earliestRange(now time.Time, j *job, ctx *planCtx, allowed topology.NodeSet, est time.Time, f float64) (time.Time, bool) {
+	if !est.After(now) {
+		return est, false
+	}
+	p := ctx.prof.Clone()
+	origin := p.Now()
+	partial := false
+
+	// Higher-priority reservations before the estimate, in queue order:
+	// those on the job's nodes and, in strict order, every one that holds
+	// its queue back (the others stay as planned).
+	var holders []*job
+	var local []time.Time
+	if ctx.strict {
+		local = make([]time.Time, len(s.parts))
+	}
+	nodes := allowed.Clone() // where shortened running jobs matter
+	s.pending.Ascend(func(x *job) bool {
+		if x == j {
+			return false
+		}
+		start, planned := ctx.plannedOf(x)
+		if len(planned) == 0 {
+			return true
+		}
+		hold := !start.After(est)
+		if !ctx.strict {
+			hold = start.Before(est) && anyIn(planned, allowed)
+		}
+		if (hold || ctx.strict) && !p.Has(backfill.JobID(x.ID)) {
+			return true // an estimate without a reservation holds nothing
+		}
+		if hold && len(holders) < maxReplanned {
+			holders = append(holders, x)
+			nodes.UnionWith(s.jobAllowed(x))
+			return true
+		}
+		partial = partial || hold
+		if !ctx.strict {
+			return !partial // past the bound nothing more is learnt
+		}
+		if start.After(local[x.part]) {
+			local[x.part] = start
+		}
+		return true
+	})
+
+	// Running jobs on those nodes that would end before the estimate: the
+	// first maxShortened by deadline (the running index's order).
+	type short struct {
+		id  JobID
+		end time.Time
+	}
+	var shorts []short
+	s.running.Ascend(func(r *job) bool {
+		if len(shorts) == maxShortened {
+			partial = true
+			return false
+		}
+		lim := r.deadline.Sub(r.StartTime)
+		end := r.StartTime.Add(time.Duration(float64(lim) * f))
+		if !end.Before(r.deadline) || !end.Before(est) {
+			return true
+		}
+		for _, na := range r.Alloc.Nodes {
+			if nodes.Has(na.Node) {
+				shorts = append(shorts, short{r.ID, end})
+				break
+			}
+		}
+		return true
+	})
+	for _, sh := range shorts {
+		id := backfill.JobID(sh.id)
+		r, ok := p.Reservation(id)
+		if !ok || p.Release(id) != nil {
+			continue
+		}
+		if sh.end.After(origin) {
+			r.Start, r.End = origin, sh.end
+			if err := p.Reserve(r); err != nil {
+				partial = true
+			}
+		}
+	}
+
+	for _, x := range holders {
+		if p.Release(backfill.JobID(x.ID)) != nil {
+			continue
+		}
+	}
+	for _, x := range holders {
+		d := max(time.Duration(float64(plannedDuration(x))*f), time.Second)
+		req := s.requestFor(now, x, s.jobAllowed(x), d, local)
+		fit, err := p.EarliestFit(req)
+		if err != nil || fit.Status != backfill.FitFound {
+			continue
+		}
+		if p.ReserveFit(backfill.JobID(x.ID), req, fit) != nil {
+			partial = true
+			continue
+		}
+		if local != nil && fit.Start.After(local[x.part]) {
+			local[x.part] = fit.Start
+		}
+	}
+	fit, err := p.EarliestFit(s.requestFor(now, j, allowed, plannedDuration(j), local))
+	if err != nil || fit.Status != backfill.FitFound || fit.Start.After(est) {
+		return est, partial
+	}
+	return fit.Start, partial
+}
+
+// ---- counterfactuals ----
+
+// cfAllowed says which counterfactuals can be verified on the plan
+// given the job's other blockers: the plan only knows resources, so a
+// change is only offered when nothing it cannot see stands in the way.
+type cfAllowed struct {
+	timeLimit bool          // a shorter time limit
+	resources bool          // fewer GPUs, another GPU type
+	partition bool          // another partition
+	maxLimit  time.Duration // the time-limit search stays at or below it (0: no cap)
+}
+
+// cfGate derives what may be offered from the blockers: a policy limit,
+// reservation or dependency blocks every change of request (their rules
+// are not in the plan); a partition that is down or a node count outside
+// its bounds leaves only another partition; a time limit over the
+// partition's MaxTime leaves a shorter limit (capped at MaxTime) and
+// another partition.
+func cfGate(bs []Blocker) cfAllowed {
+	g := cfAllowed{timeLimit: true, resources: true, partition: true}
+	for _, b := range bs {
+		switch b.Kind {
+		case BlockerLimit, BlockerDependency:
+			return cfAllowed{}
+		case BlockerReservation:
+			if b.Policy != nil {
+				return cfAllowed{} // its own reservation: not in the plan
+			}
+			// Reserved nodes are blocks in the plan: verifiable.
+		case BlockerPartition:
+			g.resources = false
+			if b.Reason == policy.ReasonPartitionTimeLimit && b.maxTime > 0 {
+				g.maxLimit = b.maxTime
+			} else {
+				g.timeLimit = false
+			}
+		}
+	}
+	return g
+}
+
+// partitionAllows reports whether a (changed) job passes its partition's
+// state and limits.
+func (s *Scheduler) partitionAllows(x *job) bool {
+	pc := &s.parts[x.part].cfg
+	return pc.State == PartitionUp && (pc.MaxTime == 0 || x.TimeLimit <= pc.MaxTime) && x.nodes >= pc.MinNodes &&
+		(pc.MaxNodes == 0 || x.nodes <= pc.MaxNodes)
+}
+
+// counterfactuals computes the verified what-ifs.
+func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed topology.NodeSet, est *Estimate,
+	opts *ExplainOptions, ex *Explanation, gate cfAllowed) error {
+	p := ctx.prof
+	ref := est.Start // the start to improve on (zero: none)
+	if ref.IsZero() && gate.resources {
+		// Only resources hold it: its own earliest fit is the start to beat.
+		if fit, err := p.EarliestFit(s.requestFor(now, j, allowed, plannedDuration(j), ctx.partStart)); err == nil && fit.Status == backfill.FitFound {
+			ref = fit.Start
+		}
+	}
+	immediate := func(t time.Time) bool {
+		return !t.After(now) || (now.After(p.Now()) && t.Sub(now) < p.Resolution())
+	}
+	better := func(t time.Time) bool { return ref.IsZero() || t.Before(ref) }
+	if !ref.IsZero() && immediate(ref) {
+		return nil // it starts now as it is
+	}
+	// try plans a changed job: its earliest fit on the plan.
+	try := func(x *job, d time.Duration) (backfill.Fit, error) {
+		return p.EarliestFit(s.requestFor(now, x, s.jobAllowed(x), d, ctx.partStart))
+	}
+
+	// 1. The largest time limit with which it starts now.
+	unit := max(time.Minute, p.Resolution())
+	top := j.TimeLimit - 1
+	if gate.maxLimit > 0 {
+		top = min(top, gate.maxLimit)
+	}
+	if gate.timeLimit && top >= unit {
+		fit, err := try(j, unit)
+		if err != nil {
+			return fmt.Errorf("scheduler: explain job %d: %w", j.ID, err)
+		}
+		if fit.Status == backfill.FitFound && immediate(fit.Start) {
+			lo, hi := int64(1), int64(top/unit) // lo starts now; the answer is in [lo, hi]
+			best := fit
+			for steps := 0; lo < hi && steps < 24; steps++ {
+				mid := lo + (hi-lo+1)/2
+				f, err := try(j, time.Duration(mid)*unit)
+				if err != nil {
+					return fmt.Errorf("scheduler: explain job %d: %w", j.ID, err)
+				}
+				if f.Status == backfill.FitFound && immediate(f.Start) {
+					lo, best = mid, f
+				} else {
+					hi = mid - 1
+				}
+			}
+			limit := time.Duration(lo) * unit
+			spec := j.Spec
+			spec.TimeLimit = limit
+			if spec.TimeMin > limit {
+				spec.TimeMin = 0
+			}
+			ex.Counterfactuals = append(ex.Counterfactuals, Counterfactual{Kind: CounterTimeLimit, Spec: spec, TimeLimit: limit,
+				Start: best.Start, Now: true, Nodes: s.nodeNames(best.Nodes), Was: ref})
+		}
+	}
+
+	// 2. Fewer GPUs per node.
+	if gi, g := gpuRequest(j); gate.resources && gi >= 0 && g >= 2 {
+		var found []Counterfactual
+		for c := g / 2; c >= 1; c /= 2 {
+			spec := withGPUs(j.Spec, j.devReq[gi].Type, c)
+			x, ok := s.variant(j, spec)
+			if !ok || !s.partitionAllows(x) {
+				continue
+			}
+			fit, err := try(x, plannedDuration(x))
+			if err != nil {
+				return fmt.Errorf("scheduler: explain job %d: %w", j.ID, err)
+			}
+			if fit.Status != backfill.FitFound || !better(fit.Start) {
+				continue
+			}
+			now := immediate(fit.Start)
+			if len(found) == 0 || (now && !found[0].Now) {
+				found = append(found, Counterfactual{Kind: CounterGPUs, Spec: spec, GPUs: c, Start: fit.Start, Now: now,
+					Nodes: s.nodeNames(fit.Nodes), Was: ref})
+			}
+			if now {
+				break
+			}
+		}
+		ex.Counterfactuals = append(ex.Counterfactuals, found...)
+	}
+
+	// 3. Another partition.
+	tries := 0
+	for pi := range s.parts {
+		pc := &s.parts[pi].cfg
+		if !gate.partition || pi == j.part || pc.State != PartitionUp || tries == maxPartitionTries {
+			continue
+		}
+		if ctx.strict && s.parts[pi].cfg.PriorityTier != s.parts[j.part].cfg.PriorityTier {
+			continue // its queue position would change: the strict plan cannot tell
+		}
+		spec := j.Spec
+		spec.Partition = pc.Name
+		x, ok := s.variant(j, spec)
+		if !ok || !s.partitionAllows(x) {
+			continue
+		}
+		tries++
+		fit, err := try(x, plannedDuration(x))
+		if err != nil {
+			return fmt.Errorf("scheduler: explain job %d: %w", j.ID, err)
+		}
+		if fit.Status == backfill.FitFound && better(fit.Start) {
+			ex.Counterfactuals = append(ex.Counterfactuals, Counterfactual{Kind: CounterPartition, Spec: spec, Partition: pc.Name,
+				Start: fit.Start, Now: immediate(fit.Start), Nodes: s.nodeNames(fit.Nodes), Was: ref})
+		}
+	}
+
+	// 4. Another GPU type.
+	if gi, g := gpuRequest(j); gate.resources && gi >= 0 && j.devReq[gi].Type != "" {
+		tries := 0
+		for _, name := range s.reg.Names() {
+			typ, ok := strings.CutPrefix(name, "gres/gpu:")
+			if !ok || strings.EqualFold(typ, j.devReq[gi].Type) || tries == maxTypeTries {
+				continue
+			}
+			spec := withGPUs(j.Spec, typ, g)
+			x, ok := s.variant(j, spec)
+			if !ok || !s.partitionAllows(x) {
+				continue
+			}
+			tries++
+			fit, err := try(x, plannedDuration(x))
+			if err != nil {
+				return fmt.Errorf("scheduler: explain job %d: %w", j.ID, err)
+			}
+			if fit.Status == backfill.FitFound && better(fit.Start) {
+				ex.Counterfactuals = append(ex.Counterfactuals, Counterfactual{Kind: CounterGPUType, Spec: spec, GPUType: typ,
+					Start: fit.Start, Now: immediate(fit.Start), Nodes: s.nodeNames(fit.Nodes), Was: ref})
+			}
+		}
+	}
+
+	// 5. Fair-share: the rank after the account's usage decays.
+	if cf, ok := s.fairShareCounterfactual(now, j, opts, ex.Rank); ok {
+		ex.Counterfactuals = append(ex.Counterfactuals, cf)
+	}
+	return nil
+}
+
+// gpuRequest returns the index in j.devReq of the job's only GPU request
+// and its per-node count, or -1 when it has none or several.
+func gpuRequest(j *job) (int, int64) {
+	idx := -1
+	for k, r := range j.devReq {
+		if strings.EqualFold(r.Name, "gpu") {
+			if idx >= 0 {
+				return -1, 0
+			}
+			idx = k
+		}
+	}
+	if idx < 0 {
+		return -1, 0
+	}
+	return idx, j.devReq[idx].Count
+}
+
+// withGPUs returns spec asking for count GPUs of type typ on every node
+// (as --gres=gpu:typ:count), every other GPU request dropped.
+func withGPUs(spec JobSpec, typ string, count int64) JobSpec {
+	drop := func(rs []gres.Request) []gres.Request {
+		out := make([]gres.Request, 0, len(rs))
+		for _, r := range rs {
+			if !strings.EqualFold(r.Name, "gpu") {
+				out = append(out, r)
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	}
+	spec.GRESPerTask = drop(spec.GRESPerTask)
+	spec.GRESPerJob = drop(spec.GRESPerJob)
+	spec.GRESPerNode = append(drop(spec.GRESPerNode), gres.Request{Name: "gpu", Type: typ, Count: count})
+	return spec
+}
+
+// variant derives the job a changed spec would make, keeping j's queue
+// place (priority, submit time, eligibility). It leaves the scheduler as
+// it was (a shape it had to create is dropped again) and reports false
+// for a spec the scheduler would reject.
+func (s *Scheduler) variant(j *job, spec JobSpec) (*job, bool) {
+	n := len(s.shapes)
+	x, err := s.newJob(spec)
+	if len(s.shapes) > n && x != nil {
+		delete(s.shapes, shapeKey(x.part, x.perNode, x.Spec.Exclusive))
+	}
+	if err != nil {
+		return nil, false
+	}
+	x.ID, x.SubmitTime, x.EligibleTime, x.Priority, x.State = j.ID, j.SubmitTime, j.EligibleTime, j.Priority, JobPending
+	return x, true
+}
+
+// fairShareCounterfactual computes the job's priority and rank if its
+// account's usage decayed for one half-life. Model: the account's
+// subtree (and so its ancestors' totals) decays by half and accrues
+// nothing new, while every other association's usage holds steady (its
+// new usage offsets its decay); the fair-share factor is recomputed by the
+// same algorithm on the changed tree, the job's priority by the engine at
+// now (age and every other factor as now), and the rank counts the jobs
+// pending now that would still be ahead of it in its partition, their
+// fair-share terms recomputed on the changed tree too.
+func (s *Scheduler) fairShareCounterfactual(now time.Time, j *job, opts *ExplainOptions, rank int) (Counterfactual, bool) {
+	p := s.prio
+	if p == nil || p.tree == nil || p.engine.Config().Weights.FairShare == 0 || j.Spec.Account == "" {
+		return Counterfactual{}, false
+	}
+	t := p.tree
+	acct, ok := t.Lookup(j.Spec.Account, "")
+	if !ok {
+		return Counterfactual{}, false
+	}
+	assocs := make([]priority.Association, t.Len())
+	for i := range assocs {
+		assocs[i], _ = t.Association(i)
+	}
+	// The account's subtree: accounts by Parent, users by Account.
+	sub := map[string]bool{j.Spec.Account: true}
+	for changed := true; changed; {
+		changed = false
+		for _, a := range assocs {
+			if a.User == "" && !sub[a.Account] && sub[a.Parent] {
+				sub[a.Account], changed = true, true
+			}
+		}
+	}
+	before := assocs[acct].Usage
+	if before <= 0 {
+		return Counterfactual{}, false
+	}
+	const decay = 0.5 // one half-life
+	cut := before * (1 - decay)
+	parents := map[string]string{}
+	for _, a := range assocs {
+		if a.User == "" {
+			parents[a.Account] = a.Parent
+		}
+	}
+	for i := range assocs {
+		a := &assocs[i]
+		if sub[a.Account] {
+			a.Usage *= decay
+		}
+	}
+	for anc := parents[j.Spec.Account]; anc != ""; anc = parents[anc] {
+		if k, ok := t.Lookup(anc, ""); ok {
+			assocs[k].Usage = max(0, assocs[k].Usage-cut)
+		}
+	}
+	tree, err := priority.NewTree(assocs, priority.TreeOptions{
+		Flags: p.cfg.Engine.Flags, DampeningFactor: p.cfg.DampeningFactor, UsageIncludesDescendants: true,
+	})
+	if err != nil {
+		return Counterfactual{}, false
+	}
+	in, err := s.priorityInput(j)
+	if err != nil {
+		return Counterfactual{}, false
+	}
+	if i, ok := tree.Lookup(j.Spec.Account, j.Spec.User); ok {
+		in.FairShare = tree.Factor(i)
+	}
+	b, err := p.engine.Compute(now, &in)
+	if err != nil {
+		return Counterfactual{}, false
+	}
+	// Only the jobs ahead of it now can stay ahead: a lower usage for
+	// its account never raises another association's factor (classic:
+	// the others' share of a smaller total grows; Fair Tree: its rank
+	// among siblings can only improve). Their fair-share term is
+	// recomputed on the changed tree, their other factors kept.
+	w := float64(p.engine.Config().Weights.FairShare)
+	x := *j
+	x.Priority = b.Priority
+	newRank := 1
+	s.pending.Ascend(func(y *job) bool {
+		if y == j {
+			return false
+		}
+		if y.part != j.part {
+			return true
+		}
+		py := y.Priority
+		if !y.breakdown.Admin {
+			nf := 0.0
+			if i, ok := tree.Lookup(y.Spec.Account, y.Spec.User); ok {
+				nf = tree.Factor(i)
+			}
+			if nf != y.breakdown.Factors.FairShare {
+				py = clampPriority(y.breakdown.Sum - y.breakdown.Weighted.FairShare + w*nf)
+			}
+		}
+		// Compare with the queue's own order: the changed priority is
+		// set for the comparison only and restored at once.
+		old := y.Priority
+		y.Priority = py
+		if queueLess(y, &x) {
+			newRank++
+		}
+		y.Priority = old
+		return true
+	})
+	if newRank >= rank {
+		return Counterfactual{}, false
+	}
+	return Counterfactual{Kind: CounterFairShare, Account: j.Spec.Account, At: now.Add(opts.DecayHalfLife), Priority: b.Priority,
+		Rank: newRank, RankWas: rank}, true
+}
+
+// clampPriority turns a priority sum into a priority as the engine does:
+// clamped to [1, 2^32-1], truncated toward zero.
+func clampPriority(sum float64) uint32 {
+	switch {
+	case sum != sum || sum < 1:
+		return 1
+	case sum >= math.MaxUint32:
+		return math.MaxUint32
+	}
+	return uint32(sum)
+}
+
+// priorityInput is the priority engine's input for j (as computePriority
+// builds it), without the fair-share factor.
+func (s *Scheduler) priorityInput(j *job) (priority.Job, error) {
+	p := s.prio
+	part := &s.parts[j.part]
+	total, err := j.perNode.Scale(int64(j.nodes))
+	if err != nil {
+		return priority.Job{}, err
+	}
+	return priority.Job{
+		ID: uint64(j.ID), Submit: j.SubmitTime, AccrueStart: j.EligibleTime, Nodes: uint32(j.nodes),
+		CPUs: uint32(min(total[gres.CPU], 1<<31)), TimeLimit: j.TimeLimit, PartitionMaxTime: part.cfg.MaxTime,
+		PartitionJobFactor: uint16(part.cfg.PriorityJobFactor), QOSPriority: p.cfg.QOSPriority[j.Spec.QOS],
+		TRES: total, PartitionTRES: p.partTRES[j.part], Nice: int64(j.Spec.Nice),
+	}, nil
+}
+
+// ---- text ----
+
+func fmtTime(t time.Time) string { return t.Format("2006-01-02 15:04:05") }
+
+// fmtDur writes a duration compactly: 1h30m, 45m, 2h, 30s, 3d4h.
+func fmtDur(d time.Duration) string {
+	if d < 0 {
+		return "-" + fmtDur(-d)
+	}
+	d = d.Round(time.Second)
+	if d == 0 {
+		return "0s"
+	}
+	var b strings.Builder
+	if days := d / (24 * time.Hour); days > 0 {
+		fmt.Fprintf(&b, "%dd", days)
+		d -= days * 24 * time.Hour
+	}
+	if h := d / time.Hour; h > 0 {
+		fmt.Fprintf(&b, "%dh", h)
+		d -= h * time.Hour
+	}
+	if m := d / time.Minute; m > 0 {
+		fmt.Fprintf(&b, "%dm", m)
+		d -= m * time.Minute
+	}
+	if d > 0 {
+		fmt.Fprintf(&b, "%ds", d/time.Second)
+	}
+	return b.String()
+}
+
+// at formats a start relative to now (absolute when now is zero).
+func at(t, now time.Time) string {
+	if now.IsZero() {
+		return "at " + fmtTime(t)
+	}
+	if !t.After(now) {
+		return "now"
+	}
+	return fmt.Sprintf("at %s (in %s)", fmtTime(t), fmtDur(t.Sub(now)))
+}
+
+func ordinal(n int) string {
+	suf := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suf = "st"
+	case n%10 == 2:
+		suf = "nd"
+	case n%10 == 3:
+		suf = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suf)
+}
+
+// String explains the need in one line: "needs 4 node(s) with … free on
+// switches=1; 2 exist now (short: …)".
+func (n *ResourceNeed) String() string {
+	var b strings.Builder
+	if n.Exclusive {
+		fmt.Fprintf(&b, "needs %d whole idle node(s) (each with %s)", n.Nodes, n.PerNode)
+	} else {
+		fmt.Fprintf(&b, "needs %d node(s) with %s free", n.Nodes, n.PerNode)
+	}
+	if n.Constraint != "" {
+		fmt.Fprintf(&b, " %s", n.Constraint)
+		fmt.Fprintf(&b, "; %d fit now, a placement can use %d", n.FitNow, min(n.Placeable, n.FitNow))
+	} else {
+		fmt.Fprintf(&b, "; %d fit now", n.FitNow)
+	}
+	if len(n.Deficits) > 0 {
+		b.WriteString(" (short:")
+		for k, d := range n.Deficits {
+			if k > 0 {
+				b.WriteByte(',')
+			}
+			if d.TRES == idleNode {
+				fmt.Fprintf(&b, " %d node(s) idle", d.Nodes)
+				continue
+			}
+			fmt.Fprintf(&b, " %s — %d node(s) have %d free", d.TRES, d.Nodes, d.PerNode)
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+func (a AheadJob) describe(now time.Time) string {
+	s := fmt.Sprintf("job %d (priority %d, %s, %s)", a.Job, a.Priority, a.Partition, a.Reason)
+	if !a.Start.IsZero() {
+		s += fmt.Sprintf(" planned %s on %d node(s)", at(a.Start, now), a.Nodes)
+	}
+	return s
+}
+
+// String explains the blocker in one line.
+func (b Blocker) String() string { return b.describe(time.Time{}) }
+
+func (b Blocker) describe(now time.Time) string {
+	switch b.Kind {
+	case BlockerResources, BlockerTopology:
+		return fmt.Sprintf("%s: %s", b.Kind, b.Need)
+	case BlockerQueue:
+		var s strings.Builder
+		s.WriteString("queue: ")
+		if b.AheadTotal > 0 {
+			fmt.Fprintf(&s, "%d higher-priority job(s) hold the plan's resources first:", b.AheadTotal)
+			for _, a := range b.Ahead {
+				s.WriteString("\n      - " + a.describe(now))
+			}
+			if b.AheadTotal > len(b.Ahead) {
+				fmt.Fprintf(&s, "\n      - … %d more", b.AheadTotal-len(b.Ahead))
+			}
+		}
+		if b.Head != nil && !slices.ContainsFunc(b.Ahead, func(a AheadJob) bool { return a.Job == b.Head.Job }) {
+			if b.AheadTotal > 0 {
+				s.WriteString("\n    ")
+			}
+			fmt.Fprintf(&s, "the head of its partition's queue waits: %s", b.Head.describe(now))
+		}
+		return s.String()
+	}
+	if b.Policy != nil {
+		return b.Policy.String()
+	}
+	return fmt.Sprintf("%s: %s (%s)", b.Kind, b.Detail, b.Reason)
+}
+
+// describe explains the counterfactual in one line.
+func (c Counterfactual) describe(now time.Time) string {
+	where := ""
+	if len(c.Nodes) > 0 {
+		where = " on " + compactNames(c.Nodes)
+	}
+	when := "now"
+	if !c.Now {
+		when = at(c.Start, now)
+	}
+	switch c.Kind {
+	case CounterTimeLimit:
+		return fmt.Sprintf("with a time limit ≤ %s it starts now (backfill)%s", policy.FormatDuration(c.TimeLimit), where)
+	case CounterGPUs:
+		return fmt.Sprintf("with %d GPU(s) per node it starts %s%s", c.GPUs, when, where)
+	case CounterPartition:
+		return fmt.Sprintf("in partition %s it starts %s%s", c.Partition, when, where)
+	case CounterGPUType:
+		return fmt.Sprintf("with gpu type %s it starts %s%s", c.GPUType, when, where)
+	case CounterFairShare:
+		return fmt.Sprintf("after account %s's usage decays for one half-life (by %s), it ranks %s in its partition (now %s) with priority %d",
+			c.Account, fmtTime(c.At), ordinal(c.Rank), ordinal(c.RankWas), c.Priority)
+	}
+	return c.Kind.String()
+}
+
+// String explains the counterfactual in one line, with absolute times.
+func (c Counterfactual) String() string { return c.describe(time.Time{}) }
+
+func compactNames(names []string) string {
+	if s, err := topology.CompressHostlist(names); err == nil {
+		return s
+	}
+	return strings.Join(names, ",")
+}
+
+// String is the explanation for a person, several lines.
+func (e Explanation) String() string {
+	var b strings.Builder
+	who := strings.Trim(e.User+"/"+e.Account, "/")
+	if who != "" {
+		who = ", " + who
+	}
+	fmt.Fprintf(&b, "Job %d (%s%s) is %s", e.Job, e.Partition, who, e.State)
+	switch {
+	case e.State == JobPending:
+		fmt.Fprintf(&b, ": %s\n", e.Reason)
+	case e.State.Finished():
+		fmt.Fprintf(&b, " since %s", fmtTime(e.EndTime))
+		if e.Reason != policy.ReasonNone {
+			fmt.Fprintf(&b, " (%s)", e.Reason)
+		}
+		b.WriteString("\n")
+	default:
+		b.WriteString("\n")
+	}
+	if e.State == JobPending {
+		fmt.Fprintf(&b, "  Priority %d, %s in partition %s (queue position %d of %d)\n", e.Priority, ordinal(e.Rank), e.Partition, e.QueuePos, e.Pending)
+		if e.Breakdown != nil {
+			w := e.Breakdown.Weighted
+			fmt.Fprintf(&b, "    age %.0f, fairshare %.0f, jobsize %.0f, partition %.0f, qos %.0f, assoc %.0f, tres %.0f, site %d, nice %d\n",
+				w.Age, w.FairShare, w.JobSize, w.Partition, w.QOS, w.Assoc, e.Breakdown.TRESSum, e.Breakdown.Site, e.Breakdown.Nice)
+		}
+		if len(e.Blockers) > 0 {
+			b.WriteString("  Blockers:\n")
+			for _, bl := range e.Blockers {
+				fmt.Fprintf(&b, "    - %s\n", bl.describe(e.Now))
+			}
+		}
+		if est := e.Estimate; est != nil {
+			switch est.Source {
+			case EstimateNone:
+				fmt.Fprintf(&b, "  Expected start: unknown (%s)\n", est.Note)
+			default:
+				fmt.Fprintf(&b, "  Expected start: %s on %s (%s", at(est.Start, e.Now), compactNames(est.Nodes), est.Source)
+				if !est.PlanTime.Equal(e.Now) {
+					fmt.Fprintf(&b, ", plan of %s", fmtTime(est.PlanTime))
+				}
+				b.WriteString(")\n")
+				if est.WaitsForTotal > 0 {
+					b.WriteString("    waits for running job(s):")
+					for _, r := range est.WaitsFor {
+						fmt.Fprintf(&b, " %d (ends %s)", r.Job, fmtTime(r.End))
+					}
+					if est.WaitsForTotal > len(est.WaitsFor) {
+						fmt.Fprintf(&b, " … %d more", est.WaitsForTotal-len(est.WaitsFor))
+					}
+					b.WriteString("\n")
+				}
+				if est.Fraction > 0 {
+					early := "now"
+					if est.Earliest.After(e.Now) {
+						early = fmt.Sprintf("%s (in %s)", fmtTime(est.Earliest), fmtDur(est.Earliest.Sub(e.Now)))
+					}
+					fmt.Fprintf(&b, "    range: as early as %s if jobs run %.0f%% of their time limits, as history suggests", early, est.Fraction*100)
+					if est.EarliestPartial {
+						b.WriteString(" (bounded re-plan: could be earlier)")
+					}
+					b.WriteString("\n")
+				}
+			}
+		}
+		if len(e.Counterfactuals) > 0 {
+			b.WriteString("  What would let it start sooner (verified by re-planning):\n")
+			for _, c := range e.Counterfactuals {
+				fmt.Fprintf(&b, "    - %s\n", c.describe(e.Now))
+			}
+		}
+		return b.String()
+	}
+	if st := e.Start; st != nil {
+		how := "in priority order (main pass)"
+		if st.Kind == DecisionBackfillStart {
+			how = "by backfill"
+		}
+		fmt.Fprintf(&b, "  Started %s %s with priority %d", fmtTime(st.Time), how, st.Priority)
+		if st.QueuePos > 0 {
+			fmt.Fprintf(&b, " from queue position %d", st.QueuePos)
+		}
+		fmt.Fprintf(&b, " on %s\n", compactNames(st.Nodes))
+		if len(st.GPUs) > 0 {
+			b.WriteString("    GPUs:")
+			for _, g := range st.GPUs {
+				fmt.Fprintf(&b, " %s[%s]", g.Node, formatIndices(g.Indices))
+			}
+			b.WriteString("\n")
+		}
+		if f := st.Factors; f != nil {
+			fmt.Fprintf(&b, "    age %.0f, fairshare %.0f, jobsize %.0f, partition %.0f, qos %.0f, assoc %.0f, tres %.0f, site %d, nice %d\n",
+				f.Age, f.FairShare, f.JobSize, f.Partition, f.QOS, f.Assoc, f.TRES, f.Site, f.Nice)
+		}
+		if len(st.Overtook) > 0 {
+			b.WriteString("    passed, without delaying them:\n")
+			for _, o := range st.Overtook {
+				fmt.Fprintf(&b, "      - job %d (priority %d, %s", o.Job, o.Priority, o.Reason)
+				if !o.PlannedStart.IsZero() {
+					fmt.Fprintf(&b, ", planned %s", fmtTime(o.PlannedStart))
+				}
+				b.WriteString(")\n")
+			}
+			if st.OvertookMore {
+				b.WriteString("      - … and more\n")
+			}
+		}
+		if len(st.Preempted) > 0 {
+			fmt.Fprintf(&b, "    preempted for it: %v\n", st.Preempted)
+		}
+		if !st.FromRecord {
+			b.WriteString("    (no audit record: read from the job's state)\n")
+		} else if st.PolicyVersion != "" {
+			fmt.Fprintf(&b, "    policy version %s\n", st.PolicyVersion)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,350 @@
+package scheduler
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// IdleClass says why an idle GPU (or CPU) is idle. Every idle unit is
+// counted in exactly one class: the first of this order that matches.
+type IdleClass uint8
+
+// Idle classes, in the order they are tried.
+const (
+	// IdleUnhealthy: a device reported unhealthy and not in use (GPUs only).
+	IdleUnhealthy IdleClass = iota
+	// IdleUnavailable: free on a node that takes no new work (down,
+	// drained, draining, failing).
+	IdleUnavailable
+	// IdleAdvanceReservation: held by an advance reservation: every idle
+	// unit of a node inside a reservation window open now (whoever may
+	// use the reservation, the others may not), and, with backfill, the
+	// shadow of a window that opens on the node before the plan's horizon
+	// (the units the plan shows taken by then, which a job started now
+	// would have to give back).
+	IdleAdvanceReservation
+	// IdleReserved: free now but held for a higher-priority job. With
+	// backfill, the plan's shadow: the units that the plan books on the
+	// node later within bf_window (free now minus the least the plan
+	// leaves free on the node from now to the window's end), which no
+	// pending job can use now without delaying that reservation. Without
+	// backfill, every unit on a node of a partition whose queue is blocked
+	// (a pending job there waits on Resources or Priority): the main pass
+	// holds such nodes back for the blocked job.
+	IdleReserved
+	// IdleNoDemand: no pending job that is eligible now (begin time
+	// reached, partition up) may use the node and asks for this resource.
+	IdleNoDemand
+	// IdlePolicy: pending jobs may use the node and some of them fit its
+	// free resources now, but every one that fits waits on a policy limit
+	// (QOS or association limits, partition MaxTime/MaxNodes), not on
+	// resources.
+	IdlePolicy
+	// IdleFragmented: free but in shapes no pending job can use now: no
+	// eligible job's per-node request fits the node's free resources
+	// (too few GPUs of the type, CPUs or memory left beside them, not a
+	// whole node), or the jobs whose per-node request fits need more such
+	// nodes at once than are free.
+	IdleFragmented
+	// NumIdleClasses is the number of classes.
+	NumIdleClasses
+)
+
+var idleClassNames = [...]string{"unhealthy", "unavailable", "advance-reservation", "reserved", "no-demand", "policy", "fragmented"}
+
+// String names the class.
+func (c IdleClass) String() string {
+	if c < NumIdleClasses {
+		return idleClassNames[c]
+	}
+	return fmt.Sprintf("IdleClass(%d)", uint8(c))
+}
+
+// IdleCounts holds a count per idle class.
+type IdleCounts [NumIdleClasses]int64
+
+// Total sums the classes.
+func (c IdleCounts) Total() int64 {
+	var t int64
+	for _, v := range c {
+		t += v
+	}
+	return t
+}
+
+func (c *IdleCounts) add(o IdleCounts) {
+	for k, v := range o {
+		c[k] += v
+	}
+}
+
+// NodeIdleCapacity is one node's idle GPUs and CPUs by class.
+type NodeIdleCapacity struct {
+	Node       string
+	GPUs, CPUs IdleCounts
+}
+
+// IdleReport classifies the idle capacity of the cluster at one instant:
+// "an idle GPU is not an available GPU", made measurable.
+type IdleReport struct {
+	// Time is the instant; PlanTime when the backfill plan read was made
+	// (zero without one).
+	Time, PlanTime time.Time
+	// GPUs and CPUs count idle units per class over the cluster.
+	GPUs, CPUs IdleCounts
+	// Nodes lists every node with an idle unit, in node order.
+	Nodes []NodeIdleCapacity
+	// Pending counts the pending jobs eligible now; Limited those of them
+	// waiting on a policy limit.
+	Pending, Limited int
+}
+
+// idleGroup is the demand of one job shape.
+type idleGroup struct {
+	sh        *shape
+	perNode   gres.Vector
+	excl      bool
+	gpus      bool // asks for GPUs
+	unlimited bool // some job of the shape is not limited by policy
+}
+
+// policyLimited reports whether a pending job waits on policy rather
+// than resources.
+func policyLimited(j *job) bool {
+	switch j.Reason {
+	case policy.ReasonPartitionTimeLimit, policy.ReasonPartitionNodeLimit, policy.ReasonQOSNotAllowed,
+		policy.ReasonAccountNotAllowed:
+		return true
+	}
+	return j.Reason.IsLimit()
+}
+
+// demandNow reports whether a pending job could use free resources now
+// if they suited it: not waiting for its begin time, a dependency, a
+// hold or a partition that starts nothing, and not bound to an advance
+// reservation (whose nodes are classed apart).
+func demandNow(now time.Time, j *job, p *partition) bool {
+	switch j.Reason {
+	case policy.ReasonDependency, policy.ReasonDependencyNeverSatisfied, policy.ReasonJobHeldUser, policy.ReasonJobHeldAdmin:
+		return false
+	}
+	return p.cfg.State != PartitionDown && p.cfg.State != PartitionInactive && !j.Spec.BeginTime.After(now) &&
+		j.Spec.Reservation == ""
+}
+
+// IdleCapacity classifies every idle GPU and CPU at now (see IdleClass
+// for the classes and their order). It reads the nodes' current state,
+// the pending jobs' last reasons and, with backfill, the last cycle's
+// plan; it changes nothing.
+func (s *Scheduler) IdleCapacity(now time.Time) IdleReport {
+	rep := IdleReport{Time: now}
+	gpuID, hasGPU := s.reg.Lookup("gres/gpu")
+
+	// Demand, one group per job shape.
+	groups := map[*shape]*idleGroup{}
+	var order []*idleGroup
+	blockedPart := make([]bool, len(s.parts))
+	s.pending.Ascend(func(j *job) bool {
+		p := &s.parts[j.part]
+		if j.Reason == policy.ReasonResources || j.Reason == policy.ReasonPriority {
+			blockedPart[j.part] = true
+		}
+		if !demandNow(now, j, p) {
+			return true
+		}
+		rep.Pending++
+		lim := policyLimited(j)
+		if lim {
+			rep.Limited++
+		}
+		g := groups[j.shape]
+		if g == nil {
+			g = &idleGroup{sh: j.shape, perNode: j.perNode, excl: j.Spec.Exclusive, gpus: hasGPU && j.perNode[gpuID] > 0}
+			groups[j.shape] = g
+			order = append(order, g)
+		}
+		g.unlimited = g.unlimited || !lim
+		return true
+	})
+
+	var prof *backfill.Profile
+	var horizon time.Time
+	if s.bf != nil && s.bf.last != nil {
+		prof = s.bf.last
+		rep.PlanTime = prof.Now()
+		horizon = prof.Now().Add(s.bf.planner.Config().Window)
+	}
+
+	// Nodes in reservation windows: open now, or opening before the
+	// horizon (with a plan).
+	resvNow := topology.NewNodeSet(len(s.nodes))
+	resvSoon := topology.NewNodeSet(len(s.nodes))
+	end := now.Add(time.Nanosecond)
+	if horizon.After(end) {
+		end = horizon
+	}
+	_ = s.reservationWindows(now, end, func(_ uint64, w policy.Window, nodes []int) error {
+		for _, i := range nodes {
+			if !w.Start.After(now) {
+				resvNow.Add(i)
+			} else {
+				resvSoon.Add(i)
+			}
+		}
+		return nil
+	})
+
+	for i := range s.nodes {
+		n := &s.nodes[i]
+		var gi, ci IdleCounts
+		gFree := int64(0)
+		if hasGPU {
+			gFree = n.free[gpuID]
+		}
+		cFree := n.free[gres.CPU]
+		// Unhealthy devices not in use are outside free already.
+		if n.devs != nil {
+			for _, d := range n.cfg.Devices.Devices {
+				if strings.EqualFold(d.Name, "gpu") && !n.devs.IsHealthy(d.Index) && !n.devs.InUse(d.Index) {
+					gi[IdleUnhealthy]++
+				}
+			}
+		}
+		switch {
+		case gFree <= 0 && cFree <= 0:
+		case !s.usable.Has(i):
+			gi[IdleUnavailable] += max(gFree, 0)
+			ci[IdleUnavailable] += max(cFree, 0)
+		case resvNow.Has(i):
+			gi[IdleAdvanceReservation] += max(gFree, 0)
+			ci[IdleAdvanceReservation] += max(cFree, 0)
+		default:
+			gRes, cRes := s.reservedIdle(i, now, prof, horizon, blockedPart, gpuID, hasGPU, gFree, cFree)
+			class := IdleReserved
+			if prof != nil && resvSoon.Has(i) {
+				class = IdleAdvanceReservation
+			}
+			gi[class], ci[class] = gRes, cRes
+			if r := gFree - gRes; r > 0 {
+				gi[s.demandClass(i, order, true)] += r
+			}
+			if r := cFree - cRes; r > 0 {
+				ci[s.demandClass(i, order, false)] += r
+			}
+		}
+		if gi.Total() > 0 || ci.Total() > 0 {
+			rep.Nodes = append(rep.Nodes, NodeIdleCapacity{Node: n.cfg.Name, GPUs: gi, CPUs: ci})
+			rep.GPUs.add(gi)
+			rep.CPUs.add(ci)
+		}
+	}
+	return rep
+}
+
+// reservedIdle returns how many of node i's idle GPUs and CPUs are held
+// for a higher-priority job (see IdleReserved).
+func (s *Scheduler) reservedIdle(i int, now time.Time, prof *backfill.Profile, horizon time.Time, blockedPart []bool,
+	gpuID gres.ID, hasGPU bool, gFree, cFree int64) (int64, int64) {
+	if prof == nil {
+		if s.bf != nil {
+			return 0, 0 // backfill without a plan yet: nothing is booked
+		}
+		for p := range s.parts {
+			if blockedPart[p] && s.parts[p].nodes.Has(i) {
+				return max(gFree, 0), max(cFree, 0)
+			}
+		}
+		return 0, 0
+	}
+	steps, err := prof.Timeline(i)
+	if err != nil {
+		return 0, 0
+	}
+	from := now
+	if prof.Now().After(from) {
+		from = prof.Now()
+	}
+	at := func(v gres.Vector, id gres.ID) int64 {
+		if int(id) < len(v) {
+			return v[id]
+		}
+		return 0
+	}
+	var gNow, cNow, gMin, cMin int64
+	first := true
+	for k, st := range steps {
+		// The step in force at from, and every later one before the horizon.
+		if k+1 < len(steps) && !steps[k+1].Start.After(from) {
+			continue
+		}
+		if !first && !st.Start.Before(horizon) {
+			break
+		}
+		g, c := int64(0), at(st.Free, gres.CPU)
+		if hasGPU {
+			g = at(st.Free, gpuID)
+		}
+		if first {
+			gNow, cNow, gMin, cMin, first = g, c, g, c, false
+			continue
+		}
+		gMin, cMin = min(gMin, g), min(cMin, c)
+	}
+	return min(max(gFree, 0), max(gNow-gMin, 0)), min(max(cFree, 0), max(cNow-cMin, 0))
+}
+
+// demandClass classifies node i's remaining idle GPUs (gpu set) or CPUs
+// by the demand of the pending job shapes: no demand, policy, or
+// fragmented (see IdleClass).
+func (s *Scheduler) demandClass(i int, groups []*idleGroup, gpu bool) IdleClass {
+	n := &s.nodes[i]
+	demand, fits, fitsUnlimited := false, false, false
+	for _, g := range groups {
+		if (gpu && !g.gpus) || !g.sh.capable.Has(i) {
+			continue
+		}
+		demand = true
+		var ok bool
+		if g.excl {
+			ok = len(n.jobs) == 0
+		} else {
+			ok = g.perNode.Fits(n.free)
+		}
+		if ok {
+			fits = true
+			if g.unlimited {
+				fitsUnlimited = true
+				break
+			}
+		}
+	}
+	switch {
+	case !demand:
+		return IdleNoDemand
+	case fits && !fitsUnlimited:
+		return IdlePolicy
+	}
+	return IdleFragmented
+}
+
+// String formats the report as a table of classes, GPUs and CPUs.
+func (r IdleReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Idle capacity at %s", fmtTime(r.Time))
+	if !r.PlanTime.IsZero() {
+		fmt.Fprintf(&b, " (plan of %s)", fmtTime(r.PlanTime))
+	}
+	fmt.Fprintf(&b, "; %d pending job(s) eligible, %d limited by policy\n", r.Pending, r.Limited)
+	fmt.Fprintf(&b, "  %-20s %8s %8s\n", "class", "GPUs", "CPUs")
+	for c := range NumIdleClasses {
+		fmt.Fprintf(&b, "  %-20s %8d %8d\n", c, r.GPUs[c], r.CPUs[c])
+	}
+	fmt.Fprintf(&b, "  %-20s %8d %8d\n", "total", r.GPUs.Total(), r.CPUs.Total())
+	return b.String()
+}

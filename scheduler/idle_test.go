@@ -1,0 +1,136 @@
+package scheduler_test
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// TestIdleCapacityCountsEveryIdleUnitOnce drives random event sequences
+// and checks, at every step, that each node's idle GPUs (free ones plus
+// unhealthy ones no job holds) and idle CPUs are split over the classes
+// exactly, that the totals are the sums of the nodes, and that the report
+// is deterministic.
+func TestIdleCapacityCountsEveryIdleUnitOnce(t *testing.T) {
+	for _, mode := range []string{"none", "easy", "conservative"} {
+		t.Run(mode, func(t *testing.T) {
+			for seed := range uint64(8) {
+				rng := rand.New(rand.NewPCG(seed, 17))
+				cfg := clustertest.Mixed4()
+				switch mode {
+				case "easy":
+					cfg.Backfill = &backfill.Config{Mode: backfill.EASY, Resolution: time.Second}
+				case "conservative":
+					cfg.Backfill = &backfill.Config{Resolution: time.Second}
+				}
+				cfg.Policy = &policy.Config{}
+				s, err := scheduler.New(cfg)
+				require.NoError(t, err)
+				names := []string{"h100-01", "h100-02", "a100-01", "a100-02"}
+				now := clustertest.Epoch
+				if seed%2 == 0 {
+					nodes := topology.NewNodeSet(4)
+					nodes.Add(rng.IntN(4))
+					require.NoError(t, s.AddReservation(now, policy.Reservation{Name: "m", Start: now.Add(time.Duration(rng.IntN(3)) * time.Hour),
+						Duration: time.Hour, Nodes: nodes, Users: []string{"root"}, Flags: policy.ResvMaint | policy.ResvIgnoreJobs}))
+				}
+				for step := range 40 {
+					switch k := rng.IntN(10); {
+					case k < 5:
+						_, _ = s.Submit(now, randSpec(rng))
+					case k < 6:
+						_ = s.SetDeviceHealth(now, names[rng.IntN(4)], rng.IntN(8), rng.IntN(2) == 0, "xid")
+					case k < 7:
+						_ = s.DrainNode(now, names[rng.IntN(4)], "t")
+					case k < 8:
+						_ = s.ResumeNode(now, names[rng.IntN(4)])
+					default:
+						_, err := s.Schedule(now)
+						require.NoError(t, err)
+					}
+					rep := s.IdleCapacity(now)
+					assert.Equal(t, rep, s.IdleCapacity(now), "deterministic")
+					checkIdle(t, s, rep, seed, step)
+					now = now.Add(time.Duration(rng.IntN(40)) * time.Minute)
+				}
+			}
+		})
+	}
+}
+
+func checkIdle(t *testing.T, s *scheduler.Scheduler, rep scheduler.IdleReport, seed uint64, step int) {
+	t.Helper()
+	gpuID := s.Registry().MustLookup("gres/gpu")
+	byName := map[string]scheduler.NodeIdleCapacity{}
+	var gpus, cpus scheduler.IdleCounts
+	for _, n := range rep.Nodes {
+		byName[n.Node] = n
+		for c := range scheduler.NumIdleClasses {
+			gpus[c] += n.GPUs[c]
+			cpus[c] += n.CPUs[c]
+		}
+	}
+	assert.Equal(t, gpus, rep.GPUs, "seed %d step %d: GPU totals", seed, step)
+	assert.Equal(t, cpus, rep.CPUs, "seed %d step %d: CPU totals", seed, step)
+	for _, n := range s.Nodes() {
+		held := map[int]bool{}
+		for _, id := range n.Jobs {
+			j, _ := s.Job(id)
+			for _, na := range j.Alloc.Nodes {
+				if na.Node == n.Index {
+					for _, d := range na.Devices {
+						held[d] = true
+					}
+				}
+			}
+		}
+		badIdle := int64(0)
+		for _, d := range n.UnhealthyDevices {
+			if !held[d] {
+				badIdle++
+			}
+		}
+		ni := byName[n.Name]
+		assert.Equal(t, n.Free[gpuID]+badIdle, ni.GPUs.Total(), "seed %d step %d: node %s GPUs %v", seed, step, n.Name, ni.GPUs)
+		assert.Equal(t, n.Free[0], ni.CPUs.Total(), "seed %d step %d: node %s CPUs %v", seed, step, n.Name, ni.CPUs)
+		assert.Equal(t, badIdle, ni.GPUs[scheduler.IdleUnhealthy], "seed %d step %d: node %s", seed, step, n.Name)
+		if !n.State.Usable() {
+			assert.Equal(t, n.Free[gpuID], ni.GPUs[scheduler.IdleUnavailable], "seed %d step %d: node %s is %s", seed, step, n.Name, n.State)
+		}
+	}
+}
+
+// Without pending work every idle unit on an up node is "no demand"; a
+// job that fits nowhere makes the free GPUs "fragmented".
+func TestIdleCapacityDemand(t *testing.T) {
+	s := newMixed(t)
+	rep := s.IdleCapacity(t0)
+	assert.Equal(t, int64(32), rep.GPUs[scheduler.IdleNoDemand])
+	assert.Equal(t, int64(112*2+64*2), rep.CPUs[scheduler.IdleNoDemand])
+	assert.Equal(t, int64(32), rep.GPUs.Total())
+
+	mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(5), TimeLimit: time.Hour})
+	mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(5), TimeLimit: time.Hour})
+	mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(5), TimeLimit: time.Hour})
+	mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(5), TimeLimit: time.Hour})
+	mustSchedule(t, s, t0)
+	// Each node has 3 GPUs left; a fifth 5-GPU job fits nowhere.
+	mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(5), TimeLimit: time.Hour})
+	mustSchedule(t, s, t0)
+	rep = s.IdleCapacity(t0)
+	// No backfill: the partition's queue is blocked, so the main pass
+	// holds its nodes for the waiting job.
+	assert.Equal(t, int64(12), rep.GPUs[scheduler.IdleReserved], "%s", rep)
+	assert.Equal(t, 1, rep.Pending)
+	assert.Contains(t, rep.String(), "reserved")
+	assert.Equal(t, "IdleClass(9)", scheduler.IdleClass(9).String())
+}
