@@ -929,7 +929,12 @@ func (c Comparison) String() string {
 //
 // It is computed on each call (about 1.3 ms at the standard scale); the
 // scheduler's audit records call it once per cycle with decisions.
-func (s *Scheduler) PolicyVersion() string { return s.policyHash() }
+func (s *Scheduler) PolicyVersion() string {
+	if s.policyVersion == "" {
+		s.policyVersion = s.policyHash()
+	}
+	return s.policyVersion
+}
 
 // policyHash computes PolicyVersion.
 func (s *Scheduler) policyHash() string {

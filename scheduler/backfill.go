@@ -171,18 +171,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 				return true
 			}
 		}
-		bj := backfill.Job{
-			ID: backfill.JobID(j.ID), Nodes: j.nodes, PerNode: j.bfPerNode(), Exclusive: j.Spec.Exclusive,
-			Allowed: s.allowedNodes(j.shape), TimeLimit: j.TimeLimit, TimeMin: j.Spec.TimeMin,
-			Earliest: j.Spec.BeginTime, Eligible: j.EligibleTime, Priority: float64(j.Priority),
-			User: j.Spec.User, Partition: j.Partition, Assoc: j.Spec.Account + "/" + j.Spec.User,
-		}
-		if c := j.constraints(); s.graph != nil && c != (topology.Constraints{}) {
-			var relaxed bool
-			bj.Chooser, relaxed = s.constrainedChooser(now, j, c)
-			bj.ChooserKey = fmt.Sprintf("%s relaxed=%t", c, relaxed)
-		}
-		jobs = append(jobs, bj)
+		jobs = append(jobs, s.bfJob(now, j, s.allowedNodes(j.shape)))
 		pjobs = append(pjobs, j)
 		return true
 	})

@@ -28,6 +28,10 @@ type Cycle struct {
 	// Pending lists every job still pending after the cycle, in queue
 	// order, with the reason it waits.
 	Pending []Pending
+	// Decisions holds the audit record of every start, timeout and
+	// preemption of the cycle (see AuditRecords): what to persist to
+	// reconstruct later why a job got — or lost — its resources.
+	Decisions []Decision
 	// Preemptions lists the running jobs preempted for pending ones. A
 	// victim with a KillAt after Now is to be signalled now and is ended
 	// by the first cycle at or after KillAt (it then appears in Ended).
@@ -176,6 +180,7 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 			return cyc, err
 		}
 	}
+	cyc.Decisions = s.AuditRecords(cyc)
 	return cyc, nil
 }
 

@@ -657,10 +657,10 @@ func (s *Scheduler) planContext(now time.Time, j *job) (*planCtx, error) {
 		// The planner, as the next backfill pass would run it.
 		jobs := make([]backfill.Job, 0, len(ahead)+1)
 		for _, x := range ahead {
-			jobs = append(jobs, s.bfJob(now, x))
+			jobs = append(jobs, s.bfJob(now, x, s.jobAllowed(x)))
 		}
 		if j.Spec.Reservation == "" {
-			jobs = append(jobs, s.bfJob(now, j))
+			jobs = append(jobs, s.bfJob(now, j, s.jobAllowed(j)))
 		}
 		plan, err := s.bf.planner.Plan(prof, jobs)
 		if err != nil {
@@ -721,10 +721,10 @@ func (s *Scheduler) earliest(now time.Time, x *job, allowed topology.NodeSet, pa
 }
 
 // bfJob is job x as the backfill pass hands it to the planner.
-func (s *Scheduler) bfJob(now time.Time, x *job) backfill.Job {
+func (s *Scheduler) bfJob(now time.Time, x *job, allowed topology.NodeSet) backfill.Job {
 	bj := backfill.Job{
 		ID: backfill.JobID(x.ID), Nodes: x.nodes, PerNode: x.bfPerNode(), Exclusive: x.Spec.Exclusive,
-		Allowed: s.jobAllowed(x), TimeLimit: x.TimeLimit, TimeMin: x.Spec.TimeMin,
+		Allowed: allowed, TimeLimit: x.TimeLimit, TimeMin: x.Spec.TimeMin,
 		Earliest: x.Spec.BeginTime, Eligible: x.EligibleTime, Priority: float64(x.Priority),
 		User: x.Spec.User, Partition: x.Partition, Assoc: x.Spec.Account + "/" + x.Spec.User,
 	}
@@ -1638,7 +1638,7 @@ func (s *Scheduler) priorityInput(j *job) (priority.Job, error) {
 	return priority.Job{
 		ID: uint64(j.ID), Submit: j.SubmitTime, AccrueStart: j.EligibleTime, Nodes: uint32(j.nodes),
 		CPUs: uint32(min(total[gres.CPU], 1<<31)), TimeLimit: j.TimeLimit, PartitionMaxTime: part.cfg.MaxTime,
-		PartitionJobFactor: uint16(part.cfg.PriorityJobFactor), QOSPriority: p.cfg.QOSPriority[j.Spec.QOS],
+		PartitionJobFactor: uint16(part.cfg.PriorityJobFactor), QOSPriority: s.qosPriority(j),
 		TRES: total, PartitionTRES: p.partTRES[j.part], Nice: int64(j.Spec.Nice),
 	}, nil
 }

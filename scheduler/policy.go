@@ -251,6 +251,7 @@ func (s *Scheduler) AddReservation(now time.Time, r policy.Reservation) error {
 	if err := s.pol.resv.Add(r, s.chooseReservationNodes); err != nil {
 		return fmt.Errorf("scheduler: reservation %q: %w", r.Name, err)
 	}
+	s.policyVersion = ""
 	s.last = now
 	return nil
 }
@@ -267,6 +268,7 @@ func (s *Scheduler) RemoveReservation(now time.Time, name string) error {
 	if err := s.pol.resv.Remove(name); err != nil {
 		return fmt.Errorf("scheduler: %w", err)
 	}
+	s.policyVersion = ""
 	s.last = now
 	return nil
 }

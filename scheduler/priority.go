@@ -139,26 +139,11 @@ func (s *Scheduler) refreshPriorities(now time.Time) error {
 // pending index while its priority changes.
 func (s *Scheduler) computePriority(now time.Time, j *job) error {
 	p := s.prio
-	part := &s.parts[j.part]
-	total, err := j.perNode.Scale(int64(j.nodes))
+	in, err := s.priorityInput(j)
 	if err != nil {
 		return fmt.Errorf("scheduler: job %d: %w", j.ID, err)
 	}
-	in := priority.Job{
-		ID:                 uint64(j.ID),
-		Submit:             j.SubmitTime,
-		AccrueStart:        j.EligibleTime,
-		Nodes:              uint32(j.nodes),
-		CPUs:               uint32(min(total[gres.CPU], 1<<31)),
-		TimeLimit:          j.TimeLimit,
-		PartitionMaxTime:   part.cfg.MaxTime,
-		PartitionJobFactor: uint16(part.cfg.PriorityJobFactor),
-		QOSPriority:        s.qosPriority(j),
-		TRES:               total,
-		PartitionTRES:      p.partTRES[j.part],
-		Nice:               int64(j.Spec.Nice),
-		PrevPriority:       j.Priority,
-	}
+	in.PrevPriority = j.Priority
 	if p.tree != nil {
 		if i, ok := p.tree.Lookup(j.Spec.Account, j.Spec.User); ok {
 			in.FairShare = p.tree.Factor(i)

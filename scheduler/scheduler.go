@@ -49,6 +49,8 @@ type Scheduler struct {
 	deferred []*job
 	// healthGen counts device health changes (invalidates cached profile use).
 	healthGen uint64
+	// policyVersion caches PolicyVersion; reset when reservations change.
+	policyVersion string
 	// arrays holds the job arrays by array job ID; maxArray bounds indices.
 	arrays   map[JobID]*array
 	maxArray int

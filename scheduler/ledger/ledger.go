@@ -125,8 +125,8 @@ func NewRecorder(now time.Time, l accounting.Ledger, cluster string, s *schedule
 // Observe records a cycle's effects as of now: job records for starts and
 // for jobs that ended since the last call (finished, cancelled, timed out,
 // preempted, failed with their node), usage charges for ended jobs up to
-// their end and, every ChargePeriod, for running jobs up to now. All of it
-// is one ledger transaction.
+// their end and, every ChargePeriod, for running jobs up to now, and the
+// cycle's audit decisions. All of it is one ledger transaction.
 func (r *Recorder) Observe(now time.Time, cyc scheduler.Cycle) error {
 	return r.l.Update(func(tx accounting.Tx) error {
 		for _, st := range cyc.Starts {
@@ -177,8 +177,52 @@ func (r *Recorder) Observe(now time.Time, cyc scheduler.Cycle) error {
 		if charge {
 			r.lastCharge = now
 		}
+		for _, d := range cyc.Decisions {
+			ad, err := d.Accounting(r.cluster)
+			if errors.Is(err, scheduler.ErrNotRecordable) {
+				continue // the ledger has no kind for it (time-limit ends)
+			}
+			if err != nil {
+				return fmt.Errorf("ledger: decision for job %d: %w", d.Job, err)
+			}
+			if _, err := tx.PutDecision(ad); err != nil {
+				return fmt.Errorf("ledger: decision for job %d: %w", d.Job, err)
+			}
+		}
 		return nil
 	})
+}
+
+// Decisions returns a scheduler.DecisionSource over the audit records in
+// l, so that Explain and CompareJobs can answer for jobs that started or
+// ended long ago (pass it as ExplainOptions.Records).
+func Decisions(l accounting.Ledger) scheduler.DecisionSource { return decisionSource{l} }
+
+type decisionSource struct{ l accounting.Ledger }
+
+// JobDecisions returns the stored records of job id, oldest first.
+func (d decisionSource) JobDecisions(id scheduler.JobID) ([]scheduler.Decision, error) {
+	var out []scheduler.Decision
+	err := d.l.View(func(tx accounting.Tx) error {
+		var derr error
+		err := tx.Decisions(accounting.DecisionQuery{Job: accounting.JobID(id)}, func(ad accounting.Decision) bool {
+			sd, err := scheduler.DecisionFromAccounting(ad)
+			if err != nil {
+				derr = err
+				return false
+			}
+			out = append(out, sd)
+			return true
+		})
+		if derr != nil {
+			return derr
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: decisions of job %d: %w", id, err)
+	}
+	return out, nil
 }
 
 func (r *Recorder) charge(tx accounting.Tx, rec accounting.JobRecord, from, to time.Time) error {

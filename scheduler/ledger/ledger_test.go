@@ -125,3 +125,21 @@ func TestRecorderChargesRunningJobsPeriodically(t *testing.T) {
 		}))
 	}
 }
+
+func TestDecisionsRoundTripThroughTheLedger(t *testing.T) {
+	l, s, rec := setup(t)
+	id, err := s.Submit(t0, scheduler.JobSpec{User: "ann", Account: "physics", GRESPerNode: []gres.Request{{Name: "gpu", Count: 2}}})
+	require.NoError(t, err)
+	cyc, err := s.Schedule(t0)
+	require.NoError(t, err)
+	require.NotEmpty(t, cyc.Decisions)
+	require.NoError(t, rec.Observe(t0, cyc))
+	ds, err := ledger.Decisions(l).JobDecisions(id)
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	assert.Equal(t, scheduler.DecisionStart, ds[0].Kind)
+	assert.Equal(t, id, ds[0].Job)
+	ex, err := s.Explain(t0.Add(time.Minute), id, scheduler.ExplainOptions{Records: ledger.Decisions(l)})
+	require.NoError(t, err)
+	assert.Contains(t, ex.String(), "Started")
+}
