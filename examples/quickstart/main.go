@@ -212,6 +212,7 @@ func run(w io.Writer, seed uint64, every time.Duration, path string) error {
 				fmt.Fprintf(w, "== sprio at %s (weighted factors of the pending jobs)\n", c.Now.Format("15:04"))
 				fmt.Fprintln(w, s.Sprio(priority.SprioFormat{}))
 				sprioShown = true
+				explain(w, s, c)
 			}
 			for !nextSnap.After(c.Now) {
 				nextSnap = nextSnap.Add(every)
@@ -324,6 +325,24 @@ func squeue(w io.Writer, s *scheduler.Scheduler, c scheduler.Cycle) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+}
+
+// explain prints why the first job waiting for resources waits, when it
+// will start, and what would let it start sooner (each answer verified by
+// re-planning).
+func explain(w io.Writer, s *scheduler.Scheduler, c scheduler.Cycle) {
+	for _, p := range c.Pending {
+		if p.Reason != policy.ReasonResources {
+			continue
+		}
+		ex, err := s.Explain(c.Now, p.Job, scheduler.ExplainOptions{Counterfactuals: true, RuntimeFraction: 0.5})
+		if err != nil {
+			fmt.Fprintf(w, "explain job %d: %v\n\n", p.Job, err)
+			return
+		}
+		fmt.Fprintf(w, "== why is job %d pending? (scheduler.Explain)\n%s\n\n", p.Job, strings.TrimRight(ex.String(), "\n"))
+		return
+	}
 }
 
 func gpuList(a scheduler.Allocation) string {
