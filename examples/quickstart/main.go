@@ -212,7 +212,7 @@ func run(w io.Writer, seed uint64, every time.Duration, path string) error {
 				fmt.Fprintf(w, "== sprio at %s (weighted factors of the pending jobs)\n", c.Now.Format("15:04"))
 				fmt.Fprintln(w, s.Sprio(priority.SprioFormat{}))
 				sprioShown = true
-				explain(w, s, c)
+				explain(w, s, c, runtimeFraction(l))
 			}
 			for !nextSnap.After(c.Now) {
 				nextSnap = nextSnap.Add(every)
@@ -330,12 +330,12 @@ func squeue(w io.Writer, s *scheduler.Scheduler, c scheduler.Cycle) {
 // explain prints why the first job waiting for resources waits, when it
 // will start, and what would let it start sooner (each answer verified by
 // re-planning).
-func explain(w io.Writer, s *scheduler.Scheduler, c scheduler.Cycle) {
+func explain(w io.Writer, s *scheduler.Scheduler, c scheduler.Cycle, fraction float64) {
 	for _, p := range c.Pending {
 		if p.Reason != policy.ReasonResources {
 			continue
 		}
-		ex, err := s.Explain(c.Now, p.Job, scheduler.ExplainOptions{Counterfactuals: true, RuntimeFraction: 0.5})
+		ex, err := s.Explain(c.Now, p.Job, scheduler.ExplainOptions{Counterfactuals: true, RuntimeFraction: fraction})
 		if err != nil {
 			fmt.Fprintf(w, "explain job %d: %v\n\n", p.Job, err)
 			return
@@ -343,6 +343,27 @@ func explain(w io.Writer, s *scheduler.Scheduler, c scheduler.Cycle) {
 		fmt.Fprintf(w, "== why is job %d pending? (scheduler.Explain)\n%s\n\n", p.Job, strings.TrimRight(ex.String(), "\n"))
 		return
 	}
+}
+
+// runtimeFraction is the mean fraction of their time limit that finished
+// jobs in the ledger really ran (1 when there are none yet): how loose the
+// users' estimates are, for Explain's early-start range.
+func runtimeFraction(l accounting.Ledger) float64 {
+	var sum float64
+	n := 0
+	_ = l.View(func(tx accounting.Tx) error {
+		return tx.Jobs(accounting.JobQuery{Cluster: cluster}, func(j accounting.JobRecord) bool {
+			if !j.End.IsZero() && !j.Start.IsZero() && j.TimeLimit > 0 {
+				sum += min(1, float64(j.End.Sub(j.Start))/float64(j.TimeLimit))
+				n++
+			}
+			return true
+		})
+	})
+	if n == 0 {
+		return 1
+	}
+	return sum / float64(n)
 }
 
 func gpuList(a scheduler.Allocation) string {
