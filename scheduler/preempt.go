@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
@@ -33,15 +32,9 @@ func (s *Scheduler) preemptionOn() bool {
 // preempted later, only the work since then is lost, which makes it a
 // cheaper victim.
 func (s *Scheduler) Checkpoint(now time.Time, id JobID) error {
-	if err := s.tick(now); err != nil {
+	j, err := s.runningJob(now, id, "checkpoint")
+	if err != nil {
 		return err
-	}
-	j, ok := s.jobs[id]
-	if !ok {
-		return fmt.Errorf("%w: %d", ErrUnknownJob, id)
-	}
-	if j.State != JobRunning {
-		return fmt.Errorf("%w: job %d is %s, only a RUNNING job checkpoints", ErrJobState, id, j.State)
 	}
 	j.LastCheckpoint = now
 	s.last = now

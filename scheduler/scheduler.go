@@ -655,15 +655,9 @@ func (s *Scheduler) Cancel(now time.Time, id JobID) error {
 // Finish records that a running job exited: COMPLETED for exit code 0,
 // FAILED otherwise. Its resources are freed.
 func (s *Scheduler) Finish(now time.Time, id JobID, exitCode int) error {
-	if err := s.tick(now); err != nil {
+	j, err := s.runningJob(now, id, "finish")
+	if err != nil {
 		return err
-	}
-	j, ok := s.jobs[id]
-	if !ok {
-		return fmt.Errorf("%w: %d", ErrUnknownJob, id)
-	}
-	if j.State != JobRunning {
-		return fmt.Errorf("%w: job %d is %s, only a RUNNING job can finish", ErrJobState, id, j.State)
 	}
 	s.release(j)
 	s.policyStop(j, true, true)
@@ -677,19 +671,29 @@ func (s *Scheduler) Finish(now time.Time, id JobID, exitCode int) error {
 	return nil
 }
 
+// runningJob checks the time and returns running job id, or an error
+// saying that only a RUNNING job can do what verb says.
+func (s *Scheduler) runningJob(now time.Time, id JobID, verb string) (*job, error) {
+	if err := s.tick(now); err != nil {
+		return nil, err
+	}
+	j, ok := s.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %d", ErrUnknownJob, id)
+	}
+	if j.State != JobRunning {
+		return nil, fmt.Errorf("%w: job %d is %s, only a RUNNING job can %s", ErrJobState, id, j.State, verb)
+	}
+	return j, nil
+}
+
 // Requeue puts a running job back in the queue (for example after its
 // launch failed on the nodes it was given). Its resources are freed and it
 // keeps its submit time, so it keeps its place in FCFS order.
 func (s *Scheduler) Requeue(now time.Time, id JobID) error {
-	if err := s.tick(now); err != nil {
+	j, err := s.runningJob(now, id, "be requeued")
+	if err != nil {
 		return err
-	}
-	j, ok := s.jobs[id]
-	if !ok {
-		return fmt.Errorf("%w: %d", ErrUnknownJob, id)
-	}
-	if j.State != JobRunning {
-		return fmt.Errorf("%w: job %d is %s, only a RUNNING job can be requeued", ErrJobState, id, j.State)
 	}
 	s.release(j)
 	s.policyStop(j, true, false)

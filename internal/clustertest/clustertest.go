@@ -150,50 +150,8 @@ func Workload(c WorkloadConfig) []WorkloadJob {
 var Epoch = time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
 
 // StandardState returns a scheduler over the standard cluster with the
-// standard load: it submits and starts jobs until about 40,000 run, then
-// leaves pending jobs queued (100,000 at full scale). pending and running
-// scale the load down for quicker tests. It returns the scheduler and the
-// time the state is at.
+// standard load (see NewState): about running jobs running and pending
+// queued. It returns the scheduler and the time the state is at.
 func StandardState(running, pending int, seed uint64) (*scheduler.Scheduler, time.Time, error) {
-	s, err := scheduler.New(StandardCluster())
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	now := Epoch
-	jobs := Workload(WorkloadConfig{Jobs: running*2 + pending, Seed: seed})
-	started, next := 0, 0
-	// Fill the cluster with small (1–2 GPU, shared-node) jobs until about
-	// `running` run; the rest of the mix goes to the pending queue.
-	for started < running && next < len(jobs) {
-		for submitted := 0; submitted < min(running-started, 4096) && next < len(jobs); next++ {
-			spec := jobs[next].Spec
-			if spec.Nodes > 1 || spec.Exclusive || spec.GRESPerNode[0].Count > 2 {
-				continue
-			}
-			if _, err := s.Submit(now, spec); err != nil {
-				return nil, now, err
-			}
-			submitted++
-		}
-		cyc, err := s.Schedule(now)
-		if err != nil {
-			return nil, now, err
-		}
-		started += len(cyc.Starts)
-		if len(cyc.Starts) == 0 {
-			break
-		}
-		now = now.Add(time.Second)
-	}
-	queued, _ := s.Counts()
-	for ; queued < pending; next++ {
-		if next == len(jobs) {
-			jobs = append(jobs, Workload(WorkloadConfig{Jobs: pending, Seed: seed + 1})...)
-		}
-		if _, err := s.Submit(now, jobs[next].Spec); err != nil {
-			return nil, now, err
-		}
-		queued++
-	}
-	return s, now, nil
+	return NewState(StateOptions{Running: running, Pending: pending, Seed: seed})
 }
