@@ -4,7 +4,8 @@
 // length and the capacity left idle while jobs waited.
 //
 //	go run ./examples/simulate -trace FILE.swf -policy fcfs|easy|conservative|priority \
-//	    -estimates user|exact [-jobs N] [-skip K] [-json] [-plot out.png] [-out jobs.swf] [-strict]
+//	    -estimates user|exact [-jobs N] [-skip K] [-json] [-plot out.png] [-out jobs.swf] [-strict] \
+//	    [-explain [-explain-every 10m]]
 //
 // The trace is a Standard Workload Format file of the Parallel Workloads
 // Archive, read as a stream and cleaned as package swf documents (jobs
@@ -23,10 +24,24 @@
 // utilisation, queue length and idle-while-waiting over time as a PNG;
 // -out writes every simulated job as SWF with its wait and run times. A
 // progress bar is drawn on stderr when stderr is a terminal.
+//
+// Every run reports the honesty of the scheduler's start estimates (with
+// a backfill policy): for each job that waited with an estimate, the
+// error of the first one, |actual start − first ExpectedStart| — its
+// mean, median and p90 — and the fraction of those jobs that started no
+// later than first estimated (JSON eta_jobs, eta_error_mean_s,
+// eta_error_median_s, eta_error_p90_s, eta_bias_s, eta_started_on_time).
+// -explain adds explanation statistics (sim.Options.ExplainEvery): the
+// share of pending-job-time per pending reason (JSON reason_mix) and of
+// idle GPU-time (CPU-time without GPUs) per idle-capacity class
+// (idle_classes, idle_class_hours), the classes sampled every
+// -explain-every of virtual time; with -plot, the chart gets two more
+// panels, idle capacity by class and pending jobs by reason, over time.
 package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -56,6 +71,8 @@ type config struct {
 	nodes                    int
 	seed                     uint64
 	progress                 bool
+	explain                  bool
+	explainEvery             time.Duration
 }
 
 func main() {
@@ -75,6 +92,8 @@ func main() {
 	fs.StringVar(&c.oversize, "oversize", "clip", "jobs larger than the machine: clip or reject")
 	fs.IntVar(&c.nodes, "nodes", 200, "synthetic workload: cluster size in nodes (-nodes 10000 -jobs 100000 is the standard scale)")
 	fs.Uint64Var(&c.seed, "seed", 1, "synthetic workload: seed")
+	fs.BoolVar(&c.explain, "explain", false, "report why jobs waited (pending-reason mix) and why capacity was idle (idle-capacity classes)")
+	fs.DurationVar(&c.explainEvery, "explain-every", 10*time.Minute, "with -explain: classify the idle capacity every this much virtual time")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
@@ -134,6 +153,23 @@ type report struct {
 	CPUs          int64   `json:"cpus"`
 	GPUs          int64   `json:"gpus"`
 	Cleaning      *clean  `json:"cleaning,omitempty"`
+	// Start estimates (backfill policies; zero without estimates).
+	ETAJobs        int     `json:"eta_jobs"`
+	ETAUnestimated int     `json:"eta_unestimated"`
+	ETAMean        float64 `json:"eta_error_mean_s"`
+	ETAMedian      float64 `json:"eta_error_median_s"`
+	ETAP90         float64 `json:"eta_error_p90_s"`
+	ETAMax         float64 `json:"eta_error_max_s"`
+	ETABias        float64 `json:"eta_bias_s"`
+	ETAOnTime      float64 `json:"eta_started_on_time"`
+	// Explanation statistics (-explain only).
+	ExplainEvery    float64            `json:"explain_every_s,omitempty"`
+	ExplainSamples  int                `json:"explain_samples,omitempty"`
+	PendingJobHours float64            `json:"pending_job_hours,omitempty"`
+	ReasonMix       map[string]float64 `json:"reason_mix,omitempty"`
+	IdleUnit        string             `json:"idle_unit,omitempty"`
+	IdleClasses     map[string]float64 `json:"idle_classes,omitempty"`
+	IdleClassHours  map[string]float64 `json:"idle_class_hours,omitempty"`
 }
 
 // clean is the trace reader's cleaning report.
@@ -161,6 +197,9 @@ func run(c config, stdout, stderr io.Writer) error {
 	}
 	if c.jobs < 0 || c.skip < 0 {
 		return fmt.Errorf("-jobs %d / -skip %d: must not be negative", c.jobs, c.skip)
+	}
+	if c.explain && c.explainEvery <= 0 {
+		return fmt.Errorf("-explain-every %v: must be positive", c.explainEvery)
 	}
 	var (
 		cfg      scheduler.Config
@@ -242,6 +281,9 @@ func run(c config, stdout, stderr io.Writer) error {
 	}
 	opt.DiscardJobs = c.out == ""
 	opt.DiscardSeries = c.plot == ""
+	if c.explain {
+		opt.ExplainEvery = c.explainEvery
+	}
 	var bar *progressBar
 	if c.progress && progress != nil {
 		bar = &progressBar{w: stderr, frac: progress}
@@ -363,6 +405,24 @@ func makeReport(res sim.Result, elapsed time.Duration, name string, c config, rd
 		MeanQueue: s.MeanPending, MaxQueue: s.MaxPending, WaitingFrac: s.WaitingFraction,
 		IdleCPUHWait: s.IdleCPUHoursWaiting, IdleGPUHWait: s.IdleGPUHoursWaiting, IdleWhileWait: s.IdleWhileWaiting,
 		Cycles: res.Cycles, Nodes: res.Capacity.Nodes, CPUs: res.Capacity.CPUs, GPUs: res.Capacity.GPUs,
+		ETAJobs: s.ETA.Jobs, ETAUnestimated: s.ETA.Unestimated, ETAMean: s.ETA.Error.Mean, ETAMedian: s.ETA.Error.P50,
+		ETAP90: s.ETA.Error.P90, ETAMax: s.ETA.Error.Max, ETABias: s.ETA.Bias, ETAOnTime: s.ETA.OnTime,
+	}
+	if ex := s.Explain; ex.Every > 0 {
+		r.ExplainEvery, r.ExplainSamples, r.PendingJobHours = ex.Every.Seconds(), ex.Samples, ex.PendingJobHours
+		r.ReasonMix = map[string]float64{}
+		for _, rs := range ex.Reasons {
+			r.ReasonMix[rs.Reason.String()] = rs.Share
+		}
+		r.IdleUnit, r.IdleClasses, r.IdleClassHours = "CPU", map[string]float64{}, map[string]float64{}
+		hours := ex.IdleCPUHours
+		if res.Capacity.GPUs > 0 {
+			r.IdleUnit, hours = "GPU", ex.IdleGPUHours
+		}
+		for c := range scheduler.NumIdleClasses {
+			r.IdleClasses[c.String()] = ex.IdleShares[c]
+			r.IdleClassHours[c.String()] = hours[c]
+		}
 	}
 	if rd != nil {
 		st := rd.Stats()
@@ -419,6 +479,43 @@ func printReport(w io.Writer, r report, res sim.Result) {
 	}
 	fmt.Fprintf(w, "queue:        mean %.1f, max %d jobs; jobs waiting %.1f %% of the time\n", r.MeanQueue, r.MaxQueue, 100*r.WaitingFrac)
 	fmt.Fprintf(w, "idle waiting: %.0f %s-hours idle while jobs waited (%.1f %% of capacity)\n", idle, what, 100*r.IdleWhileWait)
+	if r.ETAJobs > 0 {
+		fmt.Fprintf(w, "estimates:    %d jobs waited with a start estimate: first estimate off by mean %s, median %s, p90 %s; %.1f %% started no later than estimated\n",
+			r.ETAJobs, dur(r.ETAMean), dur(r.ETAMedian), dur(r.ETAP90), 100*r.ETAOnTime)
+	}
+	if ex := res.Summary.Explain; ex.Every > 0 {
+		var parts []string
+		for _, rs := range ex.Reasons {
+			parts = append(parts, fmt.Sprintf("%s %.1f %%", rs.Reason, 100*rs.Share))
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "no job waited")
+		}
+		hours := strconv.FormatFloat(ex.PendingJobHours, 'f', 0, 64)
+		if ex.PendingJobHours < 100 {
+			hours = strconv.FormatFloat(ex.PendingJobHours, 'g', 3, 64)
+		}
+		fmt.Fprintf(w, "why waiting:  %s (of %s pending job-hours)\n", strings.Join(parts, ", "), hours)
+		type share struct {
+			c scheduler.IdleClass
+			v float64
+		}
+		var idle []share
+		for c := range scheduler.NumIdleClasses {
+			if ex.IdleShares[c] > 0 {
+				idle = append(idle, share{c, ex.IdleShares[c]})
+			}
+		}
+		slices.SortStableFunc(idle, func(a, b share) int { return cmp.Compare(b.v, a.v) })
+		parts = parts[:0]
+		for _, x := range idle {
+			parts = append(parts, fmt.Sprintf("%s %.1f %%", x.c, 100*x.v))
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "nothing idle")
+		}
+		fmt.Fprintf(w, "why idle:     %s (of idle %s-time; %d samples, one per %v)\n", strings.Join(parts, ", "), r.IdleUnit, ex.Samples, ex.Every)
+	}
 	fmt.Fprintf(w, "simulated in: %.3f s (%d scheduling cycles)\n", r.SimSeconds, res.Cycles)
 }
 

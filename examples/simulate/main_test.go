@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/sim/swf"
 )
 
@@ -77,6 +79,68 @@ func TestRunTraceJSON(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// TestRunExplain replays the tiny trace under EASY with -explain. By
+// hand: B (2 procs) waits 10→100 on Resources and is promised 200 (A's
+// limit); C (1 proc) waits 20→100 on Priority, promised 200; the fifth
+// job waits 120→135 on Resources, promised 140 (C's limit), and starts
+// at 135 when C and the sixth job (backfilled at 125, no estimate) have
+// ended. ETA errors 100, 100 and 5 s, all early.
+func TestRunExplain(t *testing.T) {
+	c := defaults()
+	c.trace = writeTrace(t, tiny)
+	c.policy = "easy"
+	c.json, c.explain, c.explainEvery = true, true, 10*time.Second
+	c.plot = filepath.Join(t.TempDir(), "out.png")
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(c, &stdout, &stderr))
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got), stdout.String())
+	assert.Equal(t, 3.0, got["eta_jobs"])
+	assert.Equal(t, 2.0, got["eta_unestimated"])
+	assert.InDelta(t, 205.0/3, got["eta_error_mean_s"], 1e-9)
+	assert.Equal(t, 100.0, got["eta_error_median_s"])
+	assert.Equal(t, 100.0, got["eta_error_p90_s"])
+	assert.InDelta(t, -205.0/3, got["eta_bias_s"], 1e-9)
+	assert.Equal(t, 1.0, got["eta_started_on_time"])
+	assert.InDelta(t, 185.0/3600, got["pending_job_hours"], 1e-12)
+	assert.Equal(t, map[string]any{"Resources": 105.0 / 185, "Priority": 80.0 / 185}, got["reason_mix"])
+	assert.Equal(t, "CPU", got["idle_unit"])
+	classes := got["idle_classes"].(map[string]any)
+	require.Len(t, classes, int(scheduler.NumIdleClasses))
+	sum := 0.0
+	for _, v := range classes {
+		sum += v.(float64)
+	}
+	assert.InDelta(t, 1, sum, 1e-12)
+	assert.Greater(t, classes["reserved"], 0.0, "the fifth job's reservation holds a free processor")
+	assert.Equal(t, 10.0, got["explain_every_s"])
+
+	f, err := os.Open(c.plot)
+	require.NoError(t, err)
+	defer f.Close()
+	img, err := png.Decode(f)
+	require.NoError(t, err)
+	assert.Equal(t, 13*96, img.Bounds().Dy(), "two more panels")
+
+	c.json, c.plot = false, ""
+	stdout.Reset()
+	require.NoError(t, run(c, &stdout, &stderr))
+	s := stdout.String()
+	assert.Contains(t, s, "estimates:    3 jobs waited with a start estimate: first estimate off by mean 1m8s, median 1m40s, p90 1m40s; 100.0 % started no later than estimated")
+	assert.Contains(t, s, "why waiting:  Resources 56.8 %, Priority 43.2 %")
+	assert.Contains(t, s, "why idle:     no-demand")
+
+	// Without -explain the new statistics are left out; the ETA is not.
+	c.explain, c.json = false, true
+	stdout.Reset()
+	require.NoError(t, run(c, &stdout, &stderr))
+	got = nil
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got))
+	assert.NotContains(t, got, "reason_mix")
+	assert.NotContains(t, got, "idle_classes")
+	assert.Equal(t, 3.0, got["eta_jobs"])
+}
+
 func TestRunText(t *testing.T) {
 	c := defaults()
 	c.trace = writeTrace(t, tiny)
@@ -117,6 +181,7 @@ func TestRunErrors(t *testing.T) {
 		{"oversize", func(c *config) { c.trace = writeTrace(t, tiny); c.oversize = "shrink" }, `-oversize "shrink"`},
 		{"missing trace", func(c *config) { c.trace = filepath.Join(t.TempDir(), "nope.swf") }, "no such file"},
 		{"small cluster", func(c *config) { c.nodes = 5 }, "out of range"},
+		{"explain step", func(c *config) { c.explain = true; c.explainEvery = 0 }, "-explain-every 0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := defaults()

@@ -58,4 +58,25 @@
 // percentiles, utilisation, makespan, queue length and the capacity left
 // idle while jobs waited) and a time series of [Sample] values for plots
 // (see the sub-package simplot).
+//
+// # Start estimates
+//
+// Under backfill, every cycle gives each pending job an expected start
+// (scheduler.Pending.ExpectedStart, what squeue --start shows). The
+// simulator records each job's first one (JobResult.FirstExpectedStart)
+// and Summary.ETA reports how honest they were: the distribution of
+// |actual start − first estimate| and the fraction of jobs that started
+// no later than promised. With exact run times and the Conservative
+// policy the error is zero for every job; with users' estimates it
+// measures what a user reading squeue --start would have been told.
+//
+// # Explanation statistics
+//
+// With Options.ExplainEvery, Run also reports why jobs waited and why
+// capacity was idle, over time (Result.Explain, Summary.Explain): the
+// share of pending-job-time per pending reason (exact, from every
+// cycle) and the share of idle GPU-time (CPU-time without GPUs) per
+// idle class of Scheduler.IdleCapacity — "an idle GPU is not an
+// available GPU", made measurable — sampled on a grid of virtual time
+// because classifying is costly on a large cluster.
 package sim

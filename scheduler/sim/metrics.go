@@ -39,6 +39,16 @@ func (r JobResult) BoundedSlowdown(tau time.Duration) float64 {
 	return max(1, float64(r.Wait()+run)/float64(max(tau, run, 1)))
 }
 
+// ETAError returns the error of the job's first start estimate, actual
+// start − FirstExpectedStart (negative when it started early), and
+// whether it had one.
+func (r JobResult) ETAError() (time.Duration, bool) {
+	if r.FirstExpectedStart.IsZero() {
+		return 0, false
+	}
+	return r.Start.Sub(r.FirstExpectedStart), true
+}
+
 // CPUHours returns the CPU time allocated to the job: its CPUs × run time.
 func (r JobResult) CPUHours() float64 { return float64(r.CPUs) * r.RunTime().Hours() }
 
@@ -82,6 +92,28 @@ type Stats struct {
 	Mean, P50, P90, P95, P99, Max float64
 }
 
+// ETAStats measures the honesty of the scheduler's start estimates: for
+// every job that had one, how far its actual start was from the first
+// ExpectedStart the backfill plan gave it (JobResult.FirstExpectedStart).
+// It is zero without backfill, which makes no estimates.
+type ETAStats struct {
+	// Jobs counts the jobs that ran with an estimate; Unestimated those
+	// that ran without one (started in the first cycle that could start
+	// them, or never planned: beyond the window, not tested).
+	Jobs, Unestimated int
+	// Error is the distribution of |actual start − first estimate|, in
+	// seconds, over Jobs (P50 is the median).
+	Error Stats
+	// Bias is the mean of actual start − first estimate, in seconds:
+	// negative when jobs start earlier than promised on average.
+	Bias float64
+	// OnTime is the fraction of Jobs that started no later than first
+	// estimated; Early and Late count the jobs that started before and
+	// after it (Jobs − Early − Late started exactly on time).
+	OnTime      float64
+	Early, Late int
+}
+
 // Summary aggregates a run: per-job metrics over every job that ran, and
 // the time series over the span from the first arrival to the last event.
 type Summary struct {
@@ -118,6 +150,11 @@ type Summary struct {
 	// capacity over the makespan (GPUs on a cluster with GPUs, CPUs
 	// otherwise), in [0, 1].
 	IdleWhileWaiting float64
+	// ETA is the error of the first start estimates (see ETAStats).
+	ETA ETAStats
+	// Explain aggregates the explanation statistics, when
+	// Options.ExplainEvery is set (Run only; Summarize leaves it zero).
+	Explain ExplainSummary
 }
 
 // Sample is the cluster's state over one stretch of virtual time, from At
@@ -164,6 +201,8 @@ type collector struct {
 	cap                                Capacity
 	s                                  Summary
 	waits, resps, slows, bslds         []float64
+	etaErr                             []float64
+	etaSigned                          float64
 	have                               bool
 	lastAt                             time.Time
 	cur                                Sample
@@ -189,6 +228,19 @@ func (c *collector) add(r JobResult) {
 	c.resps = append(c.resps, r.Response().Seconds())
 	c.slows = append(c.slows, r.Slowdown())
 	c.bslds = append(c.bslds, r.BoundedSlowdown(BSLDThreshold))
+	if d, ok := r.ETAError(); ok {
+		c.s.ETA.Jobs++
+		c.etaErr = append(c.etaErr, math.Abs(d.Seconds()))
+		c.etaSigned += d.Seconds()
+		switch {
+		case d < 0:
+			c.s.ETA.Early++
+		case d > 0:
+			c.s.ETA.Late++
+		}
+	} else {
+		c.s.ETA.Unestimated++
+	}
 	c.s.CPUHours += r.CPUHours()
 	c.s.GPUHours += r.GPUHours()
 	c.s.LostCPUHours += r.LostCPUHours()
@@ -234,6 +286,11 @@ func (c *collector) summary(rejected int, start, end time.Time) Summary {
 	s.Response = stats(c.resps)
 	s.Slowdown = stats(c.slows)
 	s.BSLD = stats(c.bslds)
+	s.ETA.Error = stats(c.etaErr)
+	if n := s.ETA.Jobs; n > 0 {
+		s.ETA.Bias = c.etaSigned / float64(n)
+		s.ETA.OnTime = float64(n-s.ETA.Late) / float64(n)
+	}
 	if end.After(start) {
 		s.Makespan = end.Sub(start)
 	}

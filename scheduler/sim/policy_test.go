@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/priority"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/sim"
@@ -28,6 +29,12 @@ func TestPolicyApply(t *testing.T) {
 	assert.Equal(t, 5*time.Minute, opt.Interval)
 	_, err := scheduler.New(cfg)
 	require.NoError(t, err)
+
+	require.NoError(t, sim.EASY.Apply(&cfg, &opt))
+	assert.True(t, cfg.Backfill.BusyNodes, "textbook EASY reserves busy nodes first")
+	require.NoError(t, sim.Conservative.Apply(&cfg, &opt))
+	assert.Equal(t, backfill.Conservative, cfg.Backfill.Mode)
+	assert.False(t, cfg.Backfill.BusyNodes, "busy-first reservations are not stable from cycle to cycle")
 
 	err = sim.Policy("sjf").Apply(&cfg, &opt)
 	require.ErrorIs(t, err, sim.ErrUnknownPolicy)

@@ -1,8 +1,9 @@
 // Package simplot draws a simulation's time series (package sim) as a PNG
 // chart with gonum's plot package: resource utilisation, queue length, and
-// the capacity left idle while jobs waited, over the simulated span. It is
-// a separate package so that importing sim does not pull in the plotting
-// and font dependencies.
+// the capacity left idle while jobs waited, over the simulated span, and,
+// for a run with explanation statistics (sim.Options.ExplainEvery), why
+// capacity was idle and why jobs waited. It is a separate package so that
+// importing sim does not pull in the plotting and font dependencies.
 package simplot
 
 import (
@@ -25,12 +26,13 @@ import (
 // workload, or a run with Options.DiscardSeries).
 var ErrNoData = errors.New("simplot: no time series to plot")
 
-// Options shape the chart. The zero value draws a 10×8 inch chart at
-// 96 dpi with 800 time buckets.
+// Options shape the chart. The zero value draws a 10×8 inch chart (10×13
+// with the two explanation panels) at 96 dpi with 800 time buckets.
 type Options struct {
 	// Title is printed above the chart.
 	Title string
-	// Width and Height are the chart's size (default 10 and 8 inches).
+	// Width and Height are the chart's size (default 10 inches, and 8
+	// inches high, 13 with the explanation panels).
 	Width, Height vg.Length
 	// DPI is the resolution (default 96).
 	DPI int
@@ -42,7 +44,11 @@ type Options struct {
 // WritePNG draws res's series as a PNG to w: three panels over time since
 // the first arrival — utilisation of the cluster's GPUs (CPUs on a
 // cluster without GPUs) in percent, the number of pending jobs, and the
-// GPUs (CPUs) left idle while jobs were pending.
+// GPUs (CPUs) left idle while jobs were pending. When res has an
+// explanation series (sim.Options.ExplainEvery), two stacked panels
+// follow: the idle GPUs (CPUs) by idle class (scheduler.IdleClass), and
+// the pending jobs by reason (the five reasons with the most
+// pending-job-time, the others summed as "other").
 func WritePNG(w io.Writer, res sim.Result, opt Options) error {
 	if len(res.Series) == 0 {
 		return ErrNoData
@@ -52,6 +58,9 @@ func WritePNG(w io.Writer, res sim.Result, opt Options) error {
 	}
 	if opt.Height == 0 {
 		opt.Height = 8 * vg.Inch
+		if len(res.Explain) > 0 {
+			opt.Height = 13 * vg.Inch
+		}
 	}
 	if opt.DPI == 0 {
 		opt.DPI = 96
@@ -148,6 +157,25 @@ func WritePNG(w io.Writer, res sim.Result, opt Options) error {
 			p.X.Max = x
 		}
 		plots[i] = []*plot.Plot{p}
+	}
+	if len(res.Explain) > 0 {
+		x := func(t time.Time) float64 { return float64(t.Sub(start)) / float64(perUnit) }
+		for _, sp := range explainPanels(res, what, start, end, step) {
+			p := plot.New()
+			p.Title.Text = sp.title
+			p.Title.TextStyle.Font.Size = vg.Points(11)
+			p.Y.Label.Text = sp.ylabel
+			p.X.Label.Text = plots[0][0].X.Label.Text
+			p.Add(plotter.NewGrid())
+			if err := sp.draw(p, x); err != nil {
+				return err
+			}
+			p.X.Min = 0
+			if x := float64(end.Sub(start)) / float64(perUnit); x > 0 {
+				p.X.Max = x
+			}
+			plots = append(plots, []*plot.Plot{p})
+		}
 	}
 	if opt.Title != "" {
 		plots[0][0].Title.Text = opt.Title + "\n" + plots[0][0].Title.Text

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/sim"
 	"github.com/sluicehq/sluice/scheduler/sim/simplot"
 	"gonum.org/v1/plot/vg"
@@ -46,6 +48,58 @@ func TestWritePNG(t *testing.T) {
 	}
 	require.ErrorIs(t, simplot.WritePNG(&bytes.Buffer{}, sim.Result{}, simplot.Options{}), simplot.ErrNoData)
 	require.Error(t, simplot.WritePNG(&bytes.Buffer{}, result(0, time.Hour), simplot.Options{Buckets: -1}))
+}
+
+// withExplain adds an explanation series to res: idle units in three
+// classes, pending jobs for seven reasons (five drawn apart, two as
+// "other").
+func withExplain(res sim.Result) sim.Result {
+	span := res.End.Sub(res.Start)
+	step := span / 40
+	reasons := []policy.Reason{policy.ReasonPriority, policy.ReasonResources, policy.ReasonBeginTime, policy.ReasonDependency,
+		policy.ReasonLicenses, policy.ReasonJobHeldUser, policy.ReasonReservation}
+	for i := range 40 {
+		var g, c scheduler.IdleCounts
+		g[scheduler.IdleReserved], g[scheduler.IdleFragmented], g[scheduler.IdleNoDemand] = int64(i%3), int64(i%2), 1
+		c[scheduler.IdleNoDemand] = int64(i % 5)
+		smp := sim.ExplainSample{At: res.Start.Add(time.Duration(i) * step), Span: step, IdleGPUs: g, IdleCPUs: c}
+		for k, r := range reasons {
+			smp.Reasons = append(smp.Reasons, sim.ReasonCount{Reason: r, Jobs: 1 + (i+k)%4})
+		}
+		res.Explain = append(res.Explain, smp)
+	}
+	ex := &res.Summary.Explain
+	ex.Every, ex.Samples, ex.PendingJobHours = step, 40, 123
+	for k, r := range reasons {
+		ex.Reasons = append(ex.Reasons, sim.ReasonShare{Reason: r, Share: float64(7-k) / 28})
+	}
+	ex.IdleShares[scheduler.IdleReserved], ex.IdleShares[scheduler.IdleFragmented], ex.IdleShares[scheduler.IdleNoDemand] = 0.4, 0.2, 0.4
+	return res
+}
+
+func TestWritePNGExplain(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		res  sim.Result
+	}{
+		{"gpu", withExplain(result(4, 20*24*time.Hour))},
+		{"cpu", withExplain(result(0, 5*time.Hour))},
+		{"nothing idle, no queue", func() sim.Result {
+			r := result(0, time.Hour)
+			r.Explain = []sim.ExplainSample{{At: r.Start, Span: time.Hour}}
+			r.Summary.Explain.Every = time.Minute
+			return r
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			require.NoError(t, simplot.WritePNG(&buf, tc.res, simplot.Options{Title: "test", DPI: 40}))
+			img, err := png.Decode(&buf)
+			require.NoError(t, err)
+			assert.Equal(t, 400, img.Bounds().Dx())
+			assert.Equal(t, 520, img.Bounds().Dy(), "13 inches: room for the two explanation panels")
+		})
+	}
 }
 
 // Draw a run's utilisation, queue length and idle-while-waiting panels.
