@@ -354,3 +354,139 @@ func BenchmarkEarliestFit(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkProfileAdvance moves the origin of the standard profile (10,000
+// nodes, 40,000 running jobs) forward by a small step, as a scheduler that
+// keeps its profile does at the start of each cycle; compare with
+// BenchmarkProfileBuild, which it replaces. Each iteration works on a
+// fresh Clone (taken with the timer stopped), so it includes the
+// copy-on-write copies of what it touches: an upper bound on doing the
+// same in place.
+//
+//   - step=1m, 10m, 1h: the running jobs keep their ends; Advance drops
+//     the change points up to the new origin and extends every job whose
+//     end has passed (overdue: not released by the caller) to the next
+//     grid point — the worst case, as if no job end had been reported.
+//   - step=1m/released, step=10m/released: the common case. The jobs that
+//     end by the new origin are released first, as a scheduler does when
+//     it sees them end, and the time includes those Release calls; Advance
+//     then has little left to drop.
+//   - step=1m/advance-only: as step=1m/released, but the Release calls
+//     run with the timer stopped: Advance alone.
+//   - step=1m/first-call: step=1m on a profile never advanced before, which
+//     first indexes its 40,000 entries by end (once per profile).
+func BenchmarkProfileAdvance(b *testing.B) {
+	w := standardWorkload()
+	fresh, err := NewProfile(w.now, w.nodes, w.running, ProfileOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	indexed := fresh.Clone()
+	indexed.index() // built once per profile, on its first Advance
+	for _, tc := range []struct {
+		name     string
+		step     time.Duration
+		released bool
+		first    bool
+		untimed  bool // release with the timer stopped
+	}{
+		{"step=1m", time.Minute, false, false, false},
+		{"step=10m", 10 * time.Minute, false, false, false},
+		{"step=1h", time.Hour, false, false, false},
+		{"step=1m/released", time.Minute, true, false, false},
+		{"step=10m/released", 10 * time.Minute, true, false, false},
+		{"step=1m/advance-only", time.Minute, true, false, true},
+		{"step=1m/first-call", time.Minute, false, true, false},
+	} {
+		base := indexed
+		if tc.first {
+			base = fresh
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			now := w.now.Add(tc.step)
+			var ended []JobID
+			for _, r := range w.running {
+				if !r.End.After(now) {
+					ended = append(ended, r.ID)
+				}
+			}
+			dropped := 0
+			base.cps.Ascend(func(cp *changePoint) bool {
+				if cp.t > now.Unix() {
+					return false
+				}
+				dropped++
+				return true
+			})
+			overdue := len(ended)
+			if tc.released {
+				overdue = 0
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				c := base.Clone()
+				if !tc.untimed {
+					b.StartTimer()
+				}
+				if tc.released {
+					for _, id := range ended {
+						if err := c.Release(id); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.StartTimer()
+				if err := c.Advance(now); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(dropped), "cps-passed")
+			b.ReportMetric(float64(overdue), "overdue")
+			b.ReportMetric(float64(len(ended))-float64(overdue), "released")
+		})
+	}
+}
+
+// BenchmarkProfileReleaseReservations drops every booking a plan made in
+// the standard profile (starts and reservations), returning it to running
+// jobs only — the first step of a cycle on a kept profile. Each iteration
+// plans the first N pending jobs with the timer stopped, then releases in
+// place (no clone, as in a scheduler's loop).
+func BenchmarkProfileReleaseReservations(b *testing.B) {
+	w := standardWorkload()
+	for _, tc := range []struct {
+		cfg Config
+		n   int
+	}{
+		{Config{}, 1_000},
+		{Config{}, 10_000},
+		{Config{Mode: EASY}, 10_000},
+	} {
+		b.Run(fmt.Sprintf("%v/pending=%d", tc.cfg.Mode, tc.n), func(b *testing.B) {
+			pl, err := NewPlanner(tc.cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := pl.NewProfile(w.now, w.nodes, w.running)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.index()
+			b.ReportAllocs()
+			b.ResetTimer()
+			released := 0
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				if _, err := pl.Plan(p, w.pending[:tc.n]); err != nil {
+					b.Fatal(err)
+				}
+				runtime.GC() // the plan's garbage is not the release's cost
+				b.StartTimer()
+				released = p.ReleaseReservations()
+			}
+			b.ReportMetric(float64(released), "released")
+		})
+	}
+}

@@ -96,7 +96,8 @@
 // After the main pass (which starts jobs in priority order and applies the
 // rule that a blocked job holds back its partition) the scheduler:
 //
-//  1. builds the profile from the state after the main pass: pl.NewProfile
+//  1. builds the profile from the state after the main pass (or keeps one
+//     up to date, see the next section): pl.NewProfile
 //     with every node's schedulable Capacity (Free nil to derive it from
 //     the running jobs, or an explicit Free for nodes that are down or
 //     partly unusable — a down node has an empty Free) and every running
@@ -115,6 +116,64 @@
 // Plan books starts and reservations into the profile it is given; keep
 // that profile (or a Clone taken before planning) to answer what-if
 // questions with Profile.EarliestFit.
+//
+// # Keeping a profile across cycles
+//
+// Building the profile reads every node and every running job; on a busy
+// cluster scheduled every few seconds that is a large share of each cycle.
+// A scheduler can instead keep one profile and tell it what changed:
+//
+//  1. Once (and again after any rebuild): prof := pl.NewProfile(now,
+//     nodes, running), then Block for the maintenance windows.
+//  2. At each cycle, at time now, before planning:
+//     prof.ReleaseReservations() drops the last plan's bookings (its
+//     starts included); prof.Release(id) for every job that ended since
+//     (completed, cancelled, failed, requeued, suspended); prof.Advance(now)
+//     forgets the past; prof.AddStarted(Running{ID, End: start + time
+//     limit, Allocs}) for every job started since the last plan — by the
+//     last backfill pass, by this cycle's main pass, or by hand. A running
+//     job whose time limit changed is Released and added again.
+//     Maintenance windows that changed: ReleaseBlocks and Block again (or
+//     Release the one block).
+//  3. plan, err := pl.Plan(prof, jobs) exactly as on a fresh profile, and
+//     keep prof for explanations until the next cycle; what-if questions
+//     run on prof.Clone().
+//
+// A variant plans on prof.Clone() each cycle and books nothing into prof
+// itself, which then never needs ReleaseReservations; the clone's
+// copy-on-write copies replace that cost (about the same at 10,000 nodes,
+// cheaper for conservative plans on small clusters). Searches on a clone
+// cannot tighten the shared per-block bounds of prof, though, so on large
+// clusters over long runs the recipe above may keep searches faster.
+//
+// Starts go through AddStarted, not AddRunning, which is for a profile
+// whose node free amounts already exclude the job. Rebuild (step 1) when a node's Capacity or Free changes
+// other than through jobs — a node goes down or comes back, its capacity
+// changes, a device fails — and after any error from the calls of step 2,
+// which leave the profile unchanged but then no longer match the cluster.
+// Draining a node needs no rebuild: it only leaves the node out of
+// Allowed.
+//
+// After step 2 the profile answers every question — timelines, earliest
+// fits, plans, start decisions ("StatusStart" still means "fits at the
+// profile's origin") — exactly as the profile built afresh at now from the
+// same nodes and the running jobs would, with the blocks booked again
+// (tested against fresh profiles and the reference model over random
+// sequences of all these calls, and over simulated cycles with jobs that
+// end early or overrun). A running job whose end has passed without a
+// Release (it overruns its time limit) is treated as NewProfile treats
+// one: it holds its resources until the first grid point after now, and
+// each Advance extends it again. Blocks and reservations that began
+// before now keep their remaining part; those that ended disappear.
+//
+// Costs: Advance is proportional to the change points it passes and the
+// nodes they list, plus the overdue jobs it extends — not to the number
+// of nodes or jobs; Release and AddStarted to the job's nodes and the
+// change points its interval spans; ReleaseReservations to the
+// reservations it drops, bounded by one sweep over the change points they
+// span (see docs/bench/backfill.md for figures). Clone is O(nodes); after
+// it, the first write to each shared timeline or change point copies it,
+// so a what-if clone makes the next cycle's updates a little dearer.
 //
 // Not modelled: cluster-wide licenses, job arrays and heterogeneous jobs
 // (the caller expands them), preemption, node boot times.

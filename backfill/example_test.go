@@ -62,3 +62,46 @@ func ExampleProfile_EarliestFit() {
 	// found 13:30 [0 1]
 	// found 14:00 [0 1]
 }
+
+// A scheduler keeps one profile across cycles instead of rebuilding it:
+// each cycle it drops the last plan's reservations, reports the jobs that
+// ended, advances the profile to now, adds the jobs that started, and
+// plans again.
+func ExampleProfile_Advance() {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	cpus := func(n int64) gres.Vector { return gres.Vector{gres.CPU: n} }
+	node := func(i int, n int64) []backfill.Alloc { return []backfill.Alloc{{Node: i, Use: cpus(n)}} }
+	pl, _ := backfill.NewPlanner(backfill.Config{})
+	prof, _ := pl.NewProfile(now, []backfill.NodeState{{Capacity: cpus(8)}, {Capacity: cpus(8)}},
+		[]backfill.Running{{ID: 1, End: now.Add(2 * time.Hour), Allocs: node(0, 8)}})
+	queue := []backfill.Job{
+		{ID: 2, Nodes: 2, PerNode: cpus(8), TimeLimit: time.Hour},
+		{ID: 3, Nodes: 1, PerNode: cpus(4), TimeLimit: time.Hour},
+	}
+	show := func(plan *backfill.Plan) {
+		for _, e := range plan.Entries {
+			fmt.Printf("  job %d: %-8s at %s on %v\n", e.ID, e.Status, e.Start.Format("15:04"), e.Nodes)
+		}
+	}
+	plan, _ := pl.Plan(prof, queue)
+	fmt.Println("12:00")
+	show(plan)
+	// Job 3 starts as planned.
+	started := backfill.Running{ID: 3, End: now.Add(time.Hour), Allocs: node(1, 4)}
+
+	// Next cycle, at 12:30: job 1 has ended early.
+	now = now.Add(30 * time.Minute)
+	prof.ReleaseReservations()
+	_ = prof.Release(1)
+	_ = prof.Advance(now)
+	_ = prof.AddStarted(started)
+	plan, _ = pl.Plan(prof, queue[:1])
+	fmt.Println("12:30")
+	show(plan)
+	// Output:
+	// 12:00
+	//   job 2: reserved at 14:00 on [0 1]
+	//   job 3: start    at 12:00 on [1]
+	// 12:30
+	//   job 2: reserved at 13:00 on [0 1]
+}

@@ -27,6 +27,7 @@ type naiveItem struct {
 	use     []int64
 	s, e    int64 // running: s = origin, e = release time (posInf: never)
 	running bool
+	end0    time.Time // running: the End it was added with
 }
 
 func (m *naive) clone() *naive {
@@ -81,11 +82,8 @@ func (m *naive) fitsInterval(i int, use []int64, s, e int64) bool {
 		if t >= e {
 			break
 		}
-		f := m.free(i, t)
-		for j := range use {
-			if f[j] < use[j] {
-				return false
-			}
+		if !okVec(m.free(i, t), use) {
+			return false
 		}
 	}
 	return true
@@ -166,10 +164,23 @@ func (m *naive) changesAt(t int64) bool {
 	return false
 }
 
+// okVec is the search's rule: req ≤ free on the dimensions req needs, on
+// every dimension when req is empty.
 func okVec(free, req []int64) bool {
+	needs := false
 	for j := range req {
-		if free[j] < req[j] {
-			return false
+		if req[j] != 0 {
+			needs = true
+			if free[j] < req[j] {
+				return false
+			}
+		}
+	}
+	if !needs {
+		for _, f := range free {
+			if f < 0 {
+				return false
+			}
 		}
 	}
 	return true
@@ -184,15 +195,18 @@ func checkProfile(t *testing.T, p *Profile, m *naive) {
 	bps := map[int64][]int32{}
 	for i := range p.n {
 		tl := p.tls[i]
-		require.Equal(t, p.origin, tl.times[0], "node %d timeline starts at origin", i)
+		require.LessOrEqual(t, tl.times[0], p.origin, "node %d timeline starts at or before the origin", i)
+		require.Len(t, tl.free, len(tl.times)*a, "node %d", i)
 		for k := range tl.times {
 			if k > 0 {
+				require.Greater(t, tl.times[k], p.origin, "node %d breakpoint after the origin", i)
 				require.Less(t, tl.times[k-1], tl.times[k], "node %d times ascending", i)
 				require.False(t, equalVec(tl.free[k*a:(k+1)*a], tl.free[(k-1)*a:k*a]), "node %d segment %d not canonical", i, k)
 				bps[tl.times[k]] = append(bps[tl.times[k]], int32(i))
 			}
 			if m != nil {
-				require.Equal(t, m.free(i, tl.times[k]), slices.Clone(tl.free[k*a:(k+1)*a]), "node %d free at %d", i, tl.times[k]-p.origin)
+				tt := max(tl.times[k], p.origin)
+				require.Equal(t, m.free(i, tt), slices.Clone(tl.free[k*a:(k+1)*a]), "node %d free at %d", i, tt-p.origin)
 			}
 		}
 		if m != nil {
@@ -203,6 +217,10 @@ func checkProfile(t *testing.T, p *Profile, m *naive) {
 		}
 	}
 	seen := 0
+	first, ok := p.cps.Min()
+	require.True(t, ok)
+	require.Equal(t, p.origin, first.t, "the first change point is the origin")
+	require.Empty(t, first.nodes, "the origin lists no nodes")
 	p.cps.Ascend(func(cp *changePoint) bool {
 		seen++
 		if cp.t != p.origin {
@@ -216,15 +234,43 @@ func checkProfile(t *testing.T, p *Profile, m *naive) {
 			tl := p.tls[i]
 			k := tl.seg(cp.t)
 			f := tl.free[k*a : (k+1)*a]
-			require.Equal(t, equalVec(f, p.caps[i*a:(i+1)*a]), cp.idle.Has(i), "idle bit node %d at %d", i, cp.t-p.origin)
+			if equalVec(f, p.caps[i*a:(i+1)*a]) != cp.idle.Has(i) {
+				require.Failf(t, "wrong idle bit", "node %d at %d", i, cp.t-p.origin)
+			}
 			b := i / blockBits
 			for x := range a {
-				require.GreaterOrEqual(t, cp.bmax[b*a+x], f[x], "bmax block %d dim %d at %d", b, x, cp.t-p.origin)
+				if cp.bmax[b*a+x] < f[x] {
+					require.Failf(t, "bmax below a free amount", "block %d dim %d at %d: %d < %d", b, x, cp.t-p.origin, cp.bmax[b*a+x], f[x])
+				}
 			}
 		}
 		return true
 	})
 	require.Equal(t, len(bps)+1, seen, "one change point per breakpoint time plus the origin")
+
+	// Entries: none is over; the index, once built, holds exactly them.
+	var ids []JobID
+	p.ents.Ascend(func(e *entry) bool {
+		require.Greater(t, e.end, p.origin, "entry %d ends after the origin", e.id)
+		if p.idx != nil {
+			got, ok := p.idx.Get(e)
+			require.True(t, ok, "entry %d indexed", e.id)
+			require.Same(t, e, got, "entry %d indexed", e.id)
+		}
+		ids = append(ids, e.id)
+		return true
+	})
+	if p.idx != nil {
+		require.Equal(t, p.ents.Len(), p.idx.Len(), "index size")
+	}
+	if m != nil {
+		var want []JobID
+		for _, it := range m.items {
+			want = append(want, it.id)
+		}
+		slices.Sort(want)
+		require.Equal(t, slices.Compact(want), ids, "entry IDs")
+	}
 }
 
 // randomSetup builds a small random cluster, running jobs, a profile and
@@ -327,7 +373,7 @@ func randomSetup(t *testing.T, rng *rand.Rand, res int64) (*Profile, *naive) {
 	for _, r := range running {
 		e := p.endOf(r.End)
 		for _, al := range r.Allocs {
-			m.items = append(m.items, naiveItem{id: r.ID, kind: kindRunning, node: al.Node, use: proj(al.Use), s: origin, e: e, running: true})
+			m.items = append(m.items, naiveItem{id: r.ID, kind: kindRunning, node: al.Node, use: proj(al.Use), s: origin, e: e, running: true, end0: r.End})
 		}
 	}
 	return p, m
@@ -380,7 +426,11 @@ func runOps(t *testing.T, rng *rand.Rand, p *Profile, m *naive, steps int, idp *
 	defer func() { *idp = nextID }()
 	res := m.res
 	for step := range steps {
-		switch op := rng.IntN(10); {
+		op := rng.IntN(14)
+		if debugOps {
+			t.Logf("step %d op %d origin %d", step, op, m.origin)
+		}
+		switch {
 		case op < 4: // earliest fit, maybe booked
 			n := 1 + rng.IntN(p.n)
 			req := make([]int64, p.a)
@@ -434,7 +484,7 @@ func runOps(t *testing.T, rng *rand.Rand, p *Profile, m *naive, steps int, idp *
 				allocs[x] = Alloc{Node: i, Use: expandTo(p, u)}
 				m.items = append(m.items, naiveItem{id: nextID, kind: kindReserved, node: i, use: slices.Clone(u), s: wt, e: ceilTo(wt+d, res)})
 			}
-			require.NoError(t, p.Reserve(Reservation{ID: nextID, Start: fit.Start, End: fit.Start.Add(time.Duration(d) * time.Second), Allocs: allocs}))
+			require.NoError(t, p.Reserve(Reservation{ID: nextID, Start: fit.Start, End: fit.End, Allocs: allocs}))
 		case op < 6: // arbitrary reservation: succeeds iff the model says it fits
 			nextID++
 			s := m.origin + rng.Int64N(8*res)
@@ -485,7 +535,7 @@ func runOps(t *testing.T, rng *rand.Rand, p *Profile, m *naive, steps int, idp *
 			id := keys[rng.IntN(len(keys))]
 			require.NoError(t, p.Release(id))
 			m.release(id)
-		case op < 9: // block
+		case op == 8: // block
 			nextID++
 			s := m.origin + rng.Int64N(8*res)
 			e := s + 1 + rng.Int64N(6*res)
@@ -493,6 +543,12 @@ func runOps(t *testing.T, rng *rand.Rand, p *Profile, m *naive, steps int, idp *
 			i := rng.IntN(p.n)
 			require.NoError(t, p.Block(nextID, time.Unix(s, 0), time.Unix(e, 0), []int{i}))
 			m.items = append(m.items, naiveItem{id: nextID, kind: kindBlock, node: i, use: slices.Clone(m.caps[i]), s: ps, e: pe})
+		case op < 11: // advance; compare with a profile built afresh
+			advanceOp(t, rng, p, m)
+		case op == 11: // plan on p itself, then maybe release the plan
+			planReleaseOp(t, rng, p, m, &nextID)
+		case op == 12: // a job starts now
+			addStartedOp(t, rng, p, m, &nextID)
 		default: // clone: continue on the clone, check the original is untouched
 			snap := m.clone()
 			c := p.Clone()
@@ -507,6 +563,8 @@ func runOps(t *testing.T, rng *rand.Rand, p *Profile, m *naive, steps int, idp *
 
 // FuzzProfile drives profile operations from fuzz input and checks them
 // against the reference model.
+var debugOps = false
+
 func FuzzProfile(f *testing.F) {
 	for _, s := range []uint64{1, 2, 3, 42, 1 << 40} {
 		f.Add(s, uint8(20))

@@ -693,7 +693,7 @@ func referencePlan(t *testing.T, cfg Config, prof *Profile, jobs []Job) []Entry 
 		e := &out[x]
 		e.ID = j.ID
 		fit, err := prof.EarliestFit(Request{Nodes: j.Nodes, PerNode: j.PerNode, Exclusive: j.Exclusive, Allowed: j.Allowed,
-			Duration: j.TimeLimit, Earliest: j.Earliest, Latest: latest, Chooser: cfg.Chooser})
+			Duration: j.TimeLimit, Earliest: j.Earliest, Latest: latest, Chooser: cfg.Chooser, PreferBusy: cfg.BusyNodes})
 		require.NoError(t, err)
 		switch fit.Status {
 		case FitNever:

@@ -116,8 +116,10 @@ type entry struct {
 }
 
 // timeline is one node's free resources as a step function: free[k*a:(k+1)*a]
-// holds over [times[k], times[k+1]). times[0] is the profile origin. The
-// timeline is canonical: adjacent segments differ.
+// holds over [times[k], times[k+1]). times[0] is the origin the timeline was
+// last trimmed to (at or before the profile's origin: Advance only trims the
+// timelines that change) and is never compared; every later time is after
+// the profile's origin. The timeline is canonical: adjacent segments differ.
 type timeline struct {
 	owner *cowToken
 	times []int64
@@ -162,9 +164,16 @@ type cowToken struct{ _ byte }
 // vectors. See the package documentation for the search.
 //
 // Clone is copy-on-write and cheap (O(nodes) pointer copies), so
-// explanations and what-if questions can plan on a clone. A Profile is not
-// safe for concurrent use, but after Clone returns, the original and the
-// clone may be used from different goroutines.
+// explanations and what-if questions can plan on a clone.
+//
+// A profile can be kept from one scheduling cycle to the next instead of
+// being rebuilt: Advance moves its origin to the new now, AddStarted and
+// Release follow the jobs that start and end, ReleaseReservations drops
+// the last plan (see "Keeping a profile across cycles" in the package
+// documentation).
+//
+// A Profile is not safe for concurrent use, but after Clone returns, the
+// original and the clone may be used from different goroutines.
 type Profile struct {
 	origin int64 // caller's now, in whole seconds
 	nowT   time.Time
@@ -177,7 +186,11 @@ type Profile struct {
 	tls    []*timeline
 	cps    *btree.BTreeG[*changePoint]
 	ents   *btree.BTreeG[*entry]
-	cow    *cowToken
+	// idx orders the entries by (kind, end, id), for Advance and
+	// ReleaseReservations. Nil until one of them first needs it; then kept
+	// up to date by every change to ents.
+	idx *btree.BTreeG[*entry]
+	cow *cowToken
 
 	probeA, probeB *changePoint
 	entProbe       *entry
@@ -186,6 +199,16 @@ type Profile struct {
 
 func cpLess(x, y *changePoint) bool { return x.t < y.t }
 func entLess(x, y *entry) bool      { return x.id < y.id }
+
+func idxLess(x, y *entry) bool {
+	if x.kind != y.kind {
+		return x.kind < y.kind
+	}
+	if x.end != y.end {
+		return x.end < y.end
+	}
+	return x.id < y.id
+}
 
 // NewProfile builds a profile whose origin is now, over nodes (node index
 // = position in the slice), with the given running jobs releasing their
@@ -201,6 +224,9 @@ func NewProfile(now time.Time, nodes []NodeState, running []Running, opts Profil
 	}
 	if now.IsZero() {
 		return nil, fmt.Errorf("%w: now is the zero time", ErrInvalidTime)
+	}
+	if u := now.Unix(); u >= maxOriginUnix || u <= -maxOriginUnix {
+		return nil, fmt.Errorf("%w: now %v out of range", ErrInvalidTime, now)
 	}
 	p := &Profile{
 		origin:   now.Unix(),
@@ -510,6 +536,9 @@ func (p *Profile) Clone() *Profile {
 	c.tls = slices.Clone(p.tls)
 	c.cps = p.cps.Clone()
 	c.ents = p.ents.Clone()
+	if p.idx != nil {
+		c.idx = p.idx.Clone()
+	}
 	p.cow = new(cowToken)
 	c.cow = new(cowToken)
 	c.probeA, c.probeB, c.entProbe = &changePoint{}, &changePoint{}, &entry{}
@@ -577,7 +606,8 @@ func (p *Profile) timeOf(s int64) time.Time {
 
 // AddRunning adds one running job that releases its resources at r.End.
 // The free amounts the profile was built with must already exclude it
-// (for nodes built with a nil Free, use NewProfile's running list instead).
+// (for nodes built with a nil Free, use NewProfile's running list instead);
+// for a job that starts after the profile was built, use AddStarted.
 // It fails, leaving p unchanged, when the ID is taken, an Alloc is
 // malformed, or the release would push a node above its capacity.
 func (p *Profile) AddRunning(r Running) error {
@@ -596,7 +626,7 @@ func (p *Profile) AddRunning(r Running) error {
 		}
 		p.change(e.nodes, e.use, e.end, posInf, +1)
 	}
-	p.ents.ReplaceOrInsert(e)
+	p.addEntry(e)
 	return nil
 }
 
@@ -639,7 +669,7 @@ func (p *Profile) insertReserved(e *entry) error {
 		}
 	}
 	p.change(e.nodes, e.use, e.start, e.end, -1)
-	p.ents.ReplaceOrInsert(e)
+	p.addEntry(e)
 	return nil
 }
 
@@ -669,7 +699,7 @@ func (p *Profile) Block(id JobID, start, end time.Time, nodes []int) error {
 		return fmt.Errorf("block %d: %w", id, err)
 	}
 	p.change(ent.nodes, ent.use, ent.start, ent.end, -1)
-	p.ents.ReplaceOrInsert(ent)
+	p.addEntry(ent)
 	return nil
 }
 
@@ -682,7 +712,7 @@ func (p *Profile) Release(id JobID) error {
 		return fmt.Errorf("%w: %d", ErrUnknownID, id)
 	}
 	p.change(e.nodes, e.use, e.start, e.end, +1)
-	p.ents.Delete(e)
+	p.dropEntry(e)
 	return nil
 }
 
@@ -695,15 +725,15 @@ func (p *Profile) hasID(id JobID) bool {
 }
 
 // Reservation returns the entry with this ID as a Reservation (a running
-// job's Start is the origin; End is zero for "never"), and whether it
-// exists.
+// job's Start is the origin, and so is the Start of one that began before
+// the origin; End is zero for "never"), and whether it exists.
 func (p *Profile) Reservation(id JobID) (Reservation, bool) {
 	p.entProbe.id = id
 	e, ok := p.ents.Get(p.entProbe)
 	if !ok {
 		return Reservation{}, false
 	}
-	r := Reservation{ID: e.id, Start: p.timeOf(e.start), End: p.timeOf(e.end), Allocs: make([]Alloc, len(e.nodes))}
+	r := Reservation{ID: e.id, Start: p.timeOf(max(e.start, p.origin)), End: p.timeOf(e.end), Allocs: make([]Alloc, len(e.nodes))}
 	for x, nd := range e.nodes {
 		r.Allocs[x] = Alloc{Node: int(nd), Use: p.expand(e.use[x*p.a : (x+1)*p.a])}
 	}
@@ -731,7 +761,7 @@ func (p *Profile) Timeline(node int) ([]Step, error) {
 	tl := p.tls[node]
 	out := make([]Step, len(tl.times))
 	for k, t := range tl.times {
-		out[k] = Step{Start: p.timeOf(t), Free: p.expand(tl.free[k*p.a : (k+1)*p.a])}
+		out[k] = Step{Start: p.timeOf(max(t, p.origin)), Free: p.expand(tl.free[k*p.a : (k+1)*p.a])}
 	}
 	return out, nil
 }
@@ -787,12 +817,13 @@ func (p *Profile) mutTL(i int) *timeline {
 	return tl
 }
 
-// fitsInterval reports whether node i has free ≥ use throughout [s, e).
+// fitsInterval reports whether node i can take use throughout [s, e), by
+// the search's rule (see holds).
 func (p *Profile) fitsInterval(i int, use []int64, s, e int64) bool {
 	a := p.a
 	tl := p.tls[i]
 	for k := tl.seg(s); k < len(tl.times) && tl.times[k] < e; k++ {
-		if !fitsIn(tl.free[k*a:(k+1)*a], use) {
+		if !holds(tl.free[k*a:(k+1)*a], use) {
 			return false
 		}
 	}
@@ -880,11 +911,20 @@ func (p *Profile) cpRemove(t int64, i int32) {
 // nodes over [s, e), keeping timelines canonical and change-point
 // summaries valid. Callers have checked the result stays sensible.
 func (p *Profile) change(nodes []int32, use []int64, s, e int64, sign int64) {
-	a := p.a
 	s = max(s, p.origin)
 	if e <= s {
 		return
 	}
+	p.applyTL(nodes, use, s, e, sign)
+	p.updateSummaries(nodes, use, s, e, sign)
+	p.mergeTL(nodes, use, s, e)
+}
+
+// applyTL adds sign*use to the nodes' timelines over [s, e) (s ≥ origin,
+// e > s), splitting them at s and e and registering new breakpoints with
+// the change points (which copy their predecessor's summaries).
+func (p *Profile) applyTL(nodes []int32, use []int64, s, e int64, sign int64) {
+	a := p.a
 	for x, nd := range nodes {
 		u := use[x*a : (x+1)*a]
 		if isZero(u) {
@@ -908,7 +948,11 @@ func (p *Profile) change(nodes []int32, use []int64, s, e int64, sign int64) {
 			}
 		}
 	}
-	p.updateSummaries(nodes, use, s, e, sign)
+}
+
+// mergeTL removes the breakpoints at s and e that applyTL made redundant.
+func (p *Profile) mergeTL(nodes []int32, use []int64, s, e int64) {
+	a := p.a
 	for x, nd := range nodes {
 		if isZero(use[x*a : (x+1)*a]) {
 			continue
@@ -923,10 +967,10 @@ func (p *Profile) change(nodes []int32, use []int64, s, e int64, sign int64) {
 	}
 }
 
-// updateSummaries fixes the idle sets and block maxima of the change
-// points in [s, e) after a change of sign on the given nodes.
-func (p *Profile) updateSummaries(nodes []int32, use []int64, s, e int64, sign int64) {
-	a := p.a
+// cpsIn returns the change points in [s, e), made writable (copied when
+// shared with a clone), in a scratch slice the caller must hand back with
+// putCPs.
+func (p *Profile) cpsIn(s, e int64) []*changePoint {
 	sc := p.scratch()
 	cps := sc.cps[:0]
 	p.probeA.t = s
@@ -940,6 +984,20 @@ func (p *Profile) updateSummaries(nodes []int32, use []int64, s, e int64, sign i
 	for c := range cps {
 		cps[c] = p.mutCP(cps[c])
 	}
+	sc.cps = nil // in use; putCPs returns it
+	return cps
+}
+
+func (p *Profile) putCPs(cps []*changePoint) {
+	clear(cps)
+	p.sc.cps = cps[:0]
+}
+
+// updateSummaries fixes the idle sets and block maxima of the change
+// points in [s, e) after a change of sign on the given nodes.
+func (p *Profile) updateSummaries(nodes []int32, use []int64, s, e int64, sign int64) {
+	a := p.a
+	cps := p.cpsIn(s, e)
 	if sign < 0 {
 		for _, cp := range cps {
 			for x, nd := range nodes {
@@ -948,38 +1006,78 @@ func (p *Profile) updateSummaries(nodes []int32, use []int64, s, e int64, sign i
 				}
 			}
 		}
-	} else {
+	} else if len(cps) > 0 {
 		for x, nd := range nodes {
-			if isZero(use[x*a : (x+1)*a]) {
-				continue
+			if !isZero(use[x*a : (x+1)*a]) {
+				p.refreshNode(int(nd), cps)
 			}
-			i := int(nd)
-			tl := p.tls[i]
-			capI := p.caps[i*a : (i+1)*a]
-			b := i / blockBits
-			k := 0
-			for _, cp := range cps {
-				for k+1 < len(tl.times) && tl.times[k+1] <= cp.t {
-					k++
-				}
-				f := tl.free[k*a : (k+1)*a]
-				if equalVec(f, capI) {
-					cp.idle.Add(i)
-				} else {
-					cp.idle.Remove(i)
-				}
-				bm := cp.bmax[b*a : (b+1)*a]
-				for j := range bm {
-					bm[j] = max(bm[j], f[j])
+		}
+	}
+	p.putCPs(cps)
+}
+
+// refreshNode sets node i's idle bit at each of the (writable, ascending)
+// change points cps from its timeline, and raises its block's maximum at
+// each to its free amounts there. Right after node i's free amounts went
+// up (a release) this restores both summaries.
+func (p *Profile) refreshNode(i int, cps []*changePoint) {
+	a := p.a
+	tl := p.tls[i]
+	capI := p.caps[i*a : (i+1)*a]
+	b := i / blockBits
+	x := 0
+	for k := tl.seg(cps[0].t); x < len(cps); k++ {
+		f := tl.free[k*a : (k+1)*a]
+		idle := equalVec(f, capI)
+		next := int64(posInf)
+		if k+1 < len(tl.times) {
+			next = tl.times[k+1]
+		}
+		for ; x < len(cps) && cps[x].t < next; x++ {
+			cp := cps[x]
+			if idle {
+				cp.idle.Add(i)
+			} else {
+				cp.idle.Remove(i)
+			}
+			bm := cp.bmax[b*a : (b+1)*a]
+			for j, v := range f {
+				if v > bm[j] {
+					bm[j] = v
 				}
 			}
 		}
 	}
-	clear(cps)
-	sc.cps = cps[:0]
 }
 
 // ---- vector helpers on active dimensions ----
+
+// holds reports whether free can take use the way the search decides it
+// (query.fits): use ≤ free on every dimension use needs, and on every
+// dimension when use is empty. A dimension use does not need may be
+// negative (over-booked by a started job, see AddStarted) without
+// stopping it; a blocked node has no positive dimension, so nothing that
+// needs something fits there.
+func holds(free, use []int64) bool {
+	needs := false
+	for j, u := range use {
+		if u != 0 {
+			needs = true
+			if free[j] < u {
+				return false
+			}
+		}
+	}
+	if needs {
+		return true
+	}
+	for _, f := range free {
+		if f < 0 {
+			return false
+		}
+	}
+	return true
+}
 
 // fitsIn reports whether req ≤ free element-wise.
 func fitsIn(free, req []int64) bool {

@@ -148,6 +148,7 @@ type scratch struct {
 	heap         []hitem
 	cps          []*changePoint
 	probes       []*changePoint
+	rel          relBufs
 }
 
 func (p *Profile) scratch() *scratch {
@@ -187,9 +188,13 @@ func (p *Profile) EarliestFit(r Request) (Fit, error) {
 }
 
 // ReserveFit books under id what EarliestFit returned for req: fit.Nodes
-// from fit.Start for req.Duration, each with req.PerNode, or whole nodes
-// when req.Exclusive. It fails like Reserve, and with ErrInvalidRequest
-// when fit was not found.
+// over [fit.Start, fit.End) — req.Duration from fit.Start, rounded up to the
+// grid; from fit.Start + req.Duration when fit.End is zero — each with
+// req.PerNode, or whole nodes when req.Exclusive. Booking fit.End rather
+// than fit.Start + req.Duration matters when fit.Start is a Now with a
+// fraction of a second, which the profile counts from its whole second.
+// It fails like Reserve, and with ErrInvalidRequest when fit was not
+// found.
 func (p *Profile) ReserveFit(id JobID, req Request, fit Fit) error {
 	if fit.Status != FitFound {
 		return fmt.Errorf("%w: fit status %v, want found", ErrInvalidRequest, fit.Status)
@@ -201,7 +206,11 @@ func (p *Profile) ReserveFit(id JobID, req Request, fit Fit) error {
 			allocs[x].Use = p.expand(p.caps[i*p.a : (i+1)*p.a])
 		}
 	}
-	return p.Reserve(Reservation{ID: id, Start: fit.Start, End: fit.Start.Add(req.Duration), Allocs: allocs})
+	end := fit.End
+	if end.IsZero() {
+		end = fit.Start.Add(req.Duration)
+	}
+	return p.Reserve(Reservation{ID: id, Start: fit.Start, End: end, Allocs: allocs})
 }
 
 // makeQuery validates r and converts it to profile units.
