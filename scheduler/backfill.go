@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -16,8 +17,20 @@ import (
 // what explanations re-plan on).
 type bfState struct {
 	planner *backfill.Planner
-	last    *backfill.Profile
-	window  time.Duration // bf_window in force
+	// last is the profile kept from cycle to cycle: running jobs, the
+	// reservation windows and the last plan's bookings. Explanations
+	// re-plan on clones of it.
+	last   *backfill.Profile
+	window time.Duration // bf_window in force
+	// Changes since the last plan, applied to the kept profile before the
+	// next: jobs that stopped running (or whose end moved), jobs that
+	// started, and whether node capacity changed (then it is rebuilt).
+	ended     []JobID
+	started   []*job
+	dirty     bool
+	healthGen uint64 // the device-health generation the kept profile reflects
+	// rebuild forces a fresh profile every cycle (tests compare both).
+	rebuild bool
 	// nodes, running and jobs are reused from cycle to cycle.
 	nodes   []backfill.NodeState
 	running []backfill.Running
@@ -146,9 +159,9 @@ func (s *Scheduler) allowedNodes(sh *shape) topology.NodeSet {
 // profile of the cluster after the main pass, starts the jobs the plan
 // starts now, and records every other job's expected start and nodes.
 func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
-	prof, err := s.bf.planner.NewProfile(now, s.profileNodes(), s.profileRunning())
+	prof, err := s.keptProfile(now)
 	if err != nil {
-		return fmt.Errorf("scheduler: backfill profile: %w", err)
+		return err
 	}
 	if err := s.reservationWindows(now, now.Add(s.bf.window), func(id uint64, w policy.Window, nodes []int) error {
 		return prof.Block(backfill.JobID(id), w.Start, w.End, nodes)
@@ -180,7 +193,6 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	if err != nil {
 		return fmt.Errorf("scheduler: backfill plan: %w", err)
 	}
-	s.bf.last = prof
 	for _, k := range plan.Starts {
 		e := &plan.Entries[k]
 		j := pjobs[k]
@@ -264,4 +276,70 @@ func (s *Scheduler) constrainedChooser(now time.Time, j *job, c topology.Constra
 		}
 		return p.Nodes.AppendTo(make([]int, 0, n))
 	}, relaxed
+}
+
+// keptProfile brings the kept profile to now — drop the last plan's
+// bookings and the reservation windows, release the jobs that stopped,
+// advance the origin, add the jobs that started — or builds a fresh one
+// when there is none, when node capacity changed (a node down or back, a
+// device failing), or when an update fails. Both give the same profile
+// (backfill's Advance is tested against fresh builds).
+func (s *Scheduler) keptProfile(now time.Time) (*backfill.Profile, error) {
+	b := s.bf
+	ended, started := b.ended, b.started
+	b.ended, b.started = b.ended[:0], b.started[:0]
+	if p := b.last; p != nil && !b.dirty && !b.rebuild && b.healthGen == s.healthGen {
+		if err := s.updateProfile(p, now, ended, started); err == nil {
+			return p, nil
+		}
+	}
+	p, err := b.planner.NewProfile(now, s.profileNodes(), s.profileRunning())
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: backfill profile: %w", err)
+	}
+	b.last, b.dirty, b.healthGen = p, false, s.healthGen
+	return p, nil
+}
+
+func (s *Scheduler) updateProfile(p *backfill.Profile, now time.Time, ended []JobID, started []*job) error {
+	p.ReleaseReservations()
+	p.ReleaseBlocks()
+	for _, id := range ended {
+		if err := p.Release(backfill.JobID(id)); err != nil && !errors.Is(err, backfill.ErrUnknownID) {
+			return err
+		}
+	}
+	if err := p.Advance(now); err != nil {
+		return err
+	}
+	for _, j := range started {
+		if j.State != JobRunning || p.Has(backfill.JobID(j.ID)) {
+			continue // ended again since, or already added
+		}
+		r := backfill.Running{ID: backfill.JobID(j.ID), End: j.deadline, Allocs: s.profileUse(j)}
+		if err := p.AddStarted(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// noteStarted and noteEnded record job changes for the kept profile.
+func (s *Scheduler) noteStarted(j *job) {
+	if s.bf != nil {
+		s.bf.started = append(s.bf.started, j)
+	}
+}
+
+func (s *Scheduler) noteEnded(j *job) {
+	if s.bf != nil {
+		s.bf.ended = append(s.bf.ended, j.ID)
+	}
+}
+
+// noteCapacity marks the kept profile stale (node capacity changed).
+func (s *Scheduler) noteCapacity() {
+	if s.bf != nil {
+		s.bf.dirty = true
+	}
 }

@@ -478,6 +478,7 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int) {
 	if a := s.arrays[j.ArrayJobID]; a != nil {
 		a.running++
 	}
+	s.noteStarted(j)
 	j.deadline = now.Add(j.TimeLimit)
 }
 

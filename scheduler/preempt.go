@@ -108,6 +108,8 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 			s.running.Delete(r)
 			r.deadline = v.KillAt
 			s.running.ReplaceOrInsert(r)
+			s.noteEnded(r) // its end moved: the kept profile re-adds it
+			s.noteStarted(r)
 			continue
 		}
 		s.endPreempted(now, r, v.Action)

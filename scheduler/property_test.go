@@ -21,12 +21,15 @@ import (
 // runRandom applies a seeded random sequence of events to a fresh
 // scheduler, checking the invariants after every step, and returns a
 // transcript of every decision for the determinism check.
-func runRandom(t *testing.T, seed uint64, steps int, variant func(*scheduler.Config)) []string {
+func runRandom(t *testing.T, seed uint64, steps int, variant func(*scheduler.Config), after ...func(*scheduler.Scheduler)) []string {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	cfg := clustertest.Mixed4()
 	variant(&cfg)
 	s, err := scheduler.New(cfg)
 	require.NoError(t, err)
+	for _, f := range after {
+		f(s)
+	}
 	now := clustertest.Epoch
 	var log []string
 	var ids []scheduler.JobID
@@ -274,3 +277,27 @@ func TestRandomEventSequences(t *testing.T) {
 }
 
 func deviceType(node string) string { return node[:4] }
+
+// TestKeptProfileMatchesRebuild checks that keeping the backfill profile
+// across cycles (Advance, releases, AddStarted) decides exactly as
+// building it afresh every cycle, under every backfill variant.
+func TestKeptProfileMatchesRebuild(t *testing.T) {
+	seeds := 300
+	if testing.Short() {
+		seeds = 40
+	}
+	for _, v := range variants {
+		probe := clustertest.Mixed4()
+		v.set(&probe)
+		if probe.Backfill == nil {
+			continue
+		}
+		t.Run(v.name, func(t *testing.T) {
+			for seed := range uint64(seeds) {
+				kept := runRandom(t, seed, 80, v.set)
+				fresh := runRandom(t, seed, 80, v.set, scheduler.RebuildProfileEveryCycle)
+				require.Equal(t, fresh, kept, "seed %d", seed)
+			}
+		})
+	}
+}

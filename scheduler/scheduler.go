@@ -746,6 +746,7 @@ func (s *Scheduler) release(j *job) {
 	if a := s.arrays[j.ArrayJobID]; a != nil {
 		a.running--
 	}
+	s.noteEnded(j)
 	s.running.Delete(j)
 }
 
@@ -848,6 +849,9 @@ func (s *Scheduler) setAdmin(now time.Time, name string, st adminState, reason s
 		return fmt.Errorf("%w: %q", ErrUnknownNode, name)
 	}
 	n := &s.nodes[i]
+	if n.admin == adminDown || st == adminDown {
+		s.noteCapacity() // a down node offers nothing to the plan
+	}
 	n.admin, n.reason, n.since, n.autoDrained = st, reason, now, false
 	if st == adminUp {
 		s.usable.Add(i)
@@ -885,6 +889,7 @@ func (s *Scheduler) DownNode(now time.Time, name, reason string) ([]JobID, error
 		j.EndTime = now
 	}
 	n.admin, n.reason, n.since = adminDown, reason, now
+	s.noteCapacity()
 	s.usable.Remove(i)
 	s.last = now
 	return affected, nil
