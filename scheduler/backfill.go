@@ -170,7 +170,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	}
 	jobs, pjobs := s.bf.jobs[:0], s.bf.pjobs[:0]
 	s.pending.Ascend(func(j *job) bool {
-		j.ExpectedStart, j.planned = time.Time{}, nil
+		j.ExpectedStart, j.planned, j.reserved = time.Time{}, nil, false
 		if !plannable(j.Reason) || j.Spec.Reservation != "" {
 			// Jobs in reservations start in the main pass, inside
 			// their window.
@@ -234,6 +234,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		case backfill.StatusReserved, backfill.StatusEstimated:
 			j.ExpectedStart = e.Start
 			j.planned = slices.Clone(e.Nodes)
+			j.reserved = e.Status == backfill.StatusReserved
 		}
 	}
 	// The pending list was built before the backfill starts: drop them and

@@ -85,3 +85,24 @@ func TestBackfillConfigValidated(t *testing.T) {
 	_, err := scheduler.New(cfg)
 	assert.ErrorIs(t, err, scheduler.ErrInvalidConfig)
 }
+
+func TestQOSNoReserveGetsNoReservation(t *testing.T) {
+	cfg := clustertest.Mixed4()
+	cfg.Backfill = &backfill.Config{Mode: backfill.Conservative, Resolution: time.Second}
+	cfg.Policy = &policy.Config{QOS: []policy.QOS{{Name: "normal"}, {Name: "standby", Flags: policy.QOSNoReserve}}}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	for _, d := range []time.Duration{time.Hour, time.Hour, 3 * time.Hour, 3 * time.Hour} {
+		mustSubmit(t, s, t0, scheduler.JobSpec{Exclusive: true, TimeLimit: d})
+	}
+	mustSchedule(t, s, t0)
+	// The standby head needs three nodes (in 3 h) but reserves nothing, so
+	// a 5-hour two-node job that would delay it starts when two nodes free.
+	head := mustSubmit(t, s, t0.Add(time.Minute), scheduler.JobSpec{QOS: "standby", Nodes: 3, Exclusive: true, TimeLimit: time.Hour})
+	long := mustSubmit(t, s, t0.Add(time.Minute), scheduler.JobSpec{Nodes: 2, Exclusive: true, TimeLimit: 5 * time.Hour})
+	cyc := mustSchedule(t, s, t0.Add(time.Hour))
+	require.Len(t, cyc.Starts, 1)
+	assert.Equal(t, long, cyc.Starts[0].Job)
+	j, _ := s.Job(head)
+	assert.Equal(t, scheduler.JobPending, j.State)
+}

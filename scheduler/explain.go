@@ -485,14 +485,19 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 	// hold one: once they are found, no later job needs the lookup. Under
 	// conservative backfill without the knobs that deny reservations,
 	// every job with an expected start holds one.
-	resvLeft, allReserved := -1, false
+	resvLeft := -1
 	if !ctx.onDemand && s.bf != nil {
-		switch c := s.bf.planner.Config(); {
-		case c.Mode == backfill.EASY:
-			resvLeft = c.Reservations
-		case c.MinPrioReserve == 0 && c.MinAgeReserve == 0 && c.JobPartCountReserve == 0:
-			allReserved = true
+		if c := s.bf.planner.Config(); c.Mode == backfill.EASY {
+			resvLeft = max(c.Reservations, 1)
 		}
+	}
+	// reserved reports whether job x holds a reservation in the plan:
+	// recorded by the last backfill pass, or looked up in an on-demand plan.
+	reserved := func(x *job) bool {
+		if ctx.onDemand {
+			return ctx.prof.Has(backfill.JobID(x.ID))
+		}
+		return x.reserved
 	}
 	s.pending.Ascend(func(x *job) bool {
 		ex.QueuePos++
@@ -506,21 +511,15 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 			}
 		}
 		if ctx.prof != nil && resvLeft != 0 {
-			// Only reservations hold resources in the plan (an EASY
-			// estimate without one does not).
-			start, nodes := ctx.plannedOf(x)
-			switch {
-			case len(nodes) == 0:
-			case resvLeft > 0:
-				if ctx.prof.Has(backfill.JobID(x.ID)) {
+			// Only reservations hold resources in the plan (an estimate
+			// without one does not); under EASY only the first k exist.
+			if start, nodes := ctx.plannedOf(x); len(nodes) > 0 && reserved(x) {
+				if resvLeft > 0 {
 					resvLeft--
-					if (est.Start.IsZero() || start.Before(est.Start)) && anyIn(nodes, allowed) {
-						cands = append(cands, x)
-					}
 				}
-			case (est.Start.IsZero() || start.Before(est.Start)) && anyIn(nodes, allowed) &&
-				(allReserved || ctx.prof.Has(backfill.JobID(x.ID))):
-				cands = append(cands, x)
+				if (est.Start.IsZero() || start.Before(est.Start)) && anyIn(nodes, allowed) {
+					cands = append(cands, x)
+				}
 			}
 		}
 		return true
@@ -727,6 +726,7 @@ func (s *Scheduler) bfJob(now time.Time, x *job, allowed topology.NodeSet) backf
 		Allowed: allowed, TimeLimit: x.TimeLimit, TimeMin: x.Spec.TimeMin,
 		Earliest: x.Spec.BeginTime, Eligible: x.EligibleTime, Priority: float64(x.Priority),
 		User: x.Spec.User, Partition: x.Partition, Assoc: x.Spec.Account + "/" + x.Spec.User,
+		NoReserve: x.subject.Valid() && x.subject.NoReserve(), // QOS NoReserve
 	}
 	if c := x.constraints(); s.graph != nil && c != (topology.Constraints{}) {
 		var relaxed bool

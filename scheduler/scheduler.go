@@ -79,8 +79,10 @@ type job struct {
 	deadline time.Time
 	// breakdown explains Priority under multifactor priority.
 	breakdown priority.Breakdown
-	// planned holds the node indices of the backfill plan's expected start.
-	planned []int
+	// planned holds the node indices of the backfill plan's expected
+	// start; reserved says whether the plan booked a reservation there.
+	planned  []int
+	reserved bool
 	// subject is the job's resolved policy identity; dep its dependency;
 	// blockers every policy blocker found by the last cycle.
 	subject  policy.Subject
