@@ -144,6 +144,9 @@ type Decision struct {
 	Preemptor JobID
 	Action    policy.PreemptAction
 	KillAt    time.Time
+	// LostGPUSeconds and LostCPUSeconds are, for a preemption, the work
+	// the victim loses (since its last checkpoint).
+	LostGPUSeconds, LostCPUSeconds float64
 	// Reason qualifies timeouts and requeues (TimeLimit, NodeDown,
 	// launch_failed_requeued, Preempted).
 	Reason policy.Reason
@@ -259,6 +262,7 @@ func (s *Scheduler) AuditRecords(c Cycle) []Decision {
 		}
 		d := s.recordOf(j, DecisionPreempt, c.Now, version)
 		d.Preemptor, d.Action, d.KillAt, d.Reason = p.Preemptor, p.Action, p.KillAt, policy.ReasonPreempted
+		d.LostGPUSeconds, d.LostCPUSeconds = p.LostGPUSeconds, p.LostCPUSeconds
 		out = append(out, d)
 		if preempted == nil {
 			preempted = map[JobID][]JobID{}
@@ -513,7 +517,9 @@ func (d Decision) Accounting(cluster string) (accounting.Decision, error) {
 	}
 	if d.Preemptor != 0 {
 		detail = append(detail, "preemptor="+strconv.FormatUint(uint64(d.Preemptor), 10), "action="+d.Action.String(),
-			"killat="+d.KillAt.UTC().Format(time.RFC3339))
+			"killat="+d.KillAt.UTC().Format(time.RFC3339),
+			"lost_gpu_s="+strconv.FormatFloat(d.LostGPUSeconds, 'g', -1, 64),
+			"lost_cpu_s="+strconv.FormatFloat(d.LostCPUSeconds, 'g', -1, 64))
 	}
 	ad.Detail = strings.Join(detail, " ")
 	if len(d.Nodes) > 0 {
@@ -599,6 +605,10 @@ func DecisionFromAccounting(ad accounting.Decision) (Decision, error) {
 			}
 		case "killat":
 			d.KillAt, err = time.Parse(time.RFC3339, v)
+		case "lost_gpu_s":
+			d.LostGPUSeconds, err = strconv.ParseFloat(v, 64)
+		case "lost_cpu_s":
+			d.LostCPUSeconds, err = strconv.ParseFloat(v, 64)
 		}
 		if err != nil {
 			return Decision{}, fmt.Errorf("%w: job %d: detail %q: %w", ErrInvalidRecord, ad.Job, f, err)

@@ -47,6 +47,20 @@ func TestPreemptionChoosesLeastLostWork(t *testing.T) {
 	assert.InDelta(t, 8*60.0, p.LostGPUSeconds, 1e-9, "8 GPUs × one minute since the checkpoint")
 	require.Len(t, cyc.Starts, 1)
 	assert.Equal(t, urgent, cyc.Starts[0].Job)
+	// The audit record keeps the lost work, through the ledger and back.
+	var rec *scheduler.Decision
+	for i := range cyc.Decisions {
+		if cyc.Decisions[i].Kind == scheduler.DecisionPreempt {
+			rec = &cyc.Decisions[i]
+		}
+	}
+	require.NotNil(t, rec)
+	assert.InDelta(t, 480.0, rec.LostGPUSeconds, 1e-9)
+	ad, err := rec.Accounting("c")
+	require.NoError(t, err)
+	back, err := scheduler.DecisionFromAccounting(ad)
+	require.NoError(t, err)
+	assert.InDelta(t, 480.0, back.LostGPUSeconds, 1e-9)
 	v, _ := s.Job(standby[2])
 	assert.Equal(t, scheduler.JobPending, v.State, "requeued")
 	assert.Equal(t, 1, v.Restarts)
