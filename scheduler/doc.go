@@ -1,0 +1,35 @@
+// Package scheduler is Sluice's cluster model and scheduling cycle: the
+// composition of the resource vocabulary (gres), placement (topology),
+// multifactor priority (priority), policy (limits, reservations,
+// preemption, dependencies), and the backfill planner (backfill).
+//
+// A Scheduler holds nodes, partitions and jobs. The caller owns the loop
+// and the clock: it applies events with the current time — Submit,
+// SubmitArray, Cancel, Finish, Requeue, Checkpoint, DrainNode, FailNode,
+// DownNode, ResumeNode, SetDeviceHealth, AddReservation — and calls
+// Schedule(now), which returns a Cycle: the jobs to start (nodes, CPU ids,
+// GPU indices, time limit), the jobs it ended (time limits, preemption
+// grace over), the preemptions to carry out, every pending job with its
+// Slurm reason and expected start, and an audit record of every decision.
+// An event that is invalid returns an error wrapping one of the package's
+// sentinel errors and changes nothing.
+//
+// Each cycle runs, in order: end expired jobs; recompute priorities when
+// PriorityCalcPeriod has passed; a main pass over the queue in Slurm's
+// order (reservation jobs, partition tier, priority, submit time, job ID)
+// that starts what fits — policy and limits checked first, topology-aware
+// placement, best-connected GPUs, CPUs close to them, preemption when the
+// job may preempt — and, as Slurm's main scheduler, stops a partition at
+// its first job that waits for resources; then, with Config.Backfill, a
+// backfill pass that plans every pending job on a time-resource profile
+// kept from cycle to cycle, starts what does not delay the reservations,
+// and gives every other job its expected start.
+//
+// Explain answers why a job waits (every blocker, with evidence), when it
+// will start, and what would let it start sooner, each answer verified by
+// re-planning; IdleCapacity says why idle GPUs are idle. Everything the
+// scheduler decides is derived from data it keeps, deterministically: the
+// same events at the same times give the same decisions.
+//
+// A Scheduler is not safe for concurrent use.
+package scheduler
