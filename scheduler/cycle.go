@@ -32,6 +32,9 @@ type Cycle struct {
 	// preemption of the cycle (see AuditRecords): what to persist to
 	// reconstruct later why a job got — or lost — its resources.
 	Decisions []Decision
+	// Resumed lists suspended jobs the cycle resumed (the caller sends
+	// them SIGCONT); they hold CPUs again (see Job.Alloc).
+	Resumed []JobID
 	// Preemptions lists the running jobs preempted for pending ones. A
 	// victim with a KillAt after Now is to be signalled now and is ended
 	// by the first cycle at or after KillAt (it then appears in Ended).
@@ -145,6 +148,7 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 	s.cycleNo++
 	cyc := Cycle{Now: now}
 	s.endExpired(now, &cyc)
+	s.resumeSuspended(now, &cyc)
 
 	s.avail.CopyFrom(s.usable)
 	blocked := make([]bool, len(s.parts))

@@ -19,13 +19,18 @@ type JobID uint64
 //
 // A pending job may also be cancelled; a running job may go back to
 // PENDING when it is requeued (launch failure, node failure of a requeueable
-// job).
+// job, preemption in REQUEUE mode), or be SUSPENDED by preemption in
+// SUSPEND mode and later resume RUNNING.
 type JobState uint8
 
 // Job states, with Slurm's names.
 const (
 	JobPending JobState = iota
 	JobRunning
+	// JobSuspended: preempted in SUSPEND mode; it keeps its memory and
+	// devices, its CPUs are lent to the preemptor, and it resumes when the
+	// preemptor has ended and its CPUs are free again.
+	JobSuspended
 	JobCompleted
 	JobFailed
 	JobCancelled
@@ -37,6 +42,7 @@ const (
 var jobStateNames = [...]struct{ long, short string }{
 	JobPending:   {"PENDING", "PD"},
 	JobRunning:   {"RUNNING", "R"},
+	JobSuspended: {"SUSPENDED", "S"},
 	JobCompleted: {"COMPLETED", "CD"},
 	JobFailed:    {"FAILED", "F"},
 	JobCancelled: {"CANCELLED", "CA"},

@@ -39,16 +39,7 @@ func (s *Scheduler) initPolicy(cfg policy.Config, parts []PartitionConfig) error
 	if err != nil {
 		return fmt.Errorf("%w: policy: %w", ErrInvalidConfig, err)
 	}
-	suspend := cfg.PreemptMode.Base() == policy.PreemptSuspend
-	for _, q := range cfg.QOS {
-		suspend = suspend || q.PreemptMode.Base() == policy.PreemptSuspend
-	}
-	for _, pp := range cfg.Partitions {
-		suspend = suspend || pp.PreemptMode.Base() == policy.PreemptSuspend
-	}
-	if suspend {
-		return fmt.Errorf("%w: policy: PreemptMode SUSPEND is not supported by the scheduler (use CANCEL or REQUEUE)", ErrInvalidConfig)
-	}
+
 	s.pol = &polState{
 		p: p, usage: p.NewUsage(), resv: policy.NewReservations(len(s.nodes)),
 		forbidden: topology.NewNodeSet(len(s.nodes)), singletons: map[[2]string]int{},

@@ -13,7 +13,8 @@ type Preemption struct {
 	// Victim is the preempted job; Preemptor the job it makes room for.
 	Victim, Preemptor JobID
 	// Action is CANCEL (the victim ends PREEMPTED), REQUEUE (it goes back
-	// to the queue) — SUSPEND is not supported by the scheduler.
+	// to the queue) or SUSPEND (it keeps its memory and devices, lends its
+	// CPUs, and resumes later; see Cycle.Resumed).
 	Action policy.PreemptAction
 	// KillAt is when the victim's resources are free: now, or now plus
 	// its GraceTime (the caller signals it now and kills it then).
@@ -99,6 +100,10 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 			LostGPUSeconds: v.LostGPUSeconds, LostCPUSeconds: v.LostCPUSeconds,
 		})
 		r.LostGPUSeconds += v.LostGPUSeconds
+		if v.Action == policy.ActionSuspend {
+			s.suspend(now, r, j.ID)
+			continue
+		}
 		if v.KillAt.After(now) {
 			// Signalled now, killed at KillAt: the cycle at or after then
 			// ends it (see endExpired).
@@ -145,6 +150,11 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 				extra[na.Node] = e
 				busy[na.Node] = len(s.nodes[na.Node].jobs)
 			}
+			if v.Action == policy.ActionSuspend {
+				// A suspended job lends only its CPUs and stays on the node.
+				e[gres.CPU] += na.TRES[gres.CPU]
+				continue
+			}
 			_ = e.AddInPlace(na.TRES)
 			busy[na.Node]--
 		}
@@ -178,4 +188,74 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 		return err == nil && p.Met
 	}
 	return true
+}
+
+// suspend suspends running job r for preemptor pre: its CPUs go back to
+// the nodes, its memory and devices stay allocated, and its remaining run
+// time is kept for when it resumes.
+func (s *Scheduler) suspend(now time.Time, r *job, pre JobID) {
+	r.suspendedCPUs = make([]int64, len(r.Alloc.Nodes))
+	for k := range r.Alloc.Nodes {
+		na := &r.Alloc.Nodes[k]
+		n := &s.nodes[na.Node]
+		n.releaseCPUs(na.CPUs)
+		r.suspendedCPUs[k] = na.TRES[gres.CPU]
+		n.free[gres.CPU] += na.TRES[gres.CPU]
+		na.TRES[gres.CPU], na.CPUs = 0, nil
+	}
+	s.running.Delete(r)
+	r.State, r.Reason = JobSuspended, policy.ReasonPreempted
+	r.remaining = max(r.deadline.Sub(now), 0)
+	r.suspendedBy = pre
+	r.bfUse = nil
+	s.suspended = append(s.suspended, r)
+	s.noteCapacity() // the kept profile cannot express "held until resumed"
+}
+
+// resumeSuspended resumes, in suspension order, every suspended job whose
+// preemptor is no longer running and whose CPUs are free again on all its
+// nodes (taken close to its devices). Its time limit runs on from where
+// it stopped.
+func (s *Scheduler) resumeSuspended(now time.Time, cyc *Cycle) {
+	if len(s.suspended) == 0 {
+		return
+	}
+	kept := s.suspended[:0]
+	for _, r := range s.suspended {
+		if p, ok := s.jobs[r.suspendedBy]; ok && p.State == JobRunning {
+			kept = append(kept, r)
+			continue
+		}
+		ok := true
+		for k, na := range r.Alloc.Nodes {
+			n := &s.nodes[na.Node]
+			if n.free[gres.CPU] < r.suspendedCPUs[k] {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			kept = append(kept, r)
+			continue
+		}
+		for k := range r.Alloc.Nodes {
+			na := &r.Alloc.Nodes[k]
+			n := &s.nodes[na.Node]
+			var near gres.CoreSet
+			for _, d := range na.Devices {
+				near = near.Union(n.devCores[d])
+			}
+			na.CPUs = n.freeCPUs(int(r.suspendedCPUs[k]), near, false)
+			n.markCPUs(na.CPUs)
+			na.TRES[gres.CPU] = r.suspendedCPUs[k]
+			n.free[gres.CPU] -= r.suspendedCPUs[k]
+		}
+		r.State, r.Reason = JobRunning, policy.ReasonNone
+		r.deadline = now.Add(r.remaining)
+		r.suspendedBy, r.suspendedCPUs, r.bfUse = 0, nil, nil
+		s.running.ReplaceOrInsert(r)
+		s.noteCapacity()
+		cyc.Resumed = append(cyc.Resumed, r.ID)
+	}
+	s.suspended = kept
 }

@@ -99,10 +99,43 @@ func TestNoPreemptionOfPeersOrUpward(t *testing.T) {
 	cyc := mustSchedule(t, s, t0)
 	assert.Empty(t, cyc.Preemptions)
 	assert.Empty(t, cyc.Starts)
+}
 
-	cfg := clustertest.Mixed4()
+func TestPreemptionSuspendLendsCPUsKeepsGPUs(t *testing.T) {
+	cfg := clustertest.DGX()
 	cfg.Policy = &policy.Config{PreemptType: policy.PreemptQOS, PreemptMode: policy.PreemptSuspend,
-		QOS: []policy.QOS{{Name: "a", Preempt: []string{"b"}}, {Name: "b"}}}
-	_, err := scheduler.New(cfg)
-	assert.ErrorIs(t, err, scheduler.ErrInvalidConfig, "SUSPEND is refused, not half-supported")
+		QOS: []policy.QOS{{Name: "urgent", Preempt: []string{"standby"}}, {Name: "standby"}}}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	bg := mustSubmit(t, s, t0, scheduler.JobSpec{QOS: "standby", GRESPerNode: gpus(4), CPUsPerTask: 100, TimeLimit: 4 * time.Hour})
+	mustSchedule(t, s, t0)
+	before, _ := s.Job(bg)
+	urgent := mustSubmit(t, s, t0.Add(time.Hour), scheduler.JobSpec{QOS: "urgent", GRESPerNode: gpus(4), CPUsPerTask: 50, TimeLimit: time.Hour})
+	cyc := mustSchedule(t, s, t0.Add(time.Hour))
+	require.Len(t, cyc.Preemptions, 1)
+	assert.Equal(t, policy.ActionSuspend, cyc.Preemptions[0].Action)
+	assert.Zero(t, cyc.Preemptions[0].LostGPUSeconds, "a suspended job loses no work")
+	require.Len(t, cyc.Starts, 1)
+	assert.Equal(t, urgent, cyc.Starts[0].Job)
+	v, _ := s.Job(bg)
+	assert.Equal(t, scheduler.JobSuspended, v.State)
+	assert.Equal(t, before.Alloc.Nodes[0].Devices, v.Alloc.Nodes[0].Devices, "it keeps its GPUs")
+	assert.Empty(t, v.Alloc.Nodes[0].CPUs, "its CPUs are lent")
+	assert.Empty(t, intersect(v.Alloc.Nodes[0].Devices, cyc.Starts[0].Alloc.Nodes[0].Devices))
+	checkInvariants(t, s, "suspended")
+	ex, err := s.Explain(t0.Add(time.Hour), bg, scheduler.ExplainOptions{Records: scheduler.Decisions(cyc.Decisions)})
+	require.NoError(t, err)
+	assert.Contains(t, ex.String(), "SUSPENDED")
+
+	// The preemptor ends: the suspended job resumes with its 3 hours left.
+	require.NoError(t, s.Finish(t0.Add(90*time.Minute), urgent, 0))
+	cyc = mustSchedule(t, s, t0.Add(90*time.Minute))
+	assert.Equal(t, []scheduler.JobID{bg}, cyc.Resumed)
+	v, _ = s.Job(bg)
+	assert.Equal(t, scheduler.JobRunning, v.State)
+	assert.Len(t, v.Alloc.Nodes[0].CPUs, 100)
+	checkInvariants(t, s, "resumed")
+	cyc = mustSchedule(t, s, t0.Add(90*time.Minute+3*time.Hour))
+	require.Len(t, cyc.Ended, 1)
+	assert.Equal(t, scheduler.JobTimeout, cyc.Ended[0].State, "the limit counts running time only")
 }

@@ -107,7 +107,9 @@ func runRandom(t *testing.T, seed uint64, steps int, variant func(*scheduler.Con
 			for _, p := range cyc.Preemptions {
 				v, _ := s.Job(p.Victim)
 				require.Equal(t, "normal", v.Spec.QOS, "seed %d: only normal-QOS jobs are preempted", seed)
-				require.GreaterOrEqual(t, now.Sub(startedAt[p.Victim]), 10*time.Minute, "seed %d: job %d preempted inside PreemptExemptTime", seed, p.Victim)
+				if cfg.Policy.PreemptExemptTime > 0 {
+					require.GreaterOrEqual(t, now.Sub(startedAt[p.Victim]), cfg.Policy.PreemptExemptTime, "seed %d: job %d preempted inside PreemptExemptTime", seed, p.Victim)
+				}
 			}
 			for _, st := range cyc.Starts {
 				startedAt[st.Job] = now
@@ -138,8 +140,8 @@ func checkInvariants(t *testing.T, s *scheduler.Scheduler, where string) {
 		devs[i] = map[int]scheduler.JobID{}
 	}
 	for _, j := range s.Jobs() {
-		if j.State != scheduler.JobRunning {
-			continue
+		if j.State != scheduler.JobRunning && j.State != scheduler.JobSuspended {
+			continue // suspended jobs keep their memory and devices
 		}
 		for _, na := range j.Alloc.Nodes {
 			require.NoError(t, used[na.Node].AddInPlace(na.TRES), where)
@@ -229,6 +231,15 @@ func init() {
 		c.Policy = &policy.Config{
 			PreemptType: policy.PreemptQOS, PreemptMode: policy.PreemptRequeue, PreemptExemptTime: 10 * time.Minute,
 			QOS: []policy.QOS{{Name: "high", Priority: 10, Preempt: []string{"normal"}}, {Name: "normal", GraceTime: 2 * time.Minute}},
+		}
+	}}, struct {
+		name string
+		set  func(*scheduler.Config)
+	}{"preempt-suspend+easy", func(c *scheduler.Config) {
+		c.Backfill = &backfill.Config{Mode: backfill.EASY}
+		c.Policy = &policy.Config{
+			PreemptType: policy.PreemptQOS, PreemptMode: policy.PreemptSuspend,
+			QOS: []policy.QOS{{Name: "high", Priority: 10, Preempt: []string{"normal"}}, {Name: "normal"}},
 		}
 	}})
 }

@@ -51,6 +51,8 @@ type Scheduler struct {
 	healthGen uint64
 	// policyVersion caches PolicyVersion; reset when reservations change.
 	policyVersion string
+	// suspended lists the SUSPENDED jobs, in suspension order.
+	suspended []*job
 	// arrays holds the job arrays by array job ID; maxArray bounds indices.
 	arrays   map[JobID]*array
 	maxArray int
@@ -94,6 +96,11 @@ type job struct {
 	bfPer          gres.Vector
 	bfUse          []backfill.Alloc
 	bfUseHealthGen uint64
+	// suspendedBy is the preemptor a SUSPENDED job waits for; remaining
+	// its run time left; suspendedCPUs its CPU count per node.
+	suspendedBy   JobID
+	remaining     time.Duration
+	suspendedCPUs []int64
 	// preempting marks a preemption victim in its grace time; it is ended
 	// (or requeued, per preemptAction) at its deadline.
 	preempting    bool
@@ -642,7 +649,7 @@ func (s *Scheduler) Cancel(now time.Time, id JobID) error {
 	case JobPending:
 		s.pending.Delete(j)
 		s.policyStop(j, false, true)
-	case JobRunning:
+	case JobRunning, JobSuspended:
 		s.release(j)
 		s.policyStop(j, true, true)
 	default:
@@ -749,6 +756,10 @@ func (s *Scheduler) release(j *job) {
 		a.running--
 	}
 	s.noteEnded(j)
+	if j.State == JobSuspended {
+		s.suspended = slices.DeleteFunc(s.suspended, func(x *job) bool { return x == j })
+		s.noteCapacity()
+	}
 	s.running.Delete(j)
 }
 

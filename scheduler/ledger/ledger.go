@@ -150,6 +150,10 @@ func (r *Recorder) Observe(now time.Time, cyc scheduler.Cycle) error {
 			from := r.running[id]
 			rec := r.record(j)
 			switch {
+			case j.State == scheduler.JobSuspended:
+				// Suspended: no usage accrues; it stays tracked until it
+				// resumes or ends.
+				r.running[id] = now
 			case j.State != scheduler.JobRunning || j.StartTime.After(from):
 				// Ended (or requeued and perhaps restarted): charge the
 				// run up to its end and write its final record.
@@ -293,6 +297,8 @@ func state(s scheduler.JobState) accounting.JobState {
 		return accounting.StatePending
 	case scheduler.JobRunning:
 		return accounting.StateRunning
+	case scheduler.JobSuspended:
+		return accounting.StateSuspended
 	case scheduler.JobCompleted:
 		return accounting.StateCompleted
 	case scheduler.JobFailed:
