@@ -112,36 +112,42 @@ func main() {
 
 // report is the -json output. The first seven names are a contract.
 type report struct {
-	Jobs          int     `json:"jobs"`
-	MeanWait      float64 `json:"mean_wait_s"`
-	MeanBSLD      float64 `json:"mean_bsld"`
-	MeanResponse  float64 `json:"mean_response_s"`
-	Utilization   float64 `json:"utilization"`
-	Makespan      float64 `json:"makespan_s"`
-	SimSeconds    float64 `json:"sim_seconds"`
-	Workload      string  `json:"workload"`
-	Policy        string  `json:"policy"`
-	Estimates     string  `json:"estimates"`
-	Rejected      int     `json:"rejected"`
-	Completed     int     `json:"completed"`
-	Failed        int     `json:"failed"`
-	TimedOut      int     `json:"timed_out"`
-	Killed        int     `json:"killed"`
-	P50Wait       float64 `json:"p50_wait_s"`
-	P90Wait       float64 `json:"p90_wait_s"`
-	P99Wait       float64 `json:"p99_wait_s"`
-	MaxWait       float64 `json:"max_wait_s"`
-	P50BSLD       float64 `json:"p50_bsld"`
-	P90BSLD       float64 `json:"p90_bsld"`
-	P99BSLD       float64 `json:"p99_bsld"`
-	MaxBSLD       float64 `json:"max_bsld"`
-	MeanSlowdown  float64 `json:"mean_slowdown"`
-	CPUUtil       float64 `json:"cpu_utilization"`
-	GPUUtil       float64 `json:"gpu_utilization"`
-	CPUHours      float64 `json:"cpu_hours"`
-	GPUHours      float64 `json:"gpu_hours"`
-	LostCPUHours  float64 `json:"lost_cpu_hours"`
-	LostGPUHours  float64 `json:"lost_gpu_hours"`
+	Jobs         int     `json:"jobs"`
+	MeanWait     float64 `json:"mean_wait_s"`
+	MeanBSLD     float64 `json:"mean_bsld"`
+	MeanResponse float64 `json:"mean_response_s"`
+	Utilization  float64 `json:"utilization"`
+	Makespan     float64 `json:"makespan_s"`
+	SimSeconds   float64 `json:"sim_seconds"`
+	Workload     string  `json:"workload"`
+	Policy       string  `json:"policy"`
+	Estimates    string  `json:"estimates"`
+	Rejected     int     `json:"rejected"`
+	Completed    int     `json:"completed"`
+	Failed       int     `json:"failed"`
+	TimedOut     int     `json:"timed_out"`
+	Killed       int     `json:"killed"`
+	P50Wait      float64 `json:"p50_wait_s"`
+	P90Wait      float64 `json:"p90_wait_s"`
+	P99Wait      float64 `json:"p99_wait_s"`
+	MaxWait      float64 `json:"max_wait_s"`
+	P50BSLD      float64 `json:"p50_bsld"`
+	P90BSLD      float64 `json:"p90_bsld"`
+	P99BSLD      float64 `json:"p99_bsld"`
+	MaxBSLD      float64 `json:"max_bsld"`
+	MeanSlowdown float64 `json:"mean_slowdown"`
+	CPUUtil      float64 `json:"cpu_utilization"`
+	GPUUtil      float64 `json:"gpu_utilization"`
+	CPUHours     float64 `json:"cpu_hours"`
+	GPUHours     float64 `json:"gpu_hours"`
+	LostCPUHours float64 `json:"lost_cpu_hours"`
+	LostGPUHours float64 `json:"lost_gpu_hours"`
+
+	// preemption (zero without a preemption policy)
+	LostGPUHoursPreempted float64 `json:"lost_gpu_hours_preempted"`
+	LostCPUHoursPreempted float64 `json:"lost_cpu_hours_preempted"`
+	Preemptions           int     `json:"preemptions"`
+
 	MeanQueue     float64 `json:"mean_queue_length"`
 	MaxQueue      int     `json:"max_queue_length"`
 	WaitingFrac   float64 `json:"waiting_fraction"`
@@ -402,6 +408,7 @@ func makeReport(res sim.Result, elapsed time.Duration, name string, c config, rd
 		P50BSLD: s.BSLD.P50, P90BSLD: s.BSLD.P90, P99BSLD: s.BSLD.P99, MaxBSLD: s.BSLD.Max,
 		MeanSlowdown: s.Slowdown.Mean, CPUUtil: s.CPUUtilization, GPUUtil: s.GPUUtilization,
 		CPUHours: s.CPUHours, GPUHours: s.GPUHours, LostCPUHours: s.LostCPUHours, LostGPUHours: s.LostGPUHours,
+		LostGPUHoursPreempted: s.LostGPUHoursPreempted, LostCPUHoursPreempted: s.LostCPUHoursPreempted, Preemptions: s.Preemptions,
 		MeanQueue: s.MeanPending, MaxQueue: s.MaxPending, WaitingFrac: s.WaitingFraction,
 		IdleCPUHWait: s.IdleCPUHoursWaiting, IdleGPUHWait: s.IdleGPUHoursWaiting, IdleWhileWait: s.IdleWhileWaiting,
 		Cycles: res.Cycles, Nodes: res.Capacity.Nodes, CPUs: res.Capacity.CPUs, GPUs: res.Capacity.GPUs,

@@ -49,10 +49,14 @@ func (r JobResult) ETAError() (time.Duration, bool) {
 	return r.Start.Sub(r.FirstExpectedStart), true
 }
 
-// CPUHours returns the CPU time allocated to the job: its CPUs × run time.
-func (r JobResult) CPUHours() float64 { return float64(r.CPUs) * r.RunTime().Hours() }
+// CPUHours returns the CPU time allocated to the job's last run: its CPUs
+// × run time, less the time it was suspended (its CPUs were lent then).
+func (r JobResult) CPUHours() float64 {
+	return float64(r.CPUs) * (r.RunTime() - r.Suspended).Hours()
+}
 
-// GPUHours returns the GPU time allocated to the job: its GPUs × run time.
+// GPUHours returns the GPU time allocated to the job's last run: its GPUs
+// × run time (a suspended job keeps its GPUs).
 func (r JobResult) GPUHours() float64 { return float64(r.GPUs) * r.RunTime().Hours() }
 
 // Lost reports whether the job's run was wasted: it was ended before its
@@ -128,9 +132,17 @@ type Summary struct {
 	Wait, Response, Slowdown, BSLD Stats
 	// Makespan is the span from the first arrival to the last event.
 	Makespan time.Duration
-	// CPUHours and GPUHours are the allocated totals; LostCPUHours and
-	// LostGPUHours the part spent on lost runs (see JobResult.Lost).
+	// CPUHours and GPUHours are the allocated totals (runs that a
+	// requeue ended included); LostCPUHours and LostGPUHours the part
+	// spent on lost final runs (see JobResult.Lost).
 	CPUHours, GPUHours, LostCPUHours, LostGPUHours float64
+	// Preemptions counts the preemptions of all jobs (any action), and
+	// Restarts those that requeued a job.
+	Preemptions, Restarts int
+	// LostCPUHoursPreempted and LostGPUHoursPreempted are the work
+	// preemption destroyed: JobResult.LostCPUSeconds and LostGPUSeconds
+	// summed, in hours.
+	LostCPUHoursPreempted, LostGPUHoursPreempted float64
 	// CPUUtilization and GPUUtilization are the allocated fraction of the
 	// cluster's capacity over the makespan, in [0, 1]. Utilization is the
 	// GPU figure on a cluster with GPUs, the CPU figure otherwise.
@@ -241,8 +253,12 @@ func (c *collector) add(r JobResult) {
 	} else {
 		c.s.ETA.Unestimated++
 	}
-	c.s.CPUHours += r.CPUHours()
-	c.s.GPUHours += r.GPUHours()
+	c.s.CPUHours += r.CPUHours() + r.RequeuedCPUHours
+	c.s.GPUHours += r.GPUHours() + r.RequeuedGPUHours
+	c.s.Preemptions += r.Preemptions
+	c.s.Restarts += r.Restarts
+	c.s.LostCPUHoursPreempted += r.LostCPUSeconds / 3600
+	c.s.LostGPUHoursPreempted += r.LostGPUSeconds / 3600
 	c.s.LostCPUHours += r.LostCPUHours()
 	c.s.LostGPUHours += r.LostGPUHours()
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
@@ -128,6 +129,24 @@ type JobResult struct {
 	// that was set (zero when it never was: no backfill, or the job
 	// started in the first cycle that could start it). See ETAError.
 	FirstExpectedStart time.Time
+	// Preemptions counts how many times the job was preempted (any
+	// action); Restarts how many of those requeued it, each time ending
+	// a run that it later started again (Start and End are those of its
+	// last run).
+	Preemptions, Restarts int
+	// LostGPUSeconds and LostCPUSeconds are the work preemption destroyed
+	// in the job (Preemption.LostGPUSeconds and LostCPUSeconds summed):
+	// the resources × the time since its last checkpoint at each
+	// preemption. A suspended job loses none.
+	LostGPUSeconds, LostCPUSeconds float64
+	// RequeuedCPUHours and RequeuedGPUHours are the resources allocated
+	// to the job's earlier runs, those a requeue ended (CPUs × run time
+	// of each). They count in Summary.CPUHours and GPUHours.
+	RequeuedCPUHours, RequeuedGPUHours float64
+	// Suspended is how long the last run spent SUSPENDED by preemption:
+	// its CPUs were lent (they are not counted in CPUHours for that time)
+	// while it kept its GPUs.
+	Suspended time.Duration
 }
 
 // Capacity is the size of the simulated cluster.
@@ -194,12 +213,42 @@ func Run(s *scheduler.Scheduler, src Source, opt Options) (Result, error) {
 type live struct {
 	index int
 	job   Job
+	// gen numbers the job's runs: events carry the gen of the run that
+	// queued them, and those of a run that preemption ended or suspended
+	// are skipped.
+	gen uint32
 	// set when the job starts
 	eta        time.Time // first expected start
 	start      time.Time
 	limit      time.Duration
+	deadline   time.Time // when the scheduler ends the run at its limit
 	nodes      int
 	cpus, gpus int64
+	// ranSince is when the run last started or resumed; ran the running
+	// time of the run before that (a run suspended and resumed).
+	ranSince time.Time
+	ran      time.Duration
+	// evAt and evKind are the run's queued end event (evFinish or
+	// evExpire), kept to re-queue it after a suspension.
+	evAt   time.Time
+	evKind eventKind
+	// suspendedAt is when the job was suspended (zero while it is not);
+	// suspended its total suspended time in this run.
+	suspendedAt time.Time
+	suspended   time.Duration
+	// killAt and killAction are set for a preemption victim in its grace
+	// time: the cycle at killAt ends (CANCEL) or requeues it.
+	killAt time.Time
+	// inRun is set from a start until the run ends (requeue or end).
+	inRun bool
+	// keep is the work of the current run up to its last checkpoint, as
+	// of its last preemption; done the work kept from earlier runs after
+	// requeues: the next run needs Runtime − done.
+	keep, done time.Duration
+	// preemption bookkeeping, copied into the JobResult
+	preemptions, restarts        int
+	lostGPUSecs, lostCPUSecs     float64
+	requeuedCPUHs, requeuedGPUHs float64
 }
 
 type runner struct {
@@ -309,7 +358,10 @@ func (r *runner) complete(now time.Time) error {
 		if ev.kind != evFinish {
 			continue
 		}
-		lj := r.jobs[ev.id]
+		lj, ok := r.jobs[ev.id]
+		if !ok || lj.gen != ev.gen || !lj.suspendedAt.IsZero() {
+			continue // from a run that preemption ended or suspended
+		}
 		if err := r.s.Finish(now, ev.id, lj.job.ExitCode); err != nil {
 			return fmt.Errorf("sim: finishing job %d at %s: %w", ev.id, now.Format(time.RFC3339), err)
 		}
@@ -363,9 +415,34 @@ func (r *runner) cycle(now time.Time) error {
 	r.res.Cycles++
 	r.res.End = now
 	for _, e := range cyc.Ended {
-		// The cycle ends a job at its deadline, start + time limit.
-		lj := r.jobs[e.Job]
-		if err := r.ended(e.Job, lj.start.Add(lj.limit), e.State); err != nil {
+		lj, ok := r.jobs[e.Job]
+		if !ok {
+			return fmt.Errorf("sim: cycle at %s ended job %d, which the simulator does not run", now.Format(time.RFC3339), e.Job)
+		}
+		if !lj.killAt.IsZero() && e.Reason == policy.ReasonPreempted {
+			// A preemption victim's grace time is over: killed at killAt.
+			if e.State == scheduler.JobPending {
+				r.requeued(e.Job, lj.killAt)
+				continue
+			}
+			if err := r.ended(e.Job, lj.killAt, e.State); err != nil {
+				return err
+			}
+			continue
+		}
+		// The cycle ends a job at its deadline, start + time limit (the
+		// running time, suspensions aside).
+		if err := r.ended(e.Job, lj.deadline, e.State); err != nil {
+			return err
+		}
+	}
+	for _, id := range cyc.Resumed {
+		if err := r.resumed(now, id); err != nil {
+			return err
+		}
+	}
+	for _, p := range cyc.Preemptions {
+		if err := r.preempted(now, p); err != nil {
 			return err
 		}
 	}
@@ -406,24 +483,131 @@ func (r *runner) started(now time.Time, st scheduler.Start) error {
 	if !ok {
 		return fmt.Errorf("sim: cycle at %s started job %d, which the simulator did not submit", now.Format(time.RFC3339), st.Job)
 	}
+	if lj.inRun {
+		return fmt.Errorf("sim: cycle at %s started job %d, which is already running", now.Format(time.RFC3339), st.Job)
+	}
 	cpus, gpus := r.allocated(st.Alloc)
 	limit := st.TimeLimit
 	lj.start, lj.limit, lj.nodes, lj.cpus, lj.gpus = now, limit, len(st.Alloc.Nodes), cpus, gpus
+	lj.deadline = now.Add(limit)
+	lj.gen++
+	lj.ranSince, lj.ran = now, 0
+	lj.suspendedAt, lj.suspended, lj.killAt = time.Time{}, 0, time.Time{}
+	lj.inRun, lj.keep = true, 0
 	if eta, ok := r.eta[st.Job]; ok {
 		lj.eta = eta
 		delete(r.eta, st.Job)
 	}
-	r.jobs[st.Job] = lj
 	r.busyCPUs += cpus
 	r.busyGPUs += gpus
 	r.running++
 	if r.opt.FairShare != nil {
 		r.opt.FairShare.started(now, st.Job, lj.job.Spec, cpus)
 	}
-	if lj.job.Runtime <= limit {
-		heap.Push(&r.q, event{at: now.Add(max(lj.job.Runtime, 0)), id: st.Job, kind: evFinish})
+	if need := lj.job.Runtime - lj.done; need <= limit {
+		lj.evAt, lj.evKind = now.Add(max(need, 0)), evFinish
 	} else {
-		heap.Push(&r.q, event{at: now.Add(limit), id: st.Job, kind: evExpire})
+		lj.evAt, lj.evKind = now.Add(limit), evExpire
+	}
+	r.jobs[st.Job] = lj
+	heap.Push(&r.q, event{at: lj.evAt, id: st.Job, kind: lj.evKind, gen: lj.gen})
+	return nil
+}
+
+// preempted applies one preemption decided by the cycle at now. A CANCEL
+// or REQUEUE victim with a KillAt after now keeps running until then (a
+// marker event makes a cycle happen at KillAt, which lists it in Ended);
+// otherwise a CANCEL victim ends PREEMPTED now and a REQUEUE victim's run
+// ends now, the job waiting to start again. A SUSPEND victim stops running
+// now, keeping its GPUs and lending its CPUs; its end event is dropped and
+// re-queued, for the run time it has left, when it resumes.
+func (r *runner) preempted(now time.Time, p scheduler.Preemption) error {
+	lj, ok := r.jobs[p.Victim]
+	if !ok || !lj.inRun || !lj.suspendedAt.IsZero() {
+		return fmt.Errorf("sim: cycle at %s preempted job %d, which the simulator does not run", now.Format(time.RFC3339), p.Victim)
+	}
+	lj.preemptions++
+	lj.lostGPUSecs += p.LostGPUSeconds
+	lj.lostCPUSecs += p.LostCPUSeconds
+	// The scheduler counts the lost work as resources × the time since
+	// the last checkpoint: the rest of the run so far is kept if it is
+	// requeued (work in a grace time is lost).
+	run := lj.ran + now.Sub(lj.ranSince)
+	lost := run
+	switch {
+	case lj.cpus > 0:
+		lost = time.Duration(p.LostCPUSeconds / float64(lj.cpus) * float64(time.Second))
+	case lj.gpus > 0:
+		lost = time.Duration(p.LostGPUSeconds / float64(lj.gpus) * float64(time.Second))
+	}
+	lj.keep = min(max(run-lost, 0), run)
+	switch {
+	case p.Action == policy.ActionSuspend:
+		lj.gen++ // drop the queued end event
+		lj.ran += now.Sub(lj.ranSince)
+		lj.suspendedAt = now
+		r.jobs[p.Victim] = lj
+		r.busyCPUs -= lj.cpus
+		r.running--
+		if r.opt.FairShare != nil {
+			r.opt.FairShare.ended(now, p.Victim)
+		}
+		return nil
+	case p.KillAt.After(now):
+		lj.killAt = p.KillAt
+		r.jobs[p.Victim] = lj
+		heap.Push(&r.q, event{at: p.KillAt, id: p.Victim, kind: evKill, gen: lj.gen})
+		return nil
+	}
+	r.jobs[p.Victim] = lj
+	if p.Action == policy.ActionRequeue {
+		r.requeued(p.Victim, now)
+		return nil
+	}
+	return r.ended(p.Victim, now, scheduler.JobPreempted)
+}
+
+// requeued ends the current run of job id at end (preemption in REQUEUE
+// mode): its resources are free, the run's work since its last checkpoint
+// is lost (the work up to then is kept for the next run), and the job
+// waits to start again.
+func (r *runner) requeued(id scheduler.JobID, end time.Time) {
+	lj := r.jobs[id]
+	lj.done += lj.keep
+	lj.requeuedCPUHs += float64(lj.cpus) * (end.Sub(lj.start) - lj.suspended).Hours()
+	lj.requeuedGPUHs += float64(lj.gpus) * end.Sub(lj.start).Hours()
+	lj.restarts++
+	lj.gen++
+	lj.inRun, lj.keep, lj.killAt = false, 0, time.Time{}
+	r.jobs[id] = lj
+	r.busyCPUs -= lj.cpus
+	r.busyGPUs -= lj.gpus
+	r.running--
+	if r.opt.FairShare != nil {
+		r.opt.FairShare.ended(end, id)
+	}
+}
+
+// resumed restarts a suspended job at now: its end event is queued again
+// for the run (or the time limit) it had left when it was suspended.
+func (r *runner) resumed(now time.Time, id scheduler.JobID) error {
+	lj, ok := r.jobs[id]
+	if !ok || lj.suspendedAt.IsZero() {
+		return fmt.Errorf("sim: cycle at %s resumed job %d, which the simulator did not see suspended", now.Format(time.RFC3339), id)
+	}
+	off := now.Sub(lj.suspendedAt)
+	lj.suspended += off
+	lj.deadline = lj.deadline.Add(off)
+	lj.evAt = lj.evAt.Add(off)
+	lj.suspendedAt = time.Time{}
+	lj.ranSince = now
+	lj.gen++
+	r.jobs[id] = lj
+	heap.Push(&r.q, event{at: lj.evAt, id: id, kind: lj.evKind, gen: lj.gen})
+	r.busyCPUs += lj.cpus
+	r.running++
+	if r.opt.FairShare != nil {
+		r.opt.FairShare.started(now, id, lj.job.Spec, lj.cpus)
 	}
 	return nil
 }
@@ -444,8 +628,12 @@ func (r *runner) allocated(a scheduler.Allocation) (cpus, gpus int64) {
 func (r *runner) ended(id scheduler.JobID, end time.Time, st scheduler.JobState) error {
 	lj := r.jobs[id]
 	delete(r.jobs, id)
+
 	jr := JobResult{Index: lj.index, ID: id, Job: lj.job, Start: lj.start, End: end, State: st,
-		Nodes: lj.nodes, CPUs: lj.cpus, GPUs: lj.gpus, FirstExpectedStart: lj.eta}
+		Nodes: lj.nodes, CPUs: lj.cpus, GPUs: lj.gpus, FirstExpectedStart: lj.eta,
+		Preemptions: lj.preemptions, Restarts: lj.restarts,
+		LostGPUSeconds: lj.lostGPUSecs, LostCPUSeconds: lj.lostCPUSecs,
+		RequeuedCPUHours: lj.requeuedCPUHs, RequeuedGPUHours: lj.requeuedGPUHs, Suspended: lj.suspended}
 	r.busyCPUs -= jr.CPUs
 	r.busyGPUs -= jr.GPUs
 	r.running--
@@ -471,12 +659,16 @@ const (
 	evExpire
 	// evWake: a job's begin time; the cycle at that instant considers it.
 	evWake
+	// evKill: a preemption victim's grace time ends; the cycle at that
+	// instant ends or requeues it.
+	evKill
 )
 
 type event struct {
 	at   time.Time
 	id   scheduler.JobID
 	kind eventKind
+	gen  uint32 // the run of the job that queued it (evFinish, evExpire, evKill)
 }
 
 // eventQueue is a min-heap of events ordered by time, then job ID, then kind.
