@@ -176,6 +176,14 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 		cyc.Pending = append(cyc.Pending, Pending{Job: j.ID, Reason: j.Reason, Priority: j.Priority})
 	}
 	s.deferred = s.deferred[:0]
+	for _, j := range s.rekey {
+		if j.State == JobPending {
+			s.pending.Delete(j)
+			j.preemptFirst = true
+			s.pending.ReplaceOrInsert(j)
+		}
+	}
+	s.rekey = s.rekey[:0]
 	for i := range cyc.Starts {
 		cyc.Starts[i].Alloc = s.snapshot(s.jobs[cyc.Starts[i].Job]).Alloc
 	}
@@ -252,7 +260,7 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 		return r
 	}
 	nodes, quality := s.place(now, j, s.cand)
-	if nodes == nil && s.preemptionOn() && j.Spec.Reservation == "" && s.tryPreempt(now, j, cyc) {
+	if nodes == nil && s.preemptionOn() && j.Spec.Reservation == "" && j.awaitingVictims == 0 && s.tryPreempt(now, j, cyc) {
 		// The victims are gone: place again.
 		s.cand.CopyFrom(capable)
 		s.cand.IntersectWith(s.avail)

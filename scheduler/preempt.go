@@ -85,6 +85,11 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 	if len(cands) == 0 {
 		return false
 	}
+	defer func() {
+		if j.awaitingVictims > 0 && !j.preemptFirst {
+			s.rekey = append(s.rekey, j)
+		}
+	}()
 	fits := func(vs []policy.Victim) bool {
 		return s.fitsWithout(now, j, allowed, vs, cjobs)
 	}
@@ -106,8 +111,11 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 		}
 		if v.KillAt.After(now) {
 			// Signalled now, killed at KillAt: the cycle at or after then
-			// ends it (see endExpired).
+			// ends it (see endExpired). The preemptor waits for it, first
+			// in the queue.
 			ready = false
+			r.preemptedFor = j.ID
+			j.awaitingVictims++
 			r.preempting = true
 			r.preemptAction = v.Action
 			s.running.Delete(r)
@@ -126,6 +134,10 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 func (s *Scheduler) endPreempted(now time.Time, r *job, action policy.PreemptAction) {
 	s.release(r)
 	r.preempting = false
+	if p, ok := s.jobs[r.preemptedFor]; ok && p.awaitingVictims > 0 {
+		p.awaitingVictims--
+	}
+	r.preemptedFor = 0
 	if action == policy.ActionRequeue {
 		s.policyStop(r, true, false)
 		s.requeue(r, policy.ReasonPreempted)

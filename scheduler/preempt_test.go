@@ -139,3 +139,33 @@ func TestPreemptionSuspendLendsCPUsKeepsGPUs(t *testing.T) {
 	require.Len(t, cyc.Ended, 1)
 	assert.Equal(t, scheduler.JobTimeout, cyc.Ended[0].State, "the limit counts running time only")
 }
+
+// A preemptor waiting for its victim's grace time goes first in the queue:
+// what the victim frees is not taken back by the victim itself, requeued
+// in a partition of a higher tier (which would preempt again, for ever).
+func TestPreemptorWaitingForGraceGoesFirst(t *testing.T) {
+	cfg := clustertest.Mixed4()
+	cfg.Policy = &policy.Config{
+		PreemptType: policy.PreemptQOS, PreemptMode: policy.PreemptRequeue,
+		QOS: []policy.QOS{{Name: "urgent", Preempt: []string{"standby"}}, {Name: "standby", GraceTime: 5 * time.Minute}},
+	}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	var bg []scheduler.JobID
+	for range 2 { // both h100 nodes, partition h100 (tier 2)
+		bg = append(bg, mustSubmit(t, s, t0, scheduler.JobSpec{QOS: "standby", Partition: "h100", Exclusive: true, Requeue: true, TimeLimit: 4 * time.Hour}))
+	}
+	mustSchedule(t, s, t0)
+	urgent := mustSubmit(t, s, t0.Add(time.Minute), scheduler.JobSpec{QOS: "urgent", GRESPerNode: typed("h100", 8), TimeLimit: time.Hour})
+	cyc := mustSchedule(t, s, t0.Add(time.Minute))
+	require.Len(t, cyc.Preemptions, 1)
+	victim := cyc.Preemptions[0].Victim
+	cyc = mustSchedule(t, s, t0.Add(3*time.Minute))
+	assert.Empty(t, cyc.Preemptions, "no second victim while the first is in its grace time")
+	cyc = mustSchedule(t, s, t0.Add(6*time.Minute))
+	require.Len(t, cyc.Starts, 1)
+	assert.Equal(t, urgent, cyc.Starts[0].Job, "the preemptor gets the freed node, not its requeued victim")
+	v, _ := s.Job(victim)
+	assert.Equal(t, scheduler.JobPending, v.State)
+	_ = bg
+}

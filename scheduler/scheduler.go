@@ -47,6 +47,9 @@ type Scheduler struct {
 	// meanwhile (preemption victims) wait in deferred.
 	inPass   bool
 	deferred []*job
+	// rekey lists pending jobs whose queue key changes after the pass
+	// (preemptors waiting for their victims).
+	rekey []*job
 	// healthGen counts device health changes (invalidates cached profile use).
 	healthGen uint64
 	// policyVersion caches PolicyVersion; reset when reservations change.
@@ -101,6 +104,14 @@ type job struct {
 	suspendedBy   JobID
 	remaining     time.Duration
 	suspendedCPUs []int64
+	// preemptFirst puts a job that preempted victims (and waits for their
+	// grace time) ahead of every other in the queue, as Slurm sorts
+	// preemptors first, so that what its victims free goes to it.
+	// awaitingVictims counts its victims still in their grace time;
+	// preemptedFor is, on a victim, the job it makes room for.
+	preemptFirst    bool
+	awaitingVictims int
+	preemptedFor    JobID
 	// preempting marks a preemption victim in its grace time; it is ended
 	// (or requeued, per preemptAction) at its deadline.
 	preempting    bool
@@ -289,10 +300,13 @@ func (s *Scheduler) nodeCapacity(nc *NodeConfig) gres.Vector {
 // Callers must not register new names in it.
 func (s *Scheduler) Registry() *gres.Registry { return s.reg }
 
-// queueLess orders pending jobs as Slurm evaluates them: jobs that name a
-// reservation first, then partition PriorityTier (higher first), priority
+// queueLess orders pending jobs as Slurm evaluates them: preemptors
+// waiting for their victims first, then jobs that name a reservation, then partition PriorityTier (higher first), priority
 // (higher first), submit time (earlier first), then job ID (lower first).
 func queueLess(a, b *job) bool {
+	if a.preemptFirst != b.preemptFirst {
+		return a.preemptFirst
+	}
 	if ra, rb := a.Spec.Reservation != "", b.Spec.Reservation != ""; ra != rb {
 		return ra
 	}

@@ -197,7 +197,12 @@ func TestRunPreemptionSuspendKeepsGPUs(t *testing.T) {
 // hold (a suspended job holds GPUs, not CPUs).
 func TestRunPreemptionRandom(t *testing.T) {
 	modes := []policy.PreemptMode{policy.PreemptRequeue, policy.PreemptCancel, policy.PreemptSuspend}
-	for _, mode := range modes {
+	for k, mode := range modes {
+		grace := 30 * time.Second // GraceTime for REQUEUE and CANCEL
+		if mode == policy.PreemptSuspend {
+			grace = 0
+		}
+		_ = k
 		total := 0
 		for seed := range uint64(3) {
 			cfg, err := sim.SyntheticCluster(20)
@@ -207,10 +212,7 @@ func TestRunPreemptionRandom(t *testing.T) {
 			cfg.Policy = &policy.Config{PreemptType: policy.PreemptQOS, PreemptMode: mode,
 				QOS: []policy.QOS{
 					{Name: "urgent", Priority: 1000, Preempt: []string{"standby"}},
-					// No grace time: with one, the scheduler can livelock a
-					// preemptor that does not start when its victim is
-					// killed (reported to the lead).
-					{Name: "standby"},
+					{Name: "standby", GraceTime: grace},
 				}}
 			jobs, err := sim.Synthetic(sim.SyntheticConfig{Jobs: 80, Seed: seed, Span: 2 * time.Hour, MaxNodes: 4})
 			require.NoError(t, err)
