@@ -273,7 +273,11 @@ func TestRandomEventSequences(t *testing.T) {
 					require.Positive(t, preemptions, "the preemption variant must exercise preemption")
 				}
 			}()
-			for seed := range uint64(seeds) {
+			n := seeds
+			if strings.HasPrefix(v.name, "preempt") {
+				n = max(n, 300) // preemption, SUSPEND especially, needs enough sequences to happen
+			}
+			for seed := range uint64(n) {
 				a := runRandom(t, seed, 60, v.set)
 				for _, line := range a {
 					preemptions += strings.Count(line, "Victim:")
