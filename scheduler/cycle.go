@@ -29,8 +29,9 @@ type Cycle struct {
 	// order, with the reason it waits.
 	Pending []Pending
 	// Decisions holds the audit record of every start, timeout and
-	// preemption of the cycle (see AuditRecords): what to persist to
-	// reconstruct later why a job got — or lost — its resources.
+	// preemption of the cycle (see AuditRecords), and of the requeues made
+	// by events since the last cycle (Requeue, DownNode): what to persist
+	// to reconstruct later why a job got — or lost — its resources.
 	Decisions []Decision
 	// Resumed lists suspended jobs the cycle resumed (the caller sends
 	// them SIGCONT); they hold CPUs again (see Job.Alloc).
@@ -192,7 +193,8 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 			return cyc, err
 		}
 	}
-	cyc.Decisions = s.AuditRecords(cyc)
+	cyc.Decisions = append(s.eventDecisions, s.AuditRecords(cyc)...)
+	s.eventDecisions = nil
 	return cyc, nil
 }
 

@@ -47,6 +47,9 @@ type Scheduler struct {
 	// meanwhile (preemption victims) wait in deferred.
 	inPass   bool
 	deferred []*job
+	// eventDecisions holds the audit records of decisions made by events
+	// between cycles (requeues); the next cycle carries them.
+	eventDecisions []Decision
 	// rekey lists pending jobs whose queue key changes after the pass
 	// (preemptors waiting for their victims).
 	rekey []*job
@@ -721,6 +724,7 @@ func (s *Scheduler) Requeue(now time.Time, id JobID) error {
 	s.release(j)
 	s.policyStop(j, true, false)
 	s.requeue(j, policy.ReasonLaunchFailRequeue)
+	s.logRequeue(now, j)
 	s.last = now
 	return nil
 }
@@ -909,6 +913,7 @@ func (s *Scheduler) DownNode(now time.Time, name, reason string) ([]JobID, error
 		s.policyStop(j, true, !j.Spec.Requeue)
 		if j.Spec.Requeue {
 			s.requeue(j, policy.ReasonNodeDown)
+			s.logRequeue(now, j)
 			continue
 		}
 		j.State = JobNodeFail
@@ -975,4 +980,12 @@ func (s *Scheduler) SetDeviceHealth(now time.Time, nodeName string, index int, h
 	}
 	s.last = now
 	return nil
+}
+
+// logRequeue keeps the audit record of a requeue made by an event, for
+// the next cycle's Decisions.
+func (s *Scheduler) logRequeue(now time.Time, j *job) {
+	if d, err := s.RequeueRecord(now, j.ID); err == nil {
+		s.eventDecisions = append(s.eventDecisions, d)
+	}
 }

@@ -143,3 +143,23 @@ func TestDecisionsRoundTripThroughTheLedger(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, ex.String(), "Started")
 }
+
+func TestRequeueIsAudited(t *testing.T) {
+	l, s, rec := setup(t)
+	id, err := s.Submit(t0, scheduler.JobSpec{User: "ann", Account: "physics", GRESPerNode: []gres.Request{{Name: "gpu", Count: 2}}})
+	require.NoError(t, err)
+	cyc, err := s.Schedule(t0)
+	require.NoError(t, err)
+	require.NoError(t, rec.Observe(t0, cyc))
+	require.NoError(t, s.Requeue(t0.Add(time.Minute), id))
+	cyc, err = s.Schedule(t0.Add(time.Minute))
+	require.NoError(t, err)
+	require.NoError(t, rec.Observe(t0.Add(time.Minute), cyc))
+	ds, err := ledger.Decisions(l).JobDecisions(id)
+	require.NoError(t, err)
+	kinds := []scheduler.DecisionKind{}
+	for _, d := range ds {
+		kinds = append(kinds, d.Kind)
+	}
+	assert.Contains(t, kinds, scheduler.DecisionRequeue)
+}
