@@ -160,7 +160,7 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 		r := s.evaluate(now, j, blocked, &cyc)
 		if r == policy.ReasonNone {
 			started = append(started, j)
-			cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: j.Alloc, TimeLimit: j.TimeLimit})
+			cyc.Starts = append(cyc.Starts, Start{Job: j.ID, TimeLimit: j.TimeLimit}) // Alloc: after the pass
 			return true
 		}
 		j.Reason = r
@@ -211,8 +211,7 @@ func (s *Scheduler) endExpired(now time.Time, cyc *Cycle) {
 			cyc.Ended = append(cyc.Ended, Ended{Job: j.ID, State: j.State, Reason: policy.ReasonPreempted})
 			continue
 		}
-		s.release(j)
-		s.policyStop(j, true, true)
+		s.release(j, true)
 		j.State = JobTimeout
 		j.Reason = policy.ReasonTimeLimit
 		j.EndTime = j.deadline
@@ -255,18 +254,14 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 		// Not enough capable nodes are up: waiting for them, not for the queue.
 		return policy.ReasonReqNodeNotAvail
 	}
-	s.cand.CopyFrom(capable)
-	s.cand.IntersectWith(s.avail)
-	resvEnd, r := s.constrainByReservations(now, j, s.cand)
+	resvEnd, r := s.candidates(now, j)
 	if r != policy.ReasonNone {
 		return r
 	}
 	nodes, quality := s.place(now, j, s.cand)
 	if nodes == nil && s.preemptionOn() && j.Spec.Reservation == "" && j.awaitingVictims == 0 && s.tryPreempt(now, j, cyc) {
 		// The victims are gone: place again.
-		s.cand.CopyFrom(capable)
-		s.cand.IntersectWith(s.avail)
-		if resvEnd, r = s.constrainByReservations(now, j, s.cand); r != policy.ReasonNone {
+		if resvEnd, r = s.candidates(now, j); r != policy.ReasonNone {
 			return r
 		}
 		nodes, quality = s.place(now, j, s.cand)
@@ -301,6 +296,16 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 	blocked[j.part] = true
 	s.avail.Subtract(p.nodes)
 	return reason
+}
+
+// candidates fills s.cand with the nodes the job may start on in this
+// pass: capable, up, not held back by a blocked job ahead, and not
+// forbidden by advance reservations. It returns the end of the
+// reservation window the job would run in, or why it cannot start now.
+func (s *Scheduler) candidates(now time.Time, j *job) (time.Time, policy.Reason) {
+	s.cand.CopyFrom(j.shape.capable)
+	s.cand.IntersectWith(s.avail)
+	return s.constrainByReservations(now, j, s.cand)
 }
 
 // fitsNow reports whether node i can take the job's per-node request now.

@@ -132,18 +132,16 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 
 // endPreempted ends (CANCEL) or requeues (REQUEUE) a preempted job now.
 func (s *Scheduler) endPreempted(now time.Time, r *job, action policy.PreemptAction) {
-	s.release(r)
+	s.release(r, action != policy.ActionRequeue)
 	r.preempting = false
 	if p, ok := s.jobs[r.preemptedFor]; ok && p.awaitingVictims > 0 {
 		p.awaitingVictims--
 	}
 	r.preemptedFor = 0
 	if action == policy.ActionRequeue {
-		s.policyStop(r, true, false)
 		s.requeue(r, policy.ReasonPreempted)
 		return
 	}
-	s.policyStop(r, true, true)
 	r.State = JobPreempted
 	r.Reason = policy.ReasonPreempted
 	r.EndTime = now

@@ -667,8 +667,7 @@ func (s *Scheduler) Cancel(now time.Time, id JobID) error {
 		s.pending.Delete(j)
 		s.policyStop(j, false, true)
 	case JobRunning, JobSuspended:
-		s.release(j)
-		s.policyStop(j, true, true)
+		s.release(j, true)
 	default:
 		return fmt.Errorf("%w: job %d is %s, cannot cancel", ErrJobState, id, j.State)
 	}
@@ -685,8 +684,7 @@ func (s *Scheduler) Finish(now time.Time, id JobID, exitCode int) error {
 	if err != nil {
 		return err
 	}
-	s.release(j)
-	s.policyStop(j, true, true)
+	s.release(j, true)
 	j.State = JobCompleted
 	if exitCode != 0 {
 		j.State = JobFailed
@@ -721,8 +719,7 @@ func (s *Scheduler) Requeue(now time.Time, id JobID) error {
 	if err != nil {
 		return err
 	}
-	s.release(j)
-	s.policyStop(j, true, false)
+	s.release(j, false)
 	s.requeue(j, policy.ReasonLaunchFailRequeue)
 	s.logRequeue(now, j)
 	s.last = now
@@ -743,9 +740,12 @@ func (s *Scheduler) requeue(j *job, r policy.Reason) {
 	s.pending.ReplaceOrInsert(j)
 }
 
-// release frees every resource a running job holds and removes it from the
-// running index. The allocation stays on the job record as its last one.
-func (s *Scheduler) release(j *job) {
+// release frees every resource a running (or suspended) job holds,
+// removes it from the running index and stops counting it in the policy
+// usage; ended says whether it also leaves the queue (rather than being
+// requeued). The allocation stays on the job record as its last one.
+func (s *Scheduler) release(j *job, ended bool) {
+	s.policyStop(j, true, ended)
 	for _, na := range j.Alloc.Nodes {
 		n := &s.nodes[na.Node]
 		n.releaseCPUs(na.CPUs)
@@ -909,8 +909,7 @@ func (s *Scheduler) DownNode(now time.Time, name, reason string) ([]JobID, error
 	affected := slices.Clone(n.jobs)
 	for _, id := range affected {
 		j := s.jobs[id]
-		s.release(j)
-		s.policyStop(j, true, !j.Spec.Requeue)
+		s.release(j, !j.Spec.Requeue)
 		if j.Spec.Requeue {
 			s.requeue(j, policy.ReasonNodeDown)
 			s.logRequeue(now, j)
