@@ -213,14 +213,12 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		}
 		s.pending.Delete(j)
 		j.TimeLimit = e.TimeLimit
-		s.allocate(now, j, e.Nodes)
 		quality := 1.0
 		if s.graph != nil {
 			quality = s.graph.Quality(topology.NodeSetOf(len(s.nodes), e.Nodes...), j.Spec.NVLinkDomain).Score
 		}
-		j.Alloc.Quality = quality
+		s.allocate(now, j, e.Nodes, quality, time.Time{})
 		j.Backfilled = true
-		s.policyStart(j)
 		s.running.ReplaceOrInsert(j)
 		cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: s.snapshot(j).Alloc, TimeLimit: j.TimeLimit, Backfill: true})
 	}

@@ -270,12 +270,7 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 		if r := s.checkExclusiveLimits(now, j, nodes); r != policy.ReasonNone {
 			return r
 		}
-		s.allocate(now, j, nodes)
-		j.Alloc.Quality = quality
-		if !resvEnd.IsZero() && resvEnd.Before(j.deadline) {
-			j.deadline = resvEnd // killed at its reservation's end
-		}
-		s.policyStart(j)
+		s.allocate(now, j, nodes, quality, resvEnd) // killed at its reservation's end, if any
 		return policy.ReasonNone
 	}
 	reason := policy.ReasonResources
@@ -460,8 +455,10 @@ func (s *Scheduler) planNode(j *job, n *node) (nodePlan, bool) {
 }
 
 // allocate commits the job to the given nodes: CPUs, memory and device
-// indices on each, then marks it running.
-func (s *Scheduler) allocate(now time.Time, j *job, nodes []int) {
+// indices on each, then marks it running, ending at its time limit or at
+// killBy when that is earlier (a reservation's end; zero for none), and
+// counts it in the policy usage. quality is the placement's score.
+func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64, killBy time.Time) {
 	allocs := make([]NodeAlloc, 0, len(nodes))
 	for _, i := range nodes {
 		n := &s.nodes[i]
@@ -484,7 +481,7 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int) {
 			Devices: p.devices, DeviceQuality: p.quality, TRES: p.tres,
 		})
 	}
-	j.Alloc = Allocation{Nodes: allocs, Quality: 1}
+	j.Alloc = Allocation{Nodes: allocs, Quality: quality}
 	var weights gres.BillingWeights // none: billing is the CPU count
 	if s.pol != nil {
 		weights = s.pol.p.BillingWeights(j.Partition)
@@ -497,8 +494,12 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int) {
 	if a := s.arrays[j.ArrayJobID]; a != nil {
 		a.running++
 	}
-	s.noteStarted(j)
 	j.deadline = now.Add(j.TimeLimit)
+	if !killBy.IsZero() && killBy.Before(j.deadline) {
+		j.deadline = killBy
+	}
+	s.noteStarted(j)
+	s.policyStart(j)
 }
 
 // choosePerSocket chooses a --gpus-per-socket request: GPUsPerSocket
