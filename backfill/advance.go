@@ -151,23 +151,78 @@ func (p *Profile) trimTL(i int, o int64) {
 // are taken from the origin until the end. This is how a profile kept
 // across cycles learns of a job the scheduler has just started.
 //
+// When the profile holds a reservation under r.ID — the last plan's
+// booking of this very start — the running job replaces it. If the
+// reservation began at or before the origin and holds exactly what the
+// job holds (the same nodes in the same order, the same use, the same end)
+// it simply becomes the running job, at no cost; otherwise it is released
+// first. Either way the result is what ReleaseReservations followed by
+// AddStarted gives, so a caller may start the plan's jobs before releasing
+// the rest of the plan and save booking every start twice.
+//
 // A running job is a fact, not a request: AddStarted does not check that
 // its resources are free in the profile. Where it overlaps a block (a job
 // that runs inside a maintenance reservation) or a reservation, the node
 // shows negative free amounts there, as Block's overlaps do, until one of
-// them is released. It fails, leaving p unchanged, when the ID is taken or
-// an Alloc is malformed or exceeds its node's capacity.
+// them is released. It fails, leaving p unchanged, when the ID is taken by
+// a running job or a block, or an Alloc is malformed or exceeds its node's
+// capacity.
 func (p *Profile) AddStarted(r Running) error {
-	if p.hasID(r.ID) {
+	p.entProbe.id = r.ID
+	old, had := p.ents.Get(p.entProbe)
+	if had && old.kind != kindReserved {
 		return fmt.Errorf("%w: %d", ErrDuplicateID, r.ID)
 	}
 	e, err := p.newEntry(r.ID, kindRunning, p.origin, p.endOf(r.End), r.Allocs)
 	if err != nil {
 		return fmt.Errorf("started job %d: %w", r.ID, err)
 	}
+	if had {
+		if old.start <= p.origin && old.end == e.end && slices.Equal(old.nodes, e.nodes) && p.onlyMore(old.use, e.use) {
+			// The booking is the job, or holds part of what the job
+			// holds on each of its nodes (the job got a GPU type the
+			// plan did not name): take the rest and relabel it
+			// (entries are immutable, so a copy replaces it in both
+			// trees). The nodes were not idle under the booking, so
+			// only their timelines change, not the change points'
+			// summaries (taking more never raises a block's maximum).
+			if !slices.Equal(old.use, e.use) {
+				delta := make([]int64, len(e.use))
+				for x := range delta {
+					delta[x] = e.use[x] - old.use[x]
+				}
+				p.applyTL(e.nodes, delta, p.origin, e.end, -1)
+				p.mergeTL(e.nodes, delta, p.origin, e.end)
+			}
+			p.dropEntry(old)
+			e.start = old.start
+			p.addEntry(e)
+			return nil
+		}
+		p.change(old.nodes, old.use, old.start, old.end, +1)
+		p.dropEntry(old)
+	}
 	p.change(e.nodes, e.use, e.start, e.end, -1)
 	p.addEntry(e)
 	return nil
+}
+
+// onlyMore reports whether, node by node, now holds at least what before
+// held, and before holds something on every node (so the node is not idle
+// while before is booked).
+func (p *Profile) onlyMore(before, now []int64) bool {
+	a := p.a
+	for x := 0; x < len(before); x += a {
+		if isZero(before[x : x+a]) {
+			return false
+		}
+	}
+	for x := range before {
+		if now[x] < before[x] {
+			return false
+		}
+	}
+	return true
 }
 
 // ReleaseReservations releases every reservation — what Reserve,

@@ -143,6 +143,68 @@ func planReleaseOp(t *testing.T, rng *rand.Rand, p *Profile, m *naive, idp *JobI
 	}
 }
 
+// startPlannedOp starts a job the profile holds a reservation for, as a
+// scheduler does with the last plan's starts: usually with exactly what
+// was booked (the reservation becomes the running job), sometimes with
+// another end (it is replaced).
+func startPlannedOp(t *testing.T, rng *rand.Rand, p *Profile, m *naive) {
+	t.Helper()
+	var ids []JobID
+	for _, it := range m.items {
+		if !it.running && it.kind == kindReserved && !slices.Contains(ids, it.id) {
+			ids = append(ids, it.id)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	id := ids[rng.IntN(len(ids))]
+	r, ok := p.Reservation(id)
+	require.True(t, ok)
+	end := r.End
+	if rng.IntN(3) == 0 {
+		end = end.Add(time.Duration(1+rng.Int64N(2*m.res)) * time.Second)
+	}
+	allocs := r.Allocs
+	more := rng.IntN(3) == 0 && p.a > 0
+	if more { // the job holds more than the plan booked (a GPU type)
+		allocs = make([]Alloc, len(r.Allocs))
+		for x, al := range r.Allocs {
+			u := projectTo(t, p, al.Use)
+			j := rng.IntN(p.a)
+			u[j] = min(u[j]+1, m.caps[al.Node][j])
+			allocs[x] = Alloc{Node: al.Node, Use: expandTo(p, u)}
+		}
+	}
+	require.NoError(t, p.AddStarted(Running{ID: id, End: end, Allocs: allocs}))
+	e := m.endOf(end)
+	uses := map[int][]int64{}
+	for _, al := range allocs {
+		uses[al.Node] = projectTo(t, p, al.Use)
+	}
+	out := m.items[:0]
+	for _, it := range m.items {
+		if it.id == id {
+			if it.s > m.origin || it.e != e {
+				it.s = m.origin // replaced: held from the origin
+			}
+			if u := uses[it.node]; !slices.Equal(u, it.use) {
+				it.use = u
+				if isZero(it.use) && it.s <= m.origin {
+					it.s = m.origin
+				}
+			}
+			it.e, it.end0, it.kind, it.running = e, end, kindRunning, true
+			for j := range it.use { // running jobs are in the base
+				m.base[it.node][j] -= it.use[j]
+			}
+		}
+		out = append(out, it)
+	}
+	m.items = out
+	require.ErrorIs(t, p.AddStarted(Running{ID: id, Allocs: r.Allocs}), ErrDuplicateID, "a running job is not replaced")
+}
+
 // addStartedOp adds a job that starts now, usually on resources free at
 // the origin, sometimes over-committing them.
 func addStartedOp(t *testing.T, rng *rand.Rand, p *Profile, m *naive, idp *JobID) {
@@ -391,11 +453,13 @@ func TestAdvanceMatchesFresh(t *testing.T) {
 			p, m := randomSetup(t, rng, res)
 			nextID := JobID(1000)
 			for range 30 {
-				switch rng.IntN(3) {
+				switch rng.IntN(4) {
 				case 0:
 					advanceOp(t, rng, p, m)
 				case 1:
 					addStartedOp(t, rng, p, m, &nextID)
+				case 2:
+					startPlannedOp(t, rng, p, m)
 				default:
 					planReleaseOp(t, rng, p, m, &nextID)
 				}

@@ -347,19 +347,22 @@ func (pl *Planner) Plan(prof *Profile, jobs []Job) (*Plan, error) {
 	if prof.Resolution() != cfg.Resolution {
 		return nil, fmt.Errorf("%w: profile resolution %v differs from the planner's %v", ErrInvalidConfig, prof.Resolution(), cfg.Resolution)
 	}
-	if err := pl.validateJobs(prof, jobs); err != nil {
+	ps := prof.planScratch()
+	if err := pl.validateJobs(prof, jobs, ps.ids); err != nil {
 		return nil, err
 	}
 	r := &run{
 		pl:      pl,
 		p:       prof,
 		latest:  prof.origin + int64(cfg.Window/time.Second),
-		shapes:  make(map[shapeKey]*shape),
-		setIdx:  make(map[setFP][]int),
-		counts:  make(map[countKey]int),
-		partRes: make(map[string]int),
+		shapes:  ps.shapes,
+		setIdx:  ps.setIdx,
+		counts:  ps.counts,
+		partRes: ps.partRes,
+		sets:    ps.sets[:0],
 		plan:    &Plan{Entries: make([]Entry, len(jobs))},
 	}
+	r.q.slab = &r.slab
 	stop := ReasonNone
 	for x := range jobs {
 		j := &jobs[x]
@@ -386,6 +389,7 @@ func (pl *Planner) Plan(prof *Profile, jobs []Job) (*Plan, error) {
 			stop = ReasonMaxJobTest
 		}
 	}
+	ps.sets = r.sets
 	st := &r.plan.Stats
 	for x := range r.plan.Entries {
 		switch r.plan.Entries[x].Status {
@@ -406,8 +410,7 @@ func (pl *Planner) Plan(prof *Profile, jobs []Job) (*Plan, error) {
 	return r.plan, nil
 }
 
-func (pl *Planner) validateJobs(p *Profile, jobs []Job) error {
-	ids := make(map[JobID]struct{}, len(jobs))
+func (pl *Planner) validateJobs(p *Profile, jobs []Job, ids map[JobID]struct{}) error {
 	for x := range jobs {
 		j := &jobs[x]
 		bad := func(format string, args ...any) error {
@@ -441,6 +444,32 @@ func (pl *Planner) validateJobs(p *Profile, jobs []Job) error {
 	return nil
 }
 
+// planScratch holds a profile's maps for Plan, emptied and reused from
+// plan to plan.
+type planScratch struct {
+	ids     map[JobID]struct{}
+	shapes  map[shapeKey]*shape
+	setIdx  map[setFP][]int
+	counts  map[countKey]int
+	partRes map[string]int
+	sets    []topology.NodeSet
+}
+
+func (p *Profile) planScratch() *planScratch {
+	sc := p.scratch()
+	if sc.plan == nil {
+		sc.plan = &planScratch{ids: map[JobID]struct{}{}, shapes: map[shapeKey]*shape{}, setIdx: map[setFP][]int{},
+			counts: map[countKey]int{}, partRes: map[string]int{}}
+	}
+	ps := sc.plan
+	clear(ps.ids)
+	clear(ps.shapes)
+	clear(ps.setIdx)
+	clear(ps.counts)
+	clear(ps.partRes)
+	return ps
+}
+
 // run is the state of one Plan call.
 type run struct {
 	pl      *Planner
@@ -454,6 +483,8 @@ type run struct {
 	resv    int
 	plan    *Plan
 	keyBuf  []byte
+	q       query // reused from job to job
+	slab    []int // the entries' node lists are cut from it
 }
 
 type countKey struct {
@@ -524,7 +555,7 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	if j.Chooser != nil {
 		chooser = j.Chooser
 	}
-	q, err := p.makeQuery(&Request{
+	q, err := p.fillQuery(&r.q, &Request{
 		Nodes: j.Nodes, PerNode: j.PerNode, Exclusive: j.Exclusive, Allowed: j.Allowed,
 		Duration: planned, Earliest: j.Earliest, Chooser: chooser, PreferBusy: cfg.BusyNodes,
 	})
@@ -587,7 +618,17 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		e.Status, e.Reason = StatusEstimated, noResv
 		return nil
 	}
-	if err := r.book(j, q, t, d, nodes); err != nil {
+	end := p.ceilRes(t + d)
+	if t == p.origin {
+		// A start holds its resources until Now + TimeLimit, which is a
+		// second later than the grid's count when Now has a fraction of
+		// a second: book that, where the profile allows it, so that the
+		// booking is exactly the running job (AddStarted then keeps it).
+		if e2 := p.endOf(e.End); e2 > end && p.fitsAll(q, nodes, end, e2) {
+			end = e2
+		}
+	}
+	if err := r.book(j, q, t, end, nodes); err != nil {
 		return err
 	}
 	if t == p.origin {
@@ -600,11 +641,11 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	return nil
 }
 
-// book reserves [t, t+d) (rounded up to the grid) on nodes for job j.
-func (r *run) book(j *Job, q *query, t, d int64, nodes []int) error {
+// book reserves [t, end) on nodes for job j.
+func (r *run) book(j *Job, q *query, t, end int64, nodes []int) error {
 	p := r.p
 	a := p.a
-	ent := &entry{id: j.ID, kind: kindReserved, start: t, end: p.ceilRes(t + d), nodes: make([]int32, len(nodes)), use: make([]int64, len(nodes)*a)}
+	ent := &entry{id: j.ID, kind: kindReserved, start: t, end: end, nodes: make([]int32, len(nodes)), use: make([]int64, len(nodes)*a)}
 	for x, i := range nodes {
 		ent.nodes[x] = int32(i)
 		if q.excl {
@@ -618,6 +659,20 @@ func (r *run) book(j *Job, q *query, t, d int64, nodes []int) error {
 		return fmt.Errorf("internal: booking a found fit failed: %w", err)
 	}
 	return nil
+}
+
+// fitsAll reports whether every node can hold the request over [s, e).
+func (p *Profile) fitsAll(q *query, nodes []int, s, e int64) bool {
+	for _, i := range nodes {
+		u := q.req
+		if q.excl {
+			u = p.caps[i*p.a : (i+1)*p.a]
+		}
+		if !p.fitsInterval(i, u, s, e) {
+			return false
+		}
+	}
+	return true
 }
 
 // ---- shape cache ----

@@ -121,6 +121,24 @@ type query struct {
 	cands []int32
 	upTo  int
 	never bool
+	// slab is where the chosen node lists are cut from (a planner's
+	// entries keep them); nil allocates each.
+	slab *[]int
+}
+
+// nodeList returns an empty list with room for n nodes, from the slab when
+// there is one.
+func (q *query) nodeList(n int) []int {
+	if q.slab == nil {
+		return make([]int, 0, n)
+	}
+	s := *q.slab
+	if cap(s)-len(s) < n {
+		s = make([]int, 0, max(2*cap(s), 4*n, 64))
+	}
+	out := s[len(s) : len(s) : len(s)+n]
+	*q.slab = s[:len(s)+n]
+	return out
 }
 
 // result is a search's answer plus what it learnt about the feasible set
@@ -149,6 +167,7 @@ type scratch struct {
 	cps          []*changePoint
 	probes       []*changePoint
 	rel          relBufs
+	plan         *planScratch
 }
 
 func (p *Profile) scratch() *scratch {
@@ -215,7 +234,14 @@ func (p *Profile) ReserveFit(id JobID, req Request, fit Fit) error {
 
 // makeQuery validates r and converts it to profile units.
 func (p *Profile) makeQuery(r *Request) (*query, error) {
-	q := &query{n: r.Nodes, excl: r.Exclusive, chooser: r.Chooser, preferBusy: r.PreferBusy, req: make([]int64, p.a)}
+	return p.fillQuery(&query{}, r)
+}
+
+// fillQuery is makeQuery into q, reusing q's buffers (a planner queries
+// job after job).
+func (p *Profile) fillQuery(q *query, r *Request) (*query, error) {
+	*q = query{n: r.Nodes, excl: r.Exclusive, chooser: r.Chooser, preferBusy: r.PreferBusy,
+		req: slices.Grow(q.req[:0], p.a)[:p.a], nz: q.nz[:0], slab: q.slab}
 	if r.Nodes < 1 {
 		return nil, fmt.Errorf("%w: Nodes %d, want ≥ 1", ErrInvalidRequest, r.Nodes)
 	}
@@ -362,7 +388,7 @@ func (p *Profile) search(q *query) (result, error) {
 	}
 	// found reports the answer at t with F complete below upTo.
 	found := func(t int64, nodes []int, upTo int) result {
-		r := result{st: FitFound, t: t, nodes: nodes, upTo: upTo}
+		r := result{st: FitFound, t: t, nodes: nodes, upTo: upTo, cands: make([]int32, 0, min(count, maxCands))}
 		for i := F.Next(0); i >= 0 && i < upTo; i = F.Next(i + 1) {
 			if len(r.cands) == maxCands {
 				r.upTo = i
@@ -387,7 +413,7 @@ func (p *Profile) search(q *query) (result, error) {
 		if x := p.violation(i, t0, b0, q); x >= t0+d0 {
 			add(i, x)
 			if early && count >= q.n {
-				return found(t0, F.FirstN(nil, q.n), i+1), nil
+				return found(t0, F.FirstN(q.nodeList(q.n), q.n), i+1), nil
 			}
 		}
 	}
@@ -411,7 +437,7 @@ func (p *Profile) search(q *query) (result, error) {
 			if x := p.violation(i, t0, b0, q); x >= t0+d0 {
 				add(i, x)
 				if early && count >= q.n {
-					return found(t0, F.FirstN(nil, q.n), i+1), nil
+					return found(t0, F.FirstN(q.nodeList(q.n), q.n), i+1), nil
 				}
 			}
 		}
@@ -432,7 +458,7 @@ func (p *Profile) search(q *query) (result, error) {
 				if x >= t0+d0 {
 					add(i, x)
 					if early && count >= q.n {
-						return found(t0, F.FirstN(nil, q.n), i+1), nil
+						return found(t0, F.FirstN(q.nodeList(q.n), q.n), i+1), nil
 					}
 				}
 			}
@@ -557,7 +583,7 @@ func (p *Profile) tightenBlock(cp *changePoint, b int) {
 func (p *Profile) choose(q *query, F topology.NodeSet, t int64) ([]int, error) {
 	if q.chooser == nil {
 		if !q.preferBusy || t <= p.origin {
-			return F.FirstN(nil, q.n), nil
+			return F.FirstN(q.nodeList(q.n), q.n), nil
 		}
 		out := make([]int, 0, q.n)
 		for pass := 0; pass < 2 && len(out) < q.n; pass++ {
@@ -584,7 +610,7 @@ func (p *Profile) choose(q *query, F topology.NodeSet, t int64) ([]int, error) {
 			return nil, fmt.Errorf("%w: chooser returned node %d, not a distinct candidate", ErrInvalidRequest, i)
 		}
 	}
-	return slices.Clone(nodes), nil
+	return append(q.nodeList(q.n), nodes...), nil
 }
 
 // runLength returns how long, from t, every node in nodes can keep holding

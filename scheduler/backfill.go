@@ -3,7 +3,6 @@ package scheduler
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/backfill"
@@ -111,7 +110,7 @@ func (s *Scheduler) profileRunning() []backfill.Running {
 		out = s.bf.running[:0]
 	}
 	s.running.Ascend(func(j *job) bool {
-		out = append(out, backfill.Running{ID: backfill.JobID(j.ID), End: j.deadline, Allocs: s.profileUse(j)})
+		out = append(out, s.profileRunningJob(j))
 		return true
 	})
 	if s.bf != nil {
@@ -170,7 +169,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	}
 	jobs, pjobs := s.bf.jobs[:0], s.bf.pjobs[:0]
 	s.pending.Ascend(func(j *job) bool {
-		j.ExpectedStart, j.planned, j.reserved = time.Time{}, nil, false
+		j.ExpectedStart, j.planned, j.reserved = time.Time{}, j.planned[:0], false
 		if !plannable(j.Reason) || j.Spec.Reservation != "" {
 			// Jobs in reservations start in the main pass, inside
 			// their window.
@@ -231,7 +230,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		switch e.Status {
 		case backfill.StatusReserved, backfill.StatusEstimated:
 			j.ExpectedStart = e.Start
-			j.planned = slices.Clone(e.Nodes)
+			j.planned = append(j.planned[:0], e.Nodes...)
 			j.reserved = e.Status == backfill.StatusReserved
 		}
 	}
@@ -301,13 +300,23 @@ func (s *Scheduler) keptProfile(now time.Time) (*backfill.Profile, error) {
 }
 
 func (s *Scheduler) updateProfile(p *backfill.Profile, now time.Time, ended []JobID, started []*job) error {
-	p.ReleaseReservations()
-	p.ReleaseBlocks()
 	for _, id := range ended {
 		if err := p.Release(backfill.JobID(id)); err != nil && !errors.Is(err, backfill.ErrUnknownID) {
 			return err
 		}
 	}
+	// The last plan's starts: their bookings become the running jobs
+	// (AddStarted replaces a reservation under the same ID), instead of
+	// being released with the rest of the plan and booked again.
+	for _, j := range started {
+		if j.State == JobRunning && p.Has(backfill.JobID(j.ID)) {
+			if err := p.AddStarted(s.profileRunningJob(j)); err != nil {
+				return err
+			}
+		}
+	}
+	p.ReleaseReservations()
+	p.ReleaseBlocks()
 	if err := p.Advance(now); err != nil {
 		return err
 	}
@@ -315,12 +324,16 @@ func (s *Scheduler) updateProfile(p *backfill.Profile, now time.Time, ended []Jo
 		if j.State != JobRunning || p.Has(backfill.JobID(j.ID)) {
 			continue // ended again since, or already added
 		}
-		r := backfill.Running{ID: backfill.JobID(j.ID), End: j.deadline, Allocs: s.profileUse(j)}
-		if err := p.AddStarted(r); err != nil {
+		if err := p.AddStarted(s.profileRunningJob(j)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// profileRunningJob is running job j as the profile holds it.
+func (s *Scheduler) profileRunningJob(j *job) backfill.Running {
+	return backfill.Running{ID: backfill.JobID(j.ID), End: j.deadline, Allocs: s.profileUse(j)}
 }
 
 // noteStarted and noteEnded record job changes for the kept profile.
@@ -341,4 +354,13 @@ func (s *Scheduler) noteCapacity() {
 	if s.bf != nil {
 		s.bf.dirty = true
 	}
+}
+
+// assocKey is the job's association as the backfill planner groups jobs
+// (bf_max_job_assoc), computed once.
+func (j *job) assocKey() string {
+	if j.assoc == "" {
+		j.assoc = j.Spec.Account + "/" + j.Spec.User
+	}
+	return j.assoc
 }

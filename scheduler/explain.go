@@ -725,7 +725,7 @@ func (s *Scheduler) bfJob(now time.Time, x *job, allowed topology.NodeSet) backf
 		ID: backfill.JobID(x.ID), Nodes: x.nodes, PerNode: x.bfPerNode(), Exclusive: x.Spec.Exclusive,
 		Allowed: allowed, TimeLimit: x.TimeLimit, TimeMin: x.Spec.TimeMin,
 		Earliest: x.Spec.BeginTime, Eligible: x.EligibleTime, Priority: float64(x.Priority),
-		User: x.Spec.User, Partition: x.Partition, Assoc: x.Spec.Account + "/" + x.Spec.User,
+		User: x.Spec.User, Partition: x.Partition, Assoc: x.assocKey(),
 		NoReserve: x.subject.Valid() && x.subject.NoReserve(), // QOS NoReserve
 	}
 	if c := x.constraints(); s.graph != nil && c != (topology.Constraints{}) {

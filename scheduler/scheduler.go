@@ -89,7 +89,9 @@ type job struct {
 	breakdown priority.Breakdown
 	// planned holds the node indices of the backfill plan's expected
 	// start; reserved says whether the plan booked a reservation there.
-	planned  []int
+	planned []int
+	// assoc is "account/user", the backfill planner's association key.
+	assoc    string
 	reserved bool
 	// subject is the job's resolved policy identity; dep its dependency;
 	// blockers every policy blocker found by the last cycle.

@@ -246,7 +246,7 @@ func (s NodeSet) FirstN(dst []int, k int) []int {
 	if k <= 0 {
 		return dst
 	}
-	for i := range s.All() {
+	for i := s.Next(0); i >= 0; i = s.Next(i + 1) {
 		dst = append(dst, i)
 		if k--; k == 0 {
 			break
