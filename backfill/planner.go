@@ -3,6 +3,8 @@ package backfill
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
@@ -310,6 +312,8 @@ type Plan struct {
 	// Starts indexes Entries of the jobs to start now, in priority order.
 	Starts []int
 	Stats  Stats
+
+	pass *passState // for Extend
 }
 
 // Planner runs backfill passes with one configuration. It holds no state
@@ -343,11 +347,51 @@ func (pl *Planner) NewProfile(now time.Time, nodes []NodeState, running []Runnin
 // Plan validates every job before touching prof; on error prof is
 // unchanged.
 func (pl *Planner) Plan(prof *Profile, jobs []Job) (*Plan, error) {
+	return pl.plan(prof, nil, jobs)
+}
+
+// Extend continues the pass that produced prev with more jobs, which come
+// after prev's in scheduling order, on prof: the profile prev was planned
+// on, still holding its bookings, possibly advanced since. It returns a new
+// plan with prev's entries followed by those of more (Starts indexes the
+// combined entries, Stats counts them all); the reservations taken (EASY's
+// k, bf_job_part_count_reserve) and the bf_max_job_* counts carry over from
+// prev, and the new jobs' window ends bf_window after prof's Now.
+//
+// Extend is the planner's half of incremental planning. When nothing the
+// earlier jobs' plan depends on has changed since — no job ended or
+// started, no node changed, no change point of prof was passed (see
+// NextChange), no earlier job's start was reached — it gives what Plan of
+// the whole list would give, for the cost of the new jobs alone. Knowing
+// that is the caller's part.
+func (pl *Planner) Extend(prof *Profile, prev *Plan, more []Job) (*Plan, error) {
+	if prev == nil || prev.pass == nil {
+		return nil, fmt.Errorf("%w: Extend needs a plan made by Plan or Extend", ErrInvalidConfig)
+	}
+	return pl.plan(prof, prev, more)
+}
+
+func (pl *Planner) plan(prof *Profile, prev *Plan, jobs []Job) (*Plan, error) {
 	cfg := &pl.cfg
 	if prof.Resolution() != cfg.Resolution {
 		return nil, fmt.Errorf("%w: profile resolution %v differs from the planner's %v", ErrInvalidConfig, prof.Resolution(), cfg.Resolution)
 	}
 	ps := prof.planScratch()
+	off := 0
+	var st passState
+	if prev != nil {
+		off = len(prev.Entries)
+		for x := range prev.Entries {
+			ps.ids[prev.Entries[x].ID] = struct{}{}
+		}
+		st = *prev.pass
+		for k, v := range st.counts {
+			ps.counts[k] = v
+		}
+		for k, v := range st.partRes {
+			ps.partRes[k] = v
+		}
+	}
 	if err := pl.validateJobs(prof, jobs, ps.ids); err != nil {
 		return nil, err
 	}
@@ -360,13 +404,19 @@ func (pl *Planner) Plan(prof *Profile, jobs []Job) (*Plan, error) {
 		counts:  ps.counts,
 		partRes: ps.partRes,
 		sets:    ps.sets[:0],
-		plan:    &Plan{Entries: make([]Entry, len(jobs))},
+		resv:    st.resv,
+		plan:    &Plan{Entries: make([]Entry, off+len(jobs))},
+	}
+	r.plan.Stats.Tested = st.tested
+	if prev != nil {
+		copy(r.plan.Entries, prev.Entries)
+		r.plan.Starts = slices.Clone(prev.Starts)
 	}
 	r.q.slab = &r.slab
-	stop := ReasonNone
+	stop := st.stop
 	for x := range jobs {
 		j := &jobs[x]
-		e := &r.plan.Entries[x]
+		e := &r.plan.Entries[off+x]
 		e.ID = j.ID
 		if stop != ReasonNone {
 			e.Status, e.Reason = StatusNotTested, stop
@@ -380,7 +430,7 @@ func (pl *Planner) Plan(prof *Profile, jobs []Job) (*Plan, error) {
 			return nil, fmt.Errorf("job %d: %w", j.ID, err)
 		}
 		if e.Status == StatusStart {
-			r.plan.Starts = append(r.plan.Starts, x)
+			r.plan.Starts = append(r.plan.Starts, off+x)
 			if cfg.MaxJobStart > 0 && len(r.plan.Starts) >= cfg.MaxJobStart {
 				stop = ReasonMaxJobStart
 			}
@@ -390,24 +440,44 @@ func (pl *Planner) Plan(prof *Profile, jobs []Job) (*Plan, error) {
 		}
 	}
 	ps.sets = r.sets
-	st := &r.plan.Stats
+	r.plan.pass = &passState{resv: r.resv, stop: stop, tested: r.plan.Stats.Tested}
+	if len(r.counts) > 0 {
+		r.plan.pass.counts = maps.Clone(r.counts)
+	}
+	if len(r.partRes) > 0 {
+		r.plan.pass.partRes = maps.Clone(r.partRes)
+	}
+	st2 := &r.plan.Stats
+	st2.Started, st2.Reserved, st2.Estimated, st2.BeyondWindow, st2.NeverFits, st2.NotTested = 0, 0, 0, 0, 0, 0
 	for x := range r.plan.Entries {
 		switch r.plan.Entries[x].Status {
 		case StatusStart:
-			st.Started++
+			st2.Started++
 		case StatusReserved:
-			st.Reserved++
+			st2.Reserved++
 		case StatusEstimated:
-			st.Estimated++
+			st2.Estimated++
 		case StatusBeyondWindow:
-			st.BeyondWindow++
+			st2.BeyondWindow++
 		case StatusNeverFits:
-			st.NeverFits++
+			st2.NeverFits++
 		case StatusNotTested:
-			st.NotTested++
+			st2.NotTested++
 		}
 	}
+	if prev != nil {
+		st2.Searches += prev.Stats.Searches
+	}
 	return r.plan, nil
+}
+
+// passState is what a pass leaves for Extend to continue it.
+type passState struct {
+	resv    int
+	partRes map[string]int
+	counts  map[countKey]int
+	stop    Reason
+	tested  int
 }
 
 func (pl *Planner) validateJobs(p *Profile, jobs []Job, ids map[JobID]struct{}) error {

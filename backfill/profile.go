@@ -716,6 +716,21 @@ func (p *Profile) Release(id JobID) error {
 	return nil
 }
 
+// NextChange returns the first time after the origin at which some node's
+// free resources change (a running job's end, a reservation's or block's
+// start or end), or the zero time when none ever does. Until then the
+// profile stands still: advancing it to an earlier time changes nothing
+// but its origin.
+func (p *Profile) NextChange() time.Time {
+	var out time.Time
+	p.probeA.t = p.origin + 1
+	p.cps.AscendGreaterOrEqual(p.probeA, func(cp *changePoint) bool {
+		out = p.timeOf(cp.t)
+		return false
+	})
+	return out
+}
+
 // Has reports whether the profile holds an entry with this ID.
 func (p *Profile) Has(id JobID) bool { return p.hasID(id) }
 

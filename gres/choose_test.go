@@ -3,6 +3,7 @@ package gres_test
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -310,13 +311,14 @@ func TestChooseProperties(t *testing.T) {
 				}
 				jobs[step] = p.Devices
 			case op < 8:
-				for id, devs := range jobs {
+				if len(jobs) > 0 { // release the oldest job (map order is random)
+					id := slices.Min(slices.Collect(maps.Keys(jobs)))
+					devs := jobs[id]
 					require.NoError(t, s.Release(devs))
 					for _, d := range devs {
 						delete(owner, d)
 					}
 					delete(jobs, id)
-					break
 				}
 			default:
 				d := inv.Devices[rng.IntN(n)].Index

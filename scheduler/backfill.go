@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/backfill"
@@ -35,6 +36,13 @@ type bfState struct {
 	running []backfill.Running
 	jobs    []backfill.Job
 	pjobs   []*job
+	// The last plan, when it was made, its jobs, and the node states and
+	// reservation windows it saw: what canExtend compares.
+	plan                 *backfill.Plan
+	planAt               time.Time
+	prevJobs             []backfill.Job
+	prevUsable           topology.NodeSet
+	windows, prevWindows []bfWindow
 }
 
 func (s *Scheduler) initBackfill(cfg backfill.Config) error {
@@ -158,16 +166,15 @@ func (s *Scheduler) allowedNodes(sh *shape) topology.NodeSet {
 // profile of the cluster after the main pass, starts the jobs the plan
 // starts now, and records every other job's expected start and nodes.
 func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
-	prof, err := s.keptProfile(now)
-	if err != nil {
-		return err
-	}
-	if err := s.reservationWindows(now, now.Add(s.bf.window), func(id uint64, w policy.Window, nodes []int) error {
-		return prof.Block(backfill.JobID(id), w.Start, w.End, nodes)
+	b := s.bf
+	windows := b.windows[:0]
+	if err := s.reservationWindows(now, now.Add(b.window), func(id uint64, w policy.Window, nodes []int) error {
+		windows = append(windows, bfWindow{id: id, w: w, nodes: nodes})
+		return nil
 	}); err != nil {
 		return fmt.Errorf("scheduler: backfill: reservations: %w", err)
 	}
-	jobs, pjobs := s.bf.jobs[:0], s.bf.pjobs[:0]
+	jobs, pjobs := b.jobs[:0], b.pjobs[:0]
 	s.pending.Ascend(func(j *job) bool {
 		j.ExpectedStart, j.planned, j.reserved = time.Time{}, j.planned[:0], false
 		if !plannable(j.Reason) || j.Spec.Reservation != "" {
@@ -187,11 +194,36 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		pjobs = append(pjobs, j)
 		return true
 	})
-	s.bf.jobs, s.bf.pjobs = jobs, pjobs
-	plan, err := s.bf.planner.Plan(prof, jobs)
+	b.jobs, b.pjobs = jobs, pjobs
+
+	extend := s.canExtend(now, windows, jobs)
+	prof, extended, err := s.keptProfile(now, extend)
 	if err != nil {
+		return err
+	}
+	var plan *backfill.Plan
+	if extended {
+		plan, err = b.planner.Extend(prof, b.plan, jobs[len(b.prevJobs):])
+	} else {
+		for _, w := range windows {
+			if err := prof.Block(backfill.JobID(w.id), w.w.Start, w.w.End, w.nodes); err != nil {
+				return fmt.Errorf("scheduler: backfill: reservations: %w", err)
+			}
+		}
+		plan, err = b.planner.Plan(prof, jobs)
+	}
+	if err != nil {
+		b.plan = nil
 		return fmt.Errorf("scheduler: backfill plan: %w", err)
 	}
+	// What the next cycle needs to extend this plan.
+	b.windows, b.prevWindows = b.prevWindows[:0], windows
+	b.plan, b.planAt = plan, now
+	b.prevJobs = append(b.prevJobs[:0], jobs...)
+	if b.prevUsable.Len() != s.usable.Len() {
+		b.prevUsable = topology.NewNodeSet(s.usable.Len())
+	}
+	b.prevUsable.CopyFrom(s.usable)
 	for _, k := range plan.Starts {
 		e := &plan.Entries[k]
 		j := pjobs[k]
@@ -281,22 +313,89 @@ func (s *Scheduler) constrainedChooser(now time.Time, j *job, c topology.Constra
 // advance the origin, add the jobs that started — or builds a fresh one
 // when there is none, when node capacity changed (a node down or back, a
 // device failing), or when an update fails. Both give the same profile
-// (backfill's Advance is tested against fresh builds).
-func (s *Scheduler) keptProfile(now time.Time) (*backfill.Profile, error) {
+// (backfill's Advance is tested against fresh builds). With extend (see
+// canExtend) it only advances the origin, keeping the last plan's
+// bookings and windows, when no change point of the profile was passed
+// since; it reports whether it did.
+func (s *Scheduler) keptProfile(now time.Time, extend bool) (*backfill.Profile, bool, error) {
 	b := s.bf
 	ended, started := b.ended, b.started
 	b.ended, b.started = b.ended[:0], b.started[:0]
 	if p := b.last; p != nil && !b.dirty && !b.rebuild && b.healthGen == s.healthGen {
+		if extend {
+			if next := p.NextChange(); (next.IsZero() || next.After(now)) && p.Advance(now) == nil {
+				return p, true, nil
+			}
+		}
 		if err := s.updateProfile(p, now, ended, started); err == nil {
-			return p, nil
+			return p, false, nil
 		}
 	}
 	p, err := b.planner.NewProfile(now, s.profileNodes(), s.profileRunning())
 	if err != nil {
-		return nil, fmt.Errorf("scheduler: backfill profile: %w", err)
+		return nil, false, fmt.Errorf("scheduler: backfill profile: %w", err)
 	}
 	b.last, b.dirty, b.healthGen = p, false, s.healthGen
-	return p, nil
+	return p, false, nil
+}
+
+// canExtend reports whether this cycle's plan can be the last one
+// extended with the jobs that joined the queue since (backfill's Extend),
+// which then gives exactly what planning every job again would: nothing
+// the last plan depended on changed. That holds when the last plan started
+// nothing, no job ended or started since, nodes and reservation windows
+// are as they were, the jobs it planned are the head of this cycle's list
+// with the same requests, priorities and constraints, and none of them
+// reached an expected start or a begin time meanwhile (the kept profile
+// also checks that no running job's end or booking was passed). The
+// time-dependent knobs bf_min_age_reserve and --time-min stay on the full
+// path.
+func (s *Scheduler) canExtend(now time.Time, windows []bfWindow, jobs []backfill.Job) bool {
+	b := s.bf
+	if b.plan == nil || b.rebuild || b.dirty || len(b.ended) > 0 || len(b.started) > 0 || len(b.plan.Starts) > 0 ||
+		b.planner.Config().MinAgeReserve > 0 || len(jobs) < len(b.prevJobs) || now.Before(b.planAt) ||
+		!b.prevUsable.Equal(s.usable) ||
+		!slices.EqualFunc(windows, b.prevWindows, func(x, y bfWindow) bool {
+			return x.id == y.id && x.w == y.w && slices.Equal(x.nodes, y.nodes)
+		}) {
+		return false
+	}
+	for x := range b.prevJobs {
+		if !sameBFJob(&b.prevJobs[x], &jobs[x]) {
+			return false
+		}
+		j := &jobs[x]
+		if j.TimeMin > 0 || (j.Earliest.After(b.planAt) && !j.Earliest.After(now)) {
+			return false
+		}
+		e := &b.plan.Entries[x]
+		switch e.Status {
+		case backfill.StatusBeyondWindow:
+			return false // the window moved with now
+		case backfill.StatusReserved, backfill.StatusEstimated:
+			if !e.Start.After(now) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameBFJob reports whether two planner inputs ask the same.
+func sameBFJob(x, y *backfill.Job) bool {
+	return x.ID == y.ID && x.Nodes == y.Nodes && x.Exclusive == y.Exclusive && x.TimeLimit == y.TimeLimit &&
+		x.TimeMin == y.TimeMin && x.Earliest.Equal(y.Earliest) && x.Eligible.Equal(y.Eligible) &&
+		x.Priority == y.Priority && x.NoReserve == y.NoReserve && x.User == y.User &&
+		x.Partition == y.Partition && x.Assoc == y.Assoc && x.ChooserKey == y.ChooserKey &&
+		(x.Chooser == nil) == (y.Chooser == nil) && slices.Equal(x.PerNode, y.PerNode) &&
+		x.Allowed.Len() == y.Allowed.Len() && x.Allowed.Equal(y.Allowed)
+}
+
+// bfWindow is a reservation window the backfill profile blocks.
+type bfWindow struct {
+	id    uint64
+	w     policy.Window
+	nodes []int
 }
 
 func (s *Scheduler) updateProfile(p *backfill.Profile, now time.Time, ended []JobID, started []*job) error {

@@ -1,0 +1,107 @@
+package backfill
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestExtendMatchesPlan checks Extend against Plan of the whole list: a
+// random prefix is planned, then the rest is added with Extend — at once,
+// or after advancing the profile to a time before its next change and
+// before any start the prefix's plan gave — and the entries, starts and
+// timelines must equal those of one Plan over every job at that time.
+func TestExtendMatchesPlan(t *testing.T) {
+	iters := 400
+	if testing.Short() {
+		iters = 100
+	}
+	for seed := range iters {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(seed), 47))
+			res := []int64{1, 60, 300}[seed%3]
+			p, _ := randomSetup(t, rng, res)
+			id := JobID(1000)
+			pl, jobs := randomPlanInput(t, rng, p, &id)
+			if rng.IntN(3) == 0 { // the per-group limits carry over too
+				cfg := pl.Config()
+				cfg.MaxJobUser, cfg.MaxJobPart, cfg.JobPartCountReserve = 1+rng.IntN(2), 1+rng.IntN(3), 1+rng.IntN(2)
+				var err error
+				pl, err = NewPlanner(cfg)
+				require.NoError(t, err)
+			}
+			cut := rng.IntN(len(jobs) + 1)
+
+			part := p.Clone()
+			first, err := pl.Plan(part, jobs[:cut])
+			require.NoError(t, err)
+			now := p.Now()
+			if len(first.Starts) == 0 && pl.Config().MinAgeReserve == 0 && rng.IntN(2) == 0 {
+				// Advance within the still stretch, if the prefix allows.
+				limit := part.NextChange()
+				ok := true
+				for _, e := range first.Entries {
+					switch e.Status {
+					case StatusBeyondWindow:
+						ok = false
+					case StatusReserved, StatusEstimated:
+						if limit.IsZero() || e.Start.Before(limit) {
+							limit = e.Start
+						}
+					}
+				}
+				for _, j := range jobs[:cut] {
+					// A begin time reached is a change too (the
+					// search rounds a later one up to the grid).
+					if j.Earliest.After(now) && (limit.IsZero() || j.Earliest.Before(limit)) {
+						limit = j.Earliest
+					}
+				}
+				if ok && (limit.IsZero() || limit.Sub(now) > time.Second) {
+					span := 10 * time.Duration(res) * time.Second
+					if !limit.IsZero() {
+						span = limit.Sub(now) - time.Second
+					}
+					now = now.Add(time.Duration(1+rng.Int64N(int64(span/time.Second))) * time.Second)
+					require.NoError(t, part.Advance(now))
+				}
+			}
+			got, err := pl.Extend(part, first, jobs[cut:])
+			require.NoError(t, err)
+
+			whole := p.Clone()
+			require.NoError(t, whole.Advance(now))
+			want, err := pl.Plan(whole, jobs)
+			require.NoError(t, err)
+
+			require.Equal(t, want.Entries, got.Entries)
+			require.Equal(t, want.Starts, got.Starts)
+			want.Stats.Searches, got.Stats.Searches = 0, 0
+			require.Equal(t, want.Stats, got.Stats)
+			for i := range p.NumNodes() {
+				a, err := whole.Timeline(i)
+				require.NoError(t, err)
+				b, err := part.Timeline(i)
+				require.NoError(t, err)
+				require.Equal(t, a, b, "node %d", i)
+			}
+		})
+	}
+}
+
+// TestExtendErrors checks Extend's own validation.
+func TestExtendErrors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	p, _ := randomSetup(t, rng, 60)
+	id := JobID(1000)
+	pl, jobs := randomPlanInput(t, rng, p, &id)
+	_, err := pl.Extend(p, nil, jobs)
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	first, err := pl.Plan(p, jobs[:1])
+	require.NoError(t, err)
+	_, err = pl.Extend(p, first, jobs[:1])
+	require.ErrorIs(t, err, ErrDuplicateID, "a job of the earlier plan again")
+}
