@@ -105,3 +105,31 @@ func ExampleProfile_Advance() {
 	// 12:30
 	//   job 2: reserved at 13:00 on [0 1]
 }
+
+// A job arrives while nothing else changed: the last plan is extended with
+// it instead of planning the whole queue again (see "Keeping a profile
+// across cycles" in the package documentation for when that is exact).
+func ExamplePlanner_Extend() {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	cpus := func(n int64) gres.Vector { return gres.Vector{gres.CPU: n} }
+	pl, _ := backfill.NewPlanner(backfill.Config{Mode: backfill.EASY})
+	prof, _ := pl.NewProfile(now,
+		[]backfill.NodeState{{Capacity: cpus(16)}, {Capacity: cpus(16)}},
+		[]backfill.Running{{ID: 1, End: now.Add(time.Hour), Allocs: []backfill.Alloc{{Node: 0, Use: cpus(16)}, {Node: 1, Use: cpus(16)}}}})
+	last, _ := pl.Plan(prof, []backfill.Job{{ID: 10, Nodes: 2, PerNode: cpus(16), TimeLimit: time.Hour}})
+
+	// Ten minutes later job 11 arrives. Nothing changes before 14:00 (at
+	// 13:00 job 10's reservation takes over what job 1 frees), and job
+	// 10's expected start is later than now too: extending is exact.
+	later := now.Add(10 * time.Minute)
+	fmt.Println("next change:", prof.NextChange().Format("15:04"))
+	_ = prof.Advance(later)
+	plan, _ := pl.Extend(prof, last, []backfill.Job{{ID: 11, Nodes: 1, PerNode: cpus(8), TimeLimit: time.Hour}})
+	for _, e := range plan.Entries {
+		fmt.Printf("job %d: %-9s at %s\n", e.ID, e.Status, e.Start.Format("15:04"))
+	}
+	// Output:
+	// next change: 14:00
+	// job 10: reserved  at 13:00
+	// job 11: estimated at 14:00
+}
