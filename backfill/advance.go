@@ -234,18 +234,29 @@ func (p *Profile) onlyMore(before, now []int64) bool {
 // change points they span, node by node or, when that would be dearer, in
 // one sweep over those change points; running jobs are not scanned. The
 // first call on a profile indexes its entries once (see Advance).
-func (p *Profile) ReleaseReservations() int { return p.releaseKind(kindReserved) }
+func (p *Profile) ReleaseReservations() int { return p.releaseKind(kindReserved, nil) }
+
+// ReleaseReservationsExcept is ReleaseReservations keeping the reservation
+// of job keep, if it has one: the first job of the next plan, whose
+// reservation Plan keeps when it would book the same again (see
+// Planner.Plan) — in EASY the head job's, which rarely moves.
+func (p *Profile) ReleaseReservationsExcept(keep JobID) int {
+	return p.releaseKind(kindReserved, &keep)
+}
 
 // ReleaseBlocks releases every block (see Block) and returns how many it
 // released, for a caller that books its maintenance windows again each
 // cycle. Costs as ReleaseReservations.
-func (p *Profile) ReleaseBlocks() int { return p.releaseKind(kindBlock) }
+func (p *Profile) ReleaseBlocks() int { return p.releaseKind(kindBlock, nil) }
 
-func (p *Profile) releaseKind(k entryKind) int {
+// releaseKind releases every entry of kind k but the one of job *keep.
+func (p *Profile) releaseKind(k entryKind, keep *JobID) int {
 	p.index()
 	var es []*entry
 	p.idx.AscendRange(&entry{kind: k, end: math.MinInt64}, &entry{kind: k + 1, end: math.MinInt64}, func(e *entry) bool {
-		es = append(es, e)
+		if keep == nil || e.id != *keep {
+			es = append(es, e)
+		}
 		return true
 	})
 	p.releaseAll(es)

@@ -392,7 +392,14 @@ func (pl *Planner) plan(prof *Profile, prev *Plan, jobs []Job) (*Plan, error) {
 			ps.partRes[k] = v
 		}
 	}
-	if err := pl.validateJobs(prof, jobs, ps.ids); err != nil {
+	var kept *entry
+	if prev == nil && len(jobs) > 0 {
+		prof.entProbe.id = jobs[0].ID
+		if e, ok := prof.ents.Get(prof.entProbe); ok && e.kind == kindReserved {
+			kept = e
+		}
+	}
+	if err := pl.validateJobs(prof, jobs, ps.ids, kept != nil); err != nil {
 		return nil, err
 	}
 	r := &run{
@@ -405,6 +412,7 @@ func (pl *Planner) plan(prof *Profile, prev *Plan, jobs []Job) (*Plan, error) {
 		partRes: ps.partRes,
 		sets:    ps.sets[:0],
 		resv:    st.resv,
+		kept:    kept,
 		plan:    &Plan{Entries: make([]Entry, off+len(jobs))},
 	}
 	r.plan.Stats.Tested = st.tested
@@ -428,6 +436,14 @@ func (pl *Planner) plan(prof *Profile, prev *Plan, jobs []Job) (*Plan, error) {
 		}
 		if err := r.planJob(j, e); err != nil {
 			return nil, fmt.Errorf("job %d: %w", j.ID, err)
+		}
+		if r.kept != nil {
+			// The first job's kept reservation was not booked again:
+			// it goes.
+			if err := prof.Release(r.kept.id); err != nil {
+				return nil, fmt.Errorf("job %d: releasing its last reservation: %w", j.ID, err)
+			}
+			r.kept = nil
 		}
 		if e.Status == StatusStart {
 			r.plan.Starts = append(r.plan.Starts, off+x)
@@ -480,7 +496,7 @@ type passState struct {
 	tested  int
 }
 
-func (pl *Planner) validateJobs(p *Profile, jobs []Job, ids map[JobID]struct{}) error {
+func (pl *Planner) validateJobs(p *Profile, jobs []Job, ids map[JobID]struct{}, firstKept bool) error {
 	for x := range jobs {
 		j := &jobs[x]
 		bad := func(format string, args ...any) error {
@@ -490,7 +506,7 @@ func (pl *Planner) validateJobs(p *Profile, jobs []Job, ids map[JobID]struct{}) 
 			return fmt.Errorf("%w: jobs[%d]: ID %d appears twice", ErrDuplicateID, x, j.ID)
 		}
 		ids[j.ID] = struct{}{}
-		if p.hasID(j.ID) {
+		if p.hasID(j.ID) && (x > 0 || !firstKept) {
 			return fmt.Errorf("%w: jobs[%d]: ID %d is already in the profile", ErrDuplicateID, x, j.ID)
 		}
 		switch {
@@ -553,8 +569,12 @@ type run struct {
 	resv    int
 	plan    *Plan
 	keyBuf  []byte
-	q       query // reused from job to job
-	slab    []int // the entries' node lists are cut from it
+	// kept is the first job's reservation from the last plan, still in
+	// the profile: its search looks through it, and it stays when the
+	// job is booked exactly so again.
+	kept *entry
+	q    query // reused from job to job
+	slab []int // the entries' node lists are cut from it
 }
 
 type countKey struct {
@@ -633,6 +653,10 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		return err
 	}
 	q.latest = r.latest
+	if r.kept != nil && r.kept.id == j.ID {
+		p.ghostOn(q, r.kept)
+		defer p.ghostOff(q)
+	}
 
 	sh := r.shapeFor(j, q)
 	if sh.capable < 0 {
@@ -722,6 +746,15 @@ func (r *run) book(j *Job, q *query, t, end int64, nodes []int) error {
 			copy(ent.use[x*a:(x+1)*a], p.caps[i*a:(i+1)*a])
 		} else {
 			copy(ent.use[x*a:(x+1)*a], q.req)
+		}
+	}
+	if k := r.kept; k != nil && k.id == j.ID {
+		r.kept = nil
+		if k.start == ent.start && k.end == ent.end && slices.Equal(k.nodes, ent.nodes) && slices.Equal(k.use, ent.use) {
+			return nil // booked exactly so already
+		}
+		if err := p.Release(k.id); err != nil {
+			return fmt.Errorf("internal: releasing the kept reservation: %w", err)
 		}
 	}
 	if err := p.insertReserved(ent); err != nil {

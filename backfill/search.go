@@ -124,7 +124,68 @@ type query struct {
 	// slab is where the chosen node lists are cut from (a planner's
 	// entries keep them); nil allocates each.
 	slab *[]int
+	// ghost, when set, is an entry of the profile the search treats as
+	// absent (see ghostOn).
+	ghost *ghost
 }
+
+// ghost is a booking a search looks through: the planner's kept
+// reservation of the job it is planning (see Planner.Plan). Its use is
+// added back to its nodes' free amounts over [s, e); the summaries of the
+// change points do not know that, so its nodes and their blocks bypass
+// them, and s and e are visited as change points of their own (a node's
+// breakpoint there may have merged with another entry's).
+type ghost struct {
+	e     *entry
+	s, e2 int64
+	pos   []int32 // node → index in e.nodes, or -1 (scratch, length n)
+	blk   []bool  // block → holds a ghost node (scratch)
+	buf   []int64
+}
+
+// ghostOn prepares a search of q that treats entry e as absent.
+func (p *Profile) ghostOn(q *query, e *entry) {
+	sc := p.scratch()
+	if len(sc.gpos) != p.n {
+		sc.gpos = make([]int32, p.n)
+		for i := range sc.gpos {
+			sc.gpos[i] = -1
+		}
+		sc.gblk = make([]bool, p.nblocks())
+		sc.gbuf = make([]int64, p.a)
+	}
+	g := &sc.ghost
+	*g = ghost{e: e, s: max(e.start, p.origin), e2: e.end, pos: sc.gpos, blk: sc.gblk, buf: sc.gbuf}
+	for x, nd := range e.nodes {
+		g.pos[nd] = int32(x)
+		g.blk[int(nd)/blockBits] = true
+	}
+	q.ghost = g
+}
+
+// ghostOff undoes ghostOn.
+func (p *Profile) ghostOff(q *query) {
+	g := q.ghost
+	if g == nil {
+		return
+	}
+	for _, nd := range g.e.nodes {
+		g.pos[nd] = -1
+		g.blk[int(nd)/blockBits] = false
+	}
+	q.ghost = nil
+}
+
+// ghostAt returns the index of node i in the ghost entry, or -1.
+func (q *query) ghostAt(i int) int {
+	if q.ghost == nil {
+		return -1
+	}
+	return int(q.ghost.pos[i])
+}
+
+// ghostBlock reports whether block b holds a ghost node.
+func (q *query) ghostBlock(b int) bool { return q.ghost != nil && q.ghost.blk[b] }
 
 // nodeList returns an empty list with room for n nodes, from the slab when
 // there is one.
@@ -168,6 +229,10 @@ type scratch struct {
 	probes       []*changePoint
 	rel          relBufs
 	plan         *planScratch
+	ghost        ghost
+	gpos         []int32
+	gblk         []bool
+	gbuf         []int64
 }
 
 func (p *Profile) scratch() *scratch {
@@ -331,6 +396,9 @@ func (p *Profile) violation(i int, t, bound int64, q *query) int64 {
 	if !q.fits(capI) {
 		return t
 	}
+	if gx := q.ghostAt(i); gx >= 0 {
+		return p.violationGhost(i, t, bound, q, gx)
+	}
 	tl := p.tls[i]
 	k := tl.seg(t)
 	for first := true; k < len(tl.times); k++ {
@@ -353,6 +421,56 @@ func (p *Profile) violation(i int, t, bound int64, q *query) int64 {
 		first = false
 	}
 	return posInf
+}
+
+// violationGhost is violation for a node of the ghost entry: its free
+// amounts plus the ghost's use over [g.s, g.e2), piece by piece.
+func (p *Profile) violationGhost(i int, t, bound int64, q *query, gx int) int64 {
+	a := p.a
+	g := q.ghost
+	capI := p.caps[i*a : (i+1)*a]
+	u := g.e.use[gx*a : (gx+1)*a]
+	tl := p.tls[i]
+	k := tl.seg(t)
+	for at := t; ; {
+		segEnd := int64(posInf)
+		if k+1 < len(tl.times) {
+			segEnd = tl.times[k+1]
+		}
+		end := segEnd
+		if g.s > at && g.s < end {
+			end = g.s
+		}
+		if g.e2 > at && g.e2 < end {
+			end = g.e2
+		}
+		if at != t && at >= bound {
+			return posInf
+		}
+		f := tl.free[k*a : (k+1)*a]
+		if at >= g.s && at < g.e2 {
+			for x := range f {
+				g.buf[x] = f[x] + u[x]
+			}
+			f = g.buf
+		}
+		var ok bool
+		if q.excl {
+			ok = equalVec(f, capI)
+		} else {
+			ok = q.fits(f)
+		}
+		if !ok {
+			return at
+		}
+		if end >= posInf {
+			return posInf
+		}
+		at = end
+		if at >= segEnd {
+			k++
+		}
+	}
 }
 
 // search runs the earliest-fit sweep. See the package documentation.
@@ -433,6 +551,13 @@ func (p *Profile) search(q *query) (result, error) {
 		for _, pr := range probes {
 			cand.IntersectWith(pr.idle)
 		}
+		if g := q.ghost; g != nil { // the idle sets count the ghost
+			for _, nd := range g.e.nodes {
+				if q.allowed.Has(int(nd)) {
+					cand.Add(int(nd))
+				}
+			}
+		}
 		for i := cand.Next(q.upTo); i >= 0; i = cand.Next(i + 1) {
 			if x := p.violation(i, t0, b0, q); x >= t0+d0 {
 				add(i, x)
@@ -444,7 +569,7 @@ func (p *Profile) search(q *query) (result, error) {
 	} else {
 		for i := q.allowed.Next(q.upTo); i >= 0; {
 			b := i / blockBits
-			if !p.blockMayFit(s0, probes, b, q) {
+			if !q.ghostBlock(b) && !p.blockMayFit(s0, probes, b, q) {
 				i = q.allowed.Next((b + 1) * blockBits)
 				continue
 			}
@@ -462,7 +587,7 @@ func (p *Profile) search(q *query) (result, error) {
 					}
 				}
 			}
-			if !anyAtT0 {
+			if !anyAtT0 && !q.ghostBlock(b) {
 				p.tightenBlock(s0, b)
 			}
 		}
@@ -484,12 +609,13 @@ func (p *Profile) search(q *query) (result, error) {
 		res  = result{st: FitNever}
 		ferr error
 	)
-	p.probeB.t = t0 + 1
-	p.cps.AscendGreaterOrEqual(p.probeB, func(cp *changePoint) bool {
-		t := cp.t
+	// step examines time t: the nodes listed (a change point's, nil for a
+	// ghost's own time), and every ghost node when all is set. It
+	// reports whether the sweep is over (res set, or ferr).
+	step := func(t int64, nodes []int32, cp *changePoint, all bool) bool {
 		if t > q.latest {
 			res.st = FitBeyondLatest
-			return false
+			return true
 		}
 		for len(sc.heap) > 0 && sc.heap[0].u < t {
 			h := heapPop(&sc.heap)
@@ -499,38 +625,77 @@ func (p *Profile) search(q *query) (result, error) {
 			}
 		}
 		added := false
-		for _, nd := range cp.nodes {
-			i := int(nd)
+		try := func(i int) {
 			if !q.allowed.Has(i) || F.Has(i) {
-				continue
+				return
 			}
 			// Cheap rejections from the slot's summaries before reading
-			// the node's timeline.
-			if q.excl {
-				if !cp.idle.Has(i) {
-					continue
+			// the node's timeline (a ghost node bypasses them).
+			if q.ghostAt(i) < 0 {
+				if q.excl {
+					if !cp.idle.Has(i) {
+						return
+					}
+				} else if b := i / blockBits; !q.fits(cp.bmax[b*a : (b+1)*a]) {
+					return
 				}
-			} else if b := i / blockBits; !q.fits(cp.bmax[b*a : (b+1)*a]) {
-				continue
 			}
 			if x := p.violation(i, t, max(bound, t+dA), q); x >= t+dA {
 				add(i, x)
 				added = true
 			}
 		}
+		for _, nd := range nodes {
+			try(int(nd))
+		}
+		if all {
+			for _, nd := range q.ghost.e.nodes {
+				try(int(nd))
+			}
+		}
 		if added && count >= q.n {
 			nodes, err := p.choose(q, F, t)
 			if err != nil {
 				ferr = err
-				return false
+				return true
 			}
 			if nodes != nil {
 				res = found(t, nodes, p.n)
-				return false
+				return true
 			}
 		}
-		return true
+		return false
+	}
+	// The ghost's start and end, when after t0, are visited too.
+	var virt [2]int64
+	nv, vi := 0, 0
+	if g := q.ghost; g != nil {
+		for _, v := range [...]int64{g.s, g.e2} {
+			if v > t0 && v < posInf && (nv == 0 || v != virt[nv-1]) {
+				virt[nv] = v
+				nv++
+			}
+		}
+	}
+	done := false
+	p.probeB.t = t0 + 1
+	p.cps.AscendGreaterOrEqual(p.probeB, func(cp *changePoint) bool {
+		for vi < nv && virt[vi] < cp.t {
+			if done = step(virt[vi], nil, nil, true); done {
+				return false
+			}
+			vi++
+		}
+		all := vi < nv && virt[vi] == cp.t
+		if all {
+			vi++
+		}
+		done = step(cp.t, cp.nodes, cp, all)
+		return !done
 	})
+	for ; !done && vi < nv; vi++ {
+		done = step(virt[vi], nil, nil, true)
+	}
 	if ferr != nil {
 		return result{}, ferr
 	}
@@ -674,6 +839,14 @@ func heapPop(h *[]hitem) hitem {
 func (p *Profile) usableAtOrigin(i int, q *query) bool {
 	a := p.a
 	f := p.tls[i].free[:a]
+	if gx := q.ghostAt(i); gx >= 0 && q.ghost.s <= p.origin {
+		g := q.ghost
+		u := g.e.use[gx*a : (gx+1)*a]
+		for x := range f {
+			g.buf[x] = f[x] + u[x]
+		}
+		f = g.buf
+	}
 	if q.excl {
 		return equalVec(f, p.caps[i*a:(i+1)*a])
 	}

@@ -197,7 +197,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	b.jobs, b.pjobs = jobs, pjobs
 
 	extend := s.canExtend(now, windows, jobs)
-	prof, extended, err := s.keptProfile(now, extend)
+	prof, extended, err := s.keptProfile(now, extend, jobs)
 	if err != nil {
 		return err
 	}
@@ -317,7 +317,7 @@ func (s *Scheduler) constrainedChooser(now time.Time, j *job, c topology.Constra
 // canExtend) it only advances the origin, keeping the last plan's
 // bookings and windows, when no change point of the profile was passed
 // since; it reports whether it did.
-func (s *Scheduler) keptProfile(now time.Time, extend bool) (*backfill.Profile, bool, error) {
+func (s *Scheduler) keptProfile(now time.Time, extend bool, jobs []backfill.Job) (*backfill.Profile, bool, error) {
 	b := s.bf
 	ended, started := b.ended, b.started
 	b.ended, b.started = b.ended[:0], b.started[:0]
@@ -327,7 +327,7 @@ func (s *Scheduler) keptProfile(now time.Time, extend bool) (*backfill.Profile, 
 				return p, true, nil
 			}
 		}
-		if err := s.updateProfile(p, now, ended, started); err == nil {
+		if err := s.updateProfile(p, now, ended, started, jobs); err == nil {
 			return p, false, nil
 		}
 	}
@@ -398,7 +398,7 @@ type bfWindow struct {
 	nodes []int
 }
 
-func (s *Scheduler) updateProfile(p *backfill.Profile, now time.Time, ended []JobID, started []*job) error {
+func (s *Scheduler) updateProfile(p *backfill.Profile, now time.Time, ended []JobID, started []*job, jobs []backfill.Job) error {
 	for _, id := range ended {
 		if err := p.Release(backfill.JobID(id)); err != nil && !errors.Is(err, backfill.ErrUnknownID) {
 			return err
@@ -414,7 +414,13 @@ func (s *Scheduler) updateProfile(p *backfill.Profile, now time.Time, ended []Jo
 			}
 		}
 	}
-	p.ReleaseReservations()
+	if len(jobs) > 0 {
+		// The first job's reservation stays: the plan keeps it when it
+		// finds it again (in EASY the head job's, which rarely moves).
+		p.ReleaseReservationsExcept(jobs[0].ID)
+	} else {
+		p.ReleaseReservations()
+	}
 	p.ReleaseBlocks()
 	if err := p.Advance(now); err != nil {
 		return err
