@@ -131,7 +131,11 @@
 //     End: start + time limit, Allocs}) for the last plan's starts — the
 //     plan's booking of each becomes the running job, at no cost when it
 //     holds the same; prof.ReleaseReservations() drops the rest of the
-//     last plan; prof.Advance(now) forgets the past; prof.AddStarted for
+//     last plan (prof.ReleaseReservationsExcept(first) keeps the next
+//     plan's first job's reservation, which Plan keeps when it finds it
+//     again: in EASY the head job's, saving a release and a booking over
+//     every change point it spans); prof.Advance(now) forgets the past;
+//     prof.AddStarted for
 //     every other job started since — by this cycle's main pass, or by
 //     hand. A running job whose time limit changed is Released and added
 //     again.

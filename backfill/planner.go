@@ -344,6 +344,14 @@ func (pl *Planner) NewProfile(now time.Time, nodes []NodeState, running []Runnin
 // gets a reservation is booked into prof under its ID (pass prof.Clone()
 // to keep the original). The returned plan has one Entry per job.
 //
+// The profile may still hold the first job's reservation from the last
+// plan (see Profile.ReleaseReservationsExcept): that job's search then
+// treats it as absent, and it stays in place when the job is booked exactly
+// so again — in EASY the head job's reservation, which rarely moves —
+// instead of being released and booked anew; otherwise it is released.
+// The plan and the profile are the same as with it released first (tested
+// over random profiles). Any other job already in prof is an error.
+//
 // Plan validates every job before touching prof; on error prof is
 // unchanged.
 func (pl *Planner) Plan(prof *Profile, jobs []Job) (*Plan, error) {

@@ -195,7 +195,7 @@ func (q *query) nodeList(n int) []int {
 	}
 	s := *q.slab
 	if cap(s)-len(s) < n {
-		s = make([]int, 0, max(2*cap(s), 4*n, 64))
+		s = make([]int, 0, max(2*cap(s), n, 32))
 	}
 	out := s[len(s) : len(s) : len(s)+n]
 	*q.slab = s[:len(s)+n]
@@ -625,19 +625,21 @@ func (p *Profile) search(q *query) (result, error) {
 			}
 		}
 		added := false
-		try := func(i int) {
+		g := q.ghost
+		for _, nd := range nodes {
+			i := int(nd)
 			if !q.allowed.Has(i) || F.Has(i) {
-				return
+				continue
 			}
 			// Cheap rejections from the slot's summaries before reading
 			// the node's timeline (a ghost node bypasses them).
-			if q.ghostAt(i) < 0 {
+			if g == nil || g.pos[i] < 0 {
 				if q.excl {
 					if !cp.idle.Has(i) {
-						return
+						continue
 					}
 				} else if b := i / blockBits; !q.fits(cp.bmax[b*a : (b+1)*a]) {
-					return
+					continue
 				}
 			}
 			if x := p.violation(i, t, max(bound, t+dA), q); x >= t+dA {
@@ -645,12 +647,16 @@ func (p *Profile) search(q *query) (result, error) {
 				added = true
 			}
 		}
-		for _, nd := range nodes {
-			try(int(nd))
-		}
 		if all {
-			for _, nd := range q.ghost.e.nodes {
-				try(int(nd))
+			for _, nd := range g.e.nodes {
+				i := int(nd)
+				if !q.allowed.Has(i) || F.Has(i) {
+					continue
+				}
+				if x := p.violation(i, t, max(bound, t+dA), q); x >= t+dA {
+					add(i, x)
+					added = true
+				}
 			}
 		}
 		if added && count >= q.n {
@@ -750,7 +756,7 @@ func (p *Profile) choose(q *query, F topology.NodeSet, t int64) ([]int, error) {
 		if !q.preferBusy || t <= p.origin {
 			return F.FirstN(q.nodeList(q.n), q.n), nil
 		}
-		out := make([]int, 0, q.n)
+		out := q.nodeList(q.n)
 		for pass := 0; pass < 2 && len(out) < q.n; pass++ {
 			for i := F.Next(0); i >= 0 && len(out) < q.n; i = F.Next(i + 1) {
 				if p.usableAtOrigin(i, q) == (pass == 1) {
