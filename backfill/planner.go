@@ -410,7 +410,11 @@ func (pl *Planner) plan(prof *Profile, prev *Plan, jobs []Job) (*Plan, error) {
 	if err := pl.validateJobs(prof, jobs, ps.ids, kept != nil); err != nil {
 		return nil, err
 	}
-	r := &run{
+	r := &ps.run
+	q, keyBuf := r.q, r.keyBuf // buffers kept from pass to pass
+	*r = run{
+		q:       q,
+		keyBuf:  keyBuf,
 		pl:      pl,
 		p:       prof,
 		latest:  prof.origin + int64(cfg.Window/time.Second),
@@ -429,6 +433,8 @@ func (pl *Planner) plan(prof *Profile, prev *Plan, jobs []Job) (*Plan, error) {
 		r.plan.Starts = slices.Clone(prev.Starts)
 	}
 	r.q.slab = &r.slab
+	ps.cands = ps.cands[:0] // the last pass's shape cache is gone
+	r.q.cslab = &ps.cands
 	stop := st.stop
 	for x := range jobs {
 		j := &jobs[x]
@@ -542,17 +548,19 @@ func (pl *Planner) validateJobs(p *Profile, jobs []Job, ids map[JobID]struct{}, 
 // plan to plan.
 type planScratch struct {
 	ids     map[JobID]struct{}
-	shapes  map[shapeKey]*shape
+	shapes  map[string]*shape
 	setIdx  map[setFP][]int
 	counts  map[countKey]int
 	partRes map[string]int
 	sets    []topology.NodeSet
+	cands   []int32 // the shape cache's candidate lists
+	run     run
 }
 
 func (p *Profile) planScratch() *planScratch {
 	sc := p.scratch()
 	if sc.plan == nil {
-		sc.plan = &planScratch{ids: map[JobID]struct{}{}, shapes: map[shapeKey]*shape{}, setIdx: map[setFP][]int{},
+		sc.plan = &planScratch{ids: map[JobID]struct{}{}, shapes: map[string]*shape{}, setIdx: map[setFP][]int{},
 			counts: map[countKey]int{}, partRes: map[string]int{}}
 	}
 	ps := sc.plan
@@ -569,7 +577,7 @@ type run struct {
 	pl      *Planner
 	p       *Profile
 	latest  int64
-	shapes  map[shapeKey]*shape
+	shapes  map[string]*shape
 	sets    []topology.NodeSet
 	setIdx  map[setFP][]int
 	counts  map[countKey]int
@@ -796,13 +804,6 @@ func (p *Profile) fitsAll(q *query, nodes []int, s, e int64) bool {
 // start found, or "none within the window"), and the lowest node chosen
 // then, below which no node was feasible at that time.
 
-type shapeKey struct {
-	req     string
-	excl    bool
-	set     int    // index into run.sets; -1: every node
-	chooser string // Job.ChooserKey
-}
-
 type setFP struct {
 	count, first, mid int
 }
@@ -838,11 +839,17 @@ func (r *run) shapeFor(j *Job, q *query) *shape {
 	for _, v := range q.req {
 		r.keyBuf = binary.LittleEndian.AppendUint64(r.keyBuf, uint64(v))
 	}
-	k := shapeKey{req: string(r.keyBuf), excl: q.excl, set: set, chooser: j.ChooserKey}
-	sh := r.shapes[k]
+	excl := byte(0)
+	if q.excl {
+		excl = 1
+	}
+	r.keyBuf = append(r.keyBuf, excl)
+	r.keyBuf = binary.LittleEndian.AppendUint64(r.keyBuf, uint64(int64(set)))
+	r.keyBuf = append(r.keyBuf, j.ChooserKey...)
+	sh := r.shapes[string(r.keyBuf)] // no allocation when found
 	if sh == nil {
 		sh = &shape{capable: -1}
-		r.shapes[k] = sh
+		r.shapes[string(r.keyBuf)] = sh
 	}
 	return sh
 }

@@ -127,6 +127,23 @@ type query struct {
 	// ghost, when set, is an entry of the profile the search treats as
 	// absent (see ghostOn).
 	ghost *ghost
+	// cslab is where candidate lists are cut from (a planner's shape
+	// cache keeps them for one pass); nil allocates each.
+	cslab *[]int32
+}
+
+// candList returns an empty candidate list with room for n nodes.
+func (q *query) candList(n int) []int32 {
+	if q.cslab == nil {
+		return make([]int32, 0, n)
+	}
+	s := *q.cslab
+	if cap(s)-len(s) < n {
+		s = make([]int32, 0, max(2*cap(s), n, 256))
+	}
+	out := s[len(s) : len(s) : len(s)+n]
+	*q.cslab = s[:len(s)+n]
+	return out
 }
 
 // ghost is a booking a search looks through: the planner's kept
@@ -306,7 +323,7 @@ func (p *Profile) makeQuery(r *Request) (*query, error) {
 // job after job).
 func (p *Profile) fillQuery(q *query, r *Request) (*query, error) {
 	*q = query{n: r.Nodes, excl: r.Exclusive, chooser: r.Chooser, preferBusy: r.PreferBusy,
-		req: slices.Grow(q.req[:0], p.a)[:p.a], nz: q.nz[:0], slab: q.slab}
+		req: slices.Grow(q.req[:0], p.a)[:p.a], nz: q.nz[:0], slab: q.slab, cslab: q.cslab}
 	if r.Nodes < 1 {
 		return nil, fmt.Errorf("%w: Nodes %d, want ≥ 1", ErrInvalidRequest, r.Nodes)
 	}
@@ -506,7 +523,7 @@ func (p *Profile) search(q *query) (result, error) {
 	}
 	// found reports the answer at t with F complete below upTo.
 	found := func(t int64, nodes []int, upTo int) result {
-		r := result{st: FitFound, t: t, nodes: nodes, upTo: upTo, cands: make([]int32, 0, min(count, maxCands))}
+		r := result{st: FitFound, t: t, nodes: nodes, upTo: upTo, cands: q.candList(min(count, maxCands))}
 		for i := F.Next(0); i >= 0 && i < upTo; i = F.Next(i + 1) {
 			if len(r.cands) == maxCands {
 				r.upTo = i
