@@ -29,8 +29,9 @@ type bfState struct {
 	started   []*job
 	dirty     bool
 	healthGen uint64 // the device-health generation the kept profile reflects
-	// rebuild forces a fresh profile every cycle (tests compare both).
-	rebuild bool
+	// rebuild forces a fresh profile every cycle (tests compare both);
+	// noExtend a plan of the whole queue (benchmarks).
+	rebuild, noExtend bool
 	// nodes, running and jobs are reused from cycle to cycle.
 	nodes   []backfill.NodeState
 	running []backfill.Running
@@ -352,7 +353,7 @@ func (s *Scheduler) keptProfile(now time.Time, extend bool, jobs []backfill.Job)
 // path.
 func (s *Scheduler) canExtend(now time.Time, windows []bfWindow, jobs []backfill.Job) bool {
 	b := s.bf
-	if b.plan == nil || b.rebuild || b.dirty || len(b.ended) > 0 || len(b.started) > 0 || len(b.plan.Starts) > 0 ||
+	if b.plan == nil || b.rebuild || b.noExtend || b.dirty || len(b.ended) > 0 || len(b.started) > 0 || len(b.plan.Starts) > 0 ||
 		b.planner.Config().MinAgeReserve > 0 || len(jobs) < len(b.prevJobs) || now.Before(b.planAt) ||
 		!b.prevUsable.Equal(s.usable) ||
 		!slices.EqualFunc(windows, b.prevWindows, func(x, y bfWindow) bool {

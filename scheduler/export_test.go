@@ -8,3 +8,12 @@ func RebuildProfileEveryCycle(s *Scheduler) {
 		s.bf.rebuild = true
 	}
 }
+
+// ReplanEveryCycle makes the backfill pass plan the whole queue every
+// cycle, never extending the last plan, so benchmarks can measure a cycle
+// after something changed even when nothing did.
+func ReplanEveryCycle(s *Scheduler) {
+	if s.bf != nil {
+		s.bf.noExtend = true
+	}
+}
