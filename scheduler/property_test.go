@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/priority"
 	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/topology"
 )
 
 // runRandom applies a seeded random sequence of events to a fresh
@@ -34,6 +35,7 @@ func runRandom(t *testing.T, seed uint64, steps int, variant func(*scheduler.Con
 	var log []string
 	var ids []scheduler.JobID
 	startedAt := map[scheduler.JobID]time.Time{}
+	var resvs []string
 	nodeNames := []string{"h100-01", "h100-02", "a100-01", "a100-02"}
 	for step := range steps {
 		now = now.Add(time.Duration(rng.IntN(600)) * time.Second)
@@ -100,6 +102,28 @@ func runRandom(t *testing.T, seed uint64, steps int, variant func(*scheduler.Con
 			dev, healthy := rng.IntN(8), rng.IntN(3) == 0
 			err = s.SetDeviceHealth(now, node, dev, healthy, "xid 79")
 			log = append(log, fmt.Sprintf("health %s %d %v %v", node, dev, healthy, err))
+		case k < 89 && cfg.Policy != nil && cfg.Policy.PreemptType == policy.PreemptNone:
+			// Maintenance windows come and go: the backfill profile
+			// blocks them (kept plans and reservations must follow).
+			// Not in the preemption variants, whose rare SUSPEND
+			// preemptions these sequences must keep producing.
+			if len(resvs) >= 2 || len(resvs) > 0 && rng.IntN(3) == 0 {
+				x := rng.IntN(len(resvs))
+				err = s.RemoveReservation(now, resvs[x])
+				resvs = slices.Delete(resvs, x, x+1)
+				log = append(log, fmt.Sprintf("unreserve %v", err))
+				break
+			}
+			nodes := topology.NewNodeSet(len(nodeNames))
+			nodes.Add(rng.IntN(len(nodeNames)))
+			name := fmt.Sprintf("maint-%d", step)
+			err = s.AddReservation(now, policy.Reservation{Name: name, Start: now.Add(time.Duration(rng.IntN(180)) * time.Minute),
+				Duration: time.Duration(10+rng.IntN(120)) * time.Minute, Nodes: nodes, Users: []string{"root"},
+				Flags: policy.ResvMaint | policy.ResvIgnoreJobs})
+			if err == nil {
+				resvs = append(resvs, name)
+			}
+			log = append(log, fmt.Sprintf("reserve %s %v", name, err))
 		default:
 			cyc, err := s.Schedule(now)
 			require.NoError(t, err)
