@@ -133,16 +133,21 @@ type query struct {
 }
 
 // candList returns an empty candidate list with room for n nodes.
-func (q *query) candList(n int) []int32 {
-	if q.cslab == nil {
-		return make([]int32, 0, n)
+func (q *query) candList(n int) []int32 { return cut(q.cslab, n, 256) }
+
+// cut returns an empty slice with room for n elements cut from *slab (a
+// new chunk of at least minChunk when it is full), or a fresh one when
+// slab is nil.
+func cut[T any](slab *[]T, n, minChunk int) []T {
+	if slab == nil {
+		return make([]T, 0, n)
 	}
-	s := *q.cslab
+	s := *slab
 	if cap(s)-len(s) < n {
-		s = make([]int32, 0, max(2*cap(s), n, 256))
+		s = make([]T, 0, max(2*cap(s), n, minChunk))
 	}
 	out := s[len(s) : len(s) : len(s)+n]
-	*q.cslab = s[:len(s)+n]
+	*slab = s[:len(s)+n]
 	return out
 }
 
@@ -206,18 +211,7 @@ func (q *query) ghostBlock(b int) bool { return q.ghost != nil && q.ghost.blk[b]
 
 // nodeList returns an empty list with room for n nodes, from the slab when
 // there is one.
-func (q *query) nodeList(n int) []int {
-	if q.slab == nil {
-		return make([]int, 0, n)
-	}
-	s := *q.slab
-	if cap(s)-len(s) < n {
-		s = make([]int, 0, max(2*cap(s), n, 32))
-	}
-	out := s[len(s) : len(s) : len(s)+n]
-	*q.slab = s[:len(s)+n]
-	return out
-}
+func (q *query) nodeList(n int) []int { return cut(q.slab, n, 32) }
 
 // result is a search's answer plus what it learnt about the feasible set
 // at the answer's time: every feasible node below upTo is in cands.
