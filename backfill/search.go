@@ -379,6 +379,15 @@ func (q *query) fits(free []int64) bool {
 	return true
 }
 
+// takes reports whether a node with free amounts free and capacity capI
+// can take the request: entirely idle for an exclusive one.
+func (q *query) takes(free, capI []int64) bool {
+	if q.excl {
+		return equalVec(free, capI)
+	}
+	return q.fits(free)
+}
+
 // capable counts the allowed nodes whose capacity can hold the request.
 func (p *Profile) capable(q *query) int {
 	if q.never {
@@ -416,14 +425,7 @@ func (p *Profile) violation(i int, t, bound int64, q *query) int64 {
 		if !first && tl.times[k] >= bound {
 			return posInf
 		}
-		f := tl.free[k*a : (k+1)*a]
-		var ok bool
-		if q.excl {
-			ok = equalVec(f, capI)
-		} else {
-			ok = q.fits(f)
-		}
-		if !ok {
+		if !q.takes(tl.free[k*a:(k+1)*a], capI) {
 			if first {
 				return t
 			}
@@ -465,13 +467,7 @@ func (p *Profile) violationGhost(i int, t, bound int64, q *query, gx int) int64 
 			}
 			f = g.buf
 		}
-		var ok bool
-		if q.excl {
-			ok = equalVec(f, capI)
-		} else {
-			ok = q.fits(f)
-		}
-		if !ok {
+		if !q.takes(f, capI) {
 			return at
 		}
 		if end >= posInf {
@@ -864,8 +860,5 @@ func (p *Profile) usableAtOrigin(i int, q *query) bool {
 		}
 		f = g.buf
 	}
-	if q.excl {
-		return equalVec(f, p.caps[i*a:(i+1)*a])
-	}
-	return q.fits(f)
+	return q.takes(f, p.caps[i*a:(i+1)*a])
 }
