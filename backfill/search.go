@@ -574,6 +574,7 @@ func (p *Profile) search(q *query) (result, error) {
 			}
 		}
 	} else {
+		atOrigin := t0 == p.origin // a node's first segment holds at t0
 		for i := q.allowed.Next(q.upTo); i >= 0; {
 			b := i / blockBits
 			if !q.ghostBlock(b) && !p.blockMayFit(s0, probes, b, q) {
@@ -582,7 +583,11 @@ func (p *Profile) search(q *query) (result, error) {
 			}
 			end := (b + 1) * blockBits
 			anyAtT0 := false
+			ghostB := q.ghostBlock(b)
 			for ; i >= 0 && i < end; i = q.allowed.Next(i + 1) {
+				if atOrigin && !ghostB && !q.fits(p.tls[i].free[:a]) {
+					continue // busy now: violation would say t0
+				}
 				x := p.violation(i, t0, b0, q)
 				if x > t0 {
 					anyAtT0 = true
@@ -594,7 +599,7 @@ func (p *Profile) search(q *query) (result, error) {
 					}
 				}
 			}
-			if !anyAtT0 && !q.ghostBlock(b) {
+			if !anyAtT0 && !ghostB {
 				p.tightenBlock(s0, b)
 			}
 		}
