@@ -240,6 +240,7 @@ type scratch struct {
 	probes       []*changePoint
 	rel          relBufs
 	plan         *planScratch
+	idle         []int
 	ghost        ghost
 	gpos         []int32
 	gblk         []bool
@@ -768,14 +769,20 @@ func (p *Profile) choose(q *query, F topology.NodeSet, t int64) ([]int, error) {
 		if !q.preferBusy || t <= p.origin {
 			return F.FirstN(q.nodeList(q.n), q.n), nil
 		}
+		// One pass: busy nodes in index order, and the lowest idle ones
+		// aside to fill up with.
 		out := q.nodeList(q.n)
-		for pass := 0; pass < 2 && len(out) < q.n; pass++ {
-			for i := F.Next(0); i >= 0 && len(out) < q.n; i = F.Next(i + 1) {
-				if p.usableAtOrigin(i, q) == (pass == 1) {
-					out = append(out, i)
-				}
+		sc := p.scratch()
+		idle := sc.idle[:0]
+		for i := F.Next(0); i >= 0 && len(out) < q.n; i = F.Next(i + 1) {
+			if !p.usableAtOrigin(i, q) {
+				out = append(out, i)
+			} else if len(idle) < q.n {
+				idle = append(idle, i)
 			}
 		}
+		out = append(out, idle[:q.n-len(out)]...)
+		sc.idle = idle
 		slices.Sort(out)
 		return out, nil
 	}
