@@ -23,7 +23,12 @@
 // its first job that waits for resources; then, with Config.Backfill, a
 // backfill pass that plans every pending job on a time-resource profile
 // kept from cycle to cycle, starts what does not delay the reservations,
-// and gives every other job its expected start.
+// and gives every other job its expected start. The pass does only the
+// work a change calls for, with the decisions of planning everything
+// afresh: a cycle that only brings new jobs extends the last plan with
+// them when nothing it depended on changed, the first job's reservation
+// stays when its search finds it again, and the plan's starts become the
+// running jobs without being booked twice.
 //
 // Explain answers why a job waits (every blocker, with evidence), when it
 // will start, and what would let it start sooner, each answer verified by
