@@ -67,6 +67,14 @@ func runRandom(t *testing.T, seed uint64, steps int, variant func(*scheduler.Con
 			if rng.IntN(4) == 0 {
 				spec.Partition = "h100"
 			}
+			if cfg.Policy != nil && cfg.Policy.PreemptMode == policy.PreemptSuspend && rng.IntN(3) > 0 {
+				// A suspended job keeps its memory and GPUs (as in
+				// Slurm) and lends only its CPUs: make most jobs
+				// CPU-bound so that SUSPEND preemption happens.
+				spec.GRESPerNode, spec.GRESPerTask, spec.Tasks = nil, nil, 0
+				spec.CPUsPerTask = 16 + rng.IntN(48)
+				spec.MemPerNodeMiB = int64(rng.IntN(16)) * clustertest.GiB
+			}
 			var id scheduler.JobID
 			id, err = s.Submit(now, spec)
 			if err == nil {
@@ -293,6 +301,7 @@ func TestRandomEventSequences(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			preemptions := 0
 			defer func() {
+				t.Logf("%s: %d preemptions", v.name, preemptions)
 				if strings.HasPrefix(v.name, "preempt") && !t.Failed() {
 					require.Positive(t, preemptions, "the preemption variant must exercise preemption")
 				}
