@@ -734,8 +734,18 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		// second later than the grid's count when Now has a fraction of
 		// a second: book that, where the profile allows it, so that the
 		// booking is exactly the running job (AddStarted then keeps it).
-		if e2 := p.endOf(e.End); e2 > end && p.fitsAll(q, nodes, end, e2) {
-			end = e2
+		if e2 := p.endOf(e.End); e2 > end {
+			if k := r.kept; k != nil && k.id == j.ID {
+				// Its own last reservation must not stand in the way:
+				// release it (this start replaces it anyway).
+				if err := p.Release(k.id); err != nil {
+					return fmt.Errorf("internal: releasing the kept reservation: %w", err)
+				}
+				r.kept = nil
+			}
+			if p.fitsAll(q, nodes, end, e2) {
+				end = e2
+			}
 		}
 	}
 	if err := r.book(j, q, t, end, nodes); err != nil {
