@@ -66,6 +66,9 @@ func TestExtendMatchesPlan(t *testing.T) {
 						span = limit.Sub(now) - time.Second
 					}
 					now = now.Add(time.Duration(1+rng.Int64N(int64(span/time.Second))) * time.Second)
+					if rng.IntN(2) == 0 { // a Now with a fraction of a second
+						now = now.Add(-time.Duration(1 + rng.Int64N(999_999_999)))
+					}
 					require.NoError(t, part.Advance(now))
 				}
 			}
