@@ -459,7 +459,7 @@ func (a *auditScan) overtaken(recs []Decision) {
 func (s *Scheduler) RequeueRecord(now time.Time, id JobID) (Decision, error) {
 	j, ok := s.jobs[id]
 	if !ok {
-		return Decision{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
+		return Decision{}, s.unknownJob(id)
 	}
 	if j.State != JobPending || j.Restarts == 0 {
 		return Decision{}, fmt.Errorf("%w: job %d is %s with %d restarts, not a requeued job", ErrJobState, id, j.State, j.Restarts)

@@ -65,6 +65,16 @@ type Config struct {
 	// FirstJobId); zero means 1. A control plane restarted over an
 	// existing ledger continues after the IDs it recorded.
 	FirstJobID JobID
+	// MinJobAge is Slurm's MinJobAge: a finished job (completed, failed,
+	// cancelled, timed out, preempted, node failure) is forgotten — Job
+	// and Jobs no longer report it, events naming it fail with
+	// ErrUnknownJob — once it has been finished this long, and not before
+	// the cycle after the one that first saw it finished, so that a caller
+	// reading every cycle (a ledger Recorder) sees it. Its outcome is kept
+	// for dependencies. It bounds the memory of a long-running control
+	// plane or of a simulation of millions of jobs. Zero keeps every
+	// finished job, as MinJobAge=0 does in Slurm (whose default is 300 s).
+	MinJobAge time.Duration
 	// Registry is the TRES registry the scheduler indexes vectors by. Nil
 	// means a new one. Policy limits (policy.ParseTRESLimits) are built
 	// against a registry: build it with NewRegistry(cfg.Nodes), parse the
@@ -257,6 +267,9 @@ func (c *Config) Validate() error {
 				}
 			}
 		}
+	}
+	if c.MinJobAge < 0 {
+		return fmt.Errorf("%w: MinJobAge %v, want ≥ 0", ErrInvalidConfig, c.MinJobAge)
 	}
 	if c.MaxArraySize < 0 || c.MaxArraySize > 1<<22 {
 		return fmt.Errorf("%w: MaxArraySize %d out of range [0, 2^22]", ErrInvalidConfig, c.MaxArraySize)

@@ -148,6 +148,7 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 	s.last = now
 	s.cycleNo++
 	cyc := Cycle{Now: now}
+	s.purge(now)
 	s.endExpired(now, &cyc)
 	s.resumeSuspended(now, &cyc)
 
@@ -215,6 +216,7 @@ func (s *Scheduler) endExpired(now time.Time, cyc *Cycle) {
 		j.State = JobTimeout
 		j.Reason = policy.ReasonTimeLimit
 		j.EndTime = j.deadline
+		s.finished(j)
 		cyc.Ended = append(cyc.Ended, Ended{Job: j.ID, State: j.State, Reason: j.Reason})
 	}
 }

@@ -400,7 +400,7 @@ func (s *Scheduler) Explain(now time.Time, id JobID, opts ExplainOptions) (Expla
 	}
 	j, ok := s.jobs[id]
 	if !ok {
-		return Explanation{}, fmt.Errorf("%w: %d", ErrUnknownJob, id)
+		return Explanation{}, s.unknownJob(id)
 	}
 	ex := Explanation{
 		Job: j.ID, Name: j.Spec.Name, User: j.Spec.User, Account: j.Spec.Account, Partition: j.Partition,

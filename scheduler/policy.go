@@ -106,7 +106,8 @@ func (s *Scheduler) admitPolicy(j *job, tasks int) error {
 func (s *Scheduler) outcome(id policy.JobID) (policy.Outcome, bool) {
 	j, ok := s.jobs[JobID(id)]
 	if !ok {
-		return 0, false
+		o, ok := s.purged[JobID(id)]
+		return o, ok
 	}
 	switch j.State {
 	case JobPending:

@@ -145,6 +145,7 @@ func (s *Scheduler) endPreempted(now time.Time, r *job, action policy.PreemptAct
 	r.State = JobPreempted
 	r.Reason = policy.ReasonPreempted
 	r.EndTime = now
+	s.finished(r)
 }
 
 // fitsWithout reports whether j could start on allowed if the given

@@ -236,6 +236,10 @@ var variants = []struct {
 	{"conservative", func(c *scheduler.Config) {
 		c.Backfill = &backfill.Config{Mode: backfill.Conservative}
 	}},
+	{"easy+purge", func(c *scheduler.Config) {
+		c.Backfill = &backfill.Config{Mode: backfill.EASY}
+		c.MinJobAge = 10 * time.Minute
+	}},
 	{"easy+limits", func(c *scheduler.Config) {
 		c.Backfill = &backfill.Config{Mode: backfill.EASY}
 		reg, err := scheduler.NewRegistry(c.Nodes)

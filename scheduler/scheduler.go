@@ -31,11 +31,18 @@ type Scheduler struct {
 	partByName map[string]int
 	defPart    int
 
-	jobs    map[JobID]*job
-	pending *btree.BTreeG[*job] // in queue order
-	running *btree.BTreeG[*job] // by deadline, then ID
-	nextID  JobID
-	last    time.Time // time of the latest event applied
+	jobs map[JobID]*job
+	// done lists the finished jobs in the order they finished, from
+	// doneHead on, for MinJobAge; purged keeps the outcome of the jobs
+	// forgotten since, for dependencies.
+	done      []*job
+	doneHead  int
+	minJobAge time.Duration
+	purged    map[JobID]policy.Outcome
+	pending   *btree.BTreeG[*job] // in queue order
+	running   *btree.BTreeG[*job] // by deadline, then ID
+	nextID    JobID
+	last      time.Time // time of the latest event applied
 
 	graph  *topology.Graph  // nil without Config.Topology
 	prio   *prio            // nil without Config.Priority (FCFS)
@@ -90,6 +97,8 @@ type job struct {
 	// planned holds the node indices of the backfill plan's expected
 	// start; reserved says whether the plan booked a reservation there.
 	planned []int
+	// doneCycle is the cycle count when the job finished (MinJobAge).
+	doneCycle uint64
 	// assoc is "account/user", the backfill planner's association key.
 	assoc    string
 	reserved bool
@@ -151,6 +160,8 @@ func New(cfg Config) (*Scheduler, error) {
 		shapes:     make(map[string]*shape),
 		arrays:     make(map[JobID]*array),
 		maxArray:   max(cfg.MaxArraySize, 0),
+		minJobAge:  cfg.MinJobAge,
+		purged:     make(map[JobID]policy.Outcome),
 	}
 	n := len(cfg.Nodes)
 	s.usable = topology.FullNodeSet(n)
@@ -662,7 +673,7 @@ func (s *Scheduler) Cancel(now time.Time, id JobID) error {
 	}
 	j, ok := s.jobs[id]
 	if !ok {
-		return fmt.Errorf("%w: %d", ErrUnknownJob, id)
+		return s.unknownJob(id)
 	}
 	switch j.State {
 	case JobPending:
@@ -675,6 +686,7 @@ func (s *Scheduler) Cancel(now time.Time, id JobID) error {
 	}
 	j.State = JobCancelled
 	j.EndTime = now
+	s.finished(j)
 	s.last = now
 	return nil
 }
@@ -693,6 +705,7 @@ func (s *Scheduler) Finish(now time.Time, id JobID, exitCode int) error {
 	}
 	j.ExitCode = exitCode
 	j.EndTime = now
+	s.finished(j)
 	s.last = now
 	return nil
 }
@@ -705,7 +718,7 @@ func (s *Scheduler) runningJob(now time.Time, id JobID, verb string) (*job, erro
 	}
 	j, ok := s.jobs[id]
 	if !ok {
-		return nil, fmt.Errorf("%w: %d", ErrUnknownJob, id)
+		return nil, s.unknownJob(id)
 	}
 	if j.State != JobRunning {
 		return nil, fmt.Errorf("%w: job %d is %s, only a RUNNING job can %s", ErrJobState, id, j.State, verb)
@@ -920,6 +933,7 @@ func (s *Scheduler) DownNode(now time.Time, name, reason string) ([]JobID, error
 		j.State = JobNodeFail
 		j.Reason = policy.ReasonNodeDown
 		j.EndTime = now
+		s.finished(j)
 	}
 	n.admin, n.reason, n.since = adminDown, reason, now
 	s.noteCapacity()

@@ -56,6 +56,13 @@ func (s *SliceSource) Next() (Job, bool, error) {
 	return s.Jobs[s.i-1], true, nil
 }
 
+// PurgeAge is the MinJobAge of the clusters the simulator builds
+// (SyntheticCluster, swf.Machine.Config): Slurm's default, 5 minutes. A
+// finished job's record then leaves the scheduler (the simulator keeps its
+// own JobResult), so a replay of millions of jobs runs in memory bounded by
+// the jobs in flight; its outcome stays for dependencies.
+const PurgeAge = 5 * time.Minute
+
 // Options tune a run. The zero value runs the whole workload, scheduling
 // on events only, and keeps every job result and an exact time series.
 type Options struct {

@@ -43,9 +43,11 @@ func job(name string, submit, p, run, limit int) sim.Job {
 }
 
 // run replays jobs on a new scheduler and checks that every result the
-// simulator reports is what the scheduler recorded for the job.
+// simulator reports is what the scheduler recorded for the job (which it
+// therefore keeps: MinJobAge 0; TestRunPurgeChangesNothing covers purging).
 func run(t *testing.T, cfg scheduler.Config, jobs []sim.Job, opt sim.Options) sim.Result {
 	t.Helper()
+	cfg.MinJobAge = 0
 	s, err := scheduler.New(cfg)
 	require.NoError(t, err)
 	var ended []sim.JobResult
@@ -425,6 +427,41 @@ func assertSeriesNear(t *testing.T, want, got []sim.Sample) {
 		for _, p := range [][2]float64{{w.Pending, g.Pending}, {w.Running, g.Running}, {w.BusyCPUs, g.BusyCPUs},
 			{w.BusyGPUs, g.BusyGPUs}, {w.IdleCPUsWaiting, g.IdleCPUsWaiting}, {w.IdleGPUsWaiting, g.IdleGPUsWaiting}} {
 			require.InDelta(t, p[0], p[1], 1e-9*math.Max(1, math.Abs(p[0])), "sample %d", i)
+		}
+	}
+}
+
+// TestRunPurgeChangesNothing replays the synthetic workload with the
+// simulator's MinJobAge (PurgeAge) and without: the results are the same,
+// and the purging scheduler holds only the jobs in flight and those
+// finished within PurgeAge at the end.
+func TestRunPurgeChangesNothing(t *testing.T) {
+	cfg, err := sim.SyntheticCluster(64)
+	require.NoError(t, err)
+	require.Equal(t, sim.PurgeAge, cfg.MinJobAge)
+	jobs, err := sim.Synthetic(sim.SyntheticFor(64, 1500, 3))
+	require.NoError(t, err)
+	replay := func(minAge time.Duration) (sim.Result, *scheduler.Scheduler) {
+		c := cfg
+		c.MinJobAge = minAge
+		require.NoError(t, sim.EASY.Apply(&c, &sim.Options{}))
+		s, err := scheduler.New(c)
+		require.NoError(t, err)
+		res, err := sim.Run(s, &sim.SliceSource{Jobs: jobs}, sim.Options{})
+		require.NoError(t, err)
+		return res, s
+	}
+	kept, _ := replay(0)
+	purged, s := replay(sim.PurgeAge)
+	require.Equal(t, kept.Jobs, purged.Jobs)
+	require.Equal(t, kept.Summary, purged.Summary)
+	require.Equal(t, kept.Cycles, purged.Cycles)
+	end := kept.End
+	held := s.Jobs()
+	require.Less(t, len(held), len(jobs)/2, "finished jobs are forgotten")
+	for _, j := range held {
+		if !j.EndTime.IsZero() {
+			require.Less(t, end.Sub(j.EndTime), sim.PurgeAge+time.Hour, "job %d finished at %v, long before the end %v", j.ID, j.EndTime, end)
 		}
 	}
 }

@@ -227,7 +227,9 @@ func gb200Nodes(nodes int) int { return max(nodes*44/StandardNodes, 1) * 18 }
 // and the others a100 PCIe nodes (8 GPUs in NVLink pairs). Partitions:
 // "batch" (all nodes, default, 1 h default and 48 h maximum time), "h100"
 // (the h100 nodes, priority tier 2, 24 h) and "gb200" (the GB200 racks,
-// 24 h). nodes must be at least 20.
+// 24 h). nodes must be at least 20. Finished jobs are forgotten after
+// Slurm's default MinJobAge, PurgeAge (the simulator keeps its own
+// results), so long replays run in bounded memory.
 func SyntheticCluster(nodes int) (scheduler.Config, error) {
 	if nodes < 20 || nodes > 1<<20 {
 		return scheduler.Config{}, fmt.Errorf("%w: cluster of %d nodes out of range [20, 2^20]", ErrInvalidSynthetic, nodes)
@@ -259,5 +261,6 @@ func SyntheticCluster(nodes int) (scheduler.Config, error) {
 		{Name: "h100", Nodes: h100Names, MaxTime: 24 * time.Hour, PriorityTier: 2},
 		{Name: "gb200", Nodes: gbNames, MaxTime: 24 * time.Hour},
 	}
+	cfg.MinJobAge = PurgeAge
 	return cfg, nil
 }

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"crypto/sha256"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -94,7 +95,9 @@ func TestSynthetic(t *testing.T) {
 func TestSyntheticCluster(t *testing.T) {
 	std, err := sim.SyntheticCluster(sim.StandardNodes)
 	require.NoError(t, err)
-	assert.Equal(t, clustertest.StandardCluster(), std, "the standard cluster of DESIGN.md")
+	want := clustertest.StandardCluster()
+	want.MinJobAge = sim.PurgeAge
+	require.True(t, reflect.DeepEqual(want, std), "the standard cluster of DESIGN.md, forgetting finished jobs after PurgeAge")
 
 	small, err := sim.SyntheticCluster(64)
 	require.NoError(t, err)

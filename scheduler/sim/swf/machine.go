@@ -85,7 +85,8 @@ func (m Machine) partition() string {
 
 // Config returns the scheduler configuration of the machine's cluster:
 // Nodes() nodes named n00000, n00001 … of ProcsPerNode CPUs (no memory, no
-// GPUs) in one default partition without time limits.
+// GPUs) in one default partition without time limits, forgetting finished
+// jobs after sim.PurgeAge (MinJobAge).
 func (m Machine) Config() (scheduler.Config, error) {
 	if err := m.Validate(); err != nil {
 		return scheduler.Config{}, err
@@ -96,6 +97,7 @@ func (m Machine) Config() (scheduler.Config, error) {
 		cfg.Nodes[i] = scheduler.NodeConfig{Name: fmt.Sprintf("n%05d", i), CPUs: max(m.ProcsPerNode, 1)}
 	}
 	cfg.Partitions = []scheduler.PartitionConfig{{Name: m.partition(), Default: true}}
+	cfg.MinJobAge = sim.PurgeAge
 	return cfg, nil
 }
 
