@@ -781,9 +781,19 @@ func (p *Profile) choose(q *query, F topology.NodeSet, t int64) ([]int, error) {
 				idle = append(idle, i)
 			}
 		}
-		out = append(out, idle[:q.n-len(out)]...)
+		// Merge the two ascending runs, from the back.
+		b, k := len(out), q.n-len(out)
+		out = out[:q.n]
+		for i, j, w := b-1, k-1, q.n-1; j >= 0; w-- {
+			if i >= 0 && out[i] > idle[j] {
+				out[w] = out[i]
+				i--
+			} else {
+				out[w] = idle[j]
+				j--
+			}
+		}
 		sc.idle = idle
-		slices.Sort(out)
 		return out, nil
 	}
 	nodes := q.chooser(F, q.n)
