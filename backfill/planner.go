@@ -555,6 +555,10 @@ type planScratch struct {
 	sets    []topology.NodeSet
 	cands   []int32 // the shape cache's candidate lists
 	run     run
+	// shapePool holds the shapes of earlier passes; the first shapesUsed
+	// are this pass's.
+	shapePool  []*shape
+	shapesUsed int
 }
 
 func (p *Profile) planScratch() *planScratch {
@@ -569,6 +573,7 @@ func (p *Profile) planScratch() *planScratch {
 	clear(ps.setIdx)
 	clear(ps.counts)
 	clear(ps.partRes)
+	ps.shapesUsed = 0
 	return ps
 }
 
@@ -858,9 +863,25 @@ func (r *run) shapeFor(j *Job, q *query) *shape {
 	r.keyBuf = append(r.keyBuf, j.ChooserKey...)
 	sh := r.shapes[string(r.keyBuf)] // no allocation when found
 	if sh == nil {
-		sh = &shape{capable: -1}
+		sh = r.newShape()
 		r.shapes[string(r.keyBuf)] = sh
 	}
+	return sh
+}
+
+// newShape returns an empty shape, reusing one of an earlier pass on the
+// same profile (the shape cache lives for one pass).
+func (r *run) newShape() *shape {
+	ps := r.p.sc.plan
+	if ps.shapesUsed < len(ps.shapePool) {
+		sh := ps.shapePool[ps.shapesUsed]
+		ps.shapesUsed++
+		*sh = shape{capable: -1, ents: sh.ents[:0]}
+		return sh
+	}
+	sh := &shape{capable: -1}
+	ps.shapePool = append(ps.shapePool, sh)
+	ps.shapesUsed++
 	return sh
 }
 
