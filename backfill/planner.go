@@ -1,10 +1,11 @@
 package backfill
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
@@ -393,11 +394,11 @@ func (pl *Planner) plan(prof *Profile, prev *Plan, jobs []Job) (*Plan, error) {
 			ps.ids[prev.Entries[x].ID] = struct{}{}
 		}
 		st = *prev.pass
-		for k, v := range st.counts {
-			ps.counts[k] = v
+		for _, c := range st.counts {
+			ps.counts[c.k] = c.n
 		}
-		for k, v := range st.partRes {
-			ps.partRes[k] = v
+		for _, c := range st.partRes {
+			ps.partRes[c.part] = c.n
 		}
 	}
 	var kept *entry
@@ -471,12 +472,17 @@ func (pl *Planner) plan(prof *Profile, prev *Plan, jobs []Job) (*Plan, error) {
 	}
 	ps.sets = r.sets
 	r.plan.pass = &passState{resv: r.resv, stop: stop, tested: r.plan.Stats.Tested}
-	if len(r.counts) > 0 {
-		r.plan.pass.counts = maps.Clone(r.counts)
+	for k, n := range r.counts {
+		r.plan.pass.counts = append(r.plan.pass.counts, groupCount{k, n})
 	}
-	if len(r.partRes) > 0 {
-		r.plan.pass.partRes = maps.Clone(r.partRes)
+	for part, n := range r.partRes {
+		r.plan.pass.partRes = append(r.plan.pass.partRes, partCount{part, n})
 	}
+	// Deterministic, like everything a plan holds.
+	slices.SortFunc(r.plan.pass.partRes, func(x, y partCount) int { return strings.Compare(x.part, y.part) })
+	slices.SortFunc(r.plan.pass.counts, func(x, y groupCount) int {
+		return cmp.Or(cmp.Compare(x.k.kind, y.k.kind), strings.Compare(x.k.a, y.k.a), strings.Compare(x.k.b, y.k.b))
+	})
 	st2 := &r.plan.Stats
 	st2.Started, st2.Reserved, st2.Estimated, st2.BeyondWindow, st2.NeverFits, st2.NotTested = 0, 0, 0, 0, 0, 0
 	for x := range r.plan.Entries {
@@ -504,10 +510,20 @@ func (pl *Planner) plan(prof *Profile, prev *Plan, jobs []Job) (*Plan, error) {
 // passState is what a pass leaves for Extend to continue it.
 type passState struct {
 	resv    int
-	partRes map[string]int
-	counts  map[countKey]int
+	partRes []partCount
+	counts  []groupCount
 	stop    Reason
 	tested  int
+}
+
+type partCount struct {
+	part string
+	n    int
+}
+
+type groupCount struct {
+	k countKey
+	n int
 }
 
 func (pl *Planner) validateJobs(p *Profile, jobs []Job, ids map[JobID]struct{}, firstKept bool) error {
