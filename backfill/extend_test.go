@@ -3,6 +3,7 @@ package backfill
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -116,4 +117,59 @@ func requireSamePlan(t *testing.T, want, got *Plan, wantProf, gotProf *Profile) 
 		require.NoError(t, err)
 		require.Equal(t, a, b, "node %d", i)
 	}
+}
+
+// TestPlanIntoReuses checks that PlanInto and ExtendInto, writing into
+// plans used before, give what Plan and Extend give, and that a plan
+// extended into another keeps its own node lists intact.
+func TestPlanIntoReuses(t *testing.T) {
+	var a, b *Plan // reused from seed to seed, alternately
+	for seed := range 200 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 61))
+		p, _ := randomSetup(t, rng, []int64{1, 60}[seed%2])
+		id := JobID(1000)
+		pl, jobs := randomPlanInput(t, rng, p, &id)
+		cut := rng.IntN(len(jobs) + 1)
+
+		fresh := p.Clone()
+		first, err := pl.Plan(fresh, jobs[:cut])
+		require.NoError(t, err)
+		want, err := pl.Extend(fresh, first, jobs[cut:])
+		require.NoError(t, err)
+
+		reused := p.Clone()
+		a, err = pl.PlanInto(a, reused, jobs[:cut])
+		require.NoError(t, err)
+		sameEntries(t, first.Entries, a.Entries)
+		before := clonePlanEntries(a)
+		b, err = pl.ExtendInto(b, reused, a, jobs[cut:])
+		require.NoError(t, err)
+		sameEntries(t, want.Entries, b.Entries)
+		require.True(t, slices.Equal(want.Starts, b.Starts), "starts %v, want %v", b.Starts, want.Starts)
+		sameEntries(t, before, a.Entries) // the extended plan is left as it was
+		_, err = pl.ExtendInto(a, reused, a, nil)
+		require.ErrorIs(t, err, ErrInvalidConfig)
+		a, b = b, a
+	}
+}
+
+func clonePlanEntries(p *Plan) []Entry {
+	out := make([]Entry, len(p.Entries))
+	for x, e := range p.Entries {
+		out[x] = e
+		out[x].Nodes = append([]int(nil), e.Nodes...)
+		if e.Nodes == nil {
+			out[x].Nodes = nil
+		}
+	}
+	return out
+}
+
+// sameEntries compares entry lists, an empty one equal to nil.
+func sameEntries(t *testing.T, want, got []Entry) {
+	t.Helper()
+	if len(want) == 0 && len(got) == 0 {
+		return
+	}
+	require.Equal(t, want, got)
 }

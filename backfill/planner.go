@@ -315,6 +315,7 @@ type Plan struct {
 	Stats  Stats
 
 	pass *passState // for Extend
+	slab []int      // the chunk the node lists were last cut from (PlanInto reuses it)
 }
 
 // Planner runs backfill passes with one configuration. It holds no state
@@ -356,7 +357,15 @@ func (pl *Planner) NewProfile(now time.Time, nodes []NodeState, running []Runnin
 // Plan validates every job before touching prof; on error prof is
 // unchanged.
 func (pl *Planner) Plan(prof *Profile, jobs []Job) (*Plan, error) {
-	return pl.plan(prof, nil, jobs)
+	return pl.plan(nil, prof, nil, jobs)
+}
+
+// PlanInto is Plan writing into dst, whose entries and node lists are
+// reused (their earlier contents are overwritten): a caller planning cycle
+// after cycle alternates two plans and allocates almost nothing. It
+// returns dst. A nil dst is a new plan.
+func (pl *Planner) PlanInto(dst *Plan, prof *Profile, jobs []Job) (*Plan, error) {
+	return pl.plan(dst, prof, nil, jobs)
 }
 
 // Extend continues the pass that produced prev with more jobs, which come
@@ -374,13 +383,22 @@ func (pl *Planner) Plan(prof *Profile, jobs []Job) (*Plan, error) {
 // the whole list would give, for the cost of the new jobs alone. Knowing
 // that is the caller's part.
 func (pl *Planner) Extend(prof *Profile, prev *Plan, more []Job) (*Plan, error) {
-	if prev == nil || prev.pass == nil {
-		return nil, fmt.Errorf("%w: Extend needs a plan made by Plan or Extend", ErrInvalidConfig)
-	}
-	return pl.plan(prof, prev, more)
+	return pl.ExtendInto(nil, prof, prev, more)
 }
 
-func (pl *Planner) plan(prof *Profile, prev *Plan, jobs []Job) (*Plan, error) {
+// ExtendInto is Extend writing into dst, as PlanInto does (prev's entries
+// and node lists are copied into it); dst must not be prev.
+func (pl *Planner) ExtendInto(dst *Plan, prof *Profile, prev *Plan, more []Job) (*Plan, error) {
+	switch {
+	case prev == nil || prev.pass == nil:
+		return nil, fmt.Errorf("%w: Extend needs a plan made by Plan or Extend", ErrInvalidConfig)
+	case dst == prev:
+		return nil, fmt.Errorf("%w: ExtendInto cannot write into the plan it extends", ErrInvalidConfig)
+	}
+	return pl.plan(dst, prof, prev, more)
+}
+
+func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan, error) {
 	cfg := &pl.cfg
 	if prof.Resolution() != cfg.Resolution {
 		return nil, fmt.Errorf("%w: profile resolution %v differs from the planner's %v", ErrInvalidConfig, prof.Resolution(), cfg.Resolution)
@@ -426,14 +444,27 @@ func (pl *Planner) plan(prof *Profile, prev *Plan, jobs []Job) (*Plan, error) {
 		sets:    ps.sets[:0],
 		resv:    st.resv,
 		kept:    kept,
-		plan:    &Plan{Entries: make([]Entry, off+len(jobs))},
 	}
+	if dst == nil {
+		dst = &Plan{}
+	}
+	n := off + len(jobs)
+	entries := slices.Grow(dst.Entries[:0], n)[:n]
+	clear(entries)
+	*dst = Plan{Entries: entries, Starts: dst.Starts[:0], slab: dst.slab}
+	r.plan = dst
 	r.plan.Stats.Tested = st.tested
+	r.slab = dst.slab[:0] // node lists: the largest chunk of dst's last use
+	r.q.slab = &r.slab
 	if prev != nil {
 		copy(r.plan.Entries, prev.Entries)
-		r.plan.Starts = slices.Clone(prev.Starts)
+		for x := range prev.Entries { // dst owns its node lists
+			if nodes := prev.Entries[x].Nodes; nodes != nil {
+				r.plan.Entries[x].Nodes = append(r.q.nodeList(len(nodes)), nodes...)
+			}
+		}
+		r.plan.Starts = append(r.plan.Starts, prev.Starts...)
 	}
-	r.q.slab = &r.slab
 	ps.cands = ps.cands[:0] // the last pass's shape cache is gone
 	r.q.cslab = &ps.cands
 	stop := st.stop
@@ -471,6 +502,7 @@ func (pl *Planner) plan(prof *Profile, prev *Plan, jobs []Job) (*Plan, error) {
 		}
 	}
 	ps.sets = r.sets
+	r.plan.slab = r.slab
 	r.plan.pass = &passState{resv: r.resv, stop: stop, tested: r.plan.Stats.Tested}
 	for k, n := range r.counts {
 		r.plan.pass.counts = append(r.plan.pass.counts, groupCount{k, n})

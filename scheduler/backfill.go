@@ -40,6 +40,7 @@ type bfState struct {
 	// The last plan, when it was made, its jobs, and the node states and
 	// reservation windows it saw: what canExtend compares.
 	plan                 *backfill.Plan
+	spare                *backfill.Plan // the plan before, reused for the next
 	planAt               time.Time
 	prevJobs             []backfill.Job
 	prevUsable           topology.NodeSet
@@ -202,24 +203,27 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	if err != nil {
 		return err
 	}
+	// Two plans alternate: this cycle's is written into the one before
+	// last (the last one is what it may extend).
+	dst := b.spare
 	var plan *backfill.Plan
 	if extended {
-		plan, err = b.planner.Extend(prof, b.plan, jobs[len(b.prevJobs):])
+		plan, err = b.planner.ExtendInto(dst, prof, b.plan, jobs[len(b.prevJobs):])
 	} else {
 		for _, w := range windows {
 			if err := prof.Block(backfill.JobID(w.id), w.w.Start, w.w.End, w.nodes); err != nil {
 				return fmt.Errorf("scheduler: backfill: reservations: %w", err)
 			}
 		}
-		plan, err = b.planner.Plan(prof, jobs)
+		plan, err = b.planner.PlanInto(dst, prof, jobs)
 	}
 	if err != nil {
-		b.plan = nil
+		b.plan, b.spare = nil, nil
 		return fmt.Errorf("scheduler: backfill plan: %w", err)
 	}
 	// What the next cycle needs to extend this plan.
 	b.windows, b.prevWindows = b.prevWindows[:0], windows
-	b.plan, b.planAt = plan, now
+	b.spare, b.plan, b.planAt = b.plan, plan, now
 	b.prevJobs = append(b.prevJobs[:0], jobs...)
 	if b.prevUsable.Len() != s.usable.Len() {
 		b.prevUsable = topology.NewNodeSet(s.usable.Len())
