@@ -74,8 +74,9 @@ func (p *Profile) Advance(now time.Time) error {
 
 	// Entries that end at or before now: overdue running jobs, and
 	// reservations and blocks that are over.
-	var overdue, expired []*entry
-	lo, hi := &entry{}, &entry{}
+	sc := p.scratch()
+	overdue, expired := sc.overdue[:0], sc.expired[:0]
+	lo, hi := &sc.lo, &sc.hi
 	for k := kindRunning; k <= kindBlock; k++ {
 		lo.kind, lo.end, hi.kind, hi.end = k, math.MinInt64, k, o+1
 		p.idx.AscendRange(lo, hi, func(e *entry) bool {
@@ -122,6 +123,9 @@ func (p *Profile) Advance(now time.Time) error {
 		p.addEntry(&ne)
 		p.change(ne.nodes, ne.use, o, end, -1)
 	}
+	clear(overdue)
+	clear(expired)
+	sc.overdue, sc.expired = overdue[:0], expired[:0]
 	return nil
 }
 
@@ -252,14 +256,18 @@ func (p *Profile) ReleaseBlocks() int { return p.releaseKind(kindBlock, nil) }
 // releaseKind releases every entry of kind k but the one of job *keep.
 func (p *Profile) releaseKind(k entryKind, keep *JobID) int {
 	p.index()
-	var es []*entry
-	p.idx.AscendRange(&entry{kind: k, end: math.MinInt64}, &entry{kind: k + 1, end: math.MinInt64}, func(e *entry) bool {
+	sc := p.scratch()
+	es := sc.expired[:0]
+	sc.lo, sc.hi = entry{kind: k, end: math.MinInt64}, entry{kind: k + 1, end: math.MinInt64}
+	p.idx.AscendRange(&sc.lo, &sc.hi, func(e *entry) bool {
 		if keep == nil || e.id != *keep {
 			es = append(es, e)
 		}
 		return true
 	})
 	p.releaseAll(es)
+	clear(es)
+	sc.expired = es[:0]
 	return len(es)
 }
 

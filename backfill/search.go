@@ -241,10 +241,13 @@ type scratch struct {
 	rel          relBufs
 	plan         *planScratch
 	idle         []int
-	ghost        ghost
-	gpos         []int32
-	gblk         []bool
-	gbuf         []int64
+	// Advance's and releaseKind's entry lists and range bounds.
+	overdue, expired []*entry
+	lo, hi           entry
+	ghost            ghost
+	gpos             []int32
+	gblk             []bool
+	gbuf             []int64
 }
 
 func (p *Profile) scratch() *scratch {
