@@ -441,27 +441,31 @@ func TestRunPurgeChangesNothing(t *testing.T) {
 	require.Equal(t, sim.PurgeAge, cfg.MinJobAge)
 	jobs, err := sim.Synthetic(sim.SyntheticFor(64, 1500, 3))
 	require.NoError(t, err)
-	replay := func(minAge time.Duration) (sim.Result, *scheduler.Scheduler) {
-		c := cfg
-		c.MinJobAge = minAge
-		require.NoError(t, sim.EASY.Apply(&c, &sim.Options{}))
-		s, err := scheduler.New(c)
-		require.NoError(t, err)
-		res, err := sim.Run(s, &sim.SliceSource{Jobs: jobs}, sim.Options{})
-		require.NoError(t, err)
-		return res, s
-	}
-	kept, _ := replay(0)
-	purged, s := replay(sim.PurgeAge)
-	require.Equal(t, kept.Jobs, purged.Jobs)
-	require.Equal(t, kept.Summary, purged.Summary)
-	require.Equal(t, kept.Cycles, purged.Cycles)
-	end := kept.End
-	held := s.Jobs()
-	require.Less(t, len(held), len(jobs)/2, "finished jobs are forgotten")
-	for _, j := range held {
-		if !j.EndTime.IsZero() {
-			require.Less(t, end.Sub(j.EndTime), sim.PurgeAge+time.Hour, "job %d finished at %v, long before the end %v", j.ID, j.EndTime, end)
-		}
+	for _, p := range []sim.Policy{sim.EASY, sim.Conservative, sim.Priority} {
+		t.Run(string(p), func(t *testing.T) {
+			replay := func(minAge time.Duration) (sim.Result, *scheduler.Scheduler) {
+				c := cfg
+				c.MinJobAge = minAge
+				var opt sim.Options
+				require.NoError(t, p.Apply(&c, &opt))
+				s, err := scheduler.New(c)
+				require.NoError(t, err)
+				res, err := sim.Run(s, &sim.SliceSource{Jobs: jobs}, opt)
+				require.NoError(t, err)
+				return res, s
+			}
+			kept, _ := replay(0)
+			purged, s := replay(sim.PurgeAge)
+			require.Equal(t, kept.Jobs, purged.Jobs)
+			require.Equal(t, kept.Summary, purged.Summary)
+			require.Equal(t, kept.Cycles, purged.Cycles)
+			held := s.Jobs()
+			require.Less(t, len(held), len(jobs)/2, "finished jobs are forgotten")
+			for _, j := range held {
+				if !j.EndTime.IsZero() {
+					require.Less(t, kept.End.Sub(j.EndTime), sim.PurgeAge+time.Hour, "job %d finished at %v, long before the end %v", j.ID, j.EndTime, kept.End)
+				}
+			}
+		})
 	}
 }
