@@ -70,9 +70,10 @@ type Config struct {
 	// and Jobs no longer report it, events naming it fail with
 	// ErrUnknownJob — once it has been finished this long, and not before
 	// the cycle after the one that first saw it finished, so that a caller
-	// reading every cycle (a ledger Recorder) sees it. Its outcome is kept
-	// for dependencies. It bounds the memory of a long-running control
-	// plane or of a simulation of millions of jobs. Zero keeps every
+	// reading every cycle (a ledger Recorder) sees it. Its outcome (a few
+	// dozen bytes) is kept for dependencies. It bounds the memory of a
+	// long-running control plane or of a simulation of millions of jobs
+	// to the jobs in flight. Zero keeps every
 	// finished job, as MinJobAge=0 does in Slurm (whose default is 300 s).
 	MinJobAge time.Duration
 	// Registry is the TRES registry the scheduler indexes vectors by. Nil

@@ -59,8 +59,9 @@ func (s *SliceSource) Next() (Job, bool, error) {
 // PurgeAge is the MinJobAge of the clusters the simulator builds
 // (SyntheticCluster, swf.Machine.Config): Slurm's default, 5 minutes. A
 // finished job's record then leaves the scheduler (the simulator keeps its
-// own JobResult), so a replay of millions of jobs runs in memory bounded by
-// the jobs in flight; its outcome stays for dependencies.
+// own JobResult, unless Options.DiscardJobs), so a replay of millions of
+// jobs keeps only the jobs in flight plus a few dozen bytes per finished
+// job: its outcome, kept for dependencies.
 const PurgeAge = 5 * time.Minute
 
 // Options tune a run. The zero value runs the whole workload, scheduling
