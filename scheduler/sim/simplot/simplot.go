@@ -44,7 +44,10 @@ type Options struct {
 // WritePNG draws res's series as a PNG to w: three panels over time since
 // the first arrival — utilisation of the cluster's GPUs (CPUs on a
 // cluster without GPUs) in percent, the number of pending jobs, and the
-// GPUs (CPUs) left idle while jobs were pending. When res has an
+// GPUs (CPUs) left idle while jobs were pending. Each point is a bucket's
+// time-weighted mean (Options.Buckets); the queue and idle panels also
+// draw each bucket's peak as a line, so that short spikes (a queue burst,
+// the cluster draining for a large job) stay visible. When res has an
 // explanation series (sim.Options.ExplainEvery), two stacked panels
 // follow: the idle GPUs (CPUs) by idle class (scheduler.IdleClass), and
 // the pending jobs by reason (the five reasons with the most
@@ -118,18 +121,48 @@ func WritePNG(w io.Writer, res sim.Result, opt Options) error {
 		return 100 * busy(s) / capacity
 	}
 
+	// peaks is the largest value of f within each bucket (of the series
+	// as recorded: exact unless sim.Options.SeriesStep is set), drawn as a
+	// thin line over the bucket means so that short spikes stay visible.
+	peaks := func(f func(sim.Sample) float64) plotter.XYs {
+		n := int(end.Sub(start)/step) + 1
+		peak := make([]float64, n)
+		for i, s := range res.Series {
+			segEnd := end
+			if i+1 < len(res.Series) {
+				segEnd = res.Series[i+1].At
+			}
+			if !segEnd.After(s.At) {
+				continue // a state that lasted no time (before a cycle at the same instant)
+			}
+			v := f(s)
+			first := int(s.At.Sub(start) / step)
+			last := int((segEnd.Sub(start) - 1) / step)
+			for k := max(first, 0); k <= min(last, n-1); k++ {
+				peak[k] = max(peak[k], v)
+			}
+		}
+		pts := make(plotter.XYs, 0, n+1)
+		for k, v := range peak {
+			pts = append(pts, plotter.XY{X: float64(time.Duration(k)*step) / float64(perUnit), Y: v})
+		}
+		pts = append(pts, plotter.XY{X: float64(end.Sub(start)) / float64(perUnit), Y: peak[n-1]})
+		return pts
+	}
+
 	panels := []struct {
 		title, ylabel string
-		pts           plotter.XYs
+		pts, peaks    plotter.XYs
 		line, fill    color.Color
 		ymax          float64
 	}{
 		{fmt.Sprintf("Utilisation of %.0f %s (mean %.1f %%)", capacity, what, 100*res.Summary.Utilization),
-			"% allocated", xy(util), color.RGBA{R: 31, G: 119, B: 180, A: 255}, color.NRGBA{R: 31, G: 119, B: 180, A: 80}, 100},
-		{fmt.Sprintf("Queue length (mean %.1f, max %d pending jobs)", res.Summary.MeanPending, res.Summary.MaxPending),
-			"pending jobs", xy(func(s sim.Sample) float64 { return s.Pending }), color.RGBA{R: 214, G: 39, B: 40, A: 255}, color.NRGBA{R: 214, G: 39, B: 40, A: 70}, 0},
-		{fmt.Sprintf("Idle %s while jobs wait (%.1f %% of capacity over the span)", what, 100*res.Summary.IdleWhileWaiting),
-			"idle " + what, xy(idle), color.RGBA{R: 255, G: 127, B: 14, A: 255}, color.NRGBA{R: 255, G: 127, B: 14, A: 80}, 0},
+			"% allocated", xy(util), nil, color.RGBA{R: 31, G: 119, B: 180, A: 255}, color.NRGBA{R: 31, G: 119, B: 180, A: 80}, 100},
+		{fmt.Sprintf("Queue length (mean %.1f, max %d pending jobs; fill: mean per bucket, line: peak)", res.Summary.MeanPending, res.Summary.MaxPending),
+			"pending jobs", xy(func(s sim.Sample) float64 { return s.Pending }), peaks(func(s sim.Sample) float64 { return s.Pending }),
+			color.RGBA{R: 214, G: 39, B: 40, A: 255}, color.NRGBA{R: 214, G: 39, B: 40, A: 70}, 0},
+		{fmt.Sprintf("Idle %s while jobs wait (%.1f %% of capacity over the span; fill: mean per bucket, line: peak)", what, 100*res.Summary.IdleWhileWaiting),
+			"idle " + what, xy(idle), peaks(idle), color.RGBA{R: 255, G: 127, B: 14, A: 255}, color.NRGBA{R: 255, G: 127, B: 14, A: 80}, 0},
 	}
 	plots := make([][]*plot.Plot, len(panels))
 	for i, pn := range panels {
@@ -147,7 +180,20 @@ func WritePNG(w io.Writer, res sim.Result, opt Options) error {
 		l.Width = vg.Points(1)
 		l.FillColor = pn.fill
 		l.StepStyle = plotter.PostStep
-		p.Add(l)
+		if pn.peaks != nil {
+			// The mean as a fill only; the peaks as the line.
+			l.Color = color.Transparent
+			pk, err := plotter.NewLine(pn.peaks)
+			if err != nil {
+				return fmt.Errorf("simplot: panel %d: %w", i, err)
+			}
+			pk.Color = pn.line
+			pk.Width = vg.Points(0.6)
+			pk.StepStyle = plotter.PostStep
+			p.Add(l, pk)
+		} else {
+			p.Add(l)
+		}
 		p.Y.Min = 0
 		if pn.ymax > 0 {
 			p.Y.Max = pn.ymax
