@@ -121,32 +121,15 @@ func WritePNG(w io.Writer, res sim.Result, opt Options) error {
 		return 100 * busy(s) / capacity
 	}
 
-	// peaks is the largest value of f within each bucket (of the series
-	// as recorded: exact unless sim.Options.SeriesStep is set), drawn as a
-	// thin line over the bucket means so that short spikes stay visible.
+	// peaks is drawn as a thin line over the bucket means so that short
+	// spikes stay visible.
 	peaks := func(f func(sim.Sample) float64) plotter.XYs {
-		n := int(end.Sub(start)/step) + 1
-		peak := make([]float64, n)
-		for i, s := range res.Series {
-			segEnd := end
-			if i+1 < len(res.Series) {
-				segEnd = res.Series[i+1].At
-			}
-			if !segEnd.After(s.At) {
-				continue // a state that lasted no time (before a cycle at the same instant)
-			}
-			v := f(s)
-			first := int(s.At.Sub(start) / step)
-			last := int((segEnd.Sub(start) - 1) / step)
-			for k := max(first, 0); k <= min(last, n-1); k++ {
-				peak[k] = max(peak[k], v)
-			}
-		}
-		pts := make(plotter.XYs, 0, n+1)
+		peak := bucketPeaks(res.Series, start, end, step, f)
+		pts := make(plotter.XYs, 0, len(peak)+1)
 		for k, v := range peak {
 			pts = append(pts, plotter.XY{X: float64(time.Duration(k)*step) / float64(perUnit), Y: v})
 		}
-		pts = append(pts, plotter.XY{X: float64(end.Sub(start)) / float64(perUnit), Y: peak[n-1]})
+		pts = append(pts, plotter.XY{X: float64(end.Sub(start)) / float64(perUnit), Y: peak[len(peak)-1]})
 		return pts
 	}
 
@@ -239,4 +222,30 @@ func WritePNG(w io.Writer, res sim.Result, opt Options) error {
 		return fmt.Errorf("simplot: writing PNG: %w", err)
 	}
 	return nil
+}
+
+// bucketPeaks returns the largest value of f in each step-long bucket of
+// [start, end) over the series as recorded (exact unless
+// sim.Options.SeriesStep is set: then the largest bucket mean), each
+// sample holding until the next one; states that lasted no time (before a
+// cycle at the same instant) do not count.
+func bucketPeaks(series []sim.Sample, start, end time.Time, step time.Duration, f func(sim.Sample) float64) []float64 {
+	n := max(int((end.Sub(start)+step-1)/step), 1) // buckets covering [start, end)
+	peak := make([]float64, n)
+	for i, s := range series {
+		segEnd := end
+		if i+1 < len(series) {
+			segEnd = series[i+1].At
+		}
+		if !segEnd.After(s.At) {
+			continue
+		}
+		v := f(s)
+		first := int(s.At.Sub(start) / step)
+		last := int((segEnd.Sub(start) - 1) / step)
+		for k := max(first, 0); k <= min(last, n-1); k++ {
+			peak[k] = max(peak[k], v)
+		}
+	}
+	return peak
 }
