@@ -796,7 +796,8 @@ func (s *Scheduler) release(j *job, ended bool) {
 	s.running.Delete(j)
 }
 
-// Job returns a snapshot of job id.
+// Job returns a snapshot of job id: false for an ID never submitted, or
+// for a job finished more than Config.MinJobAge ago and forgotten.
 func (s *Scheduler) Job(id JobID) (Job, bool) {
 	j, ok := s.jobs[id]
 	if !ok {
@@ -826,7 +827,8 @@ func (s *Scheduler) snapshot(j *job) Job {
 	return out
 }
 
-// Jobs returns snapshots of every job the scheduler holds, by ID.
+// Jobs returns snapshots of every job the scheduler holds, by ID (finished
+// jobs until Config.MinJobAge forgets them).
 func (s *Scheduler) Jobs() []Job {
 	ids := make([]JobID, 0, len(s.jobs))
 	for id := range s.jobs {
