@@ -818,10 +818,28 @@ func (s *Scheduler) snapshot(j *job) Job {
 	}
 	out.PerNode = j.perNode.Clone()
 	out.Alloc = Allocation{Nodes: make([]NodeAlloc, len(j.Alloc.Nodes)), Quality: j.Alloc.Quality, Billing: j.Alloc.Billing}
+	// The copies share three backing arrays (CPUs, devices, TRES), each
+	// node's slice capped at its own length.
+	var nc, nd, nt int
+	for _, na := range j.Alloc.Nodes {
+		nc, nd, nt = nc+len(na.CPUs), nd+len(na.Devices), nt+len(na.TRES)
+	}
+	ints := make([]int, nc+nd)
+	cpus, devs := ints[:nc], ints[nc:]
+	tres := make(gres.Vector, nt)
 	for i, na := range j.Alloc.Nodes {
-		na.CPUs = slices.Clone(na.CPUs)
-		na.Devices = slices.Clone(na.Devices)
-		na.TRES = na.TRES.Clone()
+		if na.CPUs != nil {
+			na.CPUs = cpus[:copy(cpus, na.CPUs):len(na.CPUs)]
+			cpus = cpus[len(na.CPUs):]
+		}
+		if na.Devices != nil {
+			na.Devices = devs[:copy(devs, na.Devices):len(na.Devices)]
+			devs = devs[len(na.Devices):]
+		}
+		if na.TRES != nil {
+			na.TRES = tres[:copy(tres, na.TRES):len(na.TRES)]
+			tres = tres[len(na.TRES):]
+		}
 		out.Alloc.Nodes[i] = na
 	}
 	return out
