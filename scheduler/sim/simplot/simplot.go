@@ -155,27 +155,23 @@ func WritePNG(w io.Writer, res sim.Result, opt Options) error {
 		p.Y.Label.Text = pn.ylabel
 		p.X.Label.Text = fmt.Sprintf("%s since %s", unit, start.UTC().Format("2006-01-02 15:04 MST"))
 		p.Add(plotter.NewGrid())
-		l, err := plotter.NewLine(pn.pts)
-		if err != nil {
-			return fmt.Errorf("simplot: panel %d: %w", i, err)
-		}
-		l.Color = pn.line
-		l.Width = vg.Points(1)
-		l.FillColor = pn.fill
-		l.StepStyle = plotter.PostStep
-		if pn.peaks != nil {
-			// The mean as a fill only; the peaks as the line.
-			l.Color = color.Transparent
-			pk, err := plotter.NewLine(pn.peaks)
+		if pn.peaks == nil {
+			l, err := stepLine(pn.pts, pn.line, pn.fill, 1)
 			if err != nil {
 				return fmt.Errorf("simplot: panel %d: %w", i, err)
 			}
-			pk.Color = pn.line
-			pk.Width = vg.Points(0.6)
-			pk.StepStyle = plotter.PostStep
-			p.Add(l, pk)
-		} else {
 			p.Add(l)
+		} else {
+			// The mean as a fill only; the peaks as the line.
+			l, err := stepLine(pn.pts, color.Transparent, pn.fill, 1)
+			if err != nil {
+				return fmt.Errorf("simplot: panel %d: %w", i, err)
+			}
+			pk, err := stepLine(pn.peaks, pn.line, nil, 0.6)
+			if err != nil {
+				return fmt.Errorf("simplot: panel %d: %w", i, err)
+			}
+			p.Add(l, pk)
 		}
 		p.Y.Min = 0
 		if pn.ymax > 0 {
@@ -248,4 +244,18 @@ func bucketPeaks(series []sim.Sample, start, end time.Time, step time.Duration, 
 		}
 	}
 	return peak
+}
+
+// stepLine is a post-step line through pts, of the given colour and width
+// in points, filled below with fill unless it is nil.
+func stepLine(pts plotter.XYs, line, fill color.Color, width float64) (*plotter.Line, error) {
+	l, err := plotter.NewLine(pts)
+	if err != nil {
+		return nil, err
+	}
+	l.Color = line
+	l.Width = vg.Points(width)
+	l.FillColor = fill
+	l.StepStyle = plotter.PostStep
+	return l, nil
 }
