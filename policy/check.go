@@ -92,14 +92,13 @@ const (
 // partition's own limits. Running jobs are never judged: a limit lowered
 // below current usage only holds new starts.
 func (p *Policy) CheckStart(now time.Time, r *Request, u *Usage) Blocker {
-	b, _ := p.check(now, r, u, modeStart, nil)
-	return b
+	return p.check(now, r, u, modeStart, nil)
 }
 
 // CheckStartAll is CheckStart reporting every limit that holds r, appended
 // to dst: what an explanation lists as "would have to change".
 func (p *Policy) CheckStartAll(now time.Time, r *Request, u *Usage, dst []Blocker) []Blocker {
-	_, dst = p.check(now, r, u, modeStart, &dst)
+	p.check(now, r, u, modeStart, &dst)
 	return dst
 }
 
@@ -123,7 +122,7 @@ func (p *Policy) CheckSubmit(r *Request, u *Usage) error {
 	if c := r.Subject.pl.needResv; c.Limit != "" && r.Reservation == "" {
 		return &LimitError{Blocker: Blocker{Constraint: c, Detail: "the job must name a reservation"}, err: ErrNotAllowed}
 	}
-	b, _ := p.check(time.Time{}, r, u, modeSubmit, nil)
+	b := p.check(time.Time{}, r, u, modeSubmit, nil)
 	if b.Blocked() {
 		return &LimitError{Blocker: b, err: ErrLimit}
 	}
@@ -153,7 +152,12 @@ func (p *Policy) validRequest(r *Request) error {
 
 var blockMisuse = Blocker{Constraint: Constraint{Reason: ReasonAccountingPolicy, Limit: "Usage"}}
 
-func (p *Policy) check(now time.Time, r *Request, u *Usage, mode checkMode, all *[]Blocker) (Blocker, []Blocker) {
+// check returns the first blocker of r in hierarchy order. With all
+// non-nil it appends every blocker to *all instead and returns the zero
+// Blocker.
+func (p *Policy) check(now time.Time, r *Request, u *Usage, mode checkMode, all *[]Blocker) Blocker {
+	// emit reports whether b is the answer (first-blocker mode); in
+	// all-blockers mode it collects b and the check goes on.
 	emit := func(b Blocker) bool {
 		if all == nil {
 			return true
@@ -161,29 +165,25 @@ func (p *Policy) check(now time.Time, r *Request, u *Usage, mode checkMode, all 
 		*all = append(*all, b)
 		return false
 	}
-	var none []Blocker
-	if all != nil {
-		none = *all
-	}
 	pl := r.Subject.pl
 	if pl == nil || pl.owner != p || (u != nil && u.p != p) {
 		b := blockMisuse
 		b.Detail = "request subject or usage counters belong to another policy (Resolve again, or Usage.Rebind)"
 		if emit(b) {
-			return b, none
+			return b
 		}
-		return Blocker{}, *all
+		return Blocker{}
 	}
 	if mode == modeStart {
 		if d := r.Subject.denied; d != nil {
 			if emit(*d) {
-				return *d, none
+				return *d
 			}
 		}
 		if c := pl.needResv; c.Limit != "" && r.Reservation == "" {
 			b := Blocker{Constraint: c, Detail: "the job must name a reservation"}
 			if emit(b) {
-				return b, none
+				return b
 			}
 		}
 		if pl.threshold > 0 && r.HasFairShare && r.FairShare < pl.threshold {
@@ -191,7 +191,7 @@ func (p *Policy) check(now time.Time, r *Request, u *Usage, mode checkMode, all 
 			b := Blocker{Constraint: Constraint{Reason: ReasonQOSUsageThreshold, Limit: "UsageThreshold", Level: LevelJobQOS, Entity: q.Name},
 				Detail: fmt.Sprintf("association fair-share %.4g is below %.4g", r.FairShare, pl.threshold)}
 			if emit(b) {
-				return b, none
+				return b
 			}
 		}
 	}
@@ -203,15 +203,11 @@ func (p *Policy) check(now time.Time, r *Request, u *Usage, mode checkMode, all 
 		if !ok || !bad {
 			continue
 		}
-		b := p.blocker(e, r, usage, add)
-		if emit(b) {
-			return b, none
+		if b := p.blocker(e, r, usage, add); emit(b) {
+			return b
 		}
 	}
-	if all == nil {
-		return Blocker{}, nil
-	}
-	return Blocker{}, *all
+	return Blocker{}
 }
 
 // eval computes one entry: usage counted, what the job adds, whether it is
@@ -235,6 +231,13 @@ func (p *Policy) eval(e *entry, now int64, r *Request, u *Usage, mode checkMode,
 			return 0, 0, false, false
 		}
 	}
+	t := e.tres
+	if t >= 0 && e.kind <= kindMaxTRESPerAccount && e.kind != kindMaxTRESPerNode && r.jobVal(t) == 0 {
+		// A job asking none of a TRES is never held by that TRES's limits
+		// (a CPU job ignores an exhausted GPU budget): skip it before
+		// looking up any counter.
+		return 0, 0, false, false
+	}
 	var g *group
 	var c *counter
 	if !submit {
@@ -242,12 +245,6 @@ func (p *Policy) eval(e *entry, now int64, r *Request, u *Usage, mode checkMode,
 		if e.scope == scQOS || e.scope == scAssoc {
 			g = u.groupFor(e)
 		}
-	}
-	t := e.tres
-	if t >= 0 && e.kind <= kindMaxTRESPerAccount && e.kind != kindMaxTRESPerNode && r.jobVal(t) == 0 {
-		// A job asking none of a TRES is never held by that TRES's limits
-		// (a CPU job ignores an exhausted GPU budget).
-		return 0, 0, false, false
 	}
 	switch e.kind {
 	case kindGrpTRES, kindMaxTRESPerUser, kindMaxTRESPerAccount:

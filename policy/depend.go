@@ -278,18 +278,17 @@ func (d Dependency) Evaluate(lookup func(JobID) (Outcome, bool), singletonClear 
 				break
 			}
 		}
-		entity := DepTerm{Type: t.Type, Jobs: t.Jobs}
 		switch st {
 		case DepSatisfied:
 			sat++
 		case DepNever:
 			never++
 			if neverDetail == "" {
-				neverDetail, neverEntity = detail, Dependency{Terms: []DepTerm{entity}}.String()
+				neverDetail, neverEntity = detail, Dependency{Terms: []DepTerm{t}}.String()
 			}
 		default:
 			if waitDetail == "" {
-				waitDetail, waitEntity = detail, Dependency{Terms: []DepTerm{entity}}.String()
+				waitDetail, waitEntity = detail, Dependency{Terms: []DepTerm{t}}.String()
 			}
 		}
 	}

@@ -141,14 +141,6 @@ func runAs(user, account, tres string, nodes int, limit time.Duration) func(e *e
 	}
 }
 
-func both(fs ...func(e *env)) func(e *env) {
-	return func(e *env) {
-		for _, f := range fs {
-			f(e)
-		}
-	}
-}
-
 func setAssoc(i int, l policy.AssocLimits) func(a []policy.Assoc) {
 	return func(a []policy.Assoc) { a[i].Limits = l }
 }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/gres"
 )
 
 // OverSubscribe is a partition's node-sharing mode (slurm.conf
@@ -140,14 +142,14 @@ func (p *Partition) WholeNodes(jobExclusive bool) bool {
 
 // GPUDefaults returns the CPUs and memory (MiB) a node's share of a job
 // gets for gpus GPUs when it asks for none explicitly: DefCPUPerGPU and
-// DefMemPerGPU times gpus (saturating at the policy's count bound).
+// DefMemPerGPU times gpus (saturating at gres.MaxCount).
 func (p *Partition) GPUDefaults(gpus int64) (cpus, memMiB int64) {
 	if gpus <= 0 {
 		return 0, 0
 	}
 	mul := func(a, b int64) int64 {
-		if a != 0 && b > (1<<50)/a {
-			return 1 << 50
+		if a != 0 && b > gres.MaxCount/a {
+			return gres.MaxCount
 		}
 		return a * b
 	}

@@ -143,7 +143,6 @@ type plan struct {
 	part        int32
 	jobQOS      int32
 	qosOrder    []int32
-	qosLevel    []Level
 	assoc       int32
 	path        []int32
 	entries     []entry
@@ -246,19 +245,6 @@ func (p *Policy) tresReason(scope int, k limitKind, t gres.ID) Reason {
 	return ReasonAssociationResourceLimit
 }
 
-var qosCountReasons = map[limitKind]Reason{
-	kindGrpJobs: ReasonQOSGrpJobsLimit, kindGrpSubmit: ReasonQOSGrpSubmitJobsLimit, kindGrpWall: ReasonQOSGrpWallLimit,
-	kindMaxWall: ReasonQOSMaxWallDurationPerJobLimit, kindMaxJobsPerUser: ReasonQOSMaxJobsPerUserLimit,
-	kindMaxJobsPerAccount: ReasonMaxJobsPerAccount, kindMaxSubmitPerUser: ReasonQOSMaxSubmitJobPerUserLimit,
-	kindMaxSubmitPerAccount: ReasonMaxSubmitJobsPerAccount,
-}
-
-var assocCountReasons = map[limitKind]Reason{
-	kindGrpJobs: ReasonAssocGrpJobsLimit, kindGrpSubmit: ReasonAssocGrpSubmitJobsLimit, kindGrpWall: ReasonAssocGrpWallLimit,
-	kindMaxWall: ReasonAssocMaxWallDurationPerJobLimit, kindAssocMaxJobs: ReasonAssocMaxJobsLimit,
-	kindAssocMaxSubmit: ReasonAssocMaxSubmitJobLimit,
-}
-
 func intLimit(p *int) (int64, bool) {
 	if p == nil {
 		return 0, false
@@ -288,14 +274,14 @@ func (p *Policy) buildPlan(part, jobQOS, ua int32) *plan {
 	switch {
 	case partQOS >= 0 && jobQOS >= 0 && partQOS != jobQOS:
 		if p.qos[jobQOS].Flags.Has(QOSOverPartQOS) {
-			pl.qosOrder, pl.qosLevel = []int32{jobQOS, partQOS}, []Level{LevelJobQOS, LevelPartitionQOS}
+			pl.qosOrder = []int32{jobQOS, partQOS}
 		} else {
-			pl.qosOrder, pl.qosLevel = []int32{partQOS, jobQOS}, []Level{LevelPartitionQOS, LevelJobQOS}
+			pl.qosOrder = []int32{partQOS, jobQOS}
 		}
 	case jobQOS >= 0:
-		pl.qosOrder, pl.qosLevel = []int32{jobQOS}, []Level{LevelJobQOS}
+		pl.qosOrder = []int32{jobQOS}
 	case partQOS >= 0:
-		pl.qosOrder, pl.qosLevel = []int32{partQOS}, []Level{LevelPartitionQOS}
+		pl.qosOrder = []int32{partQOS}
 	}
 	if ua >= 0 {
 		pl.path = p.assocs[ua].path
@@ -304,9 +290,12 @@ func (p *Policy) buildPlan(part, jobQOS, ua int32) *plan {
 	var partFlags QOSFlags
 	pl.exempt = p.cfg.PreemptExemptTime
 	exemptSet := false
-	for i, q := range pl.qosOrder {
+	for _, q := range pl.qosOrder {
 		qc := &p.qos[q]
-		lvl := pl.qosLevel[i]
+		lvl := LevelPartitionQOS // a partition QOS that is also the job's is the job QOS
+		if q == jobQOS {
+			lvl = LevelJobQOS
+		}
 		partFlags |= qc.Flags
 		if qc.Flags.Has(QOSDenyOnLimit) {
 			pl.denyOnLimit = true
@@ -330,12 +319,15 @@ func (p *Policy) buildPlan(part, jobQOS, ua int32) *plan {
 			k  limitKind
 			sc counterScope
 			v  *int
-		}{{kindGrpJobs, scQOS, l.GrpJobs}, {kindGrpSubmit, scQOS, l.GrpSubmitJobs},
-			{kindMaxJobsPerUser, scQOSUser, l.MaxJobsPerUser}, {kindMaxJobsPerAccount, scQOSAcct, l.MaxJobsPerAccount},
-			{kindMaxSubmitPerUser, scQOSUser, l.MaxSubmitJobsPerUser}, {kindMaxSubmitPerAccount, scQOSAcct, l.MaxSubmitJobsPerAccount}}
+			r  Reason
+		}{{kindGrpJobs, scQOS, l.GrpJobs, ReasonQOSGrpJobsLimit}, {kindGrpSubmit, scQOS, l.GrpSubmitJobs, ReasonQOSGrpSubmitJobsLimit},
+			{kindMaxJobsPerUser, scQOSUser, l.MaxJobsPerUser, ReasonQOSMaxJobsPerUserLimit},
+			{kindMaxJobsPerAccount, scQOSAcct, l.MaxJobsPerAccount, ReasonMaxJobsPerAccount},
+			{kindMaxSubmitPerUser, scQOSUser, l.MaxSubmitJobsPerUser, ReasonQOSMaxSubmitJobPerUserLimit},
+			{kindMaxSubmitPerAccount, scQOSAcct, l.MaxSubmitJobsPerAccount, ReasonMaxSubmitJobsPerAccount}}
 		for _, c := range counts {
 			if v, ok := intLimit(c.v); ok {
-				add(c.k, c.sc, -1, v, qosCountReasons[c.k])
+				add(c.k, c.sc, -1, v, c.r)
 			}
 		}
 		if v, ok := durLimit(l.GrpWall); ok {

@@ -119,11 +119,6 @@ func (c *Config) Validate(reg *gres.Registry) error {
 	return err
 }
 
-type qosC struct {
-	QOS
-	idx int32
-}
-
 type partC struct {
 	Partition
 	qos       int32 // partition QOS, -1 none
@@ -136,7 +131,6 @@ type partC struct {
 
 type assocC struct {
 	Assoc
-	idx        int32
 	parent     int32   // -1 for root
 	path       []int32 // self, parent, …, root
 	level      Level
@@ -158,7 +152,7 @@ type planKey struct{ part, qos, assoc int32 }
 type Policy struct {
 	reg        *gres.Registry
 	cfg        Config
-	qos        []qosC
+	qos        []QOS
 	qosByName  map[string]int32
 	parts      []partC
 	partByName map[string]int32
@@ -209,7 +203,7 @@ func New(reg *gres.Registry, cfg Config) (*Policy, error) {
 
 func (p *Policy) compileQOS() error {
 	n := len(p.cfg.QOS)
-	p.qos = make([]qosC, n)
+	p.qos = make([]QOS, n)
 	for i := range p.cfg.QOS {
 		q := &p.cfg.QOS[i]
 		if err := q.Validate(); err != nil {
@@ -222,7 +216,7 @@ func (p *Policy) compileQOS() error {
 			return fmt.Errorf("%w: QOS %q defined twice", ErrInvalidConfig, q.Name)
 		}
 		p.qosByName[q.Name] = int32(i)
-		p.qos[i] = qosC{QOS: *q, idx: int32(i)}
+		p.qos[i] = *q
 		p.qos[i].Preempt = slices.Clone(q.Preempt)
 	}
 	p.preempts = make([][]bool, n)
@@ -399,7 +393,7 @@ func (p *Policy) compileAssocs() error {
 		}
 	}
 	if !hasRoot {
-		p.assocs = append(p.assocs, assocC{Assoc: Assoc{Account: RootAccount}, idx: 0, parent: -1})
+		p.assocs = append(p.assocs, assocC{Assoc: Assoc{Account: RootAccount}, parent: -1})
 		p.acctByName[RootAccount] = 0
 	}
 	for i := range src {
@@ -418,7 +412,7 @@ func (p *Policy) compileAssocs() error {
 		}
 		idx := int32(len(p.assocs))
 		p.acctByName[a.Account] = idx
-		p.assocs = append(p.assocs, assocC{Assoc: *a, idx: idx, parent: -1})
+		p.assocs = append(p.assocs, assocC{Assoc: *a, parent: -1})
 	}
 	for i := range p.assocs {
 		a := &p.assocs[i]
@@ -460,7 +454,7 @@ func (p *Policy) compileAssocs() error {
 		}
 		idx := int32(len(p.assocs))
 		p.userAssoc[k] = idx
-		p.assocs = append(p.assocs, assocC{Assoc: a, idx: idx, parent: acct})
+		p.assocs = append(p.assocs, assocC{Assoc: a, parent: acct})
 	}
 	// Paths (self → root), levels, display names, inherited QOS lists; a
 	// cycle among account parents shows as a path longer than the tree.
@@ -554,7 +548,7 @@ func (p *Policy) QOS(name string) (QOS, bool) {
 	if !ok {
 		return QOS{}, false
 	}
-	return p.qos[i].QOS, true
+	return p.qos[i], true
 }
 
 // Partition returns the named partition's policy.

@@ -353,9 +353,6 @@ func (r *resvC) windows(a, b time.Time, f func(Window) bool) error {
 		return nil
 	}
 	period := recurPeriod(r.recur)
-	if r.recur == ResvWeekly {
-		period = 7 * 24 * time.Hour
-	}
 	k := 0
 	if lead := a.Sub(r.Start) - r.dur; lead > 0 {
 		k = max(int(lead/period)-1, 0) // -1: slack for DST shifts
@@ -457,7 +454,7 @@ func (b *Reservations) Add(r Reservation, choose NodeChooser) error {
 			return err
 		}
 	}
-	if err := b.checkOverlap(c, ""); err != nil {
+	if err := b.checkOverlap(c); err != nil {
 		return err
 	}
 	i, _ := b.find(c.Name)
@@ -508,9 +505,12 @@ func (b *Reservations) choose(c *resvC, extra *topology.NodeSet, choose NodeChoo
 	return nil
 }
 
-func (b *Reservations) checkOverlap(c *resvC, skip string) error {
+// checkOverlap returns ErrReservationOverlap when c shares nodes and time
+// with another reservation (its own older version, same name, is skipped)
+// and neither allows overlap.
+func (b *Reservations) checkOverlap(c *resvC) error {
 	for _, o := range b.rs {
-		if o.Name == skip || o.Name == c.Name || overlapAllowed(c, o) || !c.Nodes.Intersects(o.Nodes) {
+		if o.Name == c.Name || overlapAllowed(c, o) || !c.Nodes.Intersects(o.Nodes) {
 			continue
 		}
 		wc, wo, hit, err := firstOverlap(c, o)
@@ -548,15 +548,12 @@ func (b *Reservations) Update(r Reservation, choose NodeChooser) error {
 		c.NodeCount = old.NodeCount
 	}
 	if c.Nodes.Len() == 0 {
-		saved := b.rs
-		b.rs = slices.Delete(slices.Clone(b.rs), i, i+1)
-		err := b.choose(c, nil, choose)
-		b.rs = saved
-		if err != nil {
+		// choose skips the reservation being replaced (same name).
+		if err := b.choose(c, nil, choose); err != nil {
 			return err
 		}
 	}
-	if err := b.checkOverlap(c, old.Name); err != nil {
+	if err := b.checkOverlap(c); err != nil {
 		return err
 	}
 	b.rs[i] = c

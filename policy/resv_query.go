@@ -19,6 +19,8 @@ func (b *Reservations) Replace(down, allocated topology.NodeSet, choose NodeChoo
 	staged := slices.Clone(b.rs)
 	saved := b.rs
 	defer func() { b.rs = saved }()
+	// choose and checkOverlap see the replacements made so far.
+	b.rs = staged
 	var changed []string
 	for i, r := range staged {
 		var bad topology.NodeSet
@@ -42,11 +44,10 @@ func (b *Reservations) Replace(down, allocated topology.NodeSet, choose NodeChoo
 		if r.Flags.Has(ResvReplace) {
 			extra.UnionWith(allocated)
 		}
-		b.rs = staged
 		if err := b.choose(&c, &extra, choose); err != nil {
 			return nil, err
 		}
-		if err := b.checkOverlap(&c, r.Name); err != nil {
+		if err := b.checkOverlap(&c); err != nil {
 			return nil, err
 		}
 		c.replaceCount = 0

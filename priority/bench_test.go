@@ -44,11 +44,42 @@ func standardTree() []Association { return benchTree(20, 9, 2000, 42) }
 // Large scale: 100,000 users in 10,000 accounts.
 func largeTree() []Association { return benchTree(100, 99, 100000, 43) }
 
+// forEachScale runs fn as a sub-benchmark at the standard and the large
+// scale, building each tree's associations only when its sub-benchmark
+// runs.
+func forEachScale(b *testing.B, fn func(b *testing.B, assocs []Association)) {
+	for _, sc := range []struct {
+		name  string
+		build func() []Association
+	}{
+		{"2000users_200accounts", standardTree},
+		{"100000users_10000accounts", largeTree},
+	} {
+		b.Run(sc.name, func(b *testing.B) { fn(b, sc.build()) })
+	}
+}
+
+// userIndexes returns the indices of tree's user associations.
+func userIndexes(tree *Tree) []int {
+	var users []int
+	for i := range tree.Len() {
+		if tree.nodes[i].user {
+			users = append(users, i)
+		}
+	}
+	return users
+}
+
 // benchJobs builds the standard-scale pending workload: 100,000 jobs on a
 // 10,000-node cluster of 128-core, 8-GPU nodes, mixing 1/2/4-GPU
 // single-node jobs, whole-node jobs and 2-256-node jobs, in three
-// partitions and four QOS, submitted over the last two weeks.
-func benchJobs(b *testing.B, tree *Tree, n int) (*Engine, []Job) {
+// partitions and four QOS, submitted over the two weeks before t0, with
+// fair-share factors from the standard-scale tree.
+func benchJobs(b *testing.B, n int) (*Engine, []Job) {
+	tree, err := NewTree(standardTree(), TreeOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	reg, err := gres.NewRegistry("gres/gpu:h100", "gres/gpu:a100", "gres/gpu:gb200")
 	if err != nil {
 		b.Fatal(err)
@@ -73,14 +104,8 @@ func benchJobs(b *testing.B, tree *Tree, n int) (*Engine, []Job) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var userIdx []int
-	for i := range tree.Len() {
-		if tree.nodes[i].user {
-			userIdx = append(userIdx, i)
-		}
-	}
+	userIdx := userIndexes(tree)
 	r := rand.New(rand.NewPCG(7, 7))
-	now := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 	jobs := make([]Job, n)
 	for i := range jobs {
 		p := r.IntN(3)
@@ -97,7 +122,7 @@ func benchJobs(b *testing.B, tree *Tree, n int) (*Engine, []Job) {
 		}
 		tres := reg.NewVector()
 		tres[gres.CPU], tres[gres.Mem], tres[gres.Node], tres[gpu] = cpus, cpus*8*1024, nn, g
-		submit := now.Add(-time.Duration(r.Int64N(int64(14 * 24 * time.Hour))))
+		submit := t0.Add(-time.Duration(r.Int64N(int64(14 * 24 * time.Hour))))
 		jobs[i] = Job{
 			ID:                 uint64(1_000_000 + i),
 			Submit:             submit,
@@ -120,17 +145,12 @@ func benchJobs(b *testing.B, tree *Tree, n int) (*Engine, []Job) {
 // BenchmarkPriority computes priorities with full breakdowns for 100,000
 // pending jobs at the standard scale.
 func BenchmarkPriority(b *testing.B) {
-	tree, err := NewTree(standardTree(), TreeOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	e, jobs := benchJobs(b, tree, 100000)
+	e, jobs := benchJobs(b, 100000)
 	out := make([]Breakdown, len(jobs))
-	now := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if err := e.ComputeAll(now, jobs, out); err != nil {
+		if err := e.ComputeAll(t0, jobs, out); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -139,18 +159,13 @@ func BenchmarkPriority(b *testing.B) {
 
 // BenchmarkPriorityAndOrder adds sorting the 100,000 jobs into queue order.
 func BenchmarkPriorityAndOrder(b *testing.B) {
-	tree, err := NewTree(standardTree(), TreeOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	e, jobs := benchJobs(b, tree, 100000)
+	e, jobs := benchJobs(b, 100000)
 	out := make([]Breakdown, len(jobs))
 	keys := make([]QueueKey, len(jobs))
-	now := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if err := e.ComputeAll(now, jobs, out); err != nil {
+		if err := e.ComputeAll(t0, jobs, out); err != nil {
 			b.Fatal(err)
 		}
 		for i := range jobs {
@@ -164,105 +179,68 @@ func BenchmarkPriorityAndOrder(b *testing.B) {
 // BenchmarkFairTree builds the tree and computes every factor from scratch
 // (validation, layout, usage sums, Level FS, sorting, ranking).
 func BenchmarkFairTree(b *testing.B) {
-	for _, sc := range []struct {
-		name   string
-		assocs []Association
-	}{
-		{"2000users_200accounts", standardTree()},
-		{"100000users_10000accounts", largeTree()},
-	} {
-		b.Run(sc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := NewTree(sc.assocs, TreeOptions{}); err != nil {
-					b.Fatal(err)
-				}
+	forEachScale(b, func(b *testing.B, assocs []Association) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := NewTree(assocs, TreeOptions{}); err != nil {
+				b.Fatal(err)
 			}
-		})
-	}
+		}
+	})
 }
 
 // BenchmarkFairTreeRecompute recomputes every factor of an existing tree
 // (usage sums, Level FS, sorting, ranking) without rebuilding it: the cost
 // of a full pass when all usage changed, e.g. after decay.
 func BenchmarkFairTreeRecompute(b *testing.B) {
-	for _, sc := range []struct {
-		name   string
-		assocs []Association
-	}{
-		{"2000users_200accounts", standardTree()},
-		{"100000users_10000accounts", largeTree()},
-	} {
-		b.Run(sc.name, func(b *testing.B) {
-			tree, err := NewTree(sc.assocs, TreeOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				tree.aggregateAll()
-				tree.computeAll()
-			}
-		})
-	}
+	forEachScale(b, func(b *testing.B, assocs []Association) {
+		tree, err := NewTree(assocs, TreeOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			tree.aggregateAll()
+			tree.computeAll()
+		}
+	})
 }
 
 // BenchmarkClassic builds the tree with classic fair-share.
 func BenchmarkClassic(b *testing.B) {
-	for _, sc := range []struct {
-		name   string
-		assocs []Association
-	}{
-		{"2000users_200accounts", standardTree()},
-		{"100000users_10000accounts", largeTree()},
-	} {
-		b.Run(sc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := NewTree(sc.assocs, TreeOptions{Flags: NoFairTree}); err != nil {
-					b.Fatal(err)
-				}
+	forEachScale(b, func(b *testing.B, assocs []Association) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := NewTree(assocs, TreeOptions{Flags: NoFairTree}); err != nil {
+				b.Fatal(err)
 			}
-		})
-	}
+		}
+	})
 }
 
 // BenchmarkFairTreeIncremental changes one user's usage (as when one job's
 // usage is charged) and brings every factor up to date.
 func BenchmarkFairTreeIncremental(b *testing.B) {
-	for _, sc := range []struct {
-		name   string
-		assocs []Association
-	}{
-		{"2000users_200accounts", standardTree()},
-		{"100000users_10000accounts", largeTree()},
-	} {
-		b.Run(sc.name, func(b *testing.B) {
-			tree, err := NewTree(sc.assocs, TreeOptions{})
-			if err != nil {
+	forEachScale(b, func(b *testing.B, assocs []Association) {
+		tree, err := NewTree(assocs, TreeOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		users := userIndexes(tree)
+		r := rand.New(rand.NewPCG(9, 9))
+		picks := make([]int, 4096)
+		for i := range picks {
+			picks[i] = users[r.IntN(len(users))]
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			u := picks[i%len(picks)]
+			// One running job's interval charge: a few core-hours.
+			if err := tree.SetUsage(u, tree.nodes[u].own+3600*float64(1+i%7)); err != nil {
 				b.Fatal(err)
 			}
-			var users []int
-			for i := range tree.Len() {
-				if tree.nodes[i].user {
-					users = append(users, i)
-				}
-			}
-			r := rand.New(rand.NewPCG(9, 9))
-			picks := make([]int, 4096)
-			for i := range picks {
-				picks[i] = users[r.IntN(len(users))]
-			}
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				u := picks[i%len(picks)]
-				// One running job's interval charge: a few core-hours.
-				if err := tree.SetUsage(u, tree.nodes[u].own+3600*float64(1+i%7)); err != nil {
-					b.Fatal(err)
-				}
-				i++
-			}
-		})
-	}
+			i++
+		}
+	})
 }
