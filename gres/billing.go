@@ -1,8 +1,10 @@
 package gres
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -135,11 +137,7 @@ func (r *Registry) ParseBillingWeights(s string) (BillingWeights, error) {
 		b.entries = append(b.entries, billingWeight{id: id, name: name, w: w, class: classOf(name)})
 	}
 	// Keep ID order so String is canonical and evaluation deterministic.
-	for i := 1; i < len(b.entries); i++ {
-		for j := i; j > 0 && b.entries[j].id < b.entries[j-1].id; j-- {
-			b.entries[j], b.entries[j-1] = b.entries[j-1], b.entries[j]
-		}
-	}
+	slices.SortFunc(b.entries, func(x, y billingWeight) int { return cmp.Compare(x.id, y.id) })
 	return b, nil
 }
 
@@ -148,10 +146,7 @@ func parseWeight(s string, mem bool) (float64, error) {
 	if s == "" {
 		return 0, fmt.Errorf("%w: empty weight", ErrInvalidTRES)
 	}
-	num, shift := s, 0
-	if sh := unitShift(s[len(s)-1]); sh >= 0 {
-		num, shift = s[:len(s)-1], sh
-	}
+	num, shift := cutUnit(s)
 	digits, dots := 0, 0
 	for i := 0; i < len(num); i++ {
 		switch c := num[i]; {

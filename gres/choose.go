@@ -109,15 +109,16 @@ func (s *NodeDevices) Choose(req DeviceRequest) (Placement, error) {
 	k := req.Count
 	g, _ := t.group(req.Name, req.Type)
 	all, _ := t.group(req.Name, "")
-	free := all.andNot(s.used).andNot(s.bad)
-	c := g.andNot(s.used).andNot(s.bad)
-	far := s.farFrom(c, req.Cores)
+	free := s.freeIn(all)
+	avail := s.freeIn(g)
+	far := s.farFrom(avail, req.Cores)
+	c := avail
 	if req.EnforceBinding {
 		c = c.andNot(far)
 	}
 	m := c.count()
 	if m < k {
-		return Placement{}, fmt.Errorf("%w: want %d %s, %d eligible of %d free", ErrInsufficientDevices, k, reqLabel(req), m, g.andNot(s.used).andNot(s.bad).count())
+		return Placement{}, fmt.Errorf("%w: want %d %s, %d eligible of %d free", ErrInsufficientDevices, k, reqLabel(req), m, avail.count())
 	}
 
 	var candBuf [64]uint8
@@ -219,7 +220,7 @@ func (s *NodeDevices) Evaluate(indices []int, req DeviceRequest) (Placement, err
 		return Placement{}, err
 	}
 	all, _ := s.t.group(req.Name, "")
-	free := all.andNot(s.used).andNot(s.bad)
+	free := s.freeIn(all)
 	var everything devMask
 	for p := range s.t.n {
 		everything.set(p)

@@ -59,6 +59,39 @@ func randomTopo(t testing.TB, rng *rand.Rand, n int) *NodeDevices {
 	return s
 }
 
+// freeCandidates returns the positions of s's unallocated devices.
+func freeCandidates(s *NodeDevices) []uint8 {
+	var free devMask
+	for p := range s.t.n {
+		if !s.used.has(p) {
+			free.set(p)
+		}
+	}
+	return free.appendPositions(nil)
+}
+
+// negDegrees returns, for each candidate, minus its total pair weight to
+// the candidates.
+func negDegrees(s *NodeDevices, cand []uint8) []int64 {
+	n := s.t.n
+	out := make([]int64, len(cand))
+	for i, p := range cand {
+		for _, q := range cand {
+			out[i] -= s.t.w[int(p)*n+int(q)]
+		}
+	}
+	return out
+}
+
+// noTwins is a twin table for m candidates that disables twin pruning.
+func noTwins(m int) []int8 {
+	prev := make([]int8, m)
+	for i := range prev {
+		prev[i] = -1
+	}
+	return prev
+}
+
 // objective evaluates (primary, secondary) for a set of local indices.
 func objective(w []int64, n int, cand []uint8, pri1, sec1 []int64, set []uint8) (int64, int64) {
 	var p, s int64
@@ -84,33 +117,20 @@ func TestGreedyVersusExact(t *testing.T) {
 	for range 400 {
 		n := 6 + rng.IntN(10)
 		s := randomTopo(t, rng, n)
-		var free devMask
-		for p := range n {
-			if !s.used.has(p) {
-				free.set(p)
-			}
-		}
-		cand := free.appendPositions(nil)
+		cand := freeCandidates(s)
 		m := len(cand)
 		if m < 3 {
 			continue
 		}
 		k := 2 + rng.IntN(m-2)
-		pri1, sec1 := make([]int64, m), make([]int64, m)
-		for i, p := range cand {
+		pri1, sec1 := make([]int64, m), negDegrees(s, cand)
+		for i := range cand {
 			if rng.IntN(3) == 0 {
 				pri1[i] = 1 << affShift
 			}
-			for _, q := range cand {
-				sec1[i] -= s.t.w[int(p)*n+int(q)]
-			}
 		}
 		exact, greedy := make([]uint8, k), make([]uint8, k)
-		prev := make([]int8, m)
-		for i := range prev {
-			prev[i] = -1 // no twin pruning: plain exhaustive search
-		}
-		exactSearch(s.t.w, n, cand, pri1, sec1, prev, exact)
+		exactSearch(s.t.w, n, cand, pri1, sec1, noTwins(m), exact) // plain exhaustive search
 		greedySearch(s.t.w, n, cand, pri1, sec1, greedy)
 		ep, es := objective(s.t.w, n, cand, pri1, sec1, exact)
 		gp, gs := objective(s.t.w, n, cand, pri1, sec1, greedy)
@@ -134,33 +154,18 @@ func TestTwinPruningIsExact(t *testing.T) {
 	for range 300 {
 		n := 4 + rng.IntN(10)
 		s := randomTopo(t, rng, n)
-		var free devMask
-		for p := range n {
-			if !s.used.has(p) {
-				free.set(p)
-			}
-		}
-		cand := free.appendPositions(nil)
+		cand := freeCandidates(s)
 		m := len(cand)
 		if m < 2 {
 			continue
 		}
 		k := 1 + rng.IntN(m-1)
-		pri1, sec1 := make([]int64, m), make([]int64, m)
-		for i, p := range cand {
-			for _, q := range cand {
-				sec1[i] -= s.t.w[int(p)*n+int(q)]
-			}
-		}
+		pri1, sec1 := make([]int64, m), negDegrees(s, cand)
 		var prevBuf [64]int8
 		require.True(t, s.exactFeasible(cand, k, &prevBuf))
 		pruned, plain := make([]uint8, k), make([]uint8, k)
 		exactSearch(s.t.w, n, cand, pri1, sec1, prevBuf[:m], pruned)
-		none := make([]int8, m)
-		for i := range none {
-			none[i] = -1
-		}
-		exactSearch(s.t.w, n, cand, pri1, sec1, none, plain)
+		exactSearch(s.t.w, n, cand, pri1, sec1, noTwins(m), plain)
 		require.Equal(t, plain, pruned)
 	}
 }

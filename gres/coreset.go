@@ -80,13 +80,8 @@ func ParseCoreSet(s string) (CoreSet, error) {
 }
 
 func parseCoreID(s string) (int, error) {
-	if s == "" || len(s) > 5 {
+	if s == "" || len(s) > 5 || !allDigits(s) {
 		return 0, ErrInvalidTRES
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, ErrInvalidTRES
-		}
 	}
 	n, _ := strconv.Atoi(s)
 	if n > MaxCoreID {
@@ -173,14 +168,18 @@ func (c CoreSet) AppendTo(dst []int) []int {
 // String formats the set as a Linux CPU list with ranges, e.g. "0-3,8";
 // ParseCoreSet reads it back.
 func (c CoreSet) String() string {
-	var b []byte
-	ids := c.AppendTo(nil)
+	return string(appendIDList(nil, c.AppendTo(nil)))
+}
+
+// appendIDList appends sorted, distinct ids as a Linux list with ranges
+// ("0-3,8"), the format of cpuset.cpus and cpuset.mems.
+func appendIDList(b []byte, ids []int) []byte {
 	for i := 0; i < len(ids); {
 		j := i
 		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
 			j++
 		}
-		if len(b) > 0 {
+		if i > 0 {
 			b = append(b, ',')
 		}
 		b = strconv.AppendInt(b, int64(ids[i]), 10)
@@ -190,5 +189,5 @@ func (c CoreSet) String() string {
 		}
 		i = j + 1
 	}
-	return string(b)
+	return b
 }

@@ -233,7 +233,7 @@ func (s *NodeDevices) Free(name, typ string) int {
 	if !ok {
 		return 0
 	}
-	return g.andNot(s.used).andNot(s.bad).count()
+	return s.freeIn(g).count()
 }
 
 // Counts returns, for devices named name with type typ ("" = any type),
@@ -244,7 +244,7 @@ func (s *NodeDevices) Counts(name, typ string) (total, healthy, free int) {
 	if !ok {
 		return 0, 0, 0
 	}
-	return g.count(), g.andNot(s.bad).count(), g.andNot(s.used).andNot(s.bad).count()
+	return g.count(), g.andNot(s.bad).count(), s.freeIn(g).count()
 }
 
 // InUse reports whether device index is allocated (false when unknown).
@@ -271,7 +271,13 @@ func (s *NodeDevices) AppendFree(dst []int, name, typ string) []int {
 	if !ok {
 		return dst
 	}
-	return s.appendIndices(dst, g.andNot(s.used).andNot(s.bad))
+	return s.appendIndices(dst, s.freeIn(g))
+}
+
+// freeIn returns the devices of g that are neither allocated nor
+// unhealthy.
+func (s *NodeDevices) freeIn(g devMask) devMask {
+	return g.andNot(s.used).andNot(s.bad)
 }
 
 func (s *NodeDevices) appendIndices(dst []int, m devMask) []int {

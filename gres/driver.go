@@ -271,9 +271,8 @@ type HealthSummary struct {
 // device index to the reason it is unhealthy and is updated in place; the
 // summary's Reason lists them in index order.
 func ApplyHealth(s *NodeDevices, reasons map[int]string, evs []HealthEvent) (HealthSummary, error) {
-	inv := s.Inventory()
 	for _, ev := range evs {
-		if _, ok := slices.BinarySearchFunc(inv.Devices, ev.Index, func(d Device, i int) int { return cmp.Compare(d.Index, i) }); !ok {
+		if _, ok := s.t.position(ev.Index); !ok {
 			return HealthSummary{}, fmt.Errorf("health event for device %d: %w", ev.Index, ErrUnknownDevice)
 		}
 		if !ev.Healthy && ev.Reason == "" {
@@ -290,10 +289,10 @@ func ApplyHealth(s *NodeDevices, reasons map[int]string, evs []HealthEvent) (Hea
 			}
 		}
 	}
-	sum := HealthSummary{Total: len(inv.Devices)}
+	sum := HealthSummary{Total: s.t.n}
 	var parts []string
-	for _, d := range inv.Devices {
-		if s.IsHealthy(d.Index) {
+	for p, d := range s.t.inv.Devices {
+		if !s.bad.has(p) {
 			sum.Healthy++
 			continue
 		}
@@ -385,24 +384,7 @@ func (a *Allocation) Validate() error {
 func (a *Allocation) MemsString() string {
 	ids := slices.Clone(a.Mems)
 	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	var b strings.Builder
-	for i := 0; i < len(ids); {
-		j := i
-		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(ids[i]))
-		if j > i {
-			b.WriteByte('-')
-			b.WriteString(strconv.Itoa(ids[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
+	return string(appendIDList(nil, slices.Compact(ids)))
 }
 
 // Enforcer confines jobs on a node (cgroups, containers …).

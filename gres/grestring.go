@@ -172,19 +172,8 @@ func parseGRESElem(e string) (Request, error) {
 // isCount reports whether s looks like a count: digits and an optional
 // K/M/G/T/P suffix.
 func isCount(s string) bool {
-	d := s
-	if unitShift(s[len(s)-1]) >= 0 {
-		d = s[:len(s)-1]
-	}
-	if d == "" {
-		return false
-	}
-	for i := 0; i < len(d); i++ {
-		if d[i] < '0' || d[i] > '9' {
-			return false
-		}
-	}
-	return true
+	d, _ := cutUnit(s)
+	return d != "" && allDigits(d)
 }
 
 func gresCount(s string) (int64, error) {

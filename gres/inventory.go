@@ -96,17 +96,24 @@ func (inv *Inventory) SetLink(i, j int, l Link) error {
 	if i < 0 || j < 0 || i >= n || j >= n || i == j {
 		return fmt.Errorf("%w: link between positions %d and %d of %d devices", ErrInvalidInventory, i, j, n)
 	}
-	if inv.Links == nil {
-		inv.Links = make([][]Link, n)
-		for k := range inv.Links {
-			inv.Links[k] = make([]Link, n)
-		}
-	}
+	inv.allocLinks()
 	if len(inv.Links) != n || len(inv.Links[i]) != n || len(inv.Links[j]) != n {
 		return fmt.Errorf("%w: link matrix is not %d×%d", ErrInvalidInventory, n, n)
 	}
 	inv.Links[i][j], inv.Links[j][i] = l, l
 	return nil
+}
+
+// allocLinks allocates an all-zero link matrix when there is none.
+func (inv *Inventory) allocLinks() {
+	if inv.Links != nil {
+		return
+	}
+	n := len(inv.Devices)
+	inv.Links = make([][]Link, n)
+	for k := range inv.Links {
+		inv.Links[k] = make([]Link, n)
+	}
 }
 
 // Link returns the link between the devices at positions i and j (the zero

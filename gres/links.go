@@ -43,12 +43,7 @@ func (inv *Inventory) ParseLinksRow(i int, s string) error {
 			lanes[j] = v
 		}
 	}
-	if inv.Links == nil {
-		inv.Links = make([][]Link, n)
-		for k := range inv.Links {
-			inv.Links[k] = make([]Link, n)
-		}
-	}
+	inv.allocLinks()
 	if len(inv.Links) != n || len(inv.Links[i]) != n {
 		return fmt.Errorf("%w: link matrix is not %d×%d", ErrInvalidInventory, n, n)
 	}

@@ -111,12 +111,7 @@ func TestParseTRESErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
 			_, err := r.ParseTRES(tt.in)
-			require.ErrorIs(t, err, tt.want)
-			var pe *gres.ParseError
-			require.True(t, errors.As(err, &pe), "%v", err)
-			assert.Equal(t, tt.token, pe.Token)
-			assert.Equal(t, tt.offset, pe.Offset)
-			assert.Equal(t, "TRES", pe.What)
+			requireParseError(t, err, tt.want, "TRES", tt.token, tt.offset)
 			assert.Contains(t, err.Error(), tt.in)
 		})
 	}
@@ -234,12 +229,7 @@ func TestParseGRESErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
 			_, err := gres.ParseGRES(tt.in)
-			require.ErrorIs(t, err, tt.want)
-			var pe *gres.ParseError
-			require.True(t, errors.As(err, &pe), "%v", err)
-			assert.Equal(t, tt.token, pe.Token)
-			assert.Equal(t, tt.offset, pe.Offset)
-			assert.Equal(t, "GRES", pe.What)
+			requireParseError(t, err, tt.want, "GRES", tt.token, tt.offset)
 		})
 	}
 }
@@ -466,4 +456,16 @@ func TestCoreSet(t *testing.T) {
 	empty, err := gres.CoreSetOf()
 	require.NoError(t, err)
 	assert.True(t, empty.Equal(gres.CoreSet{}))
+}
+
+// requireParseError checks that err wraps want and is a *gres.ParseError
+// of the given kind naming token at offset.
+func requireParseError(t *testing.T, err, want error, what, token string, offset int) {
+	t.Helper()
+	require.ErrorIs(t, err, want)
+	var pe *gres.ParseError
+	require.True(t, errors.As(err, &pe), "%v", err)
+	assert.Equal(t, token, pe.Token)
+	assert.Equal(t, offset, pe.Offset)
+	assert.Equal(t, what, pe.What)
 }

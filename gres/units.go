@@ -22,49 +22,54 @@ func unitShift(c byte) int {
 	return -1
 }
 
-// splitNumber splits "16G" into its decimal digits "16" and suffix shift
-// 3. shift is 0 without a suffix. It fails on anything but ASCII digits
-// followed by at most one K/M/G/T/P suffix (either case).
-func splitNumber(s string) (digits string, shift int, err error) {
-	if s == "" {
-		return "", 0, fmt.Errorf("%w: empty count", ErrInvalidTRES)
-	}
-	digits = s
+// cutUnit splits a non-empty s into what precedes a final K/M/G/T/P
+// suffix (either case) and the suffix's shift; shift is 0 without one.
+func cutUnit(s string) (digits string, shift int) {
 	if sh := unitShift(s[len(s)-1]); sh >= 0 {
-		digits, shift = s[:len(s)-1], sh
+		return s[:len(s)-1], sh
 	}
-	if digits == "" {
-		return "", 0, fmt.Errorf("%w: count %q has no digits", ErrInvalidTRES, s)
-	}
-	for i := 0; i < len(digits); i++ {
-		if digits[i] < '0' || digits[i] > '9' {
-			return "", 0, fmt.Errorf("%w: count %q: want a non-negative integer with an optional K, M, G, T or P suffix", ErrInvalidTRES, s)
-		}
-	}
-	return digits, shift, nil
+	return s, 0
 }
 
-// parseDigits parses ASCII digits into a value no larger than MaxCount.
-func parseDigits(digits, orig string) (int64, error) {
-	var n int64
+// allDigits reports whether s holds only ASCII digits.
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseNumber parses "16G" into its value 16 and suffix shift 3 (the
+// power of 1024; 0 without a suffix). It fails on anything but ASCII
+// digits followed by at most one K/M/G/T/P suffix (either case), and on a
+// value (before the suffix applies) above MaxCount.
+func parseNumber(s string) (n int64, shift int, err error) {
+	if s == "" {
+		return 0, 0, fmt.Errorf("%w: empty count", ErrInvalidTRES)
+	}
+	digits, shift := cutUnit(s)
+	if digits == "" {
+		return 0, 0, fmt.Errorf("%w: count %q has no digits", ErrInvalidTRES, s)
+	}
+	if !allDigits(digits) {
+		return 0, 0, fmt.Errorf("%w: count %q: want a non-negative integer with an optional K, M, G, T or P suffix", ErrInvalidTRES, s)
+	}
 	for i := 0; i < len(digits); i++ {
 		n = n*10 + int64(digits[i]-'0')
 		if n > MaxCount {
-			return 0, fmt.Errorf("%w: count %q exceeds %d", ErrOverflow, orig, MaxCount)
+			return 0, 0, fmt.Errorf("%w: count %q exceeds %d", ErrOverflow, s, MaxCount)
 		}
 	}
-	return n, nil
+	return n, shift, nil
 }
 
 // parseCount parses a count with an optional binary suffix, as Slurm
 // accepts for GRES and TRES counts: K, M, G, T and P multiply by 1024,
 // 1024², … The result is in [0, MaxCount].
 func parseCount(s string) (int64, error) {
-	digits, shift, err := splitNumber(s)
-	if err != nil {
-		return 0, err
-	}
-	n, err := parseDigits(digits, s)
+	n, shift, err := parseNumber(s)
 	if err != nil {
 		return 0, err
 	}
@@ -78,11 +83,7 @@ func parseCount(s string) (int64, error) {
 // bare number is MiB; M, G, T, P multiply by 1, 1024, 1024², 1024³; K
 // (KiB) is rounded up to the next whole MiB, as Slurm does for --mem.
 func parseMemMiB(s string) (int64, error) {
-	digits, shift, err := splitNumber(s)
-	if err != nil {
-		return 0, err
-	}
-	n, err := parseDigits(digits, s)
+	n, shift, err := parseNumber(s)
 	if err != nil {
 		return 0, err
 	}

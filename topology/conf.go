@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -165,13 +166,7 @@ func parseConfLine(cfg *Config, line string, lineNo int, blockSizesLine *int) er
 		vals := map[string]string{}
 		for _, f := range fields {
 			k := strings.ToLower(f.key)
-			ok := false
-			for _, a := range allowed {
-				if k == a {
-					ok = true
-				}
-			}
-			if !ok {
+			if !slices.Contains(allowed, k) {
 				return nil, fmt.Errorf("unknown key %q on a %s line: %w", f.key, fields[0].key, ErrSyntax)
 			}
 			if seen[k] {

@@ -208,46 +208,42 @@ func NewGraph(cfg Config) (*Graph, error) {
 
 	// Resolve every node list first so that the node count is final before
 	// any NodeSet is sized.
-	swNodes := make([][]int32, len(cfg.Switches))
-	for i, sc := range cfg.Switches {
-		names, err := expandAll(sc.Nodes)
+	// resolveAll resolves the node list of one switch, block or domain
+	// (kind), named name, from source line line (0: none).
+	resolveAll := func(list []string, line int, kind, name string) ([]int32, error) {
+		names, err := expandAll(list)
 		if err != nil {
-			return nil, errAt(sc.Line, fmt.Errorf("switch %q: Nodes: %w", sc.Name, err))
+			return nil, errAt(line, fmt.Errorf("%s %q: Nodes: %w", kind, name, err))
 		}
+		var out []int32
 		for _, n := range names {
 			idx, err := resolve(n)
 			if err != nil {
-				return nil, errAt(sc.Line, fmt.Errorf("switch %q: %w", sc.Name, err))
+				return nil, errAt(line, fmt.Errorf("%s %q: %w", kind, name, err))
 			}
-			swNodes[i] = append(swNodes[i], int32(idx))
+			out = append(out, int32(idx))
+		}
+		return out, nil
+	}
+	swNodes := make([][]int32, len(cfg.Switches))
+	for i, sc := range cfg.Switches {
+		var err error
+		if swNodes[i], err = resolveAll(sc.Nodes, sc.Line, "switch", sc.Name); err != nil {
+			return nil, err
 		}
 	}
 	blNodes := make([][]int32, len(cfg.Blocks))
 	for i, bc := range cfg.Blocks {
-		names, err := expandAll(bc.Nodes)
-		if err != nil {
-			return nil, errAt(bc.Line, fmt.Errorf("block %q: Nodes: %w", bc.Name, err))
-		}
-		for _, n := range names {
-			idx, err := resolve(n)
-			if err != nil {
-				return nil, errAt(bc.Line, fmt.Errorf("block %q: %w", bc.Name, err))
-			}
-			blNodes[i] = append(blNodes[i], int32(idx))
+		var err error
+		if blNodes[i], err = resolveAll(bc.Nodes, bc.Line, "block", bc.Name); err != nil {
+			return nil, err
 		}
 	}
 	dmNodes := make([][]int32, len(cfg.Domains))
 	for i, dc := range cfg.Domains {
-		names, err := expandAll(dc.Nodes)
-		if err != nil {
-			return nil, fmt.Errorf("domain %q: Nodes: %w", dc.Name, err)
-		}
-		for _, n := range names {
-			idx, err := resolve(n)
-			if err != nil {
-				return nil, fmt.Errorf("domain %q: %w", dc.Name, err)
-			}
-			dmNodes[i] = append(dmNodes[i], int32(idx))
+		var err error
+		if dmNodes[i], err = resolveAll(dc.Nodes, 0, "domain", dc.Name); err != nil {
+			return nil, err
 		}
 	}
 

@@ -119,33 +119,26 @@ func (h *hier) leafCount(cand NodeSet, g int32) int32 {
 
 // count fills counts (len = number of groups) with each group's candidate
 // count; with seg > 1 a leaf counts only whole segments of seg nodes.
-func (h *hier) count(cand NodeSet, seg int, counts []int32) {
-	for _, g := range h.byLevel {
-		if len(h.children[g]) == 0 {
-			c := h.leafCount(cand, g)
-			if seg > 1 {
-				c -= c % int32(seg)
-			}
-			counts[g] = c
-		} else {
-			counts[g] = 0
-		}
-	}
-	h.sumUp(counts)
-}
+func (h *hier) count(cand NodeSet, seg int, counts []int32) { h.fill(&cand, seg, counts) }
 
 // structural fills counts as if every node were a candidate.
-func (h *hier) structural(seg int, counts []int32) {
+func (h *hier) structural(seg int, counts []int32) { h.fill(nil, seg, counts) }
+
+// fill is count, or structural when cand is nil.
+func (h *hier) fill(cand *NodeSet, seg int, counts []int32) {
 	for _, g := range h.byLevel {
-		if len(h.children[g]) == 0 {
-			c := h.size[g]
-			if seg > 1 {
-				c -= c % int32(seg)
-			}
-			counts[g] = c
-		} else {
-			counts[g] = 0
+		counts[g] = 0
+		if len(h.children[g]) > 0 {
+			continue
 		}
+		c := h.size[g]
+		if cand != nil {
+			c = h.leafCount(*cand, g)
+		}
+		if seg > 1 {
+			c -= c % int32(seg)
+		}
+		counts[g] = c
 	}
 	h.sumUp(counts)
 }

@@ -149,14 +149,12 @@ func (g *Graph) Select(cand NodeSet, n int, c Constraints) (Placement, error) {
 	switch {
 	case c.Domains != DomainAny:
 		set, met, err = g.selectDomains(cand, n, c)
-	case g.block != nil:
-		set, met, err = g.selectHier(g.block, cand, n, c, g.blockCap(n, c.Segment))
-	case g.tree != nil:
-		set, met, err = g.selectHier(g.tree, cand, n, c, g.tree.maxLevel)
-	case g.dom != nil:
-		set, met, err = g.selectHier(g.dom, cand, n, c, g.dom.maxLevel)
 	default:
-		set, met, err = g.selectFlat(cand, n)
+		if h, levelCap := g.placementHier(n, c.Segment); h != nil {
+			set, met, err = g.selectHier(h, cand, n, c, levelCap)
+		} else {
+			set, met, err = g.selectFlat(cand, n)
+		}
 	}
 	if err != nil {
 		return Placement{}, err
@@ -212,6 +210,22 @@ func (g *Graph) blockCap(n, seg int) int32 {
 	return g.block.maxLevel
 }
 
+// placementHier returns the hierarchy a request of n nodes in segments
+// of seg that ignores NVLink domains is placed on — blocks, else the tree,
+// else the domains — and the highest level it may use; nil without any
+// topology.
+func (g *Graph) placementHier(n, seg int) (*hier, int32) {
+	switch {
+	case g.block != nil:
+		return g.block, g.blockCap(n, seg)
+	case g.tree != nil:
+		return g.tree, g.tree.maxLevel
+	case g.dom != nil:
+		return g.dom, g.dom.maxLevel
+	}
+	return nil, 0
+}
+
 // neverFits returns ErrNeverFits when the request fails even with every
 // node free, otherwise nil.
 func (g *Graph) neverFits(n int, c Constraints) error {
@@ -242,16 +256,8 @@ func (g *Graph) neverFits(n int, c Constraints) error {
 		}
 		return nil
 	}
-	var h *hier
-	cap := int32(0)
-	switch {
-	case g.block != nil:
-		h, cap = g.block, g.blockCap(n, c.Segment)
-	case g.tree != nil:
-		h, cap = g.tree, g.tree.maxLevel
-	case g.dom != nil:
-		h, cap = g.dom, g.dom.maxLevel
-	default:
+	h, cap := g.placementHier(n, c.Segment)
+	if h == nil {
 		return nil
 	}
 	p := newPlacer(h)
@@ -291,11 +297,17 @@ func (g *Graph) selectFlat(cand NodeSet, n int) (NodeSet, bool, error) {
 	if cand.Count() < n {
 		return NodeSet{}, false, g.noPlacement(n, Constraints{}, cand.Count())
 	}
+	return g.firstN(cand, n), true, nil
+}
+
+// firstN returns the k lowest-numbered members of s (all when s has
+// fewer).
+func (g *Graph) firstN(s NodeSet, k int) NodeSet {
 	set := NewNodeSet(len(g.names))
-	for _, i := range cand.FirstN(make([]int, 0, n), n) {
+	for _, i := range s.FirstN(make([]int, 0, k), k) {
 		set.Add(i)
 	}
-	return set, true, nil
+	return set
 }
 
 func (g *Graph) selectHier(h *hier, cand NodeSet, n int, c Constraints, levelCap int32) (NodeSet, bool, error) {
@@ -480,11 +492,7 @@ func (g *Graph) sliceOf(cand NodeSet, d, k int, c Constraints) (NodeSet, bool, e
 	if c.Segment > 1 && k%c.Segment != 0 {
 		return NodeSet{}, false, ErrNoPlacement
 	}
-	set := NewNodeSet(len(g.names))
-	for _, i := range sub.FirstN(make([]int, 0, k), k) {
-		set.Add(i)
-	}
-	return set, true, nil
+	return g.firstN(sub, k), true, nil
 }
 
 // waterFill splits n over the domains doms (capacities counts[d], which sum

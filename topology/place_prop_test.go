@@ -212,17 +212,24 @@ func (o treeOracle) minLeavesOverall(n int) int {
 			sizes = append(sizes, sw.Nodes.Count())
 		}
 	}
-	slices.Sort(sizes)
-	slices.Reverse(sizes)
-	k, sum := 0, 0
-	for _, x := range sizes {
+	k, _ := fewestToCover(sizes, n)
+	return max(k, 1)
+}
+
+// fewestToCover returns how many of the largest sizes it takes to reach n
+// (all of them when they cannot), and their sum.
+func fewestToCover(sizes []int, n int) (k, sum int) {
+	sorted := slices.Clone(sizes)
+	slices.Sort(sorted)
+	slices.Reverse(sorted)
+	for _, x := range sorted {
 		if sum >= n {
 			break
 		}
 		sum += x
 		k++
 	}
-	return max(k, 1)
+	return k, sum
 }
 
 func (o treeOracle) minLevel(g *Graph, n int) int {
@@ -424,17 +431,7 @@ func TestSelectDomainProperties(t *testing.T) {
 					}
 				}
 			case DomainBalanced:
-				sorted := slices.Clone(counts)
-				slices.Sort(sorted)
-				slices.Reverse(sorted)
-				k, sum := 0, 0
-				for _, x := range sorted {
-					if sum >= n {
-						break
-					}
-					sum += x
-					k++
-				}
+				k, sum := fewestToCover(counts, n)
 				if sum < n {
 					require.Error(t, err, ctx)
 					continue

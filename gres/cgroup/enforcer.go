@@ -113,20 +113,20 @@ func New(cfg Config) (*Enforcer, error) {
 }
 
 func newEnforcer(cfg Config, ops fsOps) *Enforcer {
-	cfg.Controllers = slices.Clone(cfg.controllers())
-	cfg.ManagedDevices = slices.Clone(cfg.ManagedDevices)
-	cfg.BaseDevices = slices.Clone(cfg.BaseDevices)
-	return &Enforcer{cfg: cfg, ops: ops}
+	cfg.Controllers = cfg.controllers()
+	return &Enforcer{cfg: cfg.clone(), ops: ops}
 }
 
-// Config returns the enforcer's configuration (with defaults filled in).
-func (e *Enforcer) Config() Config {
-	c := e.cfg
+// clone returns c with its slices copied.
+func (c Config) clone() Config {
 	c.Controllers = slices.Clone(c.Controllers)
 	c.ManagedDevices = slices.Clone(c.ManagedDevices)
 	c.BaseDevices = slices.Clone(c.BaseDevices)
 	return c
 }
+
+// Config returns the enforcer's configuration (with defaults filled in).
+func (e *Enforcer) Config() Config { return e.cfg.clone() }
 
 // Path returns the cgroup directory of a job or step (step != ""), for
 // launching processes straight into it (syscall.SysProcAttr.CgroupFD).

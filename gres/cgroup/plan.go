@@ -1,7 +1,6 @@
 package cgroup
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -219,7 +218,6 @@ func (c *Config) Plan(a gres.Allocation) (Plan, error) {
 	if a.MemoryBytes > 0 {
 		p.MemoryMax = strconv.FormatInt(a.MemoryBytes, 10)
 	}
-	allowed := gres.SortDeviceFiles(slices.Clone(a.Devices))
 	exception := func(allow bool, f gres.DeviceFile) DeviceRule {
 		return DeviceRule{Allow: allow, Kind: byte(f.Kind), Major: f.Major, Minor: f.Minor, Access: "rwm"}
 	}
@@ -227,7 +225,7 @@ func (c *Config) Plan(a gres.Allocation) (Plan, error) {
 	case DenyUnallocated:
 		p.Devices = []DeviceRule{{Allow: true, Kind: 'a', Major: -1, Minor: -1, Access: "rwm"}}
 		for _, f := range gres.SortDeviceFiles(slices.Clone(c.ManagedDevices)) {
-			if !covered(allowed, f) {
+			if !covered(a.Devices, f) {
 				p.Devices = append(p.Devices, exception(false, f))
 			}
 		}
@@ -237,15 +235,14 @@ func (c *Config) Plan(a gres.Allocation) (Plan, error) {
 			base = DefaultBaseDevices()
 		}
 		p.Devices = []DeviceRule{{Allow: false, Kind: 'a', Major: -1, Minor: -1, Access: "rwm"}}
-		for _, f := range gres.SortDeviceFiles(append(slices.Clone(base), allowed...)) {
+		for _, f := range gres.SortDeviceFiles(append(slices.Clone(base), a.Devices...)) {
 			p.Devices = append(p.Devices, exception(true, f))
 		}
 	}
-	head, rest := p.Devices[:1], p.Devices[1:]
-	slices.SortFunc(rest, func(x, y DeviceRule) int {
-		return cmp.Or(cmp.Compare(x.Kind, y.Kind), cmp.Compare(x.Major, y.Major), cmp.Compare(x.Minor, y.Minor))
-	})
-	p.Devices = append(head, slices.CompactFunc(rest, func(x, y DeviceRule) bool { return x == y })...)
+	// The exceptions come from files sorted by (kind, major, minor, path),
+	// so they are already in rule order; only files that differ by path
+	// alone leave equal rules to drop.
+	p.Devices = slices.Compact(p.Devices)
 	return p, nil
 }
 

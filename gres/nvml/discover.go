@@ -526,7 +526,7 @@ func (d *Driver) files(snap *snapshot, warnf func(string, ...any)) {
 	if len(inv.Devices) == 0 {
 		return
 	}
-	dev := func(name string) string { return filepath.Join(or(d.opts.DevRoot, "/dev"), name) }
+	dev := func(name string) string { return filepath.Join(cmp.Or(d.opts.DevRoot, "/dev"), name) }
 	snap.disc.Files = make([][]gres.DeviceFile, len(inv.Devices))
 	majors, err := d.host.charMajors()
 	if err != nil {

@@ -3,6 +3,7 @@
 package nvml
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -63,17 +64,10 @@ func (o *Options) Validate() error {
 	return nil
 }
 
+// validIdent reports whether s is a valid GRES name: a valid type (see
+// validType) starting with a letter.
 func validIdent(s string) bool {
-	if s == "" || len(s) > 64 || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return false
-		}
-	}
-	return true
+	return validType(s) && (s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z')
 }
 
 // Driver discovers a node's NVIDIA GPUs and watches their health through
@@ -131,7 +125,7 @@ func New(lib gonvml.Interface, opts Options) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{lib: lib, opts: opts, name: opts.Name, typeOf: opts.TypeOf, maxCPUs: opts.MaxCPUs, slice: opts.WaitSlice}
-	d.host = host{sysfs: or(opts.SysfsRoot, "/sys"), procfs: or(opts.ProcRoot, "/proc")}
+	d.host = host{sysfs: cmp.Or(opts.SysfsRoot, "/sys"), procfs: cmp.Or(opts.ProcRoot, "/proc")}
 	if d.name == "" {
 		d.name = "gpu"
 	}
@@ -153,13 +147,6 @@ func New(lib gonvml.Interface, opts Options) (*Driver, error) {
 		d.ignored[x] = true
 	}
 	return d, nil
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // Open loads the system's NVML library (opts.LibraryPath, or

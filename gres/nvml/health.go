@@ -316,12 +316,19 @@ func unhealthyReason(w *watchState, uuid string) string {
 	return w.waitErr
 }
 
+// pending returns a device's current unhealthy reason ("" if healthy) and
+// whether that state differs from what was last reported.
+func pending(w *watchState, uuid string) (string, bool) {
+	r := unhealthyReason(w, uuid)
+	h := w.health[uuid]
+	return r, (r != "") != (h != nil && h.reported)
+}
+
 // pendingChanges reports whether a device's state differs from what was
 // last reported.
 func pendingChanges(w *watchState, snap *snapshot) bool {
 	for _, dv := range snap.disc.Inventory.Devices {
-		bad := unhealthyReason(w, dv.UUID) != ""
-		if h := w.health[dv.UUID]; bad != (h != nil && h.reported) {
+		if _, changed := pending(w, dv.UUID); changed {
 			return true
 		}
 	}
@@ -333,12 +340,11 @@ func pendingChanges(w *watchState, snap *snapshot) bool {
 func changes(w *watchState, snap *snapshot) []gres.HealthEvent {
 	var out []gres.HealthEvent
 	for _, dv := range snap.disc.Inventory.Devices {
-		r := unhealthyReason(w, dv.UUID)
-		h := w.dev(dv.UUID)
-		if (r != "") == h.reported {
+		r, changed := pending(w, dv.UUID)
+		if !changed {
 			continue
 		}
-		h.reported = r != ""
+		w.dev(dv.UUID).reported = r != ""
 		ev := gres.HealthEvent{Index: dv.Index, UUID: dv.UUID, Healthy: r == "", Reason: r}
 		if ev.Healthy {
 			ev.Reason = "recovered"

@@ -87,19 +87,6 @@ func readFirstLine(path string) (string, error) {
 	return strings.TrimSpace(line), nil
 }
 
-// readInt reads a file holding one decimal integer.
-func readInt(path string) (int, error) {
-	s, err := readFirstLine(path)
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %q: %w", path, s, errMalformed)
-	}
-	return n, nil
-}
-
 // host reads sysfs and procfs below configurable roots.
 type host struct {
 	sysfs, procfs string
@@ -110,11 +97,32 @@ func (h host) pciNUMANode(bus string) int {
 	if bus == "" {
 		return -1
 	}
-	n, err := readInt(filepath.Join(h.sysfs, "bus/pci/devices", bus, "numa_node"))
+	return readID(filepath.Join(h.sysfs, "bus/pci/devices", bus, "numa_node"))
+}
+
+// readID reads a file holding a non-negative id (NUMA node, socket); -1
+// when it is unreadable or negative.
+func readID(path string) int {
+	s, err := readFirstLine(path)
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 {
 		return -1
 	}
 	return n
+}
+
+// readCPUList reads a file holding a Linux CPU list; false when it is
+// unreadable, malformed or empty.
+func readCPUList(path string) (gres.CoreSet, bool) {
+	s, err := readFirstLine(path)
+	if err != nil {
+		return gres.CoreSet{}, false
+	}
+	c, err := gres.ParseCoreSet(s)
+	return c, err == nil && !c.IsEmpty()
 }
 
 // pciLocalCPUs reads /sys/bus/pci/devices/<bus>/local_cpulist.
@@ -122,31 +130,17 @@ func (h host) pciLocalCPUs(bus string) (gres.CoreSet, bool) {
 	if bus == "" {
 		return gres.CoreSet{}, false
 	}
-	s, err := readFirstLine(filepath.Join(h.sysfs, "bus/pci/devices", bus, "local_cpulist"))
-	if err != nil {
-		return gres.CoreSet{}, false
-	}
-	c, err := gres.ParseCoreSet(s)
-	return c, err == nil && !c.IsEmpty()
+	return readCPUList(filepath.Join(h.sysfs, "bus/pci/devices", bus, "local_cpulist"))
 }
 
 // nodeCPUs reads /sys/devices/system/node/node<N>/cpulist.
 func (h host) nodeCPUs(node int) (gres.CoreSet, bool) {
-	s, err := readFirstLine(filepath.Join(h.sysfs, "devices/system/node", "node"+strconv.Itoa(node), "cpulist"))
-	if err != nil {
-		return gres.CoreSet{}, false
-	}
-	c, err := gres.ParseCoreSet(s)
-	return c, err == nil && !c.IsEmpty()
+	return readCPUList(filepath.Join(h.sysfs, "devices/system/node", "node"+strconv.Itoa(node), "cpulist"))
 }
 
 // cpuSocket reads /sys/devices/system/cpu/cpu<N>/topology/physical_package_id.
 func (h host) cpuSocket(cpu int) int {
-	n, err := readInt(filepath.Join(h.sysfs, "devices/system/cpu", "cpu"+strconv.Itoa(cpu), "topology/physical_package_id"))
-	if err != nil || n < 0 {
-		return -1
-	}
-	return n
+	return readID(filepath.Join(h.sysfs, "devices/system/cpu", "cpu"+strconv.Itoa(cpu), "topology/physical_package_id"))
 }
 
 // socketOf returns the socket of the lowest CPU in cores, else of the

@@ -37,6 +37,25 @@ func gpu(i int, model string, memMiB int64, bus string, s int) gres.Device {
 	}
 }
 
+// gpus returns n devices of one model, perSocket per socket (and NUMA
+// node), with the given bus ids (nil: gpu's default ids).
+func gpus(n int, model string, memMiB int64, perSocket int, buses []string) []gres.Device {
+	devs := make([]gres.Device, n)
+	for i := range devs {
+		bus := ""
+		if buses != nil {
+			bus = buses[i]
+		}
+		devs[i] = gpu(i, model, memMiB, bus, i/perSocket)
+	}
+	return devs
+}
+
+// pairOf and quadOf group GPUs by two and by four (PCIe switches and
+// switch trees in hostLevel).
+func pairOf(i int) int { return i / 2 }
+func quadOf(i int) int { return i / 4 }
+
 // build assembles an inventory from devices and a link function, which
 // must be symmetric.
 func build(devs []gres.Device, link func(a, b *gres.Device) gres.Link) gres.Inventory {
@@ -77,10 +96,7 @@ func hostLevel(a, b *gres.Device, sw, tree func(i int) int) gres.PCIeLevel {
 func DGXH100() gres.Inventory {
 	buses := []string{"0000:1b:00.0", "0000:43:00.0", "0000:52:00.0", "0000:61:00.0",
 		"0000:9d:00.0", "0000:c3:00.0", "0000:d1:00.0", "0000:df:00.0"}
-	devs := make([]gres.Device, 8)
-	for i := range devs {
-		devs[i] = gpu(i, "h100", 81920, buses[i], i/4)
-	}
+	devs := gpus(8, "h100", 81920, 4, buses)
 	return build(devs, func(a, b *gres.Device) gres.Link {
 		return gres.Link{NVLinks: 18, NVSwitch: true, PCIe: hostLevel(a, b, nil, nil)}
 	})
@@ -94,13 +110,9 @@ func DGXH100() gres.Inventory {
 func DGXA100() gres.Inventory {
 	buses := []string{"0000:07:00.0", "0000:0f:00.0", "0000:47:00.0", "0000:4e:00.0",
 		"0000:87:00.0", "0000:90:00.0", "0000:b7:00.0", "0000:bd:00.0"}
-	devs := make([]gres.Device, 8)
-	for i := range devs {
-		devs[i] = gpu(i, "a100", 40960, buses[i], i/4)
-	}
-	pair := func(i int) int { return i / 2 }
+	devs := gpus(8, "a100", 40960, 4, buses)
 	return build(devs, func(a, b *gres.Device) gres.Link {
-		return gres.Link{NVLinks: 12, NVSwitch: true, PCIe: hostLevel(a, b, nil, pair)}
+		return gres.Link{NVLinks: 12, NVSwitch: true, PCIe: hostLevel(a, b, nil, pairOf)}
 	})
 }
 
@@ -110,14 +122,9 @@ func DGXA100() gres.Inventory {
 // switch (PIX); the two switches of a socket share an upstream switch
 // (PXB); GPUs 0-3 are on socket/NUMA 0, 4-7 on socket/NUMA 1 (SYS across).
 func PCIeA100Pairs() gres.Inventory {
-	devs := make([]gres.Device, 8)
-	for i := range devs {
-		devs[i] = gpu(i, "a100", 81920, "", i/4)
-	}
-	pair := func(i int) int { return i / 2 }
-	quad := func(i int) int { return i / 4 }
+	devs := gpus(8, "a100", 81920, 4, nil)
 	return build(devs, func(a, b *gres.Device) gres.Link {
-		l := gres.Link{PCIe: hostLevel(a, b, pair, quad)}
+		l := gres.Link{PCIe: hostLevel(a, b, pairOf, quadOf)}
 		if a.Index/2 == b.Index/2 {
 			l.NVLinks = 12
 		}
@@ -132,10 +139,7 @@ func PCIeA100Pairs() gres.Inventory {
 // (190464 MiB). Grace has 72 cores; the fixture keeps 64 per socket like
 // every other fixture.
 func GB200Node() gres.Inventory {
-	devs := make([]gres.Device, 4)
-	for i := range devs {
-		devs[i] = gpu(i, "gb200", 190464, "", i/2)
-	}
+	devs := gpus(4, "gb200", 190464, 2, nil)
 	return build(devs, func(a, b *gres.Device) gres.Link {
 		return gres.Link{NVLinks: 18, NVSwitch: true, PCIe: hostLevel(a, b, nil, nil)}
 	})
@@ -147,13 +151,9 @@ func GB200Node() gres.Inventory {
 // socket/NUMA 1 (SYS across). Placement here is decided by PCIe and CPU
 // affinity alone.
 func PCIeTwoNUMA() gres.Inventory {
-	devs := make([]gres.Device, 8)
-	for i := range devs {
-		devs[i] = gpu(i, "l40s", 49152, "", i/4)
-	}
-	pair := func(i int) int { return i / 2 }
+	devs := gpus(8, "l40s", 49152, 4, nil)
 	return build(devs, func(a, b *gres.Device) gres.Link {
-		return gres.Link{PCIe: hostLevel(a, b, pair, nil)}
+		return gres.Link{PCIe: hostLevel(a, b, pairOf, nil)}
 	})
 }
 
@@ -163,13 +163,9 @@ func PCIeTwoNUMA() gres.Inventory {
 // on socket/NUMA 0, island 1 on socket/NUMA 1; within an island GPUs are in
 // PCIe-switch pairs (PIX). It shows the cost of stranding an island.
 func TwoQuads() gres.Inventory {
-	devs := make([]gres.Device, 8)
-	for i := range devs {
-		devs[i] = gpu(i, "a100", 81920, "", i/4)
-	}
-	pair := func(i int) int { return i / 2 }
+	devs := gpus(8, "a100", 81920, 4, nil)
 	return build(devs, func(a, b *gres.Device) gres.Link {
-		l := gres.Link{PCIe: hostLevel(a, b, pair, nil)}
+		l := gres.Link{PCIe: hostLevel(a, b, pairOf, nil)}
 		if a.Index/4 == b.Index/4 {
 			l.NVLinks = 4
 		}
@@ -182,14 +178,9 @@ func TwoQuads() gres.Inventory {
 // 8-15 on socket/NUMA 1; host side they sit in PCIe-switch pairs (PIX)
 // under per-quad switch trees (PXB).
 func DGX2() gres.Inventory {
-	devs := make([]gres.Device, 16)
-	for i := range devs {
-		devs[i] = gpu(i, "v100", 32768, "", i/8)
-	}
-	pair := func(i int) int { return i / 2 }
-	quad := func(i int) int { return i / 4 }
+	devs := gpus(16, "v100", 32768, 8, nil)
 	return build(devs, func(a, b *gres.Device) gres.Link {
-		return gres.Link{NVLinks: 6, NVSwitch: true, PCIe: hostLevel(a, b, pair, quad)}
+		return gres.Link{NVLinks: 6, NVSwitch: true, PCIe: hostLevel(a, b, pairOf, quadOf)}
 	})
 }
 
