@@ -331,19 +331,10 @@ func (t *kvTx) versions(id AssocID) ([]Assoc, error) {
 	}
 	p := prefixAssocHist + hex8(uint32(id)) + ":"
 	var out []Assoc
-	var bad error
-	err := t.r.Ascend(p, prefixEnd(p), func(k, v string) bool {
-		var a Assoc
-		if err := unmarshalJSON(k, v, &a); err != nil {
-			bad = err
-			return false
-		}
+	err := ascendRecords(t.r, p, prefixEnd(p), decodeJSON[Assoc], func(a Assoc) bool {
 		out = append(out, a)
 		return true
 	})
-	if err == nil {
-		err = bad
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -411,6 +402,24 @@ func (t *kvTx) assocAt(id AssocID, at time.Time) (Assoc, bool, error) {
 	return vs[i-1], true, nil
 }
 
+// assocAtOrLast returns the version of id in effect at time at, or its
+// last version when none was (before it was added or after it was
+// removed); ErrNotFound when id never existed.
+func (t *kvTx) assocAtOrLast(id AssocID, at time.Time) (Assoc, error) {
+	a, ok, err := t.assocAt(id, at)
+	if err != nil || ok {
+		return a, err
+	}
+	vs, err := t.versions(id)
+	if err != nil {
+		return Assoc{}, err
+	}
+	if len(vs) == 0 {
+		return Assoc{}, fmt.Errorf("%w: association %d", ErrNotFound, id)
+	}
+	return vs[len(vs)-1], nil
+}
+
 // chainAt returns id and its ancestors as they were at time at (falling
 // back to the current tree for associations that did not exist then).
 func (t *kvTx) chainAt(id AssocID, at time.Time) ([]AssocID, error) {
@@ -420,19 +429,9 @@ func (t *kvTx) chainAt(id AssocID, at time.Time) ([]AssocID, error) {
 			return nil, corruptKey(prefixAssoc+hex8(uint32(id)), "association tree deeper than %d", maxDepth)
 		}
 		chain = append(chain, p)
-		a, ok, err := t.assocAt(p, at)
+		a, err := t.assocAtOrLast(p, at)
 		if err != nil {
 			return nil, err
-		}
-		if !ok {
-			vs, err := t.versions(p)
-			if err != nil {
-				return nil, err
-			}
-			if len(vs) == 0 {
-				return nil, fmt.Errorf("%w: association %d", ErrNotFound, p)
-			}
-			a = vs[len(vs)-1]
 		}
 		p = a.Parent
 	}
@@ -441,36 +440,21 @@ func (t *kvTx) chainAt(id AssocID, at time.Time) ([]AssocID, error) {
 
 func (t *kvTx) Assocs(cluster string, removed bool, fn func(Assoc) bool) error {
 	var list []Assoc
-	var bad error
-	err := t.r.Ascend(prefixAssoc, prefixEnd(prefixAssoc), func(k, v string) bool {
-		var a Assoc
-		if bad = unmarshalJSON(k, v, &a); bad != nil {
-			return false
-		}
+	err := ascendRecords(t.r, prefixAssoc, prefixEnd(prefixAssoc), decodeJSON[Assoc], func(a Assoc) bool {
 		if cluster == "" || a.Cluster == cluster {
 			list = append(list, a)
 		}
 		return true
 	})
-	if err == nil {
-		err = bad
-	}
 	if err != nil {
 		return err
 	}
 	if removed {
 		last := map[AssocID]Assoc{}
-		err := t.r.Ascend(prefixAssocHist, prefixEnd(prefixAssocHist), func(k, v string) bool {
-			var a Assoc
-			if bad = unmarshalJSON(k, v, &a); bad != nil {
-				return false
-			}
+		err := ascendRecords(t.r, prefixAssocHist, prefixEnd(prefixAssocHist), decodeJSON[Assoc], func(a Assoc) bool {
 			last[a.ID] = a
 			return true
 		})
-		if err == nil {
-			err = bad
-		}
 		if err != nil {
 			return err
 		}

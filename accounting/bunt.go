@@ -215,7 +215,6 @@ func scanFile(path string) (scanResult, error) {
 func scanLog(path string, r io.ReaderAt, size int64) (scanResult, error) {
 	res := scanResult{size: size}
 	sc := newScanner(io.NewSectionReader(r, 0, size), size)
-	f := r
 	for {
 		off := sc.off
 		c, err := sc.next()
@@ -244,7 +243,7 @@ func scanLog(path string, r io.ReaderAt, size int64) (scanResult, error) {
 		}
 		if reason != "" {
 			rest := make([]byte, res.size-off)
-			if _, err := f.ReadAt(rest, off); err != nil && err != io.EOF {
+			if _, err := r.ReadAt(rest, off); err != nil && err != io.EOF {
 				return res, fmt.Errorf("open ledger %s: %w", path, err)
 			}
 			if hasCommitAfter(rest[1:]) {
@@ -401,37 +400,22 @@ func (b *BuntBackend) Compact() error {
 
 func (b *BuntBackend) compactLocked() error {
 	tmp := b.path + ".compact"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("compact %s: %w", b.path, err)
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	var werr error
-	err = b.db.View(func(tx *buntdb.Tx) error {
-		return tx.Ascend("", func(k, v string) bool {
-			if k != commitKey {
-				werr = writeSet(w, k, v)
-			}
-			return werr == nil
+	err := writeLogFile(tmp, b.seq, func(set func(k, v string) error) error {
+		var werr error
+		err := b.db.View(func(tx *buntdb.Tx) error {
+			return tx.Ascend("", func(k, v string) bool {
+				if k != commitKey {
+					werr = set(k, v)
+				}
+				return werr == nil
+			})
 		})
+		if err != nil {
+			return err
+		}
+		return werr
 	})
-	if err == nil {
-		err = werr
-	}
-	if err == nil {
-		err = writeSet(w, commitKey, sealValue(commitKey, commitValue(b.seq)))
-	}
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
-		_ = os.Remove(tmp)
 		return fmt.Errorf("compact %s: %w", b.path, err)
 	}
 	// From here on the in-memory state is dropped and reloaded.
@@ -447,6 +431,34 @@ func (b *BuntBackend) compactLocked() error {
 		return b.fail(fmt.Errorf("compact: reopen: %w", err))
 	}
 	return nil
+}
+
+// writeLogFile writes a new log file at path: the (already sealed) records
+// that records passes to set, then a commit record with sequence number
+// seq, and fsyncs it. On failure it removes the file.
+func writeLogFile(path string, seq uint64, records func(set func(k, v string) error) error) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	err = records(func(k, v string) error { return writeSet(w, k, v) })
+	if err == nil {
+		err = writeSet(w, commitKey, sealValue(commitKey, commitValue(seq)))
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path)
+	}
+	return err
 }
 
 func writeSet(w *bufio.Writer, k, v string) error {
@@ -516,10 +528,17 @@ func (t *buntTx) Get(key string) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
-	if len(v) < 4 {
-		return "", false, corruptKey(key, "value shorter than its checksum")
+	v, err = unseal(key, v)
+	return v, err == nil, err
+}
+
+// unseal strips the checksum sealValue appended (checked when the file
+// was opened).
+func unseal(key, sealed string) (string, error) {
+	if len(sealed) < 4 {
+		return "", corruptKey(key, "value shorter than its checksum")
 	}
-	return v[:len(v)-4], true, nil
+	return sealed[:len(sealed)-4], nil
 }
 
 func (t *buntTx) Ascend(from, to string, fn func(k, v string) bool) error {
@@ -528,11 +547,10 @@ func (t *buntTx) Ascend(from, to string, fn func(k, v string) bool) error {
 		if k == commitKey {
 			return true
 		}
-		if len(v) < 4 {
-			bad = corruptKey(k, "value shorter than its checksum")
+		if v, bad = unseal(k, v); bad != nil {
 			return false
 		}
-		return fn(k, v[:len(v)-4])
+		return fn(k, v)
 	}
 	var err error
 	if to == "" {

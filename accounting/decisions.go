@@ -1,6 +1,8 @@
 package accounting
 
 import (
+	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -55,19 +57,8 @@ func (t *kvTx) encodeDecision(d *Decision) (string, error) {
 		return "", err
 	}
 	e.f(d.Priority)
-	names := make([]string, 0, len(d.Factors))
-	for n := range d.Factors {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	e.u(uint64(len(names)))
-	for _, n := range names {
-		id, err := t.intern(n)
-		if err != nil {
-			return "", err
-		}
-		e.u(uint64(id))
-		e.f(d.Factors[n])
+	if err := t.encodeFloats(slices.Sorted(maps.Keys(d.Factors)), d.Factors); err != nil {
+		return "", err
 	}
 	e.str(d.Detail)
 	e.u(uint64(len(d.Competing)))
@@ -114,15 +105,8 @@ func (t *kvTx) decodeDecision(key, v string) (Decision, error) {
 		return x, err
 	}
 	x.Priority = d.f()
-	if n := d.count(9); n > 0 {
-		x.Factors = make(map[string]float64, n)
-		for range n {
-			s, ok := t.str(d.u())
-			if !ok {
-				return x, corruptKey(key, "unknown factor name ID")
-			}
-			x.Factors[s] = d.f()
-		}
+	if x.Factors, err = t.decodeFloats(key, &d, "factor"); err != nil {
+		return x, err
 	}
 	x.Detail = d.str()
 	if n := d.count(10); n > 0 {
@@ -156,12 +140,7 @@ func (t *kvTx) Decisions(q DecisionQuery, fn func(Decision) bool) error {
 		if err != nil {
 			return err
 		}
-		slices.SortFunc(refs, func(a, b ref) int {
-			if a.tk != b.tk {
-				return cmpStr(a.tk, b.tk)
-			}
-			return cmpStr(a.seq, b.seq)
-		})
+		slices.SortFunc(refs, func(a, b ref) int { return cmp.Or(cmp.Compare(a.tk, b.tk), cmp.Compare(a.seq, b.seq)) })
 		for _, r := range refs {
 			key := prefixDecision + r.tk + r.seq
 			v, ok, err := t.get(key)
@@ -188,32 +167,9 @@ func (t *kvTx) Decisions(q DecisionQuery, fn func(Decision) bool) error {
 	if !q.To.IsZero() {
 		hi = prefixDecision + hexT(q.To.Unix())
 	}
-	var bad error
-	err := t.r.Ascend(lo, hi, func(k, v string) bool {
-		d, err := t.decodeDecision(k, v)
-		if err != nil {
-			bad = err
-			return false
-		}
-		if !q.match(&d) {
-			return true
-		}
-		return fn(d)
+	return ascendRecords(t.r, lo, hi, t.decodeDecision, func(d Decision) bool {
+		return !q.match(&d) || fn(d)
 	})
-	if err != nil {
-		return err
-	}
-	return bad
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (t *kvTx) PurgeDecisions(before time.Time) (int, error) {
@@ -228,19 +184,14 @@ func (t *kvTx) PurgeDecisions(before time.Time) (int, error) {
 		job JobID
 	}
 	var items []item
-	var bad error
-	err := t.r.Ascend(prefixDecision, prefixDecision+hexT(before.Unix()), func(k, v string) bool {
+	decode := func(k, v string) (item, error) {
 		d, err := t.decodeDecision(k, v)
-		if err != nil {
-			bad = err
-			return false
-		}
-		items = append(items, item{k, d.Job})
+		return item{k, d.Job}, err
+	}
+	err := ascendRecords(t.r, prefixDecision, prefixDecision+hexT(before.Unix()), decode, func(it item) bool {
+		items = append(items, it)
 		return true
 	})
-	if err == nil {
-		err = bad
-	}
 	if err != nil {
 		return 0, err
 	}
@@ -274,19 +225,14 @@ func (t *kvTx) Capacities(cluster string) ([]Capacity, error) {
 	}
 	p := prefixCapacity + cluster + "|"
 	var out []Capacity
-	var bad error
-	err := t.r.Ascend(p, prefixEnd(p), func(k, v string) bool {
-		var c Capacity
-		if bad = unmarshalJSON(k, v, &c); bad != nil {
-			return false
-		}
+	err := ascendRecords(t.r, p, prefixEnd(p), decodeJSON[Capacity], func(c Capacity) bool {
 		out = append(out, c)
 		return true
 	})
 	if err != nil {
 		return nil, err
 	}
-	return out, bad
+	return out, nil
 }
 
 func (t *kvTx) PutNodeEvent(e NodeEvent) error {
@@ -309,21 +255,12 @@ func (t *kvTx) NodeEvents(cluster string, from, to time.Time, fn func(NodeEvent)
 	if !to.IsZero() {
 		hi = p + hexT(to.Unix())
 	}
-	var bad error
-	err := t.r.Ascend(p, hi, func(k, v string) bool {
-		var e NodeEvent
-		if bad = unmarshalJSON(k, v, &e); bad != nil {
-			return false
-		}
+	return ascendRecords(t.r, p, hi, decodeJSON[NodeEvent], func(e NodeEvent) bool {
 		if !from.IsZero() && !e.End.IsZero() && !e.End.After(from) {
 			return true
 		}
 		return fn(e)
 	})
-	if err != nil {
-		return err
-	}
-	return bad
 }
 
 func (t *kvTx) PutReservation(r Reservation) error {
@@ -346,19 +283,10 @@ func (t *kvTx) Reservations(cluster string, from, to time.Time, fn func(Reservat
 	if !to.IsZero() {
 		hi = p + hexT(to.Unix())
 	}
-	var bad error
-	err := t.r.Ascend(p, hi, func(k, v string) bool {
-		var r Reservation
-		if bad = unmarshalJSON(k, v, &r); bad != nil {
-			return false
-		}
+	return ascendRecords(t.r, p, hi, decodeJSON[Reservation], func(r Reservation) bool {
 		if !from.IsZero() && !r.End.After(from) {
 			return true
 		}
 		return fn(r)
 	})
-	if err != nil {
-		return err
-	}
-	return bad
 }

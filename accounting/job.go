@@ -234,6 +234,24 @@ func validGPUs(gs []NodeGPUs) error {
 	return nil
 }
 
+// waitStart is when j began waiting as an eligible job: Eligible, or
+// Submit when it has none. Rollups and ClusterUtilization count eligible
+// wait from here.
+func (j *JobRecord) waitStart() time.Time {
+	if j.Eligible.IsZero() {
+		return j.Submit
+	}
+	return j.Eligible
+}
+
+// waitTRES is what j waited for: ReqTRES, or AllocTRES when it has none.
+func (j *JobRecord) waitTRES() TRES {
+	if len(j.ReqTRES) == 0 {
+		return j.AllocTRES
+	}
+	return j.ReqTRES
+}
+
 func cloneGPUs(gs []NodeGPUs) []NodeGPUs {
 	if gs == nil {
 		return nil

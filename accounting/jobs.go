@@ -58,19 +58,12 @@ func (t *kvTx) PutJob(j JobRecord) error {
 		}
 		j.Assoc = a.ID
 	}
-	vs, err := t.versions(j.Assoc)
+	a, err := t.assocAtOrLast(j.Assoc, when)
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("job %d: %w", j.ID, err)
+	}
 	if err != nil {
 		return err
-	}
-	if len(vs) == 0 {
-		return fmt.Errorf("job %d: %w: association %d", j.ID, ErrNotFound, j.Assoc)
-	}
-	a, ok, err := t.assocAt(j.Assoc, when)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		a = vs[len(vs)-1]
 	}
 	if a.Cluster != j.Cluster {
 		return fmt.Errorf("%w: job %d: cluster %q but association %d is in cluster %q", ErrInvalid, j.ID, j.Cluster, j.Assoc, a.Cluster)
@@ -527,20 +520,14 @@ func (t *kvTx) decodeStep(key, v string) (StepRecord, error) {
 func (t *kvTx) Steps(id JobID) ([]StepRecord, error) {
 	p := prefixStep + hex16(uint64(id)) + ":"
 	var out []StepRecord
-	var bad error
-	err := t.r.Ascend(p, prefixEnd(p), func(k, v string) bool {
-		s, err := t.decodeStep(k, v)
-		if err != nil {
-			bad = err
-			return false
-		}
+	err := ascendRecords(t.r, p, prefixEnd(p), t.decodeStep, func(s StepRecord) bool {
 		out = append(out, s)
 		return true
 	})
 	if err != nil {
 		return nil, err
 	}
-	return out, bad
+	return out, nil
 }
 
 // ArchivedJob is one line of a job archive (see Tx.ArchiveJobs).
@@ -571,14 +558,15 @@ func (t *kvTx) ArchiveJobs(before time.Time, limit int, w io.Writer) (int, error
 	}
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
-	stepKeys := map[JobID][]string{}
+	var dels []string // each job's key, then its steps'
 	for _, j := range jobs {
 		steps, err := t.Steps(j.ID)
 		if err != nil {
 			return 0, err
 		}
+		dels = append(dels, jobKey(j.ID))
 		for _, s := range steps {
-			stepKeys[j.ID] = append(stepKeys[j.ID], stepKey(s.Job, s.Step))
+			dels = append(dels, stepKey(s.Job, s.Step))
 		}
 		if err := enc.Encode(ArchivedJob{Job: j, Steps: steps}); err != nil {
 			return 0, fmt.Errorf("archive job %d: %w", j.ID, err)
@@ -587,14 +575,9 @@ func (t *kvTx) ArchiveJobs(before time.Time, limit int, w io.Writer) (int, error
 	if err := bw.Flush(); err != nil {
 		return 0, fmt.Errorf("archive: %w", err)
 	}
-	for _, j := range jobs {
-		if err := t.del(jobKey(j.ID)); err != nil {
+	for _, k := range dels {
+		if err := t.del(k); err != nil {
 			return 0, err
-		}
-		for _, k := range stepKeys[j.ID] {
-			if err := t.del(k); err != nil {
-				return 0, err
-			}
 		}
 	}
 	return len(jobs), nil
@@ -611,10 +594,11 @@ func ReadArchive(r io.Reader, fn func(ArchivedJob) bool) error {
 			continue
 		}
 		var a ArchivedJob
-		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
-			return &CorruptError{Offset: -1, Reason: fmt.Sprintf("archive line %d: %v", line, err), Err: ErrCorrupt}
+		err := json.Unmarshal(sc.Bytes(), &a)
+		if err == nil {
+			err = a.Job.Validate()
 		}
-		if err := a.Job.Validate(); err != nil {
+		if err != nil {
 			return &CorruptError{Offset: -1, Reason: fmt.Sprintf("archive line %d: %v", line, err), Err: ErrCorrupt}
 		}
 		if !fn(a) {

@@ -1,7 +1,6 @@
 package accounting
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -97,30 +96,15 @@ func RepairBunt(path string) (RepairReport, error) {
 	slices.Sort(keys)
 	rep.Records = len(keys)
 	tmp := path + ".repair"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return rep, fmt.Errorf("repair %s: %w", path, err)
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	for _, k := range keys {
-		if err = writeSet(w, k, live[k]); err != nil {
-			break
+	err = writeLogFile(tmp, seq+1, func(set func(k, v string) error) error {
+		for _, k := range keys {
+			if err := set(k, live[k]); err != nil {
+				return err
+			}
 		}
-	}
-	if err == nil {
-		err = writeSet(w, commitKey, sealValue(commitKey, commitValue(seq+1)))
-	}
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+		return nil
+	})
 	if err != nil {
-		_ = os.Remove(tmp)
 		return rep, fmt.Errorf("repair %s: %w", path, err)
 	}
 	backup := path + ".corrupt"

@@ -145,15 +145,7 @@ func ClusterUtilization(tx Tx, cluster string, from, to, now time.Time, tres str
 	resvRunning := map[string]*hourly{}
 	err = tx.Jobs(JobQuery{Cluster: cluster, OpenOnly: true}, func(j JobRecord) bool {
 		if j.Start.IsZero() {
-			ws := j.Eligible
-			if ws.IsZero() {
-				ws = j.Submit
-			}
-			req := j.ReqTRES
-			if len(req) == 0 {
-				req = j.AllocTRES
-			}
-			wait.addSpan(ws.Unix(), hi, req[tres])
+			wait.addSpan(j.waitStart().Unix(), hi, j.waitTRES()[tres])
 			return true
 		}
 		alloc.addSpan(j.Start.Unix(), hi, j.AllocTRES[tres])

@@ -171,6 +171,14 @@ func (s *slot) clampAndEmpty() bool {
 // pack holds the slots of one pack record (at most 31 are used).
 type pack [32]*slot
 
+// add adds s into slot idx.
+func (p *pack) add(idx int, s *slot) {
+	if p[idx] == nil {
+		p[idx] = &slot{}
+	}
+	p[idx].add(s)
+}
+
 func (p *pack) empty() bool {
 	for _, s := range p {
 		if s != nil {
@@ -261,13 +269,6 @@ func (c cal) packEnd(lc byte, pack int64) int64 {
 	return c.nextDay(pack)
 }
 
-func (c cal) packStart(lc byte, u int64) int64 {
-	if lc == 'm' {
-		return c.monthStart(u)
-	}
-	return c.dayStart(u)
-}
-
 // Pending deltas, keyed by (target, hour); target is an association pack
 // prefix ("rh:<assoc>:" style without the level) or a reservation prefix.
 
@@ -326,10 +327,7 @@ func (t *kvTx) flushRollups() error {
 			p = &pack{}
 			packs[key] = p
 		}
-		if p[idx] == nil {
-			p[idx] = &slot{}
-		}
-		p[idx].add(d)
+		p.add(idx, d)
 	}
 	for k, d := range t.roll {
 		if k.assoc == 0 {
@@ -370,10 +368,7 @@ func (t *kvTx) flushRollups() error {
 			if d == nil {
 				continue
 			}
-			if cur[idx] == nil {
-				cur[idx] = &slot{}
-			}
-			cur[idx].add(d)
+			cur.add(idx, d)
 			if cur[idx].clampAndEmpty() {
 				cur[idx] = nil
 			}
@@ -551,20 +546,13 @@ func (t *kvTx) jobContribution(j *JobRecord, chain []AssocID, sign int64) error 
 		}
 	}
 	// eligible wait, on the root only
-	ws := j.Eligible
-	if ws.IsZero() {
-		ws = j.Submit
-	}
+	ws := j.waitStart()
 	we := j.Start
 	if we.IsZero() {
 		we = j.End
 	}
 	if !we.IsZero() && we.After(ws) {
-		req := j.ReqTRES
-		if len(req) == 0 {
-			req = j.AllocTRES
-		}
-		r, err := t.toTVs(req)
+		r, err := t.toTVs(j.waitTRES())
 		if err != nil {
 			return err
 		}
@@ -642,7 +630,8 @@ func (t *kvTx) scanPacks(prefix string, lc byte, from, to time.Time, sum bool, f
 	c := cal{t.l.loc}
 	lo := prefix
 	if !from.IsZero() {
-		lo = prefix + hexT(c.packStart(lc, from.Unix()))
+		ps, _ := c.slotOf(lc, from.Unix())
+		lo = prefix + hexT(ps)
 	}
 	hi := prefixEnd(prefix)
 	if !to.IsZero() {
@@ -652,6 +641,9 @@ func (t *kvTx) scanPacks(prefix string, lc byte, from, to time.Time, sum bool, f
 	var packs []kv
 	if err := t.r.Ascend(lo, hi, func(k, v string) bool { packs = append(packs, kv{k, v}); return true }); err != nil {
 		return err
+	}
+	inRange := func(st int64) bool {
+		return (from.IsZero() || st >= from.Unix()) && (to.IsZero() || st < to.Unix())
 	}
 	for _, p := range packs {
 		ps, ok := parseHex(p.k[len(prefix):])
@@ -663,11 +655,7 @@ func (t *kvTx) scanPacks(prefix string, lc byte, from, to time.Time, sum bool, f
 			return err
 		}
 		if sum {
-			st := int64(ps)
-			if (!from.IsZero() && st < from.Unix()) || (!to.IsZero() && st >= to.Unix()) {
-				continue
-			}
-			if !fn(st, sumPack(slots)) {
+			if st := int64(ps); inRange(st) && !fn(st, sumPack(slots)) {
 				return nil
 			}
 			continue
@@ -676,11 +664,7 @@ func (t *kvTx) scanPacks(prefix string, lc byte, from, to time.Time, sum bool, f
 			if s == nil {
 				continue
 			}
-			st := c.slotStart(lc, int64(ps), i)
-			if (!from.IsZero() && st < from.Unix()) || (!to.IsZero() && st >= to.Unix()) {
-				continue
-			}
-			if !fn(st, s) {
+			if st := c.slotStart(lc, int64(ps), i); inRange(st) && !fn(st, s) {
 				return nil
 			}
 		}
@@ -854,10 +838,7 @@ func (t *kvTx) PurgeRollups(level Level, before time.Time) (int, error) {
 			if day == nil {
 				day = &pack{}
 			}
-			if day[0] == nil {
-				day[0] = &slot{}
-			}
-			day[0].add(sumPack(p))
+			day.add(0, sumPack(p))
 			if err := t.storePack(dkey, day); err != nil {
 				return n, err
 			}

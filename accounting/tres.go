@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -24,17 +25,16 @@ var builtinOrder = map[string]int{"cpu": 0, "mem": 1, "energy": 2, "node": 3, "b
 
 // Names returns the names in t in canonical order: cpu, mem, energy, node,
 // billing, then all others sorted.
-func (t TRES) Names() []string {
-	names := make([]string, 0, len(t))
-	for n := range t {
+func (t TRES) Names() []string { return tresNames(t) }
+
+// tresNames returns the keys of m in canonical TRES order.
+func tresNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
 		names = append(names, n)
 	}
-	sortTRESNames(names)
-	return names
-}
-
-func sortTRESNames(names []string) {
 	slices.SortFunc(names, compareTRESNames)
+	return names
 }
 
 func compareTRESNames(a, b string) int {
@@ -68,16 +68,7 @@ func (t TRES) String() string {
 }
 
 // Clone returns a copy of t (nil for nil).
-func (t TRES) Clone() TRES {
-	if t == nil {
-		return nil
-	}
-	out := make(TRES, len(t))
-	for k, v := range t {
-		out[k] = v
-	}
-	return out
-}
+func (t TRES) Clone() TRES { return maps.Clone(t) }
 
 // Equal reports whether t and u hold the same counts; zero counts and
 // missing names are not distinguished.
@@ -302,23 +293,7 @@ func satAdd(a, b int64) int64 {
 type TRESFloat map[string]float64
 
 // Clone returns a copy of t (nil for nil).
-func (t TRESFloat) Clone() TRESFloat {
-	if t == nil {
-		return nil
-	}
-	out := make(TRESFloat, len(t))
-	for k, v := range t {
-		out[k] = v
-	}
-	return out
-}
+func (t TRESFloat) Clone() TRESFloat { return maps.Clone(t) }
 
 // Names returns the names in t in canonical TRES order.
-func (t TRESFloat) Names() []string {
-	names := make([]string, 0, len(t))
-	for n := range t {
-		names = append(names, n)
-	}
-	sortTRESNames(names)
-	return names
-}
+func (t TRESFloat) Names() []string { return tresNames(t) }

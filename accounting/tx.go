@@ -70,10 +70,33 @@ func (t *kvTx) getJSON(key string, v any) (bool, error) {
 	if err != nil || !ok {
 		return ok, err
 	}
-	if err := json.Unmarshal([]byte(s), v); err != nil {
-		return true, corruptKey(key, "%v", err)
+	return true, unmarshalJSON(key, s, v)
+}
+
+// ascendRecords calls fn for each record in [from, to), decoded by decode,
+// in key order until fn returns false. A decode error stops the scan and
+// is returned.
+func ascendRecords[T any](r KVReader, from, to string, decode func(k, v string) (T, error), fn func(T) bool) error {
+	var bad error
+	err := r.Ascend(from, to, func(k, v string) bool {
+		x, err := decode(k, v)
+		if err != nil {
+			bad = err
+			return false
+		}
+		return fn(x)
+	})
+	if err != nil {
+		return err
 	}
-	return true, nil
+	return bad
+}
+
+// decodeJSON decodes a JSON record; a failure is corruption of key.
+func decodeJSON[T any](key, val string) (T, error) {
+	var x T
+	err := unmarshalJSON(key, val, &x)
+	return x, err
 }
 
 func unmarshalJSON(key, val string, v any) error {
@@ -94,13 +117,7 @@ func (t *kvTx) setJSON(key string, v any) error {
 // intern returns the ID of s, adding it to the string table when new.
 // The empty string is ID 0.
 func (t *kvTx) intern(s string) (uint32, error) {
-	if s == "" {
-		return 0, nil
-	}
-	if id, ok := t.l.ids[s]; ok {
-		return id, nil
-	}
-	if id, ok := t.newIDs[s]; ok {
+	if id, ok := t.lookupID(s); ok {
 		return id, nil
 	}
 	if t.w == nil {

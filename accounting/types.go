@@ -115,16 +115,22 @@ func (l Limits) IsZero() bool {
 
 // Validate checks every TRES set and that counts and MaxWall are not negative.
 func (l Limits) Validate() error {
-	for name, t := range map[string]TRES{"GrpTRES": l.GrpTRES, "GrpTRESMins": l.GrpTRESMins,
-		"GrpTRESRunMins": l.GrpTRESRunMins, "MaxTRESPerJob": l.MaxTRESPerJob, "MaxTRESPerNode": l.MaxTRESPerNode} {
-		if err := t.Validate(); err != nil {
-			return fmt.Errorf("limits %s: %w", name, err)
+	// Checked in field order, so that the error is always the same one.
+	for _, x := range []struct {
+		name string
+		t    TRES
+	}{{"GrpTRES", l.GrpTRES}, {"GrpTRESMins", l.GrpTRESMins}, {"GrpTRESRunMins", l.GrpTRESRunMins},
+		{"MaxTRESPerJob", l.MaxTRESPerJob}, {"MaxTRESPerNode", l.MaxTRESPerNode}} {
+		if err := x.t.Validate(); err != nil {
+			return fmt.Errorf("limits %s: %w", x.name, err)
 		}
 	}
-	for name, p := range map[string]*int{"GrpJobs": l.GrpJobs, "GrpSubmitJobs": l.GrpSubmitJobs,
-		"MaxJobs": l.MaxJobs, "MaxSubmitJobs": l.MaxSubmitJobs} {
-		if p != nil && *p < 0 {
-			return fmt.Errorf("%w: limits %s=%d is negative (nil means no limit)", ErrInvalid, name, *p)
+	for _, x := range []struct {
+		name string
+		p    *int
+	}{{"GrpJobs", l.GrpJobs}, {"GrpSubmitJobs", l.GrpSubmitJobs}, {"MaxJobs", l.MaxJobs}, {"MaxSubmitJobs", l.MaxSubmitJobs}} {
+		if x.p != nil && *x.p < 0 {
+			return fmt.Errorf("%w: limits %s=%d is negative (nil means no limit)", ErrInvalid, x.name, *x.p)
 		}
 	}
 	if l.MaxWall < 0 {

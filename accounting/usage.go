@@ -120,8 +120,14 @@ func (t *kvTx) Charge(c Charge) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
-	if _, err := t.Assoc(c.Assoc); err != nil {
+	// The association must exist now (from its cached versions, which
+	// chainAt reads anyway, instead of decoding its current record).
+	vs, err := t.versions(c.Assoc)
+	if err != nil {
 		return fmt.Errorf("charge: %w", err)
+	}
+	if len(vs) == 0 || vs[len(vs)-1].Removed {
+		return fmt.Errorf("charge: %w: association %d", ErrNotFound, c.Assoc)
 	}
 	to, from := c.To.Unix(), c.From.Unix()
 	ep, err := t.epoch(to)
@@ -234,7 +240,7 @@ func (t *kvTx) epoch(u int64) (int64, error) {
 	if t.reset <= u {
 		ep = t.reset
 	}
-	if b, ok := t.l.cfg.ResetPeriod.LastBoundary(time.Unix(u, 0), t.l.cfg.location()); ok {
+	if b, ok := t.l.cfg.ResetPeriod.LastBoundary(time.Unix(u, 0), t.l.loc); ok {
 		ep = max(ep, b.Unix())
 	}
 	return ep, nil
@@ -328,18 +334,45 @@ func (t *kvTx) encodeUsage(r *usageRec) (string, error) {
 	e.f(r.wall)
 	e.f(r.bill)
 	for _, m := range []map[string]float64{r.tres, r.btres} {
-		names := TRESFloat(m).Names()
-		e.u(uint64(len(names)))
-		for _, n := range names {
-			id, err := t.intern(n)
-			if err != nil {
-				return "", err
-			}
-			e.u(uint64(id))
-			e.f(m[n])
+		if err := t.encodeFloats(TRESFloat(m).Names(), m); err != nil {
+			return "", err
 		}
 	}
 	return e.bytes(), nil
+}
+
+// encodeFloats appends m's entries in the order of names (m's keys), each
+// as an interned name ID and its value.
+func (t *kvTx) encodeFloats(names []string, m map[string]float64) error {
+	e := &t.e
+	e.u(uint64(len(names)))
+	for _, n := range names {
+		id, err := t.intern(n)
+		if err != nil {
+			return err
+		}
+		e.u(uint64(id))
+		e.f(m[n])
+	}
+	return nil
+}
+
+// decodeFloats reads what encodeFloats wrote (nil when empty); what names
+// the kind of name in the error for an unknown ID.
+func (t *kvTx) decodeFloats(key string, d *dec, what string) (map[string]float64, error) {
+	n := d.count(9)
+	if n == 0 {
+		return nil, nil
+	}
+	m := make(map[string]float64, n)
+	for range n {
+		name, ok := t.str(d.u())
+		if !ok {
+			return nil, corruptKey(key, "unknown %s name ID", what)
+		}
+		m[name] = d.f()
+	}
+	return m, nil
 }
 
 func (t *kvTx) decodeUsage(key, v string) (*usageRec, error) {
@@ -353,17 +386,10 @@ func (t *kvTx) decodeUsage(key, v string) (*usageRec, error) {
 	r.asOf = d.i()
 	r.lastCharge = d.i()
 	r.raw, r.wall, r.bill = d.f(), d.f(), d.f()
+	var err error
 	for _, m := range []*map[string]float64{&r.tres, &r.btres} {
-		n := d.count(9)
-		if n > 0 {
-			*m = make(map[string]float64, n)
-		}
-		for range n {
-			name, ok := t.str(d.u())
-			if !ok {
-				return nil, corruptKey(key, "unknown TRES name ID")
-			}
-			(*m)[name] = d.f()
+		if *m, err = t.decodeFloats(key, &d, "TRES"); err != nil {
+			return nil, err
 		}
 	}
 	if !d.done() {

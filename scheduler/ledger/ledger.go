@@ -48,10 +48,10 @@ func FairShare(l accounting.Ledger, cluster string) scheduler.FairShareSource {
 				switch {
 				case a.User != "":
 					pa.Parent = a.Account
-				case a.Account != "root":
+				case a.Account != accounting.RootAccount:
 					pa.Parent = a.ParentAccount
 					if pa.Parent == "" {
-						pa.Parent = "root"
+						pa.Parent = accounting.RootAccount
 					}
 				}
 				out = append(out, pa)
@@ -148,7 +148,6 @@ func (r *Recorder) Observe(now time.Time, cyc scheduler.Cycle) error {
 		for _, id := range ids {
 			j, _ := r.s.Job(id)
 			from := r.running[id]
-			rec := r.record(j)
 			switch {
 			case j.State == scheduler.JobSuspended:
 				// Suspended: no usage accrues; it stays tracked until it
@@ -161,6 +160,7 @@ func (r *Recorder) Observe(now time.Time, cyc scheduler.Cycle) error {
 				if j.State == scheduler.JobPending || j.State == scheduler.JobRunning || end.IsZero() {
 					end = now // requeued: its first run ended by now at the latest
 				}
+				rec := r.record(j)
 				if err := r.charge(tx, rec, from, end); err != nil {
 					return err
 				}
@@ -172,7 +172,7 @@ func (r *Recorder) Observe(now time.Time, cyc scheduler.Cycle) error {
 					r.running[id] = j.StartTime
 				}
 			case charge:
-				if err := r.charge(tx, rec, from, now); err != nil {
+				if err := r.charge(tx, r.record(j), from, now); err != nil {
 					return err
 				}
 				r.running[id] = now
@@ -235,11 +235,8 @@ func (r *Recorder) charge(tx accounting.Tx, rec accounting.JobRecord, from, to t
 		return fmt.Errorf("ledger: job %d: %w", rec.ID, err)
 	}
 	rec.Assoc = stored.Assoc
-	if rec.End.IsZero() || rec.End.After(to) {
-		rec.End = to
-	}
-	if rec.Start.IsZero() || rec.Start.Before(from) {
-		rec.Start = from
+	if rec.Start.IsZero() {
+		rec.Start = from // a requeued job's record may have lost its start
 	}
 	c := accounting.JobCharge(rec, from, to)
 	if !c.From.Before(c.To) {
