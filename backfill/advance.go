@@ -172,8 +172,7 @@ func (p *Profile) trimTL(i int, o int64) {
 // a running job or a block, or an Alloc is malformed or exceeds its node's
 // capacity.
 func (p *Profile) AddStarted(r Running) error {
-	p.entProbe.id = r.ID
-	old, had := p.ents.Get(p.entProbe)
+	old, had := p.entryOf(r.ID)
 	if had && old.kind != kindReserved {
 		return fmt.Errorf("%w: %d", ErrDuplicateID, r.ID)
 	}
@@ -495,9 +494,9 @@ func (p *Profile) releaseOnNode(i int, ps []relPart, rb *relBufs) {
 const sweepFactor = 3
 
 // resummarize recomputes exactly the summaries of cps, a run of writable
-// change points that are consecutive in the profile, from the timelines:
-// one pass over every node to find its free amounts at the first, then
-// only the nodes each later one lists.
+// change points that are consecutive in the profile (or all of them, for
+// NewProfile), from the timelines: one pass over every node to find its
+// free amounts at the first, then only the nodes each later one lists.
 func (p *Profile) resummarize(cps []*changePoint) {
 	a, n := p.a, p.n
 	cur := make([]int64, n*a)
@@ -572,15 +571,7 @@ func (p *Profile) index() {
 		es = append(es, e)
 		return true
 	})
-	slices.SortFunc(es, func(x, y *entry) int {
-		if c := cmp.Compare(x.kind, y.kind); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.end, y.end); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.id, y.id)
-	})
+	slices.SortFunc(es, idxCmp)
 	p.idx = btree.NewG(btreeDeg, idxLess)
 	for _, e := range es {
 		p.idx.ReplaceOrInsert(e)

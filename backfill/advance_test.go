@@ -353,13 +353,7 @@ func compareWithFresh(t *testing.T, rng *rand.Rand, p *Profile, m *naive) {
 	checkProfile(t, fresh, m)
 	require.Equal(t, fresh.NumChangePoints(), p.NumChangePoints(), "change points")
 	require.Equal(t, fresh.Len(), p.Len(), "entries")
-	for i := range p.n {
-		want, err := fresh.Timeline(i)
-		require.NoError(t, err)
-		got, err := p.Timeline(i)
-		require.NoError(t, err)
-		require.Equal(t, want, got, "node %d timeline", i)
-	}
+	requireSameTimelines(t, fresh, p, "timeline: ")
 	fresh.ents.Ascend(func(e *entry) bool {
 		want, _ := fresh.Reservation(e.id)
 		got, ok := p.Reservation(e.id)
@@ -442,39 +436,30 @@ func randomPlanInput(t *testing.T, rng *rand.Rand, p *Profile, idp *JobID) (*Pla
 // profile with the reference model and with a profile built afresh at the
 // same now (timelines, entries, earliest fits and plans).
 func TestAdvanceMatchesFresh(t *testing.T) {
-	iters := 250
-	if testing.Short() {
-		iters = 40
-	}
-	for seed := range iters {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(seed), 31))
-			res := []int64{1, 60, 300}[seed%3]
-			p, m := randomSetup(t, rng, res)
-			nextID := JobID(1000)
-			for range 30 {
-				switch rng.IntN(4) {
-				case 0:
-					advanceOp(t, rng, p, m)
-				case 1:
-					addStartedOp(t, rng, p, m, &nextID)
-				case 2:
-					startPlannedOp(t, rng, p, m)
-				default:
-					planReleaseOp(t, rng, p, m, &nextID)
-				}
-				checkProfile(t, p, m)
-				if rng.IntN(6) == 0 { // a what-if clone advanced further
-					snap := m.clone()
-					c := p.Clone()
-					advanceOp(t, rng, c, m)
-					checkProfile(t, c, m)
-					checkProfile(t, p, snap)
-					m = snap
-				}
+	forEachRandomProfile(t, 250, 40, 31, func(t *testing.T, rng *rand.Rand, p *Profile, m *naive) {
+		nextID := JobID(1000)
+		for range 30 {
+			switch rng.IntN(4) {
+			case 0:
+				advanceOp(t, rng, p, m)
+			case 1:
+				addStartedOp(t, rng, p, m, &nextID)
+			case 2:
+				startPlannedOp(t, rng, p, m)
+			default:
+				planReleaseOp(t, rng, p, m, &nextID)
 			}
-		})
-	}
+			checkProfile(t, p, m)
+			if rng.IntN(6) == 0 { // a what-if clone advanced further
+				snap := m.clone()
+				c := p.Clone()
+				advanceOp(t, rng, c, m)
+				checkProfile(t, c, m)
+				checkProfile(t, p, snap)
+				m = snap
+			}
+		}
+	})
 }
 
 // TestAdvance pins the documented behaviour on small cases.
@@ -618,11 +603,7 @@ func TestAddStarted(t *testing.T) {
 	require.NoError(t, p.AddStarted(job))
 	want, err := NewProfile(now, cluster(2, vec(4, 4, 0)), []Running{job}, ProfileOptions{})
 	require.NoError(t, err)
-	for i := range 2 {
-		a, _ := want.Timeline(i)
-		b, _ := p.Timeline(i)
-		assert.Equal(t, a, b, "node %d", i)
-	}
+	requireSameTimelines(t, want, p, "")
 	checkProfile(t, p, nil)
 	assert.ErrorIs(t, p.AddStarted(job), ErrDuplicateID)
 	assert.ErrorIs(t, p.AddStarted(Running{ID: 6}), ErrInvalidRequest)
@@ -733,14 +714,7 @@ func TestIncrementalCyclesMatchRebuild(t *testing.T) {
 					}
 					continue
 				}
-				allocs := make([]Alloc, len(e.Nodes))
-				for k, i := range e.Nodes {
-					u := j.PerNode
-					if j.Exclusive {
-						u = nodes[i].Capacity
-					}
-					allocs[k] = Alloc{Node: i, Use: u}
-				}
+				allocs := jobAllocs(e.Nodes, j.PerNode, j.Exclusive, capacities(nodes))
 				lim := int64(e.TimeLimit / time.Second)
 				r := Running{ID: j.ID, End: at(now + lim), Allocs: allocs}
 				require.NoError(t, keep.AddStarted(r))
@@ -810,11 +784,7 @@ func TestKeptProfileAtScale(t *testing.T) {
 				require.NoError(t, keep.Advance(now))
 				fresh, err := pl.NewProfile(now, w.nodes, running)
 				require.NoError(t, err)
-				for i := range w.nodes {
-					a, _ := fresh.Timeline(i)
-					b, _ := keep.Timeline(i)
-					require.Equal(t, a, b, "cycle %d node %d", cycle, i)
-				}
+				requireSameTimelines(t, fresh, keep, fmt.Sprintf("cycle %d ", cycle))
 				checkProfile(t, keep, nil)
 				// Small queues restore summaries node by node, large
 				// ones in one sweep.
@@ -834,15 +804,7 @@ func TestKeptProfileAtScale(t *testing.T) {
 						continue
 					}
 					j := jobs[x]
-					allocs := make([]Alloc, len(e.Nodes))
-					for k, i := range e.Nodes {
-						u := j.PerNode
-						if j.Exclusive {
-							u = w.nodes[i].Capacity
-						}
-						allocs[k] = Alloc{Node: i, Use: u}
-					}
-					r := Running{ID: j.ID, End: now.Add(e.TimeLimit), Allocs: allocs}
+					r := Running{ID: j.ID, End: now.Add(e.TimeLimit), Allocs: jobAllocs(e.Nodes, j.PerNode, j.Exclusive, capacities(w.nodes))}
 					require.NoError(t, keep.AddStarted(r))
 					running = append(running, r)
 				}

@@ -1,7 +1,6 @@
 package backfill
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -16,74 +15,66 @@ import (
 // before any start the prefix's plan gave — and the entries, starts and
 // timelines must equal those of one Plan over every job at that time.
 func TestExtendMatchesPlan(t *testing.T) {
-	iters := 400
-	if testing.Short() {
-		iters = 100
-	}
-	for seed := range iters {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(seed), 47))
-			res := []int64{1, 60, 300}[seed%3]
-			p, _ := randomSetup(t, rng, res)
-			id := JobID(1000)
-			pl, jobs := randomPlanInput(t, rng, p, &id)
-			if rng.IntN(3) == 0 { // the per-group limits carry over too
-				cfg := pl.Config()
-				cfg.MaxJobUser, cfg.MaxJobPart, cfg.JobPartCountReserve = 1+rng.IntN(2), 1+rng.IntN(3), 1+rng.IntN(2)
-				var err error
-				pl, err = NewPlanner(cfg)
-				require.NoError(t, err)
-			}
-			cut := rng.IntN(len(jobs) + 1)
-
-			part := p.Clone()
-			first, err := pl.Plan(part, jobs[:cut])
+	forEachRandomProfile(t, 400, 100, 47, func(t *testing.T, rng *rand.Rand, p *Profile, m *naive) {
+		res := m.res
+		id := JobID(1000)
+		pl, jobs := randomPlanInput(t, rng, p, &id)
+		if rng.IntN(3) == 0 { // the per-group limits carry over too
+			cfg := pl.Config()
+			cfg.MaxJobUser, cfg.MaxJobPart, cfg.JobPartCountReserve = 1+rng.IntN(2), 1+rng.IntN(3), 1+rng.IntN(2)
+			var err error
+			pl, err = NewPlanner(cfg)
 			require.NoError(t, err)
-			now := p.Now()
-			if len(first.Starts) == 0 && pl.Config().MinAgeReserve == 0 && rng.IntN(2) == 0 {
-				// Advance within the still stretch, if the prefix allows.
-				limit := part.NextChange()
-				ok := true
-				for _, e := range first.Entries {
-					switch e.Status {
-					case StatusBeyondWindow:
-						ok = false
-					case StatusReserved, StatusEstimated:
-						if limit.IsZero() || e.Start.Before(limit) {
-							limit = e.Start
-						}
+		}
+		cut := rng.IntN(len(jobs) + 1)
+
+		part := p.Clone()
+		first, err := pl.Plan(part, jobs[:cut])
+		require.NoError(t, err)
+		now := p.Now()
+		if len(first.Starts) == 0 && pl.Config().MinAgeReserve == 0 && rng.IntN(2) == 0 {
+			// Advance within the still stretch, if the prefix allows.
+			limit := part.NextChange()
+			ok := true
+			for _, e := range first.Entries {
+				switch e.Status {
+				case StatusBeyondWindow:
+					ok = false
+				case StatusReserved, StatusEstimated:
+					if limit.IsZero() || e.Start.Before(limit) {
+						limit = e.Start
 					}
-				}
-				for _, j := range jobs[:cut] {
-					// A begin time reached is a change too (the
-					// search rounds a later one up to the grid).
-					if j.Earliest.After(now) && (limit.IsZero() || j.Earliest.Before(limit)) {
-						limit = j.Earliest
-					}
-				}
-				if ok && (limit.IsZero() || limit.Sub(now) > time.Second) {
-					span := 10 * time.Duration(res) * time.Second
-					if !limit.IsZero() {
-						span = limit.Sub(now) - time.Second
-					}
-					now = now.Add(time.Duration(1+rng.Int64N(int64(span/time.Second))) * time.Second)
-					if rng.IntN(2) == 0 { // a Now with a fraction of a second
-						now = now.Add(-time.Duration(1 + rng.Int64N(999_999_999)))
-					}
-					require.NoError(t, part.Advance(now))
 				}
 			}
-			got, err := pl.Extend(part, first, jobs[cut:])
-			require.NoError(t, err)
+			for _, j := range jobs[:cut] {
+				// A begin time reached is a change too (the
+				// search rounds a later one up to the grid).
+				if j.Earliest.After(now) && (limit.IsZero() || j.Earliest.Before(limit)) {
+					limit = j.Earliest
+				}
+			}
+			if ok && (limit.IsZero() || limit.Sub(now) > time.Second) {
+				span := 10 * time.Duration(res) * time.Second
+				if !limit.IsZero() {
+					span = limit.Sub(now) - time.Second
+				}
+				now = now.Add(time.Duration(1+rng.Int64N(int64(span/time.Second))) * time.Second)
+				if rng.IntN(2) == 0 { // a Now with a fraction of a second
+					now = now.Add(-time.Duration(1 + rng.Int64N(999_999_999)))
+				}
+				require.NoError(t, part.Advance(now))
+			}
+		}
+		got, err := pl.Extend(part, first, jobs[cut:])
+		require.NoError(t, err)
 
-			whole := p.Clone()
-			require.NoError(t, whole.Advance(now))
-			want, err := pl.Plan(whole, jobs)
-			require.NoError(t, err)
+		whole := p.Clone()
+		require.NoError(t, whole.Advance(now))
+		want, err := pl.Plan(whole, jobs)
+		require.NoError(t, err)
 
-			requireSamePlan(t, want, got, whole, part)
-		})
-	}
+		requireSamePlan(t, want, got, whole, part)
+	})
 }
 
 // TestExtendErrors checks Extend's own validation.
@@ -110,12 +101,19 @@ func requireSamePlan(t *testing.T, want, got *Plan, wantProf, gotProf *Profile) 
 	ws, gs := want.Stats, got.Stats
 	ws.Searches, gs.Searches = 0, 0
 	require.Equal(t, ws, gs)
-	for i := range wantProf.NumNodes() {
-		a, err := wantProf.Timeline(i)
+	requireSameTimelines(t, wantProf, gotProf, "")
+}
+
+// requireSameTimelines checks that every node of got has the timeline it
+// has in want; what prefixes the failure message.
+func requireSameTimelines(t *testing.T, want, got *Profile, what string) {
+	t.Helper()
+	for i := range want.NumNodes() {
+		a, err := want.Timeline(i)
 		require.NoError(t, err)
-		b, err := gotProf.Timeline(i)
+		b, err := got.Timeline(i)
 		require.NoError(t, err)
-		require.Equal(t, a, b, "node %d", i)
+		require.Equal(t, a, b, "%snode %d", what, i)
 	}
 }
 

@@ -126,14 +126,7 @@ func simulate(t *testing.T, cfg Config, nodes []NodeState, jobs []simJob, fcfs b
 				switch e.Status {
 				case StatusStart:
 					require.Equal(t, base+now, e.Start.Unix())
-					allocs := make([]Alloc, len(e.Nodes))
-					for k, i := range e.Nodes {
-						u := j.PerNode
-						if j.Exclusive {
-							u = nodes[i].Capacity
-						}
-						allocs[k] = Alloc{Node: i, Use: u}
-					}
+					allocs := jobAllocs(e.Nodes, j.PerNode, j.Exclusive, capacities(nodes))
 					running = append(running, simRun{id: j.ID, end: now + int64(e.TimeLimit/time.Second), allocs: allocs})
 					actual[j.ID] = now
 					if _, ok := first[j.ID]; !ok {

@@ -273,6 +273,23 @@ func checkProfile(t *testing.T, p *Profile, m *naive) {
 	}
 }
 
+// forEachRandomProfile runs body as one subtest per seed — iters seeds,
+// short of them under -short — on a random profile and its model from
+// randomSetup, with a resolution of 1 s, 60 s and 300 s in turn; stream
+// keeps the tests' random sequences apart.
+func forEachRandomProfile(t *testing.T, iters, short int, stream uint64, body func(t *testing.T, rng *rand.Rand, p *Profile, m *naive)) {
+	if testing.Short() {
+		iters = short
+	}
+	for seed := range iters {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(seed), stream))
+			p, m := randomSetup(t, rng, []int64{1, 60, 300}[seed%3])
+			body(t, rng, p, m)
+		})
+	}
+}
+
 // randomSetup builds a small random cluster, running jobs, a profile and
 // its model.
 func randomSetup(t *testing.T, rng *rand.Rand, res int64) (*Profile, *naive) {
@@ -402,20 +419,11 @@ func expandTo(p *Profile, v []int64) gres.Vector { return p.expand(v) }
 // and compares every answer and every node's step function with the
 // reference model.
 func TestProfileMatchesModel(t *testing.T) {
-	iters := 400
-	if testing.Short() {
-		iters = 60
-	}
-	for seed := range iters {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(seed), 7))
-			res := []int64{1, 60, 300}[seed%3]
-			p, m := randomSetup(t, rng, res)
-			checkProfile(t, p, m)
-			nextID := JobID(1000)
-			runOps(t, rng, p, m, 40, &nextID)
-		})
-	}
+	forEachRandomProfile(t, 400, 60, 7, func(t *testing.T, rng *rand.Rand, p *Profile, m *naive) {
+		checkProfile(t, p, m)
+		nextID := JobID(1000)
+		runOps(t, rng, p, m, 40, &nextID)
+	})
 }
 
 // runOps applies random operations to p and m and returns the profile

@@ -421,8 +421,7 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 	}
 	var kept *entry
 	if prev == nil && len(jobs) > 0 {
-		prof.entProbe.id = jobs[0].ID
-		if e, ok := prof.ents.Get(prof.entProbe); ok && e.kind == kindReserved {
+		if e, ok := prof.entryOf(jobs[0].ID); ok && e.kind == kindReserved {
 			kept = e
 		}
 	}
@@ -432,18 +431,14 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 	r := &ps.run
 	q, keyBuf := r.q, r.keyBuf // buffers kept from pass to pass
 	*r = run{
-		q:       q,
-		keyBuf:  keyBuf,
-		pl:      pl,
-		p:       prof,
-		latest:  prof.origin + int64(cfg.Window/time.Second),
-		shapes:  ps.shapes,
-		setIdx:  ps.setIdx,
-		counts:  ps.counts,
-		partRes: ps.partRes,
-		sets:    ps.sets[:0],
-		resv:    st.resv,
-		kept:    kept,
+		planScratch: ps,
+		q:           q,
+		keyBuf:      keyBuf,
+		pl:          pl,
+		p:           prof,
+		latest:      prof.origin + int64(cfg.Window/time.Second),
+		resv:        st.resv,
+		kept:        kept,
 	}
 	if dst == nil {
 		dst = &Plan{}
@@ -483,13 +478,9 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 		if err := r.planJob(j, e); err != nil {
 			return nil, fmt.Errorf("job %d: %w", j.ID, err)
 		}
-		if r.kept != nil {
-			// The first job's kept reservation was not booked again:
-			// it goes.
-			if err := prof.Release(r.kept.id); err != nil {
-				return nil, fmt.Errorf("job %d: releasing its last reservation: %w", j.ID, err)
-			}
-			r.kept = nil
+		// The first job's kept reservation, if not booked again, goes.
+		if err := r.dropKept(); err != nil {
+			return nil, fmt.Errorf("job %d: %w", j.ID, err)
 		}
 		if e.Status == StatusStart {
 			r.plan.Starts = append(r.plan.Starts, off+x)
@@ -501,7 +492,6 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 			stop = ReasonMaxJobTest
 		}
 	}
-	ps.sets = r.sets
 	r.plan.slab = r.slab
 	r.plan.pass = &passState{resv: r.resv, stop: stop, tested: r.plan.Stats.Tested}
 	for k, n := range r.counts {
@@ -621,26 +611,25 @@ func (p *Profile) planScratch() *planScratch {
 	clear(ps.setIdx)
 	clear(ps.counts)
 	clear(ps.partRes)
+	ps.sets = ps.sets[:0]
 	ps.shapesUsed = 0
 	return ps
 }
 
-// run is the state of one Plan call.
+// run is the state of one Plan call; its maps and sets are the profile's
+// planScratch's.
 type run struct {
-	pl      *Planner
-	p       *Profile
-	latest  int64
-	shapes  map[string]*shape
-	sets    []topology.NodeSet
-	setIdx  map[setFP][]int
-	counts  map[countKey]int
-	partRes map[string]int
-	resv    int
-	plan    *Plan
-	keyBuf  []byte
+	*planScratch
+	pl     *Planner
+	p      *Profile
+	latest int64
+	resv   int
+	plan   *Plan
+	keyBuf []byte
 	// kept is the first job's reservation from the last plan, still in
 	// the profile: its search looks through it, and it stays when the
-	// job is booked exactly so again.
+	// job is booked exactly so again. The first job is always planned
+	// (no limit stops it), and kept is nil once it has been.
 	kept *entry
 	q    query // reused from job to job
 	slab []int // the entries' node lists are cut from it
@@ -758,10 +747,9 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		return nil
 	}
 
-	d := q.d
+	d, limit := q.d, ceilSecs(j.TimeLimit)
 	if t == p.origin && planned < j.TimeLimit {
 		// --time-min: run as long as the plan allows, up to the limit.
-		limit := int64((j.TimeLimit + time.Second - 1) / time.Second)
 		run := p.runLength(q, nodes, t, p.durAt(t, limit))
 		if run >= p.durAt(t, limit) {
 			d = limit
@@ -772,7 +760,7 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	e.Start = p.timeOf(t)
 	e.Nodes = nodes
 	e.TimeLimit = time.Duration(d) * time.Second
-	if d == int64((j.TimeLimit+time.Second-1)/time.Second) {
+	if d == limit {
 		e.TimeLimit = j.TimeLimit
 	}
 	e.End = e.Start.Add(e.TimeLimit)
@@ -788,13 +776,10 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		// a second: book that, where the profile allows it, so that the
 		// booking is exactly the running job (AddStarted then keeps it).
 		if e2 := p.endOf(e.End); e2 > end {
-			if k := r.kept; k != nil && k.id == j.ID {
-				// Its own last reservation must not stand in the way:
-				// release it (this start replaces it anyway).
-				if err := p.Release(k.id); err != nil {
-					return fmt.Errorf("internal: releasing the kept reservation: %w", err)
-				}
-				r.kept = nil
+			// Its own last reservation must not stand in the way:
+			// release it (this start replaces it anyway).
+			if err := r.dropKept(); err != nil {
+				return err
 			}
 			if p.fitsAll(q, nodes, end, e2) {
 				end = e2
@@ -821,20 +806,14 @@ func (r *run) book(j *Job, q *query, t, end int64, nodes []int) error {
 	ent := &entry{id: j.ID, kind: kindReserved, start: t, end: end, nodes: make([]int32, len(nodes)), use: make([]int64, len(nodes)*a)}
 	for x, i := range nodes {
 		ent.nodes[x] = int32(i)
-		if q.excl {
-			copy(ent.use[x*a:(x+1)*a], p.caps[i*a:(i+1)*a])
-		} else {
-			copy(ent.use[x*a:(x+1)*a], q.req)
-		}
+		copy(ent.use[x*a:(x+1)*a], p.useOn(q, i))
 	}
-	if k := r.kept; k != nil && k.id == j.ID {
+	if k := r.kept; k != nil && k.start == ent.start && k.end == ent.end && slices.Equal(k.nodes, ent.nodes) && slices.Equal(k.use, ent.use) {
 		r.kept = nil
-		if k.start == ent.start && k.end == ent.end && slices.Equal(k.nodes, ent.nodes) && slices.Equal(k.use, ent.use) {
-			return nil // booked exactly so already
-		}
-		if err := p.Release(k.id); err != nil {
-			return fmt.Errorf("internal: releasing the kept reservation: %w", err)
-		}
+		return nil // booked exactly so already
+	}
+	if err := r.dropKept(); err != nil {
+		return err
 	}
 	if err := p.insertReserved(ent); err != nil {
 		// The search said these nodes fit; this is a bug, not bad input.
@@ -843,14 +822,23 @@ func (r *run) book(j *Job, q *query, t, end int64, nodes []int) error {
 	return nil
 }
 
+// dropKept releases the kept reservation, if it is still there.
+func (r *run) dropKept() error {
+	k := r.kept
+	if k == nil {
+		return nil
+	}
+	r.kept = nil
+	if err := r.p.Release(k.id); err != nil {
+		return fmt.Errorf("internal: releasing the kept reservation: %w", err)
+	}
+	return nil
+}
+
 // fitsAll reports whether every node can hold the request over [s, e).
 func (p *Profile) fitsAll(q *query, nodes []int, s, e int64) bool {
 	for _, i := range nodes {
-		u := q.req
-		if q.excl {
-			u = p.caps[i*p.a : (i+1)*p.a]
-		}
-		if !p.fitsInterval(i, u, s, e) {
+		if !p.fitsInterval(i, p.useOn(q, i), s, e) {
 			return false
 		}
 	}
@@ -920,7 +908,7 @@ func (r *run) shapeFor(j *Job, q *query) *shape {
 // newShape returns an empty shape, reusing one of an earlier pass on the
 // same profile (the shape cache lives for one pass).
 func (r *run) newShape() *shape {
-	ps := r.p.sc.plan
+	ps := r.planScratch
 	if ps.shapesUsed < len(ps.shapePool) {
 		sh := ps.shapePool[ps.shapesUsed]
 		ps.shapesUsed++

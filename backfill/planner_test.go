@@ -31,6 +31,25 @@ func cluster(n int, capacity gres.Vector) []NodeState {
 	return nodes
 }
 
+// jobAllocs is what a job started on nodes holds: perNode on each, or,
+// when exclusive, the whole node (capacity(i)).
+func jobAllocs(nodes []int, perNode gres.Vector, exclusive bool, capacity func(i int) gres.Vector) []Alloc {
+	allocs := make([]Alloc, len(nodes))
+	for k, i := range nodes {
+		u := perNode
+		if exclusive {
+			u = capacity(i)
+		}
+		allocs[k] = Alloc{Node: i, Use: u}
+	}
+	return allocs
+}
+
+// capacities returns the capacity of nodes[i], for jobAllocs.
+func capacities(nodes []NodeState) func(i int) gres.Vector {
+	return func(i int) gres.Vector { return nodes[i].Capacity }
+}
+
 func mins(m int) time.Duration { return time.Duration(m) * time.Minute }
 
 func entryByID(p *Plan, id JobID) Entry {
@@ -671,11 +690,7 @@ func TestAddRunningMatchesBulk(t *testing.T) {
 		require.NoError(t, inc.AddRunning(r))
 	}
 	require.Equal(t, bulk.NumChangePoints(), inc.NumChangePoints())
-	for i := range bulk.NumNodes() {
-		a, _ := bulk.Timeline(i)
-		b, _ := inc.Timeline(i)
-		require.Equal(t, a, b, "node %d", i)
-	}
+	requireSameTimelines(t, bulk, inc, "")
 	checkProfile(t, inc, nil)
 	checkProfile(t, bulk, nil)
 	assert.ErrorIs(t, inc.AddRunning(w.running[0]), ErrDuplicateID)
@@ -709,14 +724,9 @@ func referencePlan(t *testing.T, cfg Config, prof *Profile, jobs []Job) []Entry 
 			e.Status = StatusEstimated
 			continue
 		}
-		allocs := make([]Alloc, len(fit.Nodes))
-		for k, i := range fit.Nodes {
-			u := j.PerNode
-			if j.Exclusive {
-				u = prof.expand(prof.caps[i*prof.a : (i+1)*prof.a])
-			}
-			allocs[k] = Alloc{Node: i, Use: u}
-		}
+		allocs := jobAllocs(fit.Nodes, j.PerNode, j.Exclusive, func(i int) gres.Vector {
+			return prof.expand(prof.caps[i*prof.a : (i+1)*prof.a])
+		})
 		require.NoError(t, prof.Reserve(Reservation{ID: j.ID, Start: fit.Start, End: fit.Start.Add(j.TimeLimit), Allocs: allocs}))
 		if now {
 			e.Status = StatusStart

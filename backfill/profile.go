@@ -200,15 +200,18 @@ type Profile struct {
 func cpLess(x, y *changePoint) bool { return x.t < y.t }
 func entLess(x, y *entry) bool      { return x.id < y.id }
 
-func idxLess(x, y *entry) bool {
-	if x.kind != y.kind {
-		return x.kind < y.kind
+// idxCmp orders entries by (kind, end, id), the order of Profile.idx.
+func idxCmp(x, y *entry) int {
+	if c := cmp.Compare(x.kind, y.kind); c != 0 {
+		return c
 	}
-	if x.end != y.end {
-		return x.end < y.end
+	if c := cmp.Compare(x.end, y.end); c != 0 {
+		return c
 	}
-	return x.id < y.id
+	return cmp.Compare(x.id, y.id)
 }
+
+func idxLess(x, y *entry) bool { return idxCmp(x, y) < 0 }
 
 // NewProfile builds a profile whose origin is now, over nodes (node index
 // = position in the slice), with the given running jobs releasing their
@@ -342,54 +345,35 @@ func NewProfile(now time.Time, nodes []NodeState, running []Running, opts Profil
 		p.tls[i] = tl
 	}
 
-	// Global change points with their summaries, in one sweep over time.
+	// Global change points, then their summaries in one sweep over time.
 	slices.SortFunc(bps, func(x, y bp) int {
 		if c := cmp.Compare(x.t, y.t); c != 0 {
 			return c
 		}
 		return cmp.Compare(x.node, y.node)
 	})
-	p.cps = btree.NewG(btreeDeg, cpLess)
-	cur := slices.Clone(free0)
-	nb := p.nblocks()
-	bmax := make([]int64, nb*a)
-	for b := range nb {
-		p.blockMaxFrom(cur, b, bmax[b*a:(b+1)*a])
-	}
-	idle := topology.NewNodeSet(p.n)
-	for i := range p.n {
-		if equalVec(cur[i*a:(i+1)*a], p.caps[i*a:(i+1)*a]) {
-			idle.Add(i)
+	ncp := 1
+	for k := range bps {
+		if k == 0 || bps[k].t != bps[k-1].t {
+			ncp++
 		}
 	}
-	p.cps.ReplaceOrInsert(&changePoint{t: p.origin, owner: p.cow, idle: idle.Clone(), bmax: slices.Clone(bmax)})
-	segIdx := make([]int, p.n)
-	var dirty []int
+	cps := make([]*changePoint, 1, ncp)
+	cps[0] = &changePoint{t: p.origin, owner: p.cow}
 	for k := 0; k < len(bps); {
-		t := bps[k].t
-		cp := &changePoint{t: t, owner: p.cow}
-		dirty = dirty[:0]
-		for ; k < len(bps) && bps[k].t == t; k++ {
-			i := int(bps[k].node)
-			cp.nodes = append(cp.nodes, int32(i))
-			segIdx[i]++
-			tl := p.tls[i]
-			s := segIdx[i]
-			copy(cur[i*a:(i+1)*a], tl.free[s*a:(s+1)*a])
-			if equalVec(cur[i*a:(i+1)*a], p.caps[i*a:(i+1)*a]) {
-				idle.Add(i)
-			} else {
-				idle.Remove(i)
-			}
-			if b := i / blockBits; len(dirty) == 0 || dirty[len(dirty)-1] != b {
-				dirty = append(dirty, b)
-			}
+		cp := &changePoint{t: bps[k].t, owner: p.cow}
+		for ; k < len(bps) && bps[k].t == cp.t; k++ {
+			cp.nodes = append(cp.nodes, bps[k].node)
 		}
-		for _, b := range dirty {
-			p.blockMaxFrom(cur, b, bmax[b*a:(b+1)*a])
-		}
-		cp.idle = idle.Clone()
-		cp.bmax = slices.Clone(bmax)
+		cps = append(cps, cp)
+	}
+	nb := p.nblocks()
+	for _, cp := range cps {
+		cp.idle, cp.bmax = topology.NewNodeSet(p.n), make([]int64, nb*a)
+	}
+	p.resummarize(cps)
+	p.cps = btree.NewG(btreeDeg, cpLess)
+	for _, cp := range cps {
 		p.cps.ReplaceOrInsert(cp)
 	}
 
@@ -553,15 +537,24 @@ func (p *Profile) endOf(t time.Time) int64 {
 	if t.IsZero() {
 		return posInf
 	}
-	s := t.Unix()
-	if t.Nanosecond() > 0 {
-		s++
-	}
+	s := ceilUnix(t)
 	if s <= p.origin {
 		s = p.origin + 1
 	}
 	return p.ceilRes(s)
 }
+
+// ceilUnix is t in Unix seconds, rounded up to a whole second.
+func ceilUnix(t time.Time) int64 {
+	s := t.Unix()
+	if t.Nanosecond() > 0 {
+		s++
+	}
+	return s
+}
+
+// ceilSecs is d in seconds, rounded up to a whole second.
+func ceilSecs(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
 
 // startOf converts a start time to profile seconds: rounded down to the
 // grid (resources are taken a little earlier), but not before the origin.
@@ -706,8 +699,7 @@ func (p *Profile) Block(id JobID, start, end time.Time, nodes []int) error {
 // Release removes an entry: a running job that ended early (its resources
 // are free from the origin on), a reservation, or a block.
 func (p *Profile) Release(id JobID) error {
-	p.entProbe.id = id
-	e, ok := p.ents.Get(p.entProbe)
+	e, ok := p.entryOf(id)
 	if !ok {
 		return fmt.Errorf("%w: %d", ErrUnknownID, id)
 	}
@@ -739,12 +731,17 @@ func (p *Profile) hasID(id JobID) bool {
 	return p.ents.Has(p.entProbe)
 }
 
+// entryOf returns the entry with this ID, and whether there is one.
+func (p *Profile) entryOf(id JobID) (*entry, bool) {
+	p.entProbe.id = id
+	return p.ents.Get(p.entProbe)
+}
+
 // Reservation returns the entry with this ID as a Reservation (a running
 // job's Start is the origin, and so is the Start of one that began before
 // the origin; End is zero for "never"), and whether it exists.
 func (p *Profile) Reservation(id JobID) (Reservation, bool) {
-	p.entProbe.id = id
-	e, ok := p.ents.Get(p.entProbe)
+	e, ok := p.entryOf(id)
 	if !ok {
 		return Reservation{}, false
 	}

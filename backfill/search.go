@@ -160,24 +160,23 @@ func cut[T any](slab *[]T, n, minChunk int) []T {
 type ghost struct {
 	e     *entry
 	s, e2 int64
-	pos   []int32 // node → index in e.nodes, or -1 (scratch, length n)
-	blk   []bool  // block → holds a ghost node (scratch)
+	pos   []int32 // node → index in e.nodes, or -1 (kept, length n)
+	blk   []bool  // block → holds a ghost node (kept)
 	buf   []int64
 }
 
 // ghostOn prepares a search of q that treats entry e as absent.
 func (p *Profile) ghostOn(q *query, e *entry) {
-	sc := p.scratch()
-	if len(sc.gpos) != p.n {
-		sc.gpos = make([]int32, p.n)
-		for i := range sc.gpos {
-			sc.gpos[i] = -1
+	g := &p.scratch().ghost
+	if len(g.pos) != p.n { // first use (ghostOff resets what ghostOn sets)
+		g.pos = make([]int32, p.n)
+		for i := range g.pos {
+			g.pos[i] = -1
 		}
-		sc.gblk = make([]bool, p.nblocks())
-		sc.gbuf = make([]int64, p.a)
+		g.blk = make([]bool, p.nblocks())
+		g.buf = make([]int64, p.a)
 	}
-	g := &sc.ghost
-	*g = ghost{e: e, s: max(e.start, p.origin), e2: e.end, pos: sc.gpos, blk: sc.gblk, buf: sc.gbuf}
+	g.e, g.s, g.e2 = e, max(e.start, p.origin), e.end
 	for x, nd := range e.nodes {
 		g.pos[nd] = int32(x)
 		g.blk[int(nd)/blockBits] = true
@@ -204,6 +203,17 @@ func (q *query) ghostAt(i int) int {
 		return -1
 	}
 	return int(q.ghost.pos[i])
+}
+
+// freeWith returns the free amounts f of the ghost's node gx (its index
+// in the entry) with the ghost's use there added back, in g.buf.
+func (g *ghost) freeWith(f []int64, gx int) []int64 {
+	a := len(f)
+	u := g.e.use[gx*a : (gx+1)*a]
+	for x := range f {
+		g.buf[x] = f[x] + u[x]
+	}
+	return g.buf
 }
 
 // ghostBlock reports whether block b holds a ghost node.
@@ -245,9 +255,6 @@ type scratch struct {
 	overdue, expired []*entry
 	lo, hi           entry
 	ghost            ghost
-	gpos             []int32
-	gblk             []bool
-	gbuf             []int64
 }
 
 func (p *Profile) scratch() *scratch {
@@ -328,7 +335,7 @@ func (p *Profile) fillQuery(q *query, r *Request) (*query, error) {
 	if r.Duration < time.Second || r.Duration > MaxDuration {
 		return nil, fmt.Errorf("%w: Duration %v, want [1s, %v]", ErrInvalidTime, r.Duration, MaxDuration)
 	}
-	q.d = int64((r.Duration + time.Second - 1) / time.Second)
+	q.d = ceilSecs(r.Duration)
 	ok, err := p.project(r.PerNode, q.req)
 	if err != nil {
 		return nil, fmt.Errorf("%w: PerNode: %w", ErrInvalidRequest, err)
@@ -356,11 +363,7 @@ func (p *Profile) fillQuery(q *query, r *Request) (*query, error) {
 	}
 	q.t0 = p.origin
 	if !r.Earliest.IsZero() {
-		e := r.Earliest.Unix()
-		if r.Earliest.Nanosecond() > 0 {
-			e++
-		}
-		if e > p.origin {
+		if e := ceilUnix(r.Earliest); e > p.origin {
 			q.t0 = p.ceilRes(e)
 		}
 	}
@@ -390,6 +393,15 @@ func (q *query) takes(free, capI []int64) bool {
 		return equalVec(free, capI)
 	}
 	return q.fits(free)
+}
+
+// useOn is what the request takes on node i: the per-node request, or the
+// whole node for an exclusive one.
+func (p *Profile) useOn(q *query, i int) []int64 {
+	if q.excl {
+		return p.caps[i*p.a : (i+1)*p.a]
+	}
+	return q.req
 }
 
 // capable counts the allowed nodes whose capacity can hold the request.
@@ -446,7 +458,6 @@ func (p *Profile) violationGhost(i int, t, bound int64, q *query, gx int) int64 
 	a := p.a
 	g := q.ghost
 	capI := p.caps[i*a : (i+1)*a]
-	u := g.e.use[gx*a : (gx+1)*a]
 	tl := p.tls[i]
 	k := tl.seg(t)
 	for at := t; ; {
@@ -466,10 +477,7 @@ func (p *Profile) violationGhost(i int, t, bound int64, q *query, gx int) int64 
 		}
 		f := tl.free[k*a : (k+1)*a]
 		if at >= g.s && at < g.e2 {
-			for x := range f {
-				g.buf[x] = f[x] + u[x]
-			}
-			f = g.buf
+			f = g.freeWith(f, gx)
 		}
 		if !q.takes(f, capI) {
 			return at
@@ -537,13 +545,20 @@ func (p *Profile) search(q *query) (result, error) {
 	d0 := p.durAt(t0, q.d)
 	b0 := max(bound, t0+d0)
 	early := q.chooser == nil
+	// take0 adds node i, whose first violation from t0 is x, when it is
+	// feasible at t0, and reports whether the default chooser's answer is
+	// complete: the first n feasible nodes, the lowest, are all below i+1.
+	take0 := func(i int, x int64) bool {
+		if x < t0+d0 {
+			return false
+		}
+		add(i, x)
+		return early && count >= q.n
+	}
+	lowest := func(upTo int) result { return found(t0, F.FirstN(q.nodeList(q.n), q.n), upTo) }
 	for _, nd := range q.cands {
-		i := int(nd)
-		if x := p.violation(i, t0, b0, q); x >= t0+d0 {
-			add(i, x)
-			if early && count >= q.n {
-				return found(t0, F.FirstN(q.nodeList(q.n), q.n), i+1), nil
-			}
+		if i := int(nd); take0(i, p.violation(i, t0, b0, q)) {
+			return lowest(i + 1), nil
 		}
 	}
 	s0 := p.cpFloor(t0)
@@ -570,11 +585,8 @@ func (p *Profile) search(q *query) (result, error) {
 			}
 		}
 		for i := cand.Next(q.upTo); i >= 0; i = cand.Next(i + 1) {
-			if x := p.violation(i, t0, b0, q); x >= t0+d0 {
-				add(i, x)
-				if early && count >= q.n {
-					return found(t0, F.FirstN(q.nodeList(q.n), q.n), i+1), nil
-				}
+			if take0(i, p.violation(i, t0, b0, q)) {
+				return lowest(i + 1), nil
 			}
 		}
 	} else {
@@ -596,11 +608,8 @@ func (p *Profile) search(q *query) (result, error) {
 				if x > t0 {
 					anyAtT0 = true
 				}
-				if x >= t0+d0 {
-					add(i, x)
-					if early && count >= q.n {
-						return found(t0, F.FirstN(q.nodeList(q.n), q.n), i+1), nil
-					}
+				if take0(i, x) {
+					return lowest(i + 1), nil
 				}
 			}
 			if !anyAtT0 && !ghostB {
@@ -642,32 +651,27 @@ func (p *Profile) search(q *query) (result, error) {
 		}
 		added := false
 		g := q.ghost
-		for _, nd := range nodes {
-			i := int(nd)
-			if !q.allowed.Has(i) || F.Has(i) {
-				continue
-			}
-			// Cheap rejections from the slot's summaries before reading
-			// the node's timeline (a ghost node bypasses them).
-			if g == nil || g.pos[i] < 0 {
-				if q.excl {
-					if !cp.idle.Has(i) {
-						continue
-					}
-				} else if b := i / blockBits; !q.fits(cp.bmax[b*a : (b+1)*a]) {
-					continue
-				}
-			}
-			if x := p.violation(i, t, max(bound, t+dA), q); x >= t+dA {
-				add(i, x)
-				added = true
-			}
-		}
+		lists := [2][]int32{nodes, nil}
 		if all {
-			for _, nd := range g.e.nodes {
+			lists[1] = g.e.nodes
+		}
+		for _, list := range lists {
+			for _, nd := range list {
 				i := int(nd)
 				if !q.allowed.Has(i) || F.Has(i) {
 					continue
+				}
+				// Cheap rejections from the slot's summaries before
+				// reading the node's timeline (a ghost node, the only
+				// kind a ghost's own time lists, bypasses them).
+				if g == nil || g.pos[i] < 0 {
+					if q.excl {
+						if !cp.idle.Has(i) {
+							continue
+						}
+					} else if b := i / blockBits; !q.fits(cp.bmax[b*a : (b+1)*a]) {
+						continue
+					}
 				}
 				if x := p.violation(i, t, max(bound, t+dA), q); x >= t+dA {
 					add(i, x)
@@ -878,12 +882,7 @@ func (p *Profile) usableAtOrigin(i int, q *query) bool {
 	a := p.a
 	f := p.tls[i].free[:a]
 	if gx := q.ghostAt(i); gx >= 0 && q.ghost.s <= p.origin {
-		g := q.ghost
-		u := g.e.use[gx*a : (gx+1)*a]
-		for x := range f {
-			g.buf[x] = f[x] + u[x]
-		}
-		f = g.buf
+		f = q.ghost.freeWith(f, gx)
 	}
 	return q.takes(f, p.caps[i*a:(i+1)*a])
 }
