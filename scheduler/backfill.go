@@ -149,21 +149,6 @@ func (s *Scheduler) profileUse(j *job) []backfill.Alloc {
 	return use
 }
 
-// allowedNodes returns the nodes a job of this shape may be planned on
-// this cycle: capable and up. The set is shared by all jobs of the shape
-// and must not be modified.
-func (s *Scheduler) allowedNodes(sh *shape) topology.NodeSet {
-	if sh.allowedStamp != s.cycleNo {
-		if sh.allowed.Len() == 0 {
-			sh.allowed = topology.NewNodeSet(len(s.nodes))
-		}
-		sh.allowed.CopyFrom(sh.capable)
-		sh.allowed.IntersectWith(s.usable)
-		sh.allowedStamp = s.cycleNo
-	}
-	return sh.allowed
-}
-
 // backfillPass plans every plannable pending job in queue order on a
 // profile of the cluster after the main pass, starts the jobs the plan
 // starts now, and records every other job's expected start and nodes.
@@ -256,7 +241,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		s.allocate(now, j, e.Nodes, quality, time.Time{})
 		j.Backfilled = true
 		s.running.ReplaceOrInsert(j)
-		cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: s.snapshot(j).Alloc, TimeLimit: j.TimeLimit, Backfill: true})
+		cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: copyAlloc(j.Alloc), TimeLimit: j.TimeLimit, Backfill: true})
 	}
 	for k := range plan.Entries {
 		e := &plan.Entries[k]

@@ -236,57 +236,64 @@ const (
 // Validate checks the configuration and returns an error naming the first
 // bad field. It does not modify c.
 func (c *Config) Validate() error {
+	_, err := c.validate()
+	return err
+}
+
+// validate is Validate, returning the topology graph it builds on the
+// way (nil without Config.Topology).
+func (c *Config) validate() (*topology.Graph, error) {
 	if len(c.Nodes) == 0 {
-		return fmt.Errorf("%w: no nodes", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: no nodes", ErrInvalidConfig)
 	}
 	names := make(map[string]int, len(c.Nodes))
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
 		if n.Name == "" {
-			return fmt.Errorf("%w: node %d: empty name", ErrInvalidConfig, i)
+			return nil, fmt.Errorf("%w: node %d: empty name", ErrInvalidConfig, i)
 		}
 		if j, dup := names[n.Name]; dup {
-			return fmt.Errorf("%w: node %q: duplicate name (nodes %d and %d)", ErrInvalidConfig, n.Name, j, i)
+			return nil, fmt.Errorf("%w: node %q: duplicate name (nodes %d and %d)", ErrInvalidConfig, n.Name, j, i)
 		}
 		names[n.Name] = i
 		if n.CPUs < 1 || n.CPUs > gres.MaxCoreID+1 {
-			return fmt.Errorf("%w: node %q: CPUs %d out of range [1, %d]", ErrInvalidConfig, n.Name, n.CPUs, gres.MaxCoreID+1)
+			return nil, fmt.Errorf("%w: node %q: CPUs %d out of range [1, %d]", ErrInvalidConfig, n.Name, n.CPUs, gres.MaxCoreID+1)
 		}
 		if n.MemoryMiB < 0 || n.MemoryMiB > gres.MaxCount {
-			return fmt.Errorf("%w: node %q: MemoryMiB %d out of range", ErrInvalidConfig, n.Name, n.MemoryMiB)
+			return nil, fmt.Errorf("%w: node %q: MemoryMiB %d out of range", ErrInvalidConfig, n.Name, n.MemoryMiB)
 		}
 		if err := n.Devices.Validate(); err != nil {
-			return fmt.Errorf("%w: node %q: devices: %w", ErrInvalidConfig, n.Name, err)
+			return nil, fmt.Errorf("%w: node %q: devices: %w", ErrInvalidConfig, n.Name, err)
 		}
 		for _, g := range n.GRES {
 			if err := g.Validate(); err != nil {
-				return fmt.Errorf("%w: node %q: GRES %s: %w", ErrInvalidConfig, n.Name, g, err)
+				return nil, fmt.Errorf("%w: node %q: GRES %s: %w", ErrInvalidConfig, n.Name, g, err)
 			}
 			for _, d := range n.Devices.Devices {
 				if strings.EqualFold(d.Name, g.Name) {
-					return fmt.Errorf("%w: node %q: GRES %q is both counted and a device", ErrInvalidConfig, n.Name, g.Name)
+					return nil, fmt.Errorf("%w: node %q: GRES %q is both counted and a device", ErrInvalidConfig, n.Name, g.Name)
 				}
 			}
 		}
 	}
 	if c.MinJobAge < 0 {
-		return fmt.Errorf("%w: MinJobAge %v, want ≥ 0", ErrInvalidConfig, c.MinJobAge)
+		return nil, fmt.Errorf("%w: MinJobAge %v, want ≥ 0", ErrInvalidConfig, c.MinJobAge)
 	}
 	if c.MaxArraySize < 0 || c.MaxArraySize > 1<<22 {
-		return fmt.Errorf("%w: MaxArraySize %d out of range [0, 2^22]", ErrInvalidConfig, c.MaxArraySize)
+		return nil, fmt.Errorf("%w: MaxArraySize %d out of range [0, 2^22]", ErrInvalidConfig, c.MaxArraySize)
 	}
 	if len(c.Partitions) == 0 {
-		return fmt.Errorf("%w: no partitions", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: no partitions", ErrInvalidConfig)
 	}
 	pnames := make(map[string]bool, len(c.Partitions))
 	defaults := 0
 	for i := range c.Partitions {
 		p := &c.Partitions[i]
 		if p.Name == "" {
-			return fmt.Errorf("%w: partition %d: empty name", ErrInvalidConfig, i)
+			return nil, fmt.Errorf("%w: partition %d: empty name", ErrInvalidConfig, i)
 		}
 		if pnames[p.Name] {
-			return fmt.Errorf("%w: partition %q: duplicate name", ErrInvalidConfig, p.Name)
+			return nil, fmt.Errorf("%w: partition %q: duplicate name", ErrInvalidConfig, p.Name)
 		}
 		pnames[p.Name] = true
 		if p.Default {
@@ -294,43 +301,45 @@ func (c *Config) Validate() error {
 		}
 		for _, nn := range p.Nodes {
 			if _, ok := names[nn]; !ok {
-				return fmt.Errorf("%w: partition %q: %w %q", ErrInvalidConfig, p.Name, ErrUnknownNode, nn)
+				return nil, fmt.Errorf("%w: partition %q: %w %q", ErrInvalidConfig, p.Name, ErrUnknownNode, nn)
 			}
 		}
 		if p.State > PartitionInactive {
-			return fmt.Errorf("%w: partition %q: bad state %d", ErrInvalidConfig, p.Name, p.State)
+			return nil, fmt.Errorf("%w: partition %q: bad state %d", ErrInvalidConfig, p.Name, p.State)
 		}
 		if p.MaxTime < 0 || p.MaxTime > MaxTimeLimit {
-			return fmt.Errorf("%w: partition %q: MaxTime %v out of range", ErrInvalidConfig, p.Name, p.MaxTime)
+			return nil, fmt.Errorf("%w: partition %q: MaxTime %v out of range", ErrInvalidConfig, p.Name, p.MaxTime)
 		}
 		if p.DefaultTime < 0 || p.DefaultTime > MaxTimeLimit {
-			return fmt.Errorf("%w: partition %q: DefaultTime %v out of range", ErrInvalidConfig, p.Name, p.DefaultTime)
+			return nil, fmt.Errorf("%w: partition %q: DefaultTime %v out of range", ErrInvalidConfig, p.Name, p.DefaultTime)
 		}
 		if p.MaxTime > 0 && p.DefaultTime > p.MaxTime {
-			return fmt.Errorf("%w: partition %q: DefaultTime %v exceeds MaxTime %v", ErrInvalidConfig, p.Name, p.DefaultTime, p.MaxTime)
+			return nil, fmt.Errorf("%w: partition %q: DefaultTime %v exceeds MaxTime %v", ErrInvalidConfig, p.Name, p.DefaultTime, p.MaxTime)
 		}
 		if p.MinNodes < 0 || p.MaxNodes < 0 || (p.MaxNodes > 0 && p.MinNodes > p.MaxNodes) {
-			return fmt.Errorf("%w: partition %q: MinNodes %d / MaxNodes %d invalid", ErrInvalidConfig, p.Name, p.MinNodes, p.MaxNodes)
+			return nil, fmt.Errorf("%w: partition %q: MinNodes %d / MaxNodes %d invalid", ErrInvalidConfig, p.Name, p.MinNodes, p.MaxNodes)
 		}
 		if p.PriorityTier < 0 || p.PriorityTier > 65533 {
-			return fmt.Errorf("%w: partition %q: PriorityTier %d out of range [0, 65533]", ErrInvalidConfig, p.Name, p.PriorityTier)
+			return nil, fmt.Errorf("%w: partition %q: PriorityTier %d out of range [0, 65533]", ErrInvalidConfig, p.Name, p.PriorityTier)
 		}
 		if p.PriorityJobFactor < 0 || p.PriorityJobFactor > 65533 {
-			return fmt.Errorf("%w: partition %q: PriorityJobFactor %d out of range [0, 65533]", ErrInvalidConfig, p.Name, p.PriorityJobFactor)
+			return nil, fmt.Errorf("%w: partition %q: PriorityJobFactor %d out of range [0, 65533]", ErrInvalidConfig, p.Name, p.PriorityJobFactor)
 		}
 		if p.DefMemPerCPU < 0 || p.DefMemPerCPU > gres.MaxCount {
-			return fmt.Errorf("%w: partition %q: DefMemPerCPU %d out of range", ErrInvalidConfig, p.Name, p.DefMemPerCPU)
+			return nil, fmt.Errorf("%w: partition %q: DefMemPerCPU %d out of range", ErrInvalidConfig, p.Name, p.DefMemPerCPU)
 		}
 	}
+	var g *topology.Graph
 	if c.Topology != nil {
-		if _, err := c.graph(); err != nil {
-			return err
+		var err error
+		if g, err = c.graph(); err != nil {
+			return nil, err
 		}
 	}
 	if defaults > 1 {
-		return fmt.Errorf("%w: %d partitions marked Default, at most one allowed", ErrInvalidConfig, defaults)
+		return nil, fmt.Errorf("%w: %d partitions marked Default, at most one allowed", ErrInvalidConfig, defaults)
 	}
-	return nil
+	return g, nil
 }
 
 // graph builds the topology graph over the configured nodes.

@@ -78,12 +78,11 @@ type Pending struct {
 // in use), computed once.
 type shape struct {
 	capable topology.NodeSet
-	// allowed caches capable ∩ usable for the cycle numbered allowedStamp.
-	allowed      topology.NodeSet
-	allowedStamp uint64
-	// usable caches |capable ∩ usable nodes| for the cycle numbered stamp.
-	usable int
-	stamp  uint64
+	// allowed caches capable ∩ usable nodes, and usable its size, for the
+	// cycle numbered stamp (see allowedNodes).
+	allowed topology.NodeSet
+	usable  int
+	stamp   uint64
 }
 
 func shapeKey(part int, v gres.Vector, exclusive bool) string {
@@ -120,13 +119,26 @@ func (s *Scheduler) shapeOf(part int, perNode gres.Vector, exclusive bool) *shap
 	return sh
 }
 
-// usableCapable returns how many of the shape's capable nodes are up,
-// computed once per cycle.
-func (s *Scheduler) usableCapable(sh *shape) int {
+// allowedNodes returns the nodes a job of this shape may use this cycle:
+// capable and up, computed once per cycle. The set is shared by all jobs
+// of the shape and must not be modified.
+func (s *Scheduler) allowedNodes(sh *shape) topology.NodeSet {
 	if sh.stamp != s.cycleNo {
-		sh.usable = sh.capable.IntersectionCount(s.usable)
+		if sh.allowed.Len() == 0 {
+			sh.allowed = topology.NewNodeSet(len(s.nodes))
+		}
+		sh.allowed.CopyFrom(sh.capable)
+		sh.allowed.IntersectWith(s.usable)
+		sh.usable = sh.allowed.Count()
 		sh.stamp = s.cycleNo
 	}
+	return sh.allowed
+}
+
+// usableCapable returns how many of the shape's capable nodes are up
+// this cycle.
+func (s *Scheduler) usableCapable(sh *shape) int {
+	s.allowedNodes(sh)
 	return sh.usable
 }
 
@@ -186,8 +198,8 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 		}
 	}
 	s.rekey = s.rekey[:0]
-	for i := range cyc.Starts {
-		cyc.Starts[i].Alloc = s.snapshot(s.jobs[cyc.Starts[i].Job]).Alloc
+	for i, j := range started {
+		cyc.Starts[i].Alloc = copyAlloc(j.Alloc)
 	}
 	if s.bf != nil {
 		if err := s.backfillPass(now, &cyc); err != nil {
@@ -212,11 +224,8 @@ func (s *Scheduler) endExpired(now time.Time, cyc *Cycle) {
 			cyc.Ended = append(cyc.Ended, Ended{Job: j.ID, State: j.State, Reason: policy.ReasonPreempted})
 			continue
 		}
-		s.release(j, true)
-		j.State = JobTimeout
+		s.endJob(j, JobTimeout, j.deadline)
 		j.Reason = policy.ReasonTimeLimit
-		j.EndTime = j.deadline
-		s.finished(j)
 		cyc.Ended = append(cyc.Ended, Ended{Job: j.ID, State: j.State, Reason: j.Reason})
 	}
 }
@@ -251,7 +260,6 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 	if j.EligibleTime.IsZero() {
 		j.EligibleTime = now
 	}
-	capable := j.shape.capable
 	if s.usableCapable(j.shape) < j.nodes {
 		// Not enough capable nodes are up: waiting for them, not for the queue.
 		return policy.ReasonReqNodeNotAvail
@@ -278,9 +286,7 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 	reason := policy.ReasonResources
 	// Nodes held back by a higher-priority job of another partition: had
 	// they been free to use, would the job have started?
-	s.cand.CopyFrom(capable)
-	s.cand.IntersectWith(s.usable)
-	if s.cand.IntersectionCount(s.avail) < s.cand.Count() && s.fits(now, j, s.cand) {
+	if allowed := s.allowedNodes(j.shape); allowed.IntersectionCount(s.avail) < j.shape.usable && s.fits(now, j, allowed) {
 		reason = policy.ReasonPriority
 	}
 	if j.Spec.Reservation != "" {

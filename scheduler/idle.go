@@ -270,12 +270,6 @@ func (s *Scheduler) reservedIdle(i int, now time.Time, prof *backfill.Profile, h
 	if prof.Now().After(from) {
 		from = prof.Now()
 	}
-	at := func(v gres.Vector, id gres.ID) int64 {
-		if int(id) < len(v) {
-			return v[id]
-		}
-		return 0
-	}
 	var gNow, cNow, gMin, cMin int64
 	first := true
 	for k, st := range steps {
@@ -286,9 +280,9 @@ func (s *Scheduler) reservedIdle(i int, now time.Time, prof *backfill.Profile, h
 		if !first && !st.Start.Before(horizon) {
 			break
 		}
-		g, c := int64(0), at(st.Free, gres.CPU)
+		g, c := int64(0), st.Free.At(gres.CPU)
 		if hasGPU {
-			g = at(st.Free, gpuID)
+			g = st.Free.At(gpuID)
 		}
 		if first {
 			gNow, cNow, gMin, cMin, first = g, c, g, c, false

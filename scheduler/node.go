@@ -66,7 +66,6 @@ const (
 
 // node is the scheduler's runtime view of one node.
 type node struct {
-	idx      int
 	cfg      *NodeConfig
 	capacity gres.Vector
 	free     gres.Vector

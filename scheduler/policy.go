@@ -169,8 +169,7 @@ func (s *Scheduler) constrainByReservations(now time.Time, j *job, cand topology
 		for _, name := range s.pol.resv.Usable(rj) {
 			rj.Reservation = name
 			if dl, b := s.pol.resv.Constrain(rj, now, inside, s.pol.forbidden); !b.Blocked() {
-				probe := cand.AndNot(s.pol.forbidden)
-				if probe.Count() >= j.nodes {
+				if cand.Count()-cand.IntersectionCount(s.pol.forbidden) >= j.nodes {
 					cand.Subtract(s.pol.forbidden)
 					return dl, policy.ReasonNone
 				}

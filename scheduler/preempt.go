@@ -48,8 +48,9 @@ func (s *Scheduler) Checkpoint(now time.Time, id JobID) error {
 // at their KillAt. It reports whether j can start now (all victims freed
 // immediately); otherwise j waits for them.
 func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
-	allowed := j.shape.capable.And(s.usable)
+	allowed := s.allowedNodes(j.shape)
 	pre := policy.Preemptor{Subject: j.subject, Priority: j.Priority, Nodes: allowed}
+	gpuID, hasGPU := s.reg.Lookup("gres/gpu")
 	var cands []policy.Candidate
 	var cjobs []*job
 	s.running.Ascend(func(r *job) bool {
@@ -72,8 +73,8 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 			LastCheckpoint: r.LastCheckpoint, CheckpointInterval: r.Spec.CheckpointInterval,
 			Requeue: r.Spec.Requeue, CPUs: tot[gres.CPU],
 		}
-		if id, ok := s.reg.Lookup("gres/gpu"); ok {
-			c.GPUs = tot.At(id)
+		if hasGPU {
+			c.GPUs = tot.At(gpuID)
 		}
 		for _, na := range r.Alloc.Nodes {
 			c.Nodes = append(c.Nodes, na.Node)
@@ -132,7 +133,6 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 
 // endPreempted ends (CANCEL) or requeues (REQUEUE) a preempted job now.
 func (s *Scheduler) endPreempted(now time.Time, r *job, action policy.PreemptAction) {
-	s.release(r, action != policy.ActionRequeue)
 	r.preempting = false
 	if p, ok := s.jobs[r.preemptedFor]; ok && p.awaitingVictims > 0 {
 		p.awaitingVictims--
@@ -142,10 +142,8 @@ func (s *Scheduler) endPreempted(now time.Time, r *job, action policy.PreemptAct
 		s.requeue(r, policy.ReasonPreempted)
 		return
 	}
-	r.State = JobPreempted
+	s.endJob(r, JobPreempted, now)
 	r.Reason = policy.ReasonPreempted
-	r.EndTime = now
-	s.finished(r)
 }
 
 // fitsWithout reports whether j could start on allowed if the given

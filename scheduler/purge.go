@@ -7,16 +7,6 @@ import (
 	"github.com/sluicehq/sluice/policy"
 )
 
-// finished notes that j has just finished (a terminal state), for
-// MinJobAge.
-func (s *Scheduler) finished(j *job) {
-	if s.minJobAge <= 0 {
-		return
-	}
-	j.doneCycle = s.cycleNo
-	s.done = append(s.done, j)
-}
-
 // purge forgets the jobs finished at least MinJobAge before now and
 // before the previous cycle began (a caller reading each cycle has seen
 // them), keeping their outcomes for dependencies. Jobs are taken in the

@@ -77,7 +77,6 @@ type Scheduler struct {
 
 type partition struct {
 	cfg   PartitionConfig
-	idx   int
 	nodes topology.NodeSet
 }
 
@@ -135,12 +134,12 @@ type job struct {
 // New validates cfg and returns a Scheduler holding the cluster it
 // describes, with every node up and idle.
 func New(cfg Config) (*Scheduler, error) {
-	if err := cfg.Validate(); err != nil {
+	graph, err := cfg.validate()
+	if err != nil {
 		return nil, err
 	}
 	reg := cfg.Registry
 	if reg == nil {
-		var err error
 		if reg, err = gres.NewRegistry(); err != nil {
 			return nil, err
 		}
@@ -157,6 +156,7 @@ func New(cfg Config) (*Scheduler, error) {
 		pending:    btree.NewG(32, queueLess),
 		running:    btree.NewG(32, deadlineLess),
 		nextID:     max(cfg.FirstJobID, 1),
+		graph:      graph,
 		shapes:     make(map[string]*shape),
 		arrays:     make(map[JobID]*array),
 		maxArray:   max(cfg.MaxArraySize, 0),
@@ -168,18 +168,10 @@ func New(cfg Config) (*Scheduler, error) {
 	s.avail = topology.NewNodeSet(n)
 	s.cand = topology.NewNodeSet(n)
 	s.fit = topology.NewNodeSet(n)
-	if cfg.Topology != nil {
-		g, err := cfg.graph()
-		if err != nil {
-			return nil, err
-		}
-		s.graph = g
-	}
 	for i := range cfg.Nodes {
 		nc := cfg.Nodes[i]
 		nc.Features = slices.Clone(nc.Features)
 		nd := &s.nodes[i]
-		nd.idx = i
 		nd.cfg = &nc
 		nd.capacity = s.nodeCapacity(&nc)
 		nd.free = nd.capacity.Clone()
@@ -214,7 +206,7 @@ func New(cfg Config) (*Scheduler, error) {
 		if pc.PriorityJobFactor == 0 {
 			pc.PriorityJobFactor = 1
 		}
-		p := partition{cfg: pc, idx: i, nodes: topology.NewNodeSet(n)}
+		p := partition{cfg: pc, nodes: topology.NewNodeSet(n)}
 		if len(pc.Nodes) == 0 {
 			p.nodes.Fill()
 		}
@@ -668,25 +660,16 @@ func mergeDeviceRequests(spec JobSpec, nodes, tpn int64) ([]gres.Request, error)
 
 // Cancel ends a pending or running job as CANCELLED, freeing its resources.
 func (s *Scheduler) Cancel(now time.Time, id JobID) error {
-	if err := s.tick(now); err != nil {
+	j, err := s.jobAt(now, id)
+	if err != nil {
 		return err
 	}
-	j, ok := s.jobs[id]
-	if !ok {
-		return s.unknownJob(id)
-	}
 	switch j.State {
-	case JobPending:
-		s.pending.Delete(j)
-		s.policyStop(j, false, true)
-	case JobRunning, JobSuspended:
-		s.release(j, true)
+	case JobPending, JobRunning, JobSuspended:
 	default:
 		return fmt.Errorf("%w: job %d is %s, cannot cancel", ErrJobState, id, j.State)
 	}
-	j.State = JobCancelled
-	j.EndTime = now
-	s.finished(j)
+	s.endJob(j, JobCancelled, now)
 	s.last = now
 	return nil
 }
@@ -698,27 +681,34 @@ func (s *Scheduler) Finish(now time.Time, id JobID, exitCode int) error {
 	if err != nil {
 		return err
 	}
-	s.release(j, true)
-	j.State = JobCompleted
+	st := JobCompleted
 	if exitCode != 0 {
-		j.State = JobFailed
+		st = JobFailed
 	}
+	s.endJob(j, st, now)
 	j.ExitCode = exitCode
-	j.EndTime = now
-	s.finished(j)
 	s.last = now
 	return nil
 }
 
-// runningJob checks the time and returns running job id, or an error
-// saying that only a RUNNING job can do what verb says.
-func (s *Scheduler) runningJob(now time.Time, id JobID, verb string) (*job, error) {
+// jobAt checks the time and returns job id.
+func (s *Scheduler) jobAt(now time.Time, id JobID) (*job, error) {
 	if err := s.tick(now); err != nil {
 		return nil, err
 	}
 	j, ok := s.jobs[id]
 	if !ok {
 		return nil, s.unknownJob(id)
+	}
+	return j, nil
+}
+
+// runningJob checks the time and returns running job id, or an error
+// saying that only a RUNNING job can do what verb says.
+func (s *Scheduler) runningJob(now time.Time, id JobID, verb string) (*job, error) {
+	j, err := s.jobAt(now, id)
+	if err != nil {
+		return nil, err
 	}
 	if j.State != JobRunning {
 		return nil, fmt.Errorf("%w: job %d is %s, only a RUNNING job can %s", ErrJobState, id, j.State, verb)
@@ -734,14 +724,16 @@ func (s *Scheduler) Requeue(now time.Time, id JobID) error {
 	if err != nil {
 		return err
 	}
-	s.release(j, false)
 	s.requeue(j, policy.ReasonLaunchFailRequeue)
 	s.logRequeue(now, j)
 	s.last = now
 	return nil
 }
 
+// requeue frees what running (or suspended) job j holds and puts it back
+// in the queue, pending for reason r.
 func (s *Scheduler) requeue(j *job, r policy.Reason) {
+	s.release(j, false)
 	j.State = JobPending
 	j.Reason = r
 	j.Restarts++
@@ -753,6 +745,23 @@ func (s *Scheduler) requeue(j *job, r policy.Reason) {
 		return
 	}
 	s.pending.ReplaceOrInsert(j)
+}
+
+// endJob takes j out of the queue (pending) or off its nodes (running,
+// suspended) and leaves it in terminal state st, ended at the time at.
+// With MinJobAge it is noted for purge, in the order jobs finish.
+func (s *Scheduler) endJob(j *job, st JobState, at time.Time) {
+	if j.State == JobPending {
+		s.pending.Delete(j)
+		s.policyStop(j, false, true)
+	} else {
+		s.release(j, true)
+	}
+	j.State, j.EndTime = st, at
+	if s.minJobAge > 0 {
+		j.doneCycle = s.cycleNo
+		s.done = append(s.done, j)
+	}
 }
 
 // release frees every resource a running (or suspended) job holds,
@@ -817,17 +826,22 @@ func (s *Scheduler) snapshot(j *job) Job {
 		out.PlannedNodes = nil
 	}
 	out.PerNode = j.perNode.Clone()
-	out.Alloc = Allocation{Nodes: make([]NodeAlloc, len(j.Alloc.Nodes)), Quality: j.Alloc.Quality, Billing: j.Alloc.Billing}
-	// The copies share three backing arrays (CPUs, devices, TRES), each
-	// node's slice capped at its own length.
+	out.Alloc = copyAlloc(j.Alloc)
+	return out
+}
+
+// copyAlloc returns a deep copy of a: the copies share three backing
+// arrays (CPUs, devices, TRES), each node's slice capped at its own length.
+func copyAlloc(a Allocation) Allocation {
+	out := Allocation{Nodes: make([]NodeAlloc, len(a.Nodes)), Quality: a.Quality, Billing: a.Billing}
 	var nc, nd, nt int
-	for _, na := range j.Alloc.Nodes {
+	for _, na := range a.Nodes {
 		nc, nd, nt = nc+len(na.CPUs), nd+len(na.Devices), nt+len(na.TRES)
 	}
 	ints := make([]int, nc+nd)
 	cpus, devs := ints[:nc], ints[nc:]
 	tres := make(gres.Vector, nt)
-	for i, na := range j.Alloc.Nodes {
+	for i, na := range a.Nodes {
 		if na.CPUs != nil {
 			na.CPUs = cpus[:copy(cpus, na.CPUs):len(na.CPUs)]
 			cpus = cpus[len(na.CPUs):]
@@ -840,7 +854,7 @@ func (s *Scheduler) snapshot(j *job) Job {
 			na.TRES = tres[:copy(tres, na.TRES):len(na.TRES)]
 			tres = tres[len(na.TRES):]
 		}
-		out.Alloc.Nodes[i] = na
+		out.Nodes[i] = na
 	}
 	return out
 }
@@ -906,14 +920,30 @@ func (s *Scheduler) ResumeNode(now time.Time, name string) error {
 	return s.setAdmin(now, name, adminUp, "")
 }
 
-func (s *Scheduler) setAdmin(now time.Time, name string, st adminState, reason string) error {
+// nodeIndex checks the time and returns the index of the named node.
+func (s *Scheduler) nodeIndex(now time.Time, name string) (int, error) {
 	if err := s.tick(now); err != nil {
-		return err
+		return 0, err
 	}
 	i, ok := s.nodeByName[name]
 	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknownNode, name)
+		return 0, fmt.Errorf("%w: %q", ErrUnknownNode, name)
 	}
+	return i, nil
+}
+
+func (s *Scheduler) setAdmin(now time.Time, name string, st adminState, reason string) error {
+	i, err := s.nodeIndex(now, name)
+	if err != nil {
+		return err
+	}
+	s.applyAdmin(now, i, st, reason)
+	return nil
+}
+
+// applyAdmin sets node i's administrative state, with the reason and
+// since, and whether it is usable.
+func (s *Scheduler) applyAdmin(now time.Time, i int, st adminState, reason string) {
 	n := &s.nodes[i]
 	if n.admin == adminDown || st == adminDown {
 		s.noteCapacity() // a down node offers nothing to the plan
@@ -925,7 +955,6 @@ func (s *Scheduler) setAdmin(now time.Time, name string, st adminState, reason s
 		s.usable.Remove(i)
 	}
 	s.last = now
-	return nil
 }
 
 // DownNode marks a node DOWN. Every job running on it ends: a job that
@@ -933,32 +962,22 @@ func (s *Scheduler) setAdmin(now time.Time, name string, st adminState, reason s
 // It returns the affected jobs in start order, so the caller can kill them
 // on their other nodes.
 func (s *Scheduler) DownNode(now time.Time, name, reason string) ([]JobID, error) {
-	if err := s.tick(now); err != nil {
+	i, err := s.nodeIndex(now, name)
+	if err != nil {
 		return nil, err
 	}
-	i, ok := s.nodeByName[name]
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownNode, name)
-	}
-	n := &s.nodes[i]
-	affected := slices.Clone(n.jobs)
+	affected := slices.Clone(s.nodes[i].jobs)
 	for _, id := range affected {
 		j := s.jobs[id]
-		s.release(j, !j.Spec.Requeue)
 		if j.Spec.Requeue {
 			s.requeue(j, policy.ReasonNodeDown)
 			s.logRequeue(now, j)
 			continue
 		}
-		j.State = JobNodeFail
+		s.endJob(j, JobNodeFail, now)
 		j.Reason = policy.ReasonNodeDown
-		j.EndTime = now
-		s.finished(j)
 	}
-	n.admin, n.reason, n.since = adminDown, reason, now
-	s.noteCapacity()
-	s.usable.Remove(i)
-	s.last = now
+	s.applyAdmin(now, i, adminDown, reason)
 	return affected, nil
 }
 
@@ -979,12 +998,9 @@ func (j *job) constraints() topology.Constraints {
 // node is unhealthy the node is drained with the reason; when one recovers
 // such an automatic drain is lifted.
 func (s *Scheduler) SetDeviceHealth(now time.Time, nodeName string, index int, healthy bool, reason string) error {
-	if err := s.tick(now); err != nil {
+	i, err := s.nodeIndex(now, nodeName)
+	if err != nil {
 		return err
-	}
-	i, ok := s.nodeByName[nodeName]
-	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknownNode, nodeName)
 	}
 	n := &s.nodes[i]
 	if n.devs == nil {
@@ -1007,11 +1023,10 @@ func (s *Scheduler) SetDeviceHealth(now time.Time, nodeName string, index int, h
 	all := len(n.allUnhealthy()) == len(n.cfg.Devices.Devices)
 	switch {
 	case all && n.admin == adminUp:
-		n.admin, n.autoDrained, n.reason, n.since = adminDrain, true, "all devices unhealthy: "+reason, now
-		s.usable.Remove(i)
+		s.applyAdmin(now, i, adminDrain, "all devices unhealthy: "+reason)
+		n.autoDrained = true
 	case !all && n.autoDrained && n.admin == adminDrain:
-		n.admin, n.autoDrained, n.reason, n.since = adminUp, false, "", now
-		s.usable.Add(i)
+		s.applyAdmin(now, i, adminUp, "")
 	}
 	s.last = now
 	return nil
