@@ -47,16 +47,11 @@ const (
 	numDecisionKinds
 )
 
-var decisionKindNames = [...]string{"", "start", "backfill-start", "timeout", "requeue", "preempt"}
+var decisionKindNames = [numDecisionKinds]string{"", "start", "backfill-start", "timeout", "requeue", "preempt"}
 
 // String returns "start", "backfill-start", "timeout", "requeue" or
 // "preempt".
-func (k DecisionKind) String() string {
-	if k > 0 && k < numDecisionKinds {
-		return decisionKindNames[k]
-	}
-	return fmt.Sprintf("DecisionKind(%d)", uint8(k))
-}
+func (k DecisionKind) String() string { return enumName(k, decisionKindNames[:], "DecisionKind") }
 
 // IsStart reports whether the decision started the job.
 func (k DecisionKind) IsStart() bool { return k == DecisionStart || k == DecisionBackfillStart }
@@ -420,34 +415,30 @@ func (a *auditScan) overtaken(recs []Decision) {
 			}
 			return c
 		}
-		i := 0
-		for ; i < limit; i++ {
-			p := a.at(i)
-			if p == nil || p.ID == j.ID || !competes(p) {
-				continue
-			}
+		// add lists pending entry i (job p), or marks the list full.
+		add := func(i int, p *job) bool {
 			if len(d.Overtook) == MaxOvertaken {
 				d.OvertookMore = true
-				break
+				return false
 			}
 			d.Overtook = append(d.Overtook, Overtaken{Job: p.ID, Priority: p.Priority, Reason: a.pending[i].Reason,
 				PlannedStart: a.pending[i].ExpectedStart})
+			return true
+		}
+		i := 0
+		for ; i < limit; i++ {
+			if p := a.at(i); p != nil && p.ID != j.ID && competes(p) && !add(i, p) {
+				break
+			}
 		}
 		if i == limit && pa > limit {
 			d.OvertookMore = true
 		}
 		// Victims requeued this cycle and ahead of it.
 		for i := a.sorted; i < len(a.pending) && !d.OvertookMore; i++ {
-			p := a.at(i)
-			if p == nil || !queueLess(p, j) || !competes(p) {
-				continue
-			}
-			if len(d.Overtook) == MaxOvertaken {
-				d.OvertookMore = true
+			if p := a.at(i); p != nil && queueLess(p, j) && competes(p) && !add(i, p) {
 				break
 			}
-			d.Overtook = append(d.Overtook, Overtaken{Job: p.ID, Priority: p.Priority, Reason: a.pending[i].Reason,
-				PlannedStart: a.pending[i].ExpectedStart})
 		}
 	}
 }
@@ -523,11 +514,7 @@ func (d Decision) Accounting(cluster string) (accounting.Decision, error) {
 	}
 	ad.Detail = strings.Join(detail, " ")
 	if len(d.Nodes) > 0 {
-		nl, err := topology.CompressHostlist(d.Nodes)
-		if err != nil {
-			nl = strings.Join(d.Nodes, ",")
-		}
-		ad.NodeList = nl
+		ad.NodeList = compactNames(d.Nodes)
 	}
 	for _, g := range d.GPUs {
 		for _, x := range g.Indices {
@@ -725,12 +712,7 @@ const (
 var comparisonKindNames = [...]string{"unknown", "only-one-started", "backfill", "queue-order", "not-competing"}
 
 // String names the kind.
-func (k ComparisonKind) String() string {
-	if int(k) < len(comparisonKindNames) {
-		return comparisonKindNames[k]
-	}
-	return fmt.Sprintf("ComparisonKind(%d)", uint8(k))
-}
+func (k ComparisonKind) String() string { return enumName(k, comparisonKindNames[:], "ComparisonKind") }
 
 // Comparison answers "why did one job start before the other", from audit
 // records only.
@@ -760,7 +742,7 @@ type Comparison struct {
 // start decisions are used; the latest start of each counts). It never
 // consults the scheduler's live state.
 func Compare(a, b []Decision) Comparison {
-	sa, sb := lastStart(a), lastStart(b)
+	sa, sb := lastStart(a, time.Time{}), lastStart(b, time.Time{})
 	var c Comparison
 	switch {
 	case sa == nil && sb == nil:
@@ -864,10 +846,12 @@ func startsBefore(x, y *Decision) bool {
 	return cmp.Compare(x.QueuePos, y.QueuePos) <= 0
 }
 
-func lastStart(ds []Decision) *Decision {
+// lastStart returns the latest start record of ds (the last of equal
+// times), of those at or before by unless by is zero; nil when none.
+func lastStart(ds []Decision, by time.Time) *Decision {
 	var out *Decision
 	for k := range ds {
-		if d := &ds[k]; d.Kind.IsStart() && (out == nil || !d.Time.Before(out.Time)) {
+		if d := &ds[k]; d.Kind.IsStart() && (by.IsZero() || !d.Time.After(by)) && (out == nil || !d.Time.Before(out.Time)) {
 			out = d
 		}
 	}
@@ -937,8 +921,9 @@ func (c Comparison) String() string {
 // usage (data, not policy), device links or CPU affinity, or the code of
 // hooks. Adding or removing a reservation changes it.
 //
-// It is computed on each call (about 1.3 ms at the standard scale); the
-// scheduler's audit records call it once per cycle with decisions.
+// It is computed on the first call (about 1.3 ms at the standard scale)
+// and kept until a reservation is added or removed; the rest of what it
+// covers is fixed by New.
 func (s *Scheduler) PolicyVersion() string {
 	if s.policyVersion == "" {
 		s.policyVersion = s.policyHash()

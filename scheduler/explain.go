@@ -101,11 +101,15 @@ var blockerKindNames = [...]string{"partition", "begin-time", "nodes", "limit", 
 	"resources", "topology", "queue"}
 
 // String names the kind.
-func (k BlockerKind) String() string {
-	if int(k) < len(blockerKindNames) {
-		return blockerKindNames[k]
+func (k BlockerKind) String() string { return enumName(k, blockerKindNames[:], "BlockerKind") }
+
+// enumName names value k of an enum from names, or writes "typ(k)" when k
+// is out of range or unnamed.
+func enumName[K ~uint8](k K, names []string, typ string) string {
+	if int(k) < len(names) && names[k] != "" {
+		return names[k]
 	}
-	return fmt.Sprintf("BlockerKind(%d)", uint8(k))
+	return fmt.Sprintf("%s(%d)", typ, uint8(k))
 }
 
 // Blocker is one thing that keeps a pending job from starting now, with
@@ -210,12 +214,7 @@ const (
 var estimateSourceNames = [...]string{"none", "reserved", "estimated", "outside-plan", "on-demand"}
 
 // String names the source.
-func (e EstimateSource) String() string {
-	if int(e) < len(estimateSourceNames) {
-		return estimateSourceNames[e]
-	}
-	return fmt.Sprintf("EstimateSource(%d)", uint8(e))
-}
+func (e EstimateSource) String() string { return enumName(e, estimateSourceNames[:], "EstimateSource") }
 
 // Estimate is when and where a pending job is expected to start.
 type Estimate struct {
@@ -267,10 +266,7 @@ var counterKindNames = [...]string{"time-limit", "gpus", "partition", "gpu-type"
 
 // String names the kind.
 func (k CounterfactualKind) String() string {
-	if int(k) < len(counterKindNames) {
-		return counterKindNames[k]
-	}
-	return fmt.Sprintf("CounterfactualKind(%d)", uint8(k))
+	return enumName(k, counterKindNames[:], "CounterfactualKind")
 }
 
 // Counterfactual is one verified what-if: a change to the job (or to its
@@ -444,14 +440,7 @@ func (s *Scheduler) explainStarted(j *job, opts *ExplainOptions, ex *Explanation
 		}
 		// The record of this run: the latest start at or before its start
 		// time (records keep whole seconds).
-		var best *Decision
-		for k := range recs {
-			d := &recs[k]
-			if d.Kind.IsStart() && !d.Time.After(j.StartTime) && (best == nil || !d.Time.Before(best.Time)) {
-				best = d
-			}
-		}
-		if best != nil {
+		if best := lastStart(recs, j.StartTime); best != nil {
 			st.Time, st.Kind, st.Priority, st.Factors = best.Time, best.Kind, best.Priority, best.Factors
 			st.Nodes, st.GPUs = best.Nodes, best.GPUs
 			st.QueuePos, st.Overtook, st.OvertookMore, st.Preempted = best.QueuePos, best.Overtook, best.OvertookMore, best.Preempted
@@ -528,7 +517,7 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 
 	ex.Blockers = s.staticBlockers(now, j, allowed)
 	need, fit, short, topo := s.resourceNeed(now, j, allowed)
-	if b, ok := s.reservationBlocker(now, j, allowed, fit); ok {
+	if b, ok := s.reservationBlocker(now, j, fit); ok {
 		ex.Blockers = append(ex.Blockers, b)
 	}
 	if short && allowed.Count() >= j.nodes { // else the nodes blocker says it
@@ -539,18 +528,13 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 
 	// Jobs ahead holding the plan's resources before the job's start.
 	qb := Blocker{Kind: BlockerQueue, Reason: policy.ReasonPriority}
-	for _, x := range cands {
-		start, nodes := ctx.plannedOf(x)
-		qb.AheadTotal++
-		if len(qb.Ahead) < opts.MaxListed {
-			qb.Ahead = append(qb.Ahead, AheadJob{Job: x.ID, Priority: x.Priority, Partition: x.Partition, Reason: x.Reason,
-				Start: start, Nodes: len(nodes)})
-		}
+	qb.AheadTotal = len(cands)
+	for _, x := range cands[:min(len(cands), opts.MaxListed)] {
+		qb.Ahead = append(qb.Ahead, ctx.aheadOf(x))
 	}
 	if head != nil && head.Reason == policy.ReasonResources {
-		start, nodes := ctx.plannedOf(head)
-		qb.Head = &AheadJob{Job: head.ID, Priority: head.Priority, Partition: head.Partition, Reason: head.Reason,
-			Start: start, Nodes: len(nodes)}
+		h := ctx.aheadOf(head)
+		qb.Head = &h
 	}
 	if qb.AheadTotal > 0 || (qb.Head != nil && (ctx.strict || j.Reason == policy.ReasonPriority)) {
 		ex.Blockers = append(ex.Blockers, qb)
@@ -605,6 +589,12 @@ func (c *planCtx) plannedOf(x *job) (time.Time, []int) {
 		return p.start, p.nodes
 	}
 	return x.ExpectedStart, x.planned
+}
+
+// aheadOf describes job x ahead in the queue, with its planned start.
+func (c *planCtx) aheadOf(x *job) AheadJob {
+	start, nodes := c.plannedOf(x)
+	return AheadJob{Job: x.ID, Priority: x.Priority, Partition: x.Partition, Reason: x.Reason, Start: start, Nodes: len(nodes)}
 }
 
 // planContext returns the plan to read for job j: a clone of the last
@@ -761,7 +751,12 @@ func (s *Scheduler) chooserFor(now time.Time, x *job) backfill.NodeChooser {
 		ch, _ := s.constrainedChooser(now, x, c)
 		return ch
 	}
-	g := s.graph
+	return graphChooser(s.graph)
+}
+
+// graphChooser is the node chooser of jobs without topology constraints:
+// graph g's best placement, the default the backfill planner is given.
+func graphChooser(g *topology.Graph) backfill.NodeChooser {
 	return func(c topology.NodeSet, n int) []int {
 		p, err := g.Select(c, n, topology.Constraints{})
 		if err != nil {
@@ -929,27 +924,30 @@ func (s *Scheduler) resourceNeed(now time.Time, j *job, allowed topology.NodeSet
 			need.Deficits = append(need.Deficits, Deficit{TRES: s.reg.Name(d), PerNode: j.perNode[d], Nodes: counts[k]})
 		}
 	}
+	short = need.FitNow < j.nodes
 	c := j.constraints()
-	relaxed := j.Spec.SwitchesMaxWait > 0 && !j.EligibleTime.IsZero() && now.Sub(j.EligibleTime) >= j.Spec.SwitchesMaxWait
-	if s.graph != nil && c != (topology.Constraints{}) && !relaxed {
-		need.Constraint = describeConstraints(c)
-		need.Placeable = s.placeable(fit, j.nodes, c)
-		if need.FitNow >= j.nodes {
-			p, err := s.graph.Select(fit, j.nodes, c)
-			topo = err != nil || !p.Met
-			if !topo {
-				need.Placeable = max(need.Placeable, j.nodes)
-			}
+	if s.graph == nil || c == (topology.Constraints{}) {
+		return need, fit, short, false
+	}
+	if _, relaxed := s.constrainedChooser(now, j, c); relaxed {
+		return need, fit, short, false // it waited out its --switches max-wait
+	}
+	need.Constraint = describeConstraints(c)
+	need.Placeable = s.placeable(fit, c)
+	if need.FitNow >= j.nodes {
+		p, err := s.graph.Select(fit, j.nodes, c)
+		topo = err != nil || !p.Met
+		if !topo {
+			need.Placeable = max(need.Placeable, j.nodes)
 		}
 	}
-	short = need.FitNow < j.nodes
 	return need, fit, short, topo
 }
 
 // reservationBlocker reports the advance reservations that hold nodes the
 // job (not itself in a reservation) could use now: a job must keep off
 // reserved nodes for its whole time limit, as the main pass enforces.
-func (s *Scheduler) reservationBlocker(now time.Time, j *job, allowed, fit topology.NodeSet) (Blocker, bool) {
+func (s *Scheduler) reservationBlocker(now time.Time, j *job, fit topology.NodeSet) (Blocker, bool) {
 	if s.pol == nil || s.pol.resv.Len() == 0 || j.Spec.Reservation != "" {
 		return Blocker{}, false
 	}
@@ -1005,7 +1003,7 @@ func describeConstraints(c topology.Constraints) string {
 // placeable returns how many of the fitting nodes one placement under
 // constraint c can use: the best leaf switches' counts for --switches,
 // whole segments for --segment, the best domain for one NVLink domain.
-func (s *Scheduler) placeable(fit topology.NodeSet, n int, c topology.Constraints) int {
+func (s *Scheduler) placeable(fit topology.NodeSet, c topology.Constraints) int {
 	g := s.graph
 	best := fit.Count()
 	if c.MaxLeafSwitches > 0 || c.Segment > 1 {
@@ -1062,13 +1060,6 @@ func (s *Scheduler) estimate(now time.Time, j *job, ctx *planCtx, allowed topolo
 				est.Note += "; its window opens " + at(ws[0].Start, now)
 			}
 		}
-	case ctx.onDemand && ctx.strict && ctx.prof != nil:
-		req := s.requestFor(now, j, allowed, plannedDuration(j), ctx.partStart)
-		if fit, err := ctx.prof.EarliestFit(req); err == nil && fit.Status == backfill.FitFound {
-			est.Source, est.Start, nodes = EstimateOnDemand, fit.Start, fit.Nodes
-		} else if err == nil {
-			est.Note = "it fits no node set the cluster can offer now"
-		}
 	case ctx.onDemand && ctx.ownSet:
 		est.Source, est.Start, nodes = EstimateOnDemand, ctx.own.start, ctx.own.nodes
 	case !ctx.onDemand && !j.ExpectedStart.IsZero():
@@ -1076,9 +1067,10 @@ func (s *Scheduler) estimate(now time.Time, j *job, ctx *planCtx, allowed topolo
 		if s.bf.last.Has(backfill.JobID(j.ID)) {
 			est.Source = EstimateReserved
 		}
-	case ctx.prof != nil && (plannable(j.Reason) || j.Reason == policy.ReasonNone):
-		req := s.requestFor(now, j, allowed, plannedDuration(j), ctx.partStart)
-		if fit, err := ctx.prof.EarliestFit(req); err == nil && fit.Status == backfill.FitFound {
+	case ctx.prof != nil && (ctx.strict || plannable(j.Reason) || j.Reason == policy.ReasonNone):
+		// Searched in the plan: in strict order whatever the reason (the
+		// plan is its queue's order), else only where backfill would.
+		if fit, err := s.ownFit(now, j, ctx, allowed); err == nil && fit.Status == backfill.FitFound {
 			est.Source, est.Start, nodes = EstimateOutsidePlan, fit.Start, fit.Nodes
 			if ctx.onDemand {
 				est.Source = EstimateOnDemand
@@ -1121,6 +1113,12 @@ func (s *Scheduler) estimate(now time.Time, j *job, ctx *planCtx, allowed topolo
 		est.Earliest, est.EarliestPartial = s.earliestRange(now, j, ctx, allowed, est.Start, opts.RuntimeFraction)
 	}
 	return est
+}
+
+// ownFit is job j's earliest fit in the context's plan, planned as
+// backfill plans it.
+func (s *Scheduler) ownFit(now time.Time, j *job, ctx *planCtx, allowed topology.NodeSet) (backfill.Fit, error) {
+	return ctx.prof.EarliestFit(s.requestFor(now, j, allowed, plannedDuration(j), ctx.partStart))
 }
 
 // earliestRange re-plans on a copy of the context's profile with the
@@ -1220,9 +1218,7 @@ func (s *Scheduler) earliestRange(now time.Time, j *job, ctx *planCtx, allowed t
 	}
 
 	for _, x := range holders {
-		if p.Release(backfill.JobID(x.ID)) != nil {
-			continue
-		}
+		_ = p.Release(backfill.JobID(x.ID)) // each holds a reservation (checked above)
 	}
 	for _, x := range holders {
 		d := max(time.Duration(float64(plannedDuration(x))*f), time.Second)
@@ -1302,7 +1298,7 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 	ref := est.Start // the start to improve on (zero: none)
 	if ref.IsZero() && gate.resources {
 		// Only resources hold it: its own earliest fit is the start to beat.
-		if fit, err := p.EarliestFit(s.requestFor(now, j, allowed, plannedDuration(j), ctx.partStart)); err == nil && fit.Status == backfill.FitFound {
+		if fit, err := s.ownFit(now, j, ctx, allowed); err == nil && fit.Status == backfill.FitFound {
 			ref = fit.Start
 		}
 	}
@@ -1315,7 +1311,26 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 	}
 	// try plans a changed job: its earliest fit on the plan.
 	try := func(x *job, d time.Duration) (backfill.Fit, error) {
-		return p.EarliestFit(s.requestFor(now, x, s.jobAllowed(x), d, ctx.partStart))
+		fit, err := p.EarliestFit(s.requestFor(now, x, s.jobAllowed(x), d, ctx.partStart))
+		if err != nil {
+			return fit, fmt.Errorf("scheduler: explain job %d: %w", j.ID, err)
+		}
+		return fit, nil
+	}
+	// tryVariant plans j changed to spec; ok is false, and nothing is
+	// planned, for a spec the scheduler or the partition would refuse.
+	tryVariant := func(spec JobSpec) (fit backfill.Fit, ok bool, err error) {
+		x, ok := s.variant(j, spec)
+		if !ok || !s.partitionAllows(x) {
+			return backfill.Fit{}, false, nil
+		}
+		fit, err = try(x, plannedDuration(x))
+		return fit, true, err
+	}
+	// offer is the counterfactual of spec planned at fit.
+	offer := func(kind CounterfactualKind, spec JobSpec, fit backfill.Fit) Counterfactual {
+		return Counterfactual{Kind: kind, Spec: spec, Start: fit.Start, Now: immediate(fit.Start), Nodes: s.nodeNames(fit.Nodes),
+			Was: ref}
 	}
 
 	// 1. The largest time limit with which it starts now.
@@ -1327,7 +1342,7 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 	if gate.timeLimit && top >= unit {
 		fit, err := try(j, unit)
 		if err != nil {
-			return fmt.Errorf("scheduler: explain job %d: %w", j.ID, err)
+			return err
 		}
 		if fit.Status == backfill.FitFound && immediate(fit.Start) {
 			lo, hi := int64(1), int64(top/unit) // lo starts now; the answer is in [lo, hi]
@@ -1336,7 +1351,7 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 				mid := lo + (hi-lo+1)/2
 				f, err := try(j, time.Duration(mid)*unit)
 				if err != nil {
-					return fmt.Errorf("scheduler: explain job %d: %w", j.ID, err)
+					return err
 				}
 				if f.Status == backfill.FitFound && immediate(f.Start) {
 					lo, best = mid, f
@@ -1350,33 +1365,31 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 			if spec.TimeMin > limit {
 				spec.TimeMin = 0
 			}
-			ex.Counterfactuals = append(ex.Counterfactuals, Counterfactual{Kind: CounterTimeLimit, Spec: spec, TimeLimit: limit,
-				Start: best.Start, Now: true, Nodes: s.nodeNames(best.Nodes), Was: ref})
+			cf := offer(CounterTimeLimit, spec, best)
+			cf.TimeLimit = limit
+			ex.Counterfactuals = append(ex.Counterfactuals, cf)
 		}
 	}
 
 	// 2. Fewer GPUs per node.
-	if gi, g := gpuRequest(j); gate.resources && gi >= 0 && g >= 2 {
+	gi, g := gpuRequest(j)
+	if gate.resources && gi >= 0 && g >= 2 {
 		var found []Counterfactual
 		for c := g / 2; c >= 1; c /= 2 {
 			spec := withGPUs(j.Spec, j.devReq[gi].Type, c)
-			x, ok := s.variant(j, spec)
-			if !ok || !s.partitionAllows(x) {
-				continue
-			}
-			fit, err := try(x, plannedDuration(x))
+			fit, ok, err := tryVariant(spec)
 			if err != nil {
-				return fmt.Errorf("scheduler: explain job %d: %w", j.ID, err)
+				return err
 			}
-			if fit.Status != backfill.FitFound || !better(fit.Start) {
+			if !ok || fit.Status != backfill.FitFound || !better(fit.Start) {
 				continue
 			}
-			now := immediate(fit.Start)
-			if len(found) == 0 || (now && !found[0].Now) {
-				found = append(found, Counterfactual{Kind: CounterGPUs, Spec: spec, GPUs: c, Start: fit.Start, Now: now,
-					Nodes: s.nodeNames(fit.Nodes), Was: ref})
+			cf := offer(CounterGPUs, spec, fit)
+			cf.GPUs = c
+			if len(found) == 0 || (cf.Now && !found[0].Now) {
+				found = append(found, cf)
 			}
-			if now {
+			if cf.Now {
 				break
 			}
 		}
@@ -1390,28 +1403,28 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 		if !gate.partition || pi == j.part || pc.State != PartitionUp || tries == maxPartitionTries {
 			continue
 		}
-		if ctx.strict && s.parts[pi].cfg.PriorityTier != s.parts[j.part].cfg.PriorityTier {
+		if ctx.strict && pc.PriorityTier != s.parts[j.part].cfg.PriorityTier {
 			continue // its queue position would change: the strict plan cannot tell
 		}
 		spec := j.Spec
 		spec.Partition = pc.Name
-		x, ok := s.variant(j, spec)
-		if !ok || !s.partitionAllows(x) {
+		fit, ok, err := tryVariant(spec)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			continue
 		}
 		tries++
-		fit, err := try(x, plannedDuration(x))
-		if err != nil {
-			return fmt.Errorf("scheduler: explain job %d: %w", j.ID, err)
-		}
 		if fit.Status == backfill.FitFound && better(fit.Start) {
-			ex.Counterfactuals = append(ex.Counterfactuals, Counterfactual{Kind: CounterPartition, Spec: spec, Partition: pc.Name,
-				Start: fit.Start, Now: immediate(fit.Start), Nodes: s.nodeNames(fit.Nodes), Was: ref})
+			cf := offer(CounterPartition, spec, fit)
+			cf.Partition = pc.Name
+			ex.Counterfactuals = append(ex.Counterfactuals, cf)
 		}
 	}
 
 	// 4. Another GPU type.
-	if gi, g := gpuRequest(j); gate.resources && gi >= 0 && j.devReq[gi].Type != "" {
+	if gate.resources && gi >= 0 && j.devReq[gi].Type != "" {
 		tries := 0
 		for _, name := range s.reg.Names() {
 			typ, ok := strings.CutPrefix(name, "gres/gpu:")
@@ -1419,18 +1432,18 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 				continue
 			}
 			spec := withGPUs(j.Spec, typ, g)
-			x, ok := s.variant(j, spec)
-			if !ok || !s.partitionAllows(x) {
+			fit, ok, err := tryVariant(spec)
+			if err != nil {
+				return err
+			}
+			if !ok {
 				continue
 			}
 			tries++
-			fit, err := try(x, plannedDuration(x))
-			if err != nil {
-				return fmt.Errorf("scheduler: explain job %d: %w", j.ID, err)
-			}
 			if fit.Status == backfill.FitFound && better(fit.Start) {
-				ex.Counterfactuals = append(ex.Counterfactuals, Counterfactual{Kind: CounterGPUType, Spec: spec, GPUType: typ,
-					Start: fit.Start, Now: immediate(fit.Start), Nodes: s.nodeNames(fit.Nodes), Was: ref})
+				cf := offer(CounterGPUType, spec, fit)
+				cf.GPUType = typ
+				ex.Counterfactuals = append(ex.Counterfactuals, cf)
 			}
 		}
 	}
@@ -1809,6 +1822,12 @@ func compactNames(names []string) string {
 	return strings.Join(names, ",")
 }
 
+// write writes the factors as an explanation's line.
+func (f *Factors) write(b *strings.Builder) {
+	fmt.Fprintf(b, "    age %.0f, fairshare %.0f, jobsize %.0f, partition %.0f, qos %.0f, assoc %.0f, tres %.0f, site %d, nice %d\n",
+		f.Age, f.FairShare, f.JobSize, f.Partition, f.QOS, f.Assoc, f.TRES, f.Site, f.Nice)
+}
+
 // String is the explanation for a person, several lines.
 func (e Explanation) String() string {
 	var b strings.Builder
@@ -1832,9 +1851,7 @@ func (e Explanation) String() string {
 	if e.State == JobPending {
 		fmt.Fprintf(&b, "  Priority %d, %s in partition %s (queue position %d of %d)\n", e.Priority, ordinal(e.Rank), e.Partition, e.QueuePos, e.Pending)
 		if e.Breakdown != nil {
-			w := e.Breakdown.Weighted
-			fmt.Fprintf(&b, "    age %.0f, fairshare %.0f, jobsize %.0f, partition %.0f, qos %.0f, assoc %.0f, tres %.0f, site %d, nice %d\n",
-				w.Age, w.FairShare, w.JobSize, w.Partition, w.QOS, w.Assoc, e.Breakdown.TRESSum, e.Breakdown.Site, e.Breakdown.Nice)
+			factorsOf(e.Breakdown).write(&b)
 		}
 		if len(e.Blockers) > 0 {
 			b.WriteString("  Blockers:\n")
@@ -1900,9 +1917,8 @@ func (e Explanation) String() string {
 			}
 			b.WriteString("\n")
 		}
-		if f := st.Factors; f != nil {
-			fmt.Fprintf(&b, "    age %.0f, fairshare %.0f, jobsize %.0f, partition %.0f, qos %.0f, assoc %.0f, tres %.0f, site %d, nice %d\n",
-				f.Age, f.FairShare, f.JobSize, f.Partition, f.QOS, f.Assoc, f.TRES, f.Site, f.Nice)
+		if st.Factors != nil {
+			st.Factors.write(&b)
 		}
 		if len(st.Overtook) > 0 {
 			b.WriteString("    passed, without delaying them:\n")
