@@ -364,43 +364,43 @@ func outHeader(h swf.Header, name string, c config, m swf.Machine) []swf.HeaderF
 }
 
 func writeSWF(path string, res sim.Result, start time.Time, header []swf.HeaderField) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
 	jobs := slices.Clone(res.Jobs)
 	slices.SortFunc(jobs, func(a, b sim.JobResult) int { return a.Index - b.Index })
-	w := swf.NewWriter(f, start)
-	n := strconv.Itoa(len(jobs))
-	err = w.WriteHeader(append(header, swf.HeaderField{Key: "MaxJobs", Value: n}, swf.HeaderField{Key: "MaxRecords", Value: n}))
-	for _, r := range jobs {
-		if err != nil {
-			break
+	return writeFile(path, func(f io.Writer) error {
+		w := swf.NewWriter(f, start)
+		n := strconv.Itoa(len(jobs))
+		err := w.WriteHeader(append(header, swf.HeaderField{Key: "MaxJobs", Value: n}, swf.HeaderField{Key: "MaxRecords", Value: n}))
+		for _, r := range jobs {
+			if err != nil {
+				break
+			}
+			err = w.WriteResult(r)
 		}
-		err = w.WriteResult(r)
-	}
-	if err == nil {
-		err = w.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+		if err == nil {
+			err = w.Flush()
+		}
+		return err
+	})
 }
 
 func writePlot(path string, res sim.Result, title string) error {
+	return writeFile(path, func(f io.Writer) error {
+		bw := bufio.NewWriter(f)
+		if err := simplot.WritePNG(bw, res, simplot.Options{Title: title}); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+}
+
+// writeFile creates path, fills it with write and closes it; an error
+// from write or Close names the file.
+func writeFile(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriter(f)
-	err = simplot.WritePNG(bw, res, simplot.Options{Title: title})
-	if err == nil {
-		err = bw.Flush()
-	}
+	err = write(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

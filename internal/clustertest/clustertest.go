@@ -5,7 +5,6 @@
 package clustertest
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/gputest"
@@ -53,46 +52,27 @@ func Mixed4() scheduler.Config {
 // Standard-scale shape (DESIGN.md): node counts per kind. GB200 nodes come
 // in racks of 18 forming one NVLink domain.
 const (
-	StandardNodes    = 10000
+	StandardNodes    = sim.StandardNodes
 	StandardGB200    = 44 * 18 // 792 nodes, 44 NVL racks
 	StandardH100     = (StandardNodes - StandardGB200) / 2
 	StandardA100     = StandardNodes - StandardGB200 - StandardH100
 	StandardLeafSize = 32 // nodes per leaf switch
-	StandardUsers    = 2000
-	StandardAccounts = 200
+	StandardUsers    = sim.SyntheticUsers
+	StandardAccounts = sim.SyntheticAccounts
 )
 
 // StandardCluster returns the standard benchmark cluster: 10,000 nodes of
 // 2×64 cores and 2 TiB, h100 SXM nodes (8 GPUs, NVSwitch), a100 PCIe nodes
 // (8 GPUs in NVLink pairs) and GB200-style nodes (4 GPUs, 18-node NVLink
 // racks); partitions "batch" (all nodes, default, 2 days), "h100" (the h100
-// nodes, tier 2, 1 day) and "gb200" (the GB200 racks, 1 day).
+// nodes, tier 2, 1 day) and "gb200" (the GB200 racks, 1 day). It is
+// sim.SyntheticCluster(StandardNodes) keeping finished jobs (MinJobAge 0).
 func StandardCluster() scheduler.Config {
-	cfg := scheduler.Config{Nodes: make([]scheduler.NodeConfig, 0, StandardNodes)}
-	var h100, gb200 []string
-	h100Inv, a100Inv, gbInv := gputest.DGXH100(), gputest.PCIeA100Pairs(), gputest.GB200Node()
-	for i := range StandardNodes {
-		nc := scheduler.NodeConfig{CPUs: 128, MemoryMiB: 2048 * GiB}
-		switch {
-		case i < StandardH100:
-			nc.Name = fmt.Sprintf("h%05d", i)
-			nc.Devices = h100Inv
-			h100 = append(h100, nc.Name)
-		case i < StandardH100+StandardA100:
-			nc.Name = fmt.Sprintf("a%05d", i)
-			nc.Devices = a100Inv
-		default:
-			nc.Name = fmt.Sprintf("g%05d", i)
-			nc.Devices = gbInv
-			gb200 = append(gb200, nc.Name)
-		}
-		cfg.Nodes = append(cfg.Nodes, nc)
+	cfg, err := sim.SyntheticCluster(StandardNodes)
+	if err != nil {
+		panic(err) // unreachable: StandardNodes is a valid cluster size
 	}
-	cfg.Partitions = []scheduler.PartitionConfig{
-		{Name: "batch", Default: true, MaxTime: 48 * time.Hour, DefaultTime: time.Hour},
-		{Name: "h100", Nodes: h100, MaxTime: 24 * time.Hour, PriorityTier: 2},
-		{Name: "gb200", Nodes: gb200, MaxTime: 24 * time.Hour},
-	}
+	cfg.MinJobAge = 0
 	return cfg
 }
 
@@ -146,8 +126,9 @@ func Workload(c WorkloadConfig) []WorkloadJob {
 	return out
 }
 
-// Epoch is the fixed start time of every synthetic scenario.
-var Epoch = time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
+// Epoch is the fixed start time of every synthetic scenario
+// (sim.SyntheticEpoch).
+var Epoch = sim.SyntheticEpoch()
 
 // StandardState returns a scheduler over the standard cluster with the
 // standard load (see NewState): about running jobs running and pending

@@ -197,29 +197,34 @@ func Summarize(jobs []JobResult, series []Sample, c Capacity, start, end time.Ti
 	for _, j := range jobs {
 		col.add(j)
 	}
-	for i, s := range series {
-		segEnd := end
-		if i+1 < len(series) {
-			segEnd = series[i+1].At
-		}
-		col.integrate(s, s.At, segEnd)
-	}
+	eachSegment(series, end, func(s Sample, until time.Time) { col.integrate(s, s.At, until) })
 	return col.summary(0, start, end)
+}
+
+// eachSegment calls f with every sample of series and the end of the
+// stretch it holds for: the next sample's At, or end for the last.
+func eachSegment(series []Sample, end time.Time, f func(s Sample, until time.Time)) {
+	for i, s := range series {
+		until := end
+		if i+1 < len(series) {
+			until = series[i+1].At
+		}
+		f(s, until)
+	}
 }
 
 // collector accumulates a Summary incrementally, so that Run needs no
 // job list.
 type collector struct {
-	cap                                Capacity
-	s                                  Summary
-	waits, resps, slows, bslds         []float64
-	etaErr                             []float64
-	etaSigned                          float64
-	have                               bool
-	lastAt                             time.Time
-	cur                                Sample
-	pendInt, waitingSec, idleC, idleG  float64
-	busyCPUsIntegral, busyGPUsIntegral float64
+	cap                               Capacity
+	s                                 Summary
+	waits, resps, slows, bslds        []float64
+	etaErr                            []float64
+	etaSigned                         float64
+	have                              bool
+	lastAt                            time.Time
+	cur                               Sample
+	pendInt, waitingSec, idleC, idleG float64
 }
 
 func newCollector(c Capacity) collector { return collector{cap: c} }
@@ -263,14 +268,13 @@ func (c *collector) add(r JobResult) {
 	c.s.LostGPUHours += r.LostGPUHours()
 }
 
-// observe records the state after a cycle at now.
-func (c *collector) observe(now time.Time, pending int, busyCPUs, busyGPUs int64) {
+// observe records the state s after a cycle at s.At.
+func (c *collector) observe(s Sample) {
 	if c.have {
-		c.integrate(c.cur, c.lastAt, now)
+		c.integrate(c.cur, c.lastAt, s.At)
 	}
-	c.have, c.lastAt = true, now
-	c.cur = sampleOf(now, c.cap, pending, 0, busyCPUs, busyGPUs)
-	c.s.MaxPending = max(c.s.MaxPending, pending)
+	c.have, c.lastAt, c.cur = true, s.At, s
+	c.s.MaxPending = max(c.s.MaxPending, int(s.Pending))
 }
 
 // integrate adds the state v held over [a, b).
@@ -286,8 +290,6 @@ func (c *collector) integrate(v Sample, a, b time.Time) {
 	}
 	c.idleC += v.IdleCPUsWaiting * dt
 	c.idleG += v.IdleGPUsWaiting * dt
-	c.busyCPUsIntegral += v.BusyCPUs * dt
-	c.busyGPUsIntegral += v.BusyGPUs * dt
 	c.s.MaxPending = max(c.s.MaxPending, int(math.Ceil(v.Pending)))
 }
 
@@ -310,26 +312,20 @@ func (c *collector) summary(rejected int, start, end time.Time) Summary {
 	if end.After(start) {
 		s.Makespan = end.Sub(start)
 	}
-	span := s.Makespan.Seconds()
-	if span > 0 {
+	s.IdleCPUHoursWaiting = c.idleC / 3600
+	s.IdleGPUHoursWaiting = c.idleG / 3600
+	if span := s.Makespan.Seconds(); span > 0 {
 		s.MeanPending = c.pendInt / span
 		s.WaitingFraction = c.waitingSec / span
 		if c.cap.CPUs > 0 {
 			s.CPUUtilization = s.CPUHours * 3600 / (float64(c.cap.CPUs) * span)
+			s.Utilization = s.CPUUtilization
+			s.IdleWhileWaiting = c.idleC / (float64(c.cap.CPUs) * span)
 		}
-		if c.cap.GPUs > 0 {
+		if c.cap.GPUs > 0 { // the GPU figures stand for a cluster with GPUs
 			s.GPUUtilization = s.GPUHours * 3600 / (float64(c.cap.GPUs) * span)
-		}
-	}
-	s.IdleCPUHoursWaiting = c.idleC / 3600
-	s.IdleGPUHoursWaiting = c.idleG / 3600
-	s.Utilization = s.CPUUtilization
-	if span > 0 {
-		if c.cap.GPUs > 0 {
 			s.Utilization = s.GPUUtilization
 			s.IdleWhileWaiting = c.idleG / (float64(c.cap.GPUs) * span)
-		} else if c.cap.CPUs > 0 {
-			s.IdleWhileWaiting = c.idleC / (float64(c.cap.CPUs) * span)
 		}
 	}
 	return s
@@ -371,10 +367,9 @@ func sampleOf(at time.Time, c Capacity, pending, running int, busyCPUs, busyGPUs
 	return s
 }
 
-// seriesRecorder builds Result.Series from the state after each cycle.
+// seriesRecorder builds Result.Series from the state after each cycle:
+// exact when rs.step is zero, else resampled.
 type seriesRecorder struct {
-	step time.Duration
-	cap  Capacity
 	off  bool
 	out  []Sample
 	rs   resampler
@@ -382,26 +377,23 @@ type seriesRecorder struct {
 	last Sample
 }
 
-func (r *seriesRecorder) observe(now time.Time, pending, running int, busyCPUs, busyGPUs int64) {
+// observe records the state s after a cycle at s.At.
+func (r *seriesRecorder) observe(s Sample) {
 	if r.off {
 		return
 	}
-	s := sampleOf(now, r.cap, pending, running, busyCPUs, busyGPUs)
-	if r.step == 0 {
+	if r.rs.step == 0 {
 		if !r.have || !sameValues(s, r.last) {
 			r.out = append(r.out, s)
 		}
-	} else {
-		r.rs.step = r.step
-		if r.have {
-			r.rs.add(r.last.At, now, r.last)
-		}
+	} else if r.have {
+		r.rs.add(r.last.At, s.At, r.last)
 	}
 	r.have, r.last = true, s
 }
 
 func (r *seriesRecorder) finish(end time.Time) []Sample {
-	if r.off || r.step == 0 || !r.have {
+	if r.off || r.rs.step == 0 || !r.have {
 		return r.out
 	}
 	r.rs.add(r.last.At, end, r.last)
@@ -417,13 +409,7 @@ func Resample(series []Sample, end time.Time, step time.Duration) []Sample {
 		return nil
 	}
 	rs := resampler{step: step}
-	for i, s := range series {
-		segEnd := end
-		if i+1 < len(series) {
-			segEnd = series[i+1].At
-		}
-		rs.add(s.At, segEnd, s)
-	}
+	eachSegment(series, end, func(s Sample, until time.Time) { rs.add(s.At, until, s) })
 	return rs.flush()
 }
 
@@ -441,7 +427,7 @@ type resampler struct {
 
 func (rs *resampler) add(a, b time.Time, v Sample) {
 	if !rs.have {
-		rs.have, rs.origin, rs.last = true, a, v
+		rs.have, rs.origin = true, a
 	}
 	rs.last = v
 	for a.Before(b) {

@@ -211,9 +211,7 @@ func Run(s *scheduler.Scheduler, src Source, opt Options) (Result, error) {
 	if r.exp != nil {
 		r.res.Explain, r.res.Summary.Explain = r.exp.finish(r.res.End)
 	}
-	if !opt.DiscardSeries {
-		r.res.Series = r.series.finish(r.res.End)
-	}
+	r.res.Series = r.series.finish(r.res.End)
 	return r.res, err
 }
 
@@ -228,7 +226,6 @@ type live struct {
 	// set when the job starts
 	eta        time.Time // first expected start
 	start      time.Time
-	limit      time.Duration
 	deadline   time.Time // when the scheduler ends the run at its limit
 	nodes      int
 	cpus, gpus int64
@@ -295,7 +292,7 @@ func newRunner(s *scheduler.Scheduler, src Source, opt Options) *runner {
 		}
 	}
 	r.col = newCollector(r.res.Capacity)
-	r.series = seriesRecorder{step: opt.SeriesStep, cap: r.res.Capacity, off: opt.DiscardSeries}
+	r.series = seriesRecorder{off: opt.DiscardSeries, rs: resampler{step: opt.SeriesStep}}
 	return r
 }
 
@@ -378,7 +375,7 @@ func (r *runner) complete(now time.Time) error {
 		if lj.job.ExitCode != 0 {
 			st = scheduler.JobFailed
 		}
-		if err := r.ended(ev.id, now, st); err != nil {
+		if err := r.ended(ev.id, lj, now, st); err != nil {
 			return err
 		}
 	}
@@ -430,17 +427,17 @@ func (r *runner) cycle(now time.Time) error {
 		if !lj.killAt.IsZero() && e.Reason == policy.ReasonPreempted {
 			// A preemption victim's grace time is over: killed at killAt.
 			if e.State == scheduler.JobPending {
-				r.requeued(e.Job, lj.killAt)
+				r.requeued(e.Job, lj, lj.killAt)
 				continue
 			}
-			if err := r.ended(e.Job, lj.killAt, e.State); err != nil {
+			if err := r.ended(e.Job, lj, lj.killAt, e.State); err != nil {
 				return err
 			}
 			continue
 		}
 		// The cycle ends a job at its deadline, start + time limit (the
 		// running time, suspensions aside).
-		if err := r.ended(e.Job, lj.deadline, e.State); err != nil {
+		if err := r.ended(e.Job, lj, lj.deadline, e.State); err != nil {
 			return err
 		}
 	}
@@ -470,8 +467,9 @@ func (r *runner) cycle(now time.Time) error {
 	if r.exp != nil {
 		r.exp.observe(now, cyc.Pending)
 	}
-	r.col.observe(now, r.pending, r.busyCPUs, r.busyGPUs)
-	r.series.observe(now, r.pending, r.running, r.busyCPUs, r.busyGPUs)
+	smp := sampleOf(now, r.res.Capacity, r.pending, r.running, r.busyCPUs, r.busyGPUs)
+	r.col.observe(smp)
+	r.series.observe(smp)
 	if r.opt.OnCycle != nil {
 		r.opt.OnCycle(r.s, cyc)
 	}
@@ -496,7 +494,7 @@ func (r *runner) started(now time.Time, st scheduler.Start) error {
 	}
 	cpus, gpus := r.allocated(st.Alloc)
 	limit := st.TimeLimit
-	lj.start, lj.limit, lj.nodes, lj.cpus, lj.gpus = now, limit, len(st.Alloc.Nodes), cpus, gpus
+	lj.start, lj.nodes, lj.cpus, lj.gpus = now, len(st.Alloc.Nodes), cpus, gpus
 	lj.deadline = now.Add(limit)
 	lj.gen++
 	lj.ranSince, lj.ran = now, 0
@@ -506,12 +504,7 @@ func (r *runner) started(now time.Time, st scheduler.Start) error {
 		lj.eta = eta
 		delete(r.eta, st.Job)
 	}
-	r.busyCPUs += cpus
-	r.busyGPUs += gpus
-	r.running++
-	if r.opt.FairShare != nil {
-		r.opt.FairShare.started(now, st.Job, lj.job.Spec, cpus)
-	}
+	r.occupy(now, st.Job, lj.job.Spec, cpus, gpus)
 	if need := lj.job.Runtime - lj.done; need <= limit {
 		lj.evAt, lj.evKind = now.Add(max(need, 0)), evFinish
 	} else {
@@ -555,11 +548,7 @@ func (r *runner) preempted(now time.Time, p scheduler.Preemption) error {
 		lj.ran += now.Sub(lj.ranSince)
 		lj.suspendedAt = now
 		r.jobs[p.Victim] = lj
-		r.busyCPUs -= lj.cpus
-		r.running--
-		if r.opt.FairShare != nil {
-			r.opt.FairShare.ended(now, p.Victim)
-		}
+		r.release(now, p.Victim, lj.cpus, 0) // it keeps its GPUs
 		return nil
 	case p.KillAt.After(now):
 		lj.killAt = p.KillAt
@@ -567,20 +556,18 @@ func (r *runner) preempted(now time.Time, p scheduler.Preemption) error {
 		heap.Push(&r.q, event{at: p.KillAt, id: p.Victim, kind: evKill, gen: lj.gen})
 		return nil
 	}
-	r.jobs[p.Victim] = lj
 	if p.Action == policy.ActionRequeue {
-		r.requeued(p.Victim, now)
+		r.requeued(p.Victim, lj, now)
 		return nil
 	}
-	return r.ended(p.Victim, now, scheduler.JobPreempted)
+	return r.ended(p.Victim, lj, now, scheduler.JobPreempted)
 }
 
-// requeued ends the current run of job id at end (preemption in REQUEUE
-// mode): its resources are free, the run's work since its last checkpoint
-// is lost (the work up to then is kept for the next run), and the job
-// waits to start again.
-func (r *runner) requeued(id scheduler.JobID, end time.Time) {
-	lj := r.jobs[id]
+// requeued ends the current run of job id (lj, its record) at end
+// (preemption in REQUEUE mode): its resources are free, the run's work
+// since its last checkpoint is lost (the work up to then is kept for the
+// next run), and the job waits to start again.
+func (r *runner) requeued(id scheduler.JobID, lj live, end time.Time) {
 	lj.done += lj.keep
 	lj.requeuedCPUHs += float64(lj.cpus) * (end.Sub(lj.start) - lj.suspended).Hours()
 	lj.requeuedGPUHs += float64(lj.gpus) * end.Sub(lj.start).Hours()
@@ -588,12 +575,7 @@ func (r *runner) requeued(id scheduler.JobID, end time.Time) {
 	lj.gen++
 	lj.inRun, lj.keep, lj.killAt = false, 0, time.Time{}
 	r.jobs[id] = lj
-	r.busyCPUs -= lj.cpus
-	r.busyGPUs -= lj.gpus
-	r.running--
-	if r.opt.FairShare != nil {
-		r.opt.FairShare.ended(end, id)
-	}
+	r.release(end, id, lj.cpus, lj.gpus)
 }
 
 // resumed restarts a suspended job at now: its end event is queued again
@@ -612,12 +594,29 @@ func (r *runner) resumed(now time.Time, id scheduler.JobID) error {
 	lj.gen++
 	r.jobs[id] = lj
 	heap.Push(&r.q, event{at: lj.evAt, id: id, kind: lj.evKind, gen: lj.gen})
-	r.busyCPUs += lj.cpus
+	r.occupy(now, id, lj.job.Spec, lj.cpus, 0) // it kept its GPUs
+	return nil
+}
+
+// occupy counts a run that starts or resumes at now on cpus and gpus
+// (the GPUs it does not hold yet) as running, and charges fair-share.
+func (r *runner) occupy(now time.Time, id scheduler.JobID, spec scheduler.JobSpec, cpus, gpus int64) {
+	r.busyCPUs += cpus
+	r.busyGPUs += gpus
 	r.running++
 	if r.opt.FairShare != nil {
-		r.opt.FairShare.started(now, id, lj.job.Spec, lj.cpus)
+		r.opt.FairShare.started(now, id, spec, cpus)
 	}
-	return nil
+}
+
+// release undoes occupy for a run that ends or is suspended at end.
+func (r *runner) release(end time.Time, id scheduler.JobID, cpus, gpus int64) {
+	r.busyCPUs -= cpus
+	r.busyGPUs -= gpus
+	r.running--
+	if r.opt.FairShare != nil {
+		r.opt.FairShare.ended(end, id)
+	}
 }
 
 func (r *runner) allocated(a scheduler.Allocation) (cpus, gpus int64) {
@@ -630,11 +629,11 @@ func (r *runner) allocated(a scheduler.Allocation) (cpus, gpus int64) {
 	return cpus, gpus
 }
 
-// ended records the result of a job that has just ended at end in state
-// st. (The simulator tracks starts itself rather than taking a snapshot of
-// every job from the scheduler; a test checks that both agree.)
-func (r *runner) ended(id scheduler.JobID, end time.Time, st scheduler.JobState) error {
-	lj := r.jobs[id]
+// ended records the result of job id (lj, its record), which has just
+// ended at end in state st. (The simulator tracks starts itself rather
+// than taking a snapshot of every job from the scheduler; a test checks
+// that both agree.)
+func (r *runner) ended(id scheduler.JobID, lj live, end time.Time, st scheduler.JobState) error {
 	delete(r.jobs, id)
 
 	jr := JobResult{Index: lj.index, ID: id, Job: lj.job, Start: lj.start, End: end, State: st,
@@ -642,12 +641,7 @@ func (r *runner) ended(id scheduler.JobID, end time.Time, st scheduler.JobState)
 		Preemptions: lj.preemptions, Restarts: lj.restarts,
 		LostGPUSeconds: lj.lostGPUSecs, LostCPUSeconds: lj.lostCPUSecs,
 		RequeuedCPUHours: lj.requeuedCPUHs, RequeuedGPUHours: lj.requeuedGPUHs, Suspended: lj.suspended}
-	r.busyCPUs -= jr.CPUs
-	r.busyGPUs -= jr.GPUs
-	r.running--
-	if r.opt.FairShare != nil {
-		r.opt.FairShare.ended(jr.End, id)
-	}
+	r.release(end, id, jr.CPUs, jr.GPUs)
 	r.col.add(jr)
 	if !r.opt.DiscardJobs {
 		r.res.Jobs = append(r.res.Jobs, jr)

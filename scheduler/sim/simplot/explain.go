@@ -67,7 +67,7 @@ type stackPanel struct {
 // explainPanels returns the idle-class and pending-reason panels of res.
 func explainPanels(res sim.Result, what string, start, end time.Time, step time.Duration) []stackPanel {
 	ex := res.Summary.Explain
-	gpu := what == "GPUs"
+	gpu := res.Capacity.GPUs > 0
 	var idle []layer
 	for _, c := range idleOrder {
 		if ex.IdleShares[c] == 0 {
@@ -189,19 +189,11 @@ func (sp *stackPanel) draw(p *plot.Plot, x func(time.Time) float64) error {
 	lines := make([]*plotter.Line, len(sp.layers))
 	// Top first, so that each lower band paints over the one above it.
 	for i := len(sp.layers) - 1; i >= 0; i-- {
-		pts := make(plotter.XYs, 0, len(at)+1)
-		for k, t := range at {
-			pts = append(pts, plotter.XY{X: x(t), Y: cum[i][k]})
-		}
-		pts = append(pts, plotter.XY{X: x(sp.end), Y: cum[i][len(at)-1]})
-		l, err := plotter.NewLine(pts)
+		pts := stepPoints(len(at), x(sp.end), func(k int) (float64, float64) { return x(at[k]), cum[i][k] })
+		l, err := stepLine(pts, sp.layers[i].color, sp.layers[i].color, 0.5)
 		if err != nil {
 			return fmt.Errorf("simplot: %s: %w", sp.title, err)
 		}
-		l.Color = sp.layers[i].color
-		l.Width = vg.Points(0.5)
-		l.FillColor = sp.layers[i].color
-		l.StepStyle = plotter.PostStep
 		p.Add(l)
 		lines[i] = l
 	}

@@ -85,6 +85,10 @@ func WritePNG(w io.Writer, res sim.Result, opt Options) error {
 	if end.Sub(start) < 3*24*time.Hour {
 		unit, perUnit = "hours", time.Hour
 	}
+	// x maps a time to the x axis; every panel spans [0, xEnd].
+	x := func(t time.Time) float64 { return float64(t.Sub(start)) / float64(perUnit) }
+	xEnd := x(end)
+	xLabel := fmt.Sprintf("%s since %s", unit, start.UTC().Format("2006-01-02 15:04 MST"))
 	gpu := res.Capacity.GPUs > 0
 	what, capacity := "CPUs", float64(res.Capacity.CPUs)
 	if gpu {
@@ -103,16 +107,7 @@ func WritePNG(w io.Writer, res sim.Result, opt Options) error {
 		return s.IdleCPUsWaiting
 	}
 	xy := func(f func(sim.Sample) float64) plotter.XYs {
-		pts := make(plotter.XYs, 0, len(series)+1)
-		for _, s := range series {
-			pts = append(pts, plotter.XY{X: float64(s.At.Sub(start)) / float64(perUnit), Y: f(s)})
-		}
-		if len(series) > 0 {
-			// close the last bucket at the end of the span
-			last := series[len(series)-1]
-			pts = append(pts, plotter.XY{X: float64(end.Sub(start)) / float64(perUnit), Y: f(last)})
-		}
-		return pts
+		return stepPoints(len(series), xEnd, func(k int) (float64, float64) { return x(series[k].At), f(series[k]) })
 	}
 	util := func(s sim.Sample) float64 {
 		if capacity == 0 {
@@ -125,12 +120,7 @@ func WritePNG(w io.Writer, res sim.Result, opt Options) error {
 	// spikes stay visible.
 	peaks := func(f func(sim.Sample) float64) plotter.XYs {
 		peak := bucketPeaks(res.Series, start, end, step, f)
-		pts := make(plotter.XYs, 0, len(peak)+1)
-		for k, v := range peak {
-			pts = append(pts, plotter.XY{X: float64(time.Duration(k)*step) / float64(perUnit), Y: v})
-		}
-		pts = append(pts, plotter.XY{X: float64(end.Sub(start)) / float64(perUnit), Y: peak[len(peak)-1]})
-		return pts
+		return stepPoints(len(peak), xEnd, func(k int) (float64, float64) { return x(start.Add(time.Duration(k) * step)), peak[k] })
 	}
 
 	panels := []struct {
@@ -149,12 +139,7 @@ func WritePNG(w io.Writer, res sim.Result, opt Options) error {
 	}
 	plots := make([][]*plot.Plot, len(panels))
 	for i, pn := range panels {
-		p := plot.New()
-		p.Title.Text = pn.title
-		p.Title.TextStyle.Font.Size = vg.Points(11)
-		p.Y.Label.Text = pn.ylabel
-		p.X.Label.Text = fmt.Sprintf("%s since %s", unit, start.UTC().Format("2006-01-02 15:04 MST"))
-		p.Add(plotter.NewGrid())
+		p := newPanel(pn.title, pn.ylabel, xLabel)
 		if pn.peaks == nil {
 			l, err := stepLine(pn.pts, pn.line, pn.fill, 1)
 			if err != nil {
@@ -177,28 +162,16 @@ func WritePNG(w io.Writer, res sim.Result, opt Options) error {
 		if pn.ymax > 0 {
 			p.Y.Max = pn.ymax
 		}
-		p.X.Min = 0
-		if x := float64(end.Sub(start)) / float64(perUnit); x > 0 {
-			p.X.Max = x
-		}
+		setSpan(p, xEnd)
 		plots[i] = []*plot.Plot{p}
 	}
 	if len(res.Explain) > 0 {
-		x := func(t time.Time) float64 { return float64(t.Sub(start)) / float64(perUnit) }
 		for _, sp := range explainPanels(res, what, start, end, step) {
-			p := plot.New()
-			p.Title.Text = sp.title
-			p.Title.TextStyle.Font.Size = vg.Points(11)
-			p.Y.Label.Text = sp.ylabel
-			p.X.Label.Text = plots[0][0].X.Label.Text
-			p.Add(plotter.NewGrid())
+			p := newPanel(sp.title, sp.ylabel, xLabel)
 			if err := sp.draw(p, x); err != nil {
 				return err
 			}
-			p.X.Min = 0
-			if x := float64(end.Sub(start)) / float64(perUnit); x > 0 {
-				p.X.Max = x
-			}
+			setSpan(p, xEnd)
 			plots = append(plots, []*plot.Plot{p})
 		}
 	}
@@ -244,6 +217,41 @@ func bucketPeaks(series []sim.Sample, start, end time.Time, step time.Duration, 
 		}
 	}
 	return peak
+}
+
+// newPanel returns an empty panel with the chart's title style, its axis
+// labels and a grid.
+func newPanel(title, ylabel, xlabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = vg.Points(11)
+	p.Y.Label.Text = ylabel
+	p.X.Label.Text = xlabel
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// setSpan makes p's x axis [0, xEnd] (or from 0 to its data for an empty
+// span); call it after adding the data, which widens the axis.
+func setSpan(p *plot.Plot, xEnd float64) {
+	p.X.Min = 0
+	if xEnd > 0 {
+		p.X.Max = xEnd
+	}
+}
+
+// stepPoints returns the n points at(0) … at(n-1) of a post-step line,
+// closed by the last point's value again at xEnd, the end of the span.
+func stepPoints(n int, xEnd float64, at func(k int) (x, y float64)) plotter.XYs {
+	pts := make(plotter.XYs, 0, n+1)
+	for k := range n {
+		x, y := at(k)
+		pts = append(pts, plotter.XY{X: x, Y: y})
+	}
+	if n > 0 {
+		pts = append(pts, plotter.XY{X: xEnd, Y: pts[n-1].Y})
+	}
+	return pts
 }
 
 // stepLine is a post-step line through pts, of the given colour and width

@@ -5,7 +5,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/sim"
 	"github.com/sluicehq/sluice/scheduler/sim/swf"
 )
@@ -19,18 +18,11 @@ func TestKTHETAExactConservative(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays 8,000 KTH-SP2 jobs")
 	}
-	rd, err := swf.NewReader(openTrace(t, "KTH-SP2/log.swf"), swf.Options{})
-	require.NoError(t, err)
-	m, err := swf.MachineFor(rd.Header(), 0, 1)
-	require.NoError(t, err)
-	cfg, err := m.Config()
-	require.NoError(t, err)
+	rd, m, cfg := machineFor(t, openTrace(t, "KTH-SP2/log.swf"), swf.Options{}, 1)
 	var opt sim.Options
 	require.NoError(t, sim.Conservative.Apply(&cfg, &opt))
 	opt.DiscardSeries = true
-	s, err := scheduler.New(cfg)
-	require.NoError(t, err)
-	res, err := sim.Run(s, sim.ExactEstimates(sim.Window(swf.Source(rd, m), 0, 8000)), opt)
+	res, err := runOn(t, cfg, sim.ExactEstimates(sim.Window(swf.Source(rd, m), 0, 8000)), opt)
 	require.NoError(t, err)
 	require.Len(t, res.Jobs, 8000)
 	for _, r := range res.Jobs {

@@ -59,7 +59,7 @@ func MachineFor(h Header, procs int64, procsPerNode int) (Machine, error) {
 
 // Validate checks the machine.
 func (m Machine) Validate() error {
-	k := int64(max(m.ProcsPerNode, 1))
+	k := m.perNode()
 	switch {
 	case m.Procs < 1 || m.Procs > MaxProcsValue:
 		return fmt.Errorf("%w: Procs %d out of range [1, %d]", ErrMachine, m.Procs, MaxProcsValue)
@@ -74,7 +74,10 @@ func (m Machine) Validate() error {
 }
 
 // Nodes returns the node count of the machine's cluster.
-func (m Machine) Nodes() int { return int(m.Procs / int64(max(m.ProcsPerNode, 1))) }
+func (m Machine) Nodes() int { return int(m.Procs / m.perNode()) }
+
+// perNode returns the processors per node: ProcsPerNode, 0 counting as 1.
+func (m Machine) perNode() int64 { return int64(max(m.ProcsPerNode, 1)) }
 
 func (m Machine) partition() string {
 	if m.Partition == "" {
@@ -94,7 +97,7 @@ func (m Machine) Config() (scheduler.Config, error) {
 	n := m.Nodes()
 	cfg := scheduler.Config{Nodes: make([]scheduler.NodeConfig, n)}
 	for i := range cfg.Nodes {
-		cfg.Nodes[i] = scheduler.NodeConfig{Name: fmt.Sprintf("n%05d", i), CPUs: max(m.ProcsPerNode, 1)}
+		cfg.Nodes[i] = scheduler.NodeConfig{Name: fmt.Sprintf("n%05d", i), CPUs: int(m.perNode())}
 	}
 	cfg.Partitions = []scheduler.PartitionConfig{{Name: m.partition(), Default: true}}
 	cfg.MinJobAge = sim.PurgeAge
@@ -126,7 +129,7 @@ func (m Machine) Job(rec Record) (sim.Job, error) {
 		Partition: m.partition(),
 		TimeLimit: time.Duration(rec.ReqTime) * time.Second,
 	}
-	if k := int64(max(m.ProcsPerNode, 1)); k == 1 {
+	if k := m.perNode(); k == 1 {
 		spec.Nodes = int(rec.Procs)
 	} else {
 		spec.Nodes = int((rec.Procs + k - 1) / k)
@@ -146,8 +149,7 @@ func (m Machine) Job(rec Record) (sim.Job, error) {
 	if rec.Status != 1 {
 		j.ExitCode = 1
 	}
-	r := rec
-	j.Data = &r
+	j.Data = &rec // rec is the caller's copy
 	return j, nil
 }
 

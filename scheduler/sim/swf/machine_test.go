@@ -106,16 +106,31 @@ const tiny = `; Version: 2.2
 6 125 -1  10 1 -1 -1 -1  -1 -1 1 4 2 -1 -1 -1 -1 -1
 `
 
-func TestReplayTinyFCFS(t *testing.T) {
-	rd, err := swf.NewReader(strings.NewReader(tiny), swf.Options{})
+// machineFor reads the header of the trace in r with options ro and
+// returns the reader, the header's machine of nodes of perNode processors
+// and that machine's configuration.
+func machineFor(t testing.TB, r io.Reader, ro swf.Options, perNode int) (*swf.Reader, swf.Machine, scheduler.Config) {
+	t.Helper()
+	rd, err := swf.NewReader(r, ro)
 	require.NoError(t, err)
-	m, err := swf.MachineFor(rd.Header(), 0, 1)
+	m, err := swf.MachineFor(rd.Header(), 0, perNode)
 	require.NoError(t, err)
 	cfg, err := m.Config()
 	require.NoError(t, err)
+	return rd, m, cfg
+}
+
+// runOn replays src on a fresh scheduler of cfg.
+func runOn(t testing.TB, cfg scheduler.Config, src sim.Source, opt sim.Options) (sim.Result, error) {
+	t.Helper()
 	s, err := scheduler.New(cfg)
 	require.NoError(t, err)
-	res, err := sim.Run(s, swf.Source(rd, m), sim.Options{})
+	return sim.Run(s, src, opt)
+}
+
+func TestReplayTinyFCFS(t *testing.T) {
+	rd, m, cfg := machineFor(t, strings.NewReader(tiny), swf.Options{}, 1)
+	res, err := runOn(t, cfg, swf.Source(rd, m), sim.Options{})
 	require.NoError(t, err)
 
 	st := rd.Stats()
@@ -182,15 +197,8 @@ func TestReplayWholeNodes(t *testing.T) {
 	in := "; MaxProcs: 16\n; MaxNodes: 4\n" +
 		"1 0 -1 100 5 -1 -1 5 100 -1 1 1 1 -1 -1 -1 -1 -1\n" +
 		"2 0 -1 100 9 -1 -1 9 100 -1 1 1 1 -1 -1 -1 -1 -1\n"
-	rd, err := swf.NewReader(strings.NewReader(in), swf.Options{})
-	require.NoError(t, err)
-	m, err := swf.MachineFor(rd.Header(), 0, 4)
-	require.NoError(t, err)
-	cfg, err := m.Config()
-	require.NoError(t, err)
-	s, err := scheduler.New(cfg)
-	require.NoError(t, err)
-	res, err := sim.Run(s, swf.Source(rd, m), sim.Options{})
+	rd, m, cfg := machineFor(t, strings.NewReader(in), swf.Options{}, 4)
+	res, err := runOn(t, cfg, swf.Source(rd, m), sim.Options{})
 	require.NoError(t, err)
 	require.Len(t, res.Jobs, 2)
 	assert.Equal(t, int64(8), res.Jobs[0].CPUs)
@@ -201,15 +209,8 @@ func TestReplayWholeNodes(t *testing.T) {
 
 func TestSourceStopsOnStrictError(t *testing.T) {
 	in := "; MaxProcs: 4\n1 0 -1 10 1 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1\n2 5 -1 0 1 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1\n"
-	rd, err := swf.NewReader(strings.NewReader(in), swf.Options{Strict: true})
-	require.NoError(t, err)
-	m, err := swf.MachineFor(rd.Header(), 0, 0)
-	require.NoError(t, err)
-	cfg, err := m.Config()
-	require.NoError(t, err)
-	s, err := scheduler.New(cfg)
-	require.NoError(t, err)
-	_, err = sim.Run(s, swf.Source(rd, m), sim.Options{})
+	rd, m, cfg := machineFor(t, strings.NewReader(in), swf.Options{Strict: true}, 0)
+	_, err := runOn(t, cfg, swf.Source(rd, m), sim.Options{})
 	require.ErrorIs(t, err, swf.ErrNoRuntime)
 	assert.Contains(t, err.Error(), "line 3: field 4 (run time)")
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/sim"
 	"github.com/sluicehq/sluice/scheduler/sim/swf"
 )
@@ -240,21 +239,14 @@ func nodeEASY(jobs []ojob, procs int64, busyFirst bool) []int64 {
 // returns each kept record's start time (seconds since the trace start).
 func replay(t *testing.T, data []byte, p sim.Policy) ([]swf.Record, []int64) {
 	t.Helper()
-	rd, err := swf.NewReader(bytes.NewReader(data), swf.Options{})
-	require.NoError(t, err)
-	m, err := swf.MachineFor(rd.Header(), 0, 1)
-	require.NoError(t, err)
-	cfg, err := m.Config()
-	require.NoError(t, err)
+	rd, m, cfg := machineFor(t, bytes.NewReader(data), swf.Options{}, 1)
 	var opt sim.Options
 	if err := p.Apply(&cfg, &opt); errors.Is(err, sim.ErrPolicyUnsupported) {
 		t.Skip(err)
 	} else {
 		require.NoError(t, err)
 	}
-	s, err := scheduler.New(cfg)
-	require.NoError(t, err)
-	res, err := sim.Run(s, swf.Source(rd, m), opt)
+	res, err := runOn(t, cfg, swf.Source(rd, m), opt)
 	require.NoError(t, err)
 	require.Zero(t, res.Rejected)
 	base := m.Start

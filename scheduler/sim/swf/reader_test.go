@@ -37,21 +37,7 @@ func line(over map[int]string) string {
 
 func readAll(t *testing.T, input string, opt swf.Options) ([]swf.Record, swf.Stats, error) {
 	t.Helper()
-	rd, err := swf.NewReader(strings.NewReader(input), opt)
-	if err != nil {
-		return nil, swf.Stats{}, err
-	}
-	var out []swf.Record
-	for {
-		rec, err := rd.Read()
-		if err == io.EOF {
-			return out, rd.Stats(), nil
-		}
-		if err != nil {
-			return out, rd.Stats(), err
-		}
-		out = append(out, rec)
-	}
+	return readAllF([]byte(input), opt)
 }
 
 func TestReaderHeader(t *testing.T) {
