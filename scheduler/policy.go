@@ -57,9 +57,13 @@ func (s *Scheduler) Policy() *policy.Policy {
 
 // policyRequest is what the limit checks see of a job.
 func (s *Scheduler) policyRequest(j *job) policy.Request {
-	total, _ := j.perNode.Scale(int64(j.nodes)) // bounded at submit
+	if j.total == nil {
+		// Computed once: the request is fixed at submit (and bounded
+		// there); the policy only reads it.
+		j.total, _ = j.perNode.Scale(int64(j.nodes))
+	}
 	return policy.Request{
-		Subject: j.subject, TRES: total, PerNode: j.perNode, Nodes: j.nodes,
+		Subject: j.subject, TRES: j.total, PerNode: j.perNode, Nodes: j.nodes,
 		TimeLimit: j.TimeLimit, Reservation: j.Spec.Reservation,
 	}
 }

@@ -110,6 +110,7 @@ type job struct {
 	// the backfill profile counts them (bfUse valid for health generation
 	// bfUseHealthGen).
 	bfPer          gres.Vector
+	total          gres.Vector // perNode × nodes, for policy checks (policyRequest)
 	bfUse          []backfill.Alloc
 	bfUseHealthGen uint64
 	// suspendedBy is the preemptor a SUSPENDED job waits for; remaining
