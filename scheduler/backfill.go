@@ -20,8 +20,7 @@ type bfState struct {
 	// last is the profile kept from cycle to cycle: running jobs, the
 	// reservation windows and the last plan's bookings. Explanations
 	// re-plan on clones of it.
-	last   *backfill.Profile
-	window time.Duration // bf_window in force
+	last *backfill.Profile
 	// Changes since the last plan, applied to the kept profile before the
 	// next: jobs that stopped running (or whose end moved), jobs that
 	// started, and whether node capacity changed (then it is rebuilt).
@@ -49,23 +48,13 @@ type bfState struct {
 
 func (s *Scheduler) initBackfill(cfg backfill.Config) error {
 	if s.graph != nil && cfg.Chooser == nil {
-		g := s.graph
-		cfg.Chooser = func(c topology.NodeSet, n int) []int {
-			p, err := g.Select(c, n, topology.Constraints{})
-			if err != nil {
-				return nil
-			}
-			return p.Nodes.AppendTo(make([]int, 0, n))
-		}
+		cfg.Chooser = graphChooser(s.graph)
 	}
 	pl, err := backfill.NewPlanner(cfg)
 	if err != nil {
 		return fmt.Errorf("%w: backfill: %w", ErrInvalidConfig, err)
 	}
-	s.bf = &bfState{planner: pl, window: cfg.Window}
-	if s.bf.window == 0 {
-		s.bf.window = 24 * time.Hour
-	}
+	s.bf = &bfState{planner: pl}
 	return nil
 }
 
@@ -155,7 +144,7 @@ func (s *Scheduler) profileUse(j *job) []backfill.Alloc {
 func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	b := s.bf
 	windows := b.windows[:0]
-	if err := s.reservationWindows(now, now.Add(b.window), func(id uint64, w policy.Window, nodes []int) error {
+	if err := s.reservationWindows(now, now.Add(b.planner.Config().Window), func(id uint64, w policy.Window, nodes []int) error {
 		windows = append(windows, bfWindow{id: id, w: w, nodes: nodes})
 		return nil
 	}); err != nil {

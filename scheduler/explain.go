@@ -619,7 +619,7 @@ func (s *Scheduler) planContext(now time.Time, j *job) (*planCtx, error) {
 	}
 	horizon := onDemandHorizon
 	if s.bf != nil {
-		horizon = s.bf.window
+		horizon = s.bf.planner.Config().Window // bf_window, defaults filled in
 	}
 	if err := s.reservationWindows(now, now.Add(horizon), func(id uint64, w policy.Window, nodes []int) error {
 		return prof.Block(backfill.JobID(id), w.Start, w.End, nodes)
@@ -800,11 +800,8 @@ func (s *Scheduler) nodeNames(idx []int) []string {
 // blocker from resourceNeed when reserved nodes are what it lacks.
 func (s *Scheduler) policyBlockers(now time.Time, j *job) []policy.Blocker {
 	var out []policy.Blocker
-	if !j.dep.IsZero() {
-		clear := s.pol == nil || s.pol.singletons[[2]string{j.Spec.User, j.Spec.Name}] == 0
-		if st, b := j.dep.Evaluate(s.outcome, clear); st != policy.DepSatisfied {
-			out = append(out, b)
-		}
+	if b, blocked := s.depBlocker(j); blocked {
+		out = append(out, b)
 	}
 	if s.pol == nil {
 		return out

@@ -59,12 +59,7 @@ const (
 var idleClassNames = [...]string{"unhealthy", "unavailable", "advance-reservation", "reserved", "no-demand", "policy", "fragmented"}
 
 // String names the class.
-func (c IdleClass) String() string {
-	if c < NumIdleClasses {
-		return idleClassNames[c]
-	}
-	return fmt.Sprintf("IdleClass(%d)", uint8(c))
-}
+func (c IdleClass) String() string { return enumName(c, idleClassNames[:], "IdleClass") }
 
 // IdleCounts holds a count per idle class.
 type IdleCounts [NumIdleClasses]int64

@@ -44,12 +44,7 @@ var nodeStateNames = [...]string{
 }
 
 // String returns sinfo's long spelling (e.g. "mixed", "drained").
-func (s NodeState) String() string {
-	if int(s) < len(nodeStateNames) {
-		return nodeStateNames[s]
-	}
-	return fmt.Sprintf("NodeState(%d)", uint8(s))
-}
+func (s NodeState) String() string { return enumName(s, nodeStateNames[:], "NodeState") }
 
 // Usable reports whether a node in state s may receive new work.
 func (s NodeState) Usable() bool { return s <= NodeAllocated }

@@ -137,12 +137,9 @@ func (s *Scheduler) checkPolicy(now time.Time, j *job) policy.Reason {
 		j.blockers = append(j.blockers, b)
 		return b.Reason
 	}
-	if !j.dep.IsZero() {
-		clear := s.pol == nil || s.pol.singletons[[2]string{j.Spec.User, j.Spec.Name}] == 0
-		if st, b := j.dep.Evaluate(s.outcome, clear); st != policy.DepSatisfied {
-			j.blockers = append(j.blockers, b)
-			return b.Reason
-		}
+	if b, blocked := s.depBlocker(j); blocked {
+		j.blockers = append(j.blockers, b)
+		return b.Reason
 	}
 	if s.pol == nil {
 		return policy.ReasonNone
@@ -153,6 +150,18 @@ func (s *Scheduler) checkPolicy(now time.Time, j *job) policy.Reason {
 		return b.Reason
 	}
 	return policy.ReasonNone
+}
+
+// depBlocker evaluates the job's dependency (singleton terms clear when
+// no job of the same user and name runs) and reports the blocker when it
+// is not satisfied.
+func (s *Scheduler) depBlocker(j *job) (policy.Blocker, bool) {
+	if j.dep.IsZero() {
+		return policy.Blocker{}, false
+	}
+	clear := s.pol == nil || s.pol.singletons[[2]string{j.Spec.User, j.Spec.Name}] == 0
+	st, b := j.dep.Evaluate(s.outcome, clear)
+	return b, st != policy.DepSatisfied
 }
 
 // constrainByReservations removes from cand the nodes reservations forbid
