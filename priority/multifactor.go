@@ -312,7 +312,7 @@ func (e *Engine) ComputeInto(now time.Time, j *Job, b *Breakdown) error {
 			float64(site) - float64(j.Nice)
 	}
 	b.Sum = sum
-	b.Computed = clampPriority(sum)
+	b.Computed = ClampPriority(sum)
 	b.Priority = b.Computed
 	if fl&IncrOnly != 0 && j.PrevPriority >= b.Computed {
 		b.Priority = j.PrevPriority
@@ -320,8 +320,11 @@ func (e *Engine) ComputeInto(now time.Time, j *Job, b *Breakdown) error {
 	return nil
 }
 
-// clampPriority clamps to [1, 2^32-1] and truncates, as Slurm does.
-func clampPriority(sum float64) uint32 {
+// ClampPriority turns a weighted factor sum into a job priority as Slurm
+// does, and as Breakdown.Computed holds it: clamped to [1, 2^32-1] (NaN
+// gives 1) and truncated. Callers recomputing a priority from a changed
+// factor (what-if explanations) use it to stay exact.
+func ClampPriority(sum float64) uint32 {
 	if !(sum >= 1) { // also catches NaN
 		return 1
 	}

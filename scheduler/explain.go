@@ -1604,7 +1604,7 @@ func (s *Scheduler) fairShareCounterfactual(now time.Time, j *job, opts *Explain
 				nf = tree.Factor(i)
 			}
 			if nf != y.breakdown.Factors.FairShare {
-				py = clampPriority(y.breakdown.Sum - y.breakdown.Weighted.FairShare + w*nf)
+				py = priority.ClampPriority(y.breakdown.Sum - y.breakdown.Weighted.FairShare + w*nf)
 			}
 		}
 		// Compare with the queue's own order: the changed priority is
@@ -1622,18 +1622,6 @@ func (s *Scheduler) fairShareCounterfactual(now time.Time, j *job, opts *Explain
 	}
 	return Counterfactual{Kind: CounterFairShare, Account: j.Spec.Account, At: now.Add(opts.DecayHalfLife), Priority: b.Priority,
 		Rank: newRank, RankWas: rank}, true
-}
-
-// clampPriority turns a priority sum into a priority as the engine does:
-// clamped to [1, 2^32-1], truncated toward zero.
-func clampPriority(sum float64) uint32 {
-	switch {
-	case sum != sum || sum < 1:
-		return 1
-	case sum >= math.MaxUint32:
-		return math.MaxUint32
-	}
-	return uint32(sum)
 }
 
 // priorityInput is the priority engine's input for j (as computePriority
