@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/gres"
 )
 
 // ExportFormat selects how JobWriter writes job records.
@@ -325,26 +327,7 @@ func FormatTRES(t TRES) string {
 func FormatGPUs(gs []NodeGPUs) string {
 	parts := make([]string, 0, len(gs))
 	for _, g := range gs {
-		parts = append(parts, g.Node+":"+formatRanges(g.Indices))
+		parts = append(parts, g.Node+":"+gres.FormatIDList(g.Indices))
 	}
 	return strings.Join(parts, ";")
-}
-
-func formatRanges(xs []int) string {
-	var b strings.Builder
-	for i := 0; i < len(xs); {
-		j := i
-		for j+1 < len(xs) && xs[j+1] == xs[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(xs[i]))
-		if j > i {
-			b.WriteString("-" + strconv.Itoa(xs[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
 }

@@ -171,6 +171,11 @@ func (c CoreSet) String() string {
 	return string(appendIDList(nil, c.AppendTo(nil)))
 }
 
+// FormatIDList formats ids as a list with ranges of consecutive values
+// ("0-3,8"), the Linux cpuset format ParseCoreSet reads, used for CPU, GPU
+// and NUMA index lists alike. ids should be sorted and distinct.
+func FormatIDList(ids []int) string { return string(appendIDList(nil, ids)) }
+
 // appendIDList appends sorted, distinct ids as a Linux list with ranges
 // ("0-3,8"), the format of cpuset.cpus and cpuset.mems.
 func appendIDList(b []byte, ids []int) []byte {

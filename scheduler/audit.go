@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/priority"
 	"github.com/sluicehq/sluice/topology"
@@ -162,7 +163,7 @@ func (d Decision) String() string {
 	if len(d.GPUs) > 0 {
 		b.WriteString(" gpus")
 		for _, g := range d.GPUs {
-			fmt.Fprintf(&b, " %s:%s", g.Node, formatIndices(g.Indices))
+			fmt.Fprintf(&b, " %s:%s", g.Node, gres.FormatIDList(g.Indices))
 		}
 	}
 	fmt.Fprintf(&b, " priority %d", d.Priority)
@@ -194,27 +195,6 @@ func (d Decision) String() string {
 			}
 		}
 		b.WriteString("]")
-	}
-	return b.String()
-}
-
-// formatIndices writes ascending indices with runs folded: "0-3,6".
-func formatIndices(idx []int) string {
-	var b strings.Builder
-	for i := 0; i < len(idx); {
-		j := i
-		for j+1 < len(idx) && idx[j+1] == idx[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(idx[i]))
-		if j > i {
-			b.WriteByte('-')
-			b.WriteString(strconv.Itoa(idx[j]))
-		}
-		i = j + 1
 	}
 	return b.String()
 }

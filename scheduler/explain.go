@@ -1898,7 +1898,7 @@ func (e Explanation) String() string {
 		if len(st.GPUs) > 0 {
 			b.WriteString("    GPUs:")
 			for _, g := range st.GPUs {
-				fmt.Fprintf(&b, " %s[%s]", g.Node, formatIndices(g.Indices))
+				fmt.Fprintf(&b, " %s[%s]", g.Node, gres.FormatIDList(g.Indices))
 			}
 			b.WriteString("\n")
 		}
