@@ -261,6 +261,37 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	return nil
 }
 
+// bfJob is job x as the backfill pass hands it to the planner.
+func (s *Scheduler) bfJob(now time.Time, x *job, allowed topology.NodeSet) backfill.Job {
+	bj := backfill.Job{
+		ID: backfill.JobID(x.ID), Nodes: x.nodes, PerNode: x.bfPerNode(), Exclusive: x.Spec.Exclusive,
+		Allowed: allowed, TimeLimit: x.TimeLimit, TimeMin: x.Spec.TimeMin,
+		Earliest: x.Spec.BeginTime, Eligible: x.EligibleTime, Priority: float64(x.Priority),
+		User: x.Spec.User, Partition: x.Partition, Assoc: x.assocKey(),
+		NoReserve: x.subject.Valid() && x.subject.NoReserve(), // QOS NoReserve
+	}
+	if c := x.constraints(); s.graph != nil && c != (topology.Constraints{}) {
+		var relaxed bool
+		bj.Chooser, relaxed = s.constrainedChooser(now, x, c)
+		bj.ChooserKey = x.chooserKey(c, relaxed)
+	}
+	return bj
+}
+
+// chooserKey names the job's topology constraint for the planner's shape
+// cache (with whether --switches' max-wait relaxed it), built once per
+// state rather than at every cycle.
+func (x *job) chooserKey(c topology.Constraints, relaxed bool) string {
+	k := 0
+	if relaxed {
+		k = 1
+	}
+	if x.chooserKeys[k] == "" {
+		x.chooserKeys[k] = fmt.Sprintf("%s relaxed=%t", c, relaxed)
+	}
+	return x.chooserKeys[k]
+}
+
 // bfPerNode is the job's per-node request as the profile counts it
 // (without the node TRES, which nodes do not share out), computed once.
 func (j *job) bfPerNode() gres.Vector {

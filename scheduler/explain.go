@@ -709,23 +709,6 @@ func (s *Scheduler) earliest(now time.Time, x *job, allowed topology.NodeSet, pa
 	return t
 }
 
-// bfJob is job x as the backfill pass hands it to the planner.
-func (s *Scheduler) bfJob(now time.Time, x *job, allowed topology.NodeSet) backfill.Job {
-	bj := backfill.Job{
-		ID: backfill.JobID(x.ID), Nodes: x.nodes, PerNode: x.bfPerNode(), Exclusive: x.Spec.Exclusive,
-		Allowed: allowed, TimeLimit: x.TimeLimit, TimeMin: x.Spec.TimeMin,
-		Earliest: x.Spec.BeginTime, Eligible: x.EligibleTime, Priority: float64(x.Priority),
-		User: x.Spec.User, Partition: x.Partition, Assoc: x.assocKey(),
-		NoReserve: x.subject.Valid() && x.subject.NoReserve(), // QOS NoReserve
-	}
-	if c := x.constraints(); s.graph != nil && c != (topology.Constraints{}) {
-		var relaxed bool
-		bj.Chooser, relaxed = s.constrainedChooser(now, x, c)
-		bj.ChooserKey = fmt.Sprintf("%s relaxed=%t", c, relaxed)
-	}
-	return bj
-}
-
 // requestFor is the profile request for job x with duration d.
 func (s *Scheduler) requestFor(now time.Time, x *job, allowed topology.NodeSet, d time.Duration, partStart []time.Time) backfill.Request {
 	return backfill.Request{

@@ -111,6 +111,7 @@ type job struct {
 	// bfUseHealthGen).
 	bfPer          gres.Vector
 	total          gres.Vector // perNode × nodes, for policy checks (policyRequest)
+	chooserKeys    [2]string   // the backfill chooser key, unrelaxed and relaxed
 	bfUse          []backfill.Alloc
 	bfUseHealthGen uint64
 	// suspendedBy is the preemptor a SUSPENDED job waits for; remaining
