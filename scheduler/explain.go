@@ -1607,23 +1607,6 @@ func (s *Scheduler) fairShareCounterfactual(now time.Time, j *job, opts *Explain
 		Rank: newRank, RankWas: rank}, true
 }
 
-// priorityInput is the priority engine's input for j (as computePriority
-// builds it), without the fair-share factor.
-func (s *Scheduler) priorityInput(j *job) (priority.Job, error) {
-	p := s.prio
-	part := &s.parts[j.part]
-	total, err := j.perNode.Scale(int64(j.nodes))
-	if err != nil {
-		return priority.Job{}, err
-	}
-	return priority.Job{
-		ID: uint64(j.ID), Submit: j.SubmitTime, AccrueStart: j.EligibleTime, Nodes: uint32(j.nodes),
-		CPUs: uint32(min(total[gres.CPU], 1<<31)), TimeLimit: j.TimeLimit, PartitionMaxTime: part.cfg.MaxTime,
-		PartitionJobFactor: uint16(part.cfg.PriorityJobFactor), QOSPriority: s.qosPriority(j),
-		TRES: total, PartitionTRES: p.partTRES[j.part], Nice: int64(j.Spec.Nice),
-	}, nil
-}
-
 // ---- text ----
 
 func fmtTime(t time.Time) string { return t.Format("2006-01-02 15:04:05") }

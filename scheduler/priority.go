@@ -212,3 +212,20 @@ func (s *Scheduler) qosPriority(j *job) uint32 {
 	}
 	return j.subject.QOSPriority()
 }
+
+// priorityInput is the priority engine's input for j (as computePriority
+// builds it), without the fair-share factor.
+func (s *Scheduler) priorityInput(j *job) (priority.Job, error) {
+	p := s.prio
+	part := &s.parts[j.part]
+	total, err := j.perNode.Scale(int64(j.nodes))
+	if err != nil {
+		return priority.Job{}, err
+	}
+	return priority.Job{
+		ID: uint64(j.ID), Submit: j.SubmitTime, AccrueStart: j.EligibleTime, Nodes: uint32(j.nodes),
+		CPUs: uint32(min(total[gres.CPU], 1<<31)), TimeLimit: j.TimeLimit, PartitionMaxTime: part.cfg.MaxTime,
+		PartitionJobFactor: uint16(part.cfg.PriorityJobFactor), QOSPriority: s.qosPriority(j),
+		TRES: total, PartitionTRES: p.partTRES[j.part], Nice: int64(j.Spec.Nice),
+	}, nil
+}
