@@ -116,13 +116,13 @@ func (d Decision) Validate() error {
 	if err := validFloat("priority", d.Priority); err != nil {
 		return f(err)
 	}
-	for k, v := range d.Factors {
+	if err := checkEntries(d.Factors, func(k string, v float64) error {
 		if err := validName("factor name", k, false); err != nil {
-			return f(err)
+			return err
 		}
-		if err := validFloat("factor "+k, v); err != nil {
-			return f(err)
-		}
+		return validFloat("factor "+k, v)
+	}); err != nil {
+		return f(err)
 	}
 	for _, c := range d.Competing {
 		if c.Job == 0 {

@@ -89,12 +89,28 @@ func (t TRES) Equal(u TRES) bool {
 // Validate checks every name is a valid TRES name in canonical (lower-case)
 // spelling and every count is in [0, gres.MaxCount].
 func (t TRES) Validate() error {
-	for n, v := range t {
+	return checkEntries(t, func(n string, v int64) error {
 		if err := validTRESName(n); err != nil {
 			return err
 		}
 		if v < 0 || v > gres.MaxCount {
 			return fmt.Errorf("%w: TRES %s=%d: count out of range [0, %d]", ErrInvalid, n, v, gres.MaxCount)
+		}
+		return nil
+	})
+}
+
+// checkEntries runs check on every entry of m and returns the error of
+// the first bad entry in key order, so that the same input always names
+// the same entry (map order is random; the sort is paid only on error).
+func checkEntries[V any](m map[string]V, check func(string, V) error) error {
+	for k, v := range m {
+		if check(k, v) != nil {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				if err := check(k, m[k]); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
