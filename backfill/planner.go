@@ -631,6 +631,10 @@ type run struct {
 	// job is booked exactly so again. The first job is always planned
 	// (no limit stops it), and kept is nil once it has been.
 	kept *entry
+	// gen counts the changes this pass made to the profile (bookings,
+	// the kept reservation's release): a shape cache entry found at the
+	// current gen answers the same question exactly.
+	gen  int
 	q    query // reused from job to job
 	slab []int // the entries' node lists are cut from it
 }
@@ -726,7 +730,10 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	}
 	e0 := q.t0
 	res := result{st: FitBeyondLatest}
-	if hint, fail := sh.lookup(q.n, q.d, e0); fail != FitFound {
+	if en := sh.same(q.n, q.d, e0, r.gen); en != nil && q.ghost == nil {
+		// The same question on the same profile: the same answer.
+		res = result{st: FitFound, t: en.t, nodes: append(q.nodeList(len(en.nodes)), en.nodes...)}
+	} else if hint, fail := sh.lookup(q.n, q.d, e0); fail != FitFound {
 		res.st = fail
 	} else {
 		q.t0, q.cands, q.upTo = hint.t, hint.cands, hint.upTo
@@ -735,7 +742,11 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		if err != nil {
 			return err
 		}
-		sh.insert(q, e0, res)
+		gen := r.gen
+		if q.ghost != nil {
+			gen = -1 // found on the profile without the kept reservation
+		}
+		sh.insert(q, e0, res, gen)
 	}
 	t, nodes := res.t, res.nodes
 	switch res.st {
@@ -815,6 +826,7 @@ func (r *run) book(j *Job, q *query, t, end int64, nodes []int) error {
 	if err := r.dropKept(); err != nil {
 		return err
 	}
+	r.gen++
 	if err := p.insertReserved(ent); err != nil {
 		// The search said these nodes fit; this is a bug, not bad input.
 		return fmt.Errorf("internal: booking a found fit failed: %w", err)
@@ -829,6 +841,7 @@ func (r *run) dropKept() error {
 		return nil
 	}
 	r.kept = nil
+	r.gen++
 	if err := r.p.Release(k.id); err != nil {
 		return fmt.Errorf("internal: releasing the kept reservation: %w", err)
 	}
@@ -864,6 +877,12 @@ type shapeEntry struct {
 	d, e int64
 	t    int64 // start found; posInf: none within the window
 	st   FitStatus
+	// gen is the pass's profile generation the entry was found at (-1:
+	// on a profile with the kept reservation looked through), and nodes
+	// the nodes chosen then: a job asking the same at the same gen gets
+	// the same answer without a search.
+	gen   int
+	nodes []int
 	// Every node feasible at t (for this entry's job) below upTo is in
 	// cands.
 	cands []int32
@@ -969,13 +988,25 @@ func (sh *shape) lookup(n int, d, e int64) (h hint, st FitStatus) {
 	return h, FitFound
 }
 
+// same returns the entry found for exactly this question (n nodes, raw
+// duration d, earliest start e) at profile generation gen, or nil.
+func (sh *shape) same(n int, d, e int64, gen int) *shapeEntry {
+	for x := range sh.ents {
+		en := &sh.ents[x]
+		if en.n == n && en.d == d && en.e == e && en.gen == gen && en.st == FitFound {
+			return en
+		}
+	}
+	return nil
+}
+
 // insert records the outcome of a search for q whose job's own earliest
 // start was e0 (the search itself may have started later, at a bound from
 // this cache).
-func (sh *shape) insert(q *query, e0 int64, res result) {
-	ne := shapeEntry{n: q.n, d: q.d, e: e0, t: posInf, st: res.st}
+func (sh *shape) insert(q *query, e0 int64, res result, gen int) {
+	ne := shapeEntry{n: q.n, d: q.d, e: e0, t: posInf, st: res.st, gen: gen}
 	if res.st == FitFound {
-		ne.t, ne.cands, ne.upTo = res.t, res.cands, res.upTo
+		ne.t, ne.cands, ne.upTo, ne.nodes = res.t, res.cands, res.upTo, res.nodes
 	}
 	// Drop entries the new one makes useless.
 	out := sh.ents[:0]
