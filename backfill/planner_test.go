@@ -235,6 +235,55 @@ func TestEASYVersusConservative(t *testing.T) {
 	}
 }
 
+func TestSameQuestionSameAnswer(t *testing.T) {
+	// Node 0 has 7 CPUs free for 30 min (then 8), node 1 is busy for 20,
+	// node 2 for 40. In EASY, job 1 (one CPU on each node) is reserved at
+	// +40; jobs 2 and 3 ask exactly the same (7 CPUs on two nodes for
+	// 15 min) and are estimated at +20 on nodes 0 and 1: the second gets
+	// the first's answer without a search. Job 4 (7 CPUs on one node for
+	// 25 min) then starts now on node 0, and job 5, asking what jobs 2 and
+	// 3 asked, must be searched again: that start moved its answer to +25.
+	full := vec(8, 100, 0)
+	nodes := cluster(3, full)
+	running := []Running{
+		{ID: 100, End: t0.Add(mins(20)), Allocs: []Alloc{{Node: 1, Use: full}}},
+		{ID: 101, End: t0.Add(mins(40)), Allocs: []Alloc{{Node: 2, Use: full}}},
+		{ID: 102, End: t0.Add(mins(30)), Allocs: []Alloc{{Node: 0, Use: vec(1, 1, 0)}}},
+	}
+	two := Job{Nodes: 2, PerNode: vec(7, 99, 0), TimeLimit: mins(15)}
+	jobs := []Job{
+		{ID: 1, Nodes: 3, PerNode: vec(1, 1, 0), TimeLimit: mins(60)},
+		two, two,
+		{ID: 4, Nodes: 1, PerNode: vec(7, 99, 0), TimeLimit: mins(25)},
+		two,
+	}
+	jobs[1].ID, jobs[2].ID, jobs[4].ID = 2, 3, 5
+	pl, err := NewPlanner(Config{Mode: EASY})
+	require.NoError(t, err)
+	prof, err := pl.NewProfile(t0, nodes, running)
+	require.NoError(t, err)
+	ref := referencePlan(t, Config{Mode: EASY}, prof.Clone(), jobs)
+	plan, err := pl.Plan(prof, jobs)
+	require.NoError(t, err)
+	for x := range ref {
+		assert.Equal(t, ref[x].Status, plan.Entries[x].Status, "job %d", x+1)
+		assert.Equal(t, ref[x].Start, plan.Entries[x].Start, "job %d", x+1)
+		assert.Equal(t, ref[x].Nodes, plan.Entries[x].Nodes, "job %d", x+1)
+	}
+	assert.Equal(t, StatusReserved, plan.Entries[0].Status)
+	for _, x := range []int{1, 2} {
+		assert.Equal(t, StatusEstimated, plan.Entries[x].Status, "job %d", x+1)
+		assert.Equal(t, t0.Add(mins(20)), plan.Entries[x].Start, "job %d", x+1)
+		assert.Equal(t, []int{0, 1}, plan.Entries[x].Nodes, "job %d", x+1)
+	}
+	assert.Equal(t, StatusStart, plan.Entries[3].Status, "job 4 starts now")
+	assert.Equal(t, []int{0}, plan.Entries[3].Nodes)
+	assert.Equal(t, t0.Add(mins(25)), plan.Entries[4].Start, "job 5: after job 4")
+	assert.Equal(t, plan.Stats.Tested-1, plan.Stats.Searches, "only job 3 was answered without a search")
+	plan.Entries[1].Nodes[0] = 99
+	assert.Equal(t, 0, plan.Entries[2].Nodes[0], "entries do not share node lists")
+}
+
 func TestEASYReservationCount(t *testing.T) {
 	// One node, busy for 10 min; four one-node jobs of 10 min. With k
 	// reservations, the first k waiting jobs are Reserved, the rest
