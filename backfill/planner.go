@@ -648,6 +648,9 @@ type countKey struct {
 // (Slurm's order) and counts the job when it passes.
 func (r *run) exceedsGroupLimit(j *Job) Reason {
 	cfg := &r.pl.cfg
+	if cfg.MaxJobUserPart == 0 && cfg.MaxJobPart == 0 && cfg.MaxJobAssoc == 0 && cfg.MaxJobUser == 0 {
+		return ReasonNone
+	}
 	type lim struct {
 		n   int
 		key countKey

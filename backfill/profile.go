@@ -889,6 +889,15 @@ func (p *Profile) mutCP(cp *changePoint) *changePoint {
 // cpAdd records that node i has a breakpoint at t, creating the change
 // point (with its predecessor's summaries) when needed.
 func (p *Profile) cpAdd(t int64, i int32) {
+	p.cpAddAll(t, []int32{i})
+}
+
+// cpAddAll is cpAdd for several nodes with a new breakpoint at the same
+// time (a booking's start or end), looking the change point up once.
+func (p *Profile) cpAddAll(t int64, nodes []int32) {
+	if len(nodes) == 0 {
+		return
+	}
 	cp, ok := p.cpGet(t)
 	if !ok {
 		pred := p.cpFloor(t)
@@ -897,26 +906,49 @@ func (p *Profile) cpAdd(t int64, i int32) {
 	} else {
 		cp = p.mutCP(cp)
 	}
-	cp.nodes = append(cp.nodes, i)
+	cp.nodes = append(cp.nodes, nodes...)
 }
 
 // cpRemove records that node i no longer has a breakpoint at t, deleting
 // the change point when no node has one there.
 func (p *Profile) cpRemove(t int64, i int32) {
+	p.cpRemoveAll(t, []int32{i})
+}
+
+// cpRemoveAll is cpRemove for several nodes at the same time, in one pass
+// over the change point's node list (which keeps its order).
+func (p *Profile) cpRemoveAll(t int64, gone []int32) {
+	if len(gone) == 0 || t == p.origin {
+		return
+	}
 	cp, ok := p.cpGet(t)
-	if !ok || t == p.origin {
+	if !ok {
 		return
 	}
-	x := slices.Index(cp.nodes, i)
-	if x < 0 {
-		return
+	sc := p.scratch()
+	if len(sc.mark) != p.n {
+		sc.mark = make([]bool, p.n)
 	}
-	if len(cp.nodes) == 1 {
-		p.cps.Delete(cp)
-		return
+	for _, i := range gone {
+		sc.mark[i] = true
 	}
-	cp = p.mutCP(cp)
-	cp.nodes = slices.Delete(cp.nodes, x, x+1)
+	left := 0
+	for _, i := range cp.nodes {
+		if !sc.mark[i] {
+			left++
+		}
+	}
+	if left < len(cp.nodes) {
+		if left == 0 {
+			p.cps.Delete(cp)
+		} else {
+			cp = p.mutCP(cp)
+			cp.nodes = slices.DeleteFunc(cp.nodes, func(i int32) bool { return sc.mark[i] })
+		}
+	}
+	for _, i := range gone {
+		sc.mark[i] = false
+	}
 }
 
 // change adds sign*use (per alloc) to the free resources of the entry's
@@ -937,6 +969,8 @@ func (p *Profile) change(nodes []int32, use []int64, s, e int64, sign int64) {
 // the change points (which copy their predecessor's summaries).
 func (p *Profile) applyTL(nodes []int32, use []int64, s, e int64, sign int64) {
 	a := p.a
+	sc := p.scratch()
+	atS, atE := sc.atS[:0], sc.atE[:0]
 	for x, nd := range nodes {
 		u := use[x*a : (x+1)*a]
 		if isZero(u) {
@@ -944,10 +978,10 @@ func (p *Profile) applyTL(nodes []int32, use []int64, s, e int64, sign int64) {
 		}
 		tl := p.mutTL(int(nd))
 		if s > p.origin && tl.split(s, a) {
-			p.cpAdd(s, nd)
+			atS = append(atS, nd)
 		}
 		if e < posInf && tl.split(e, a) {
-			p.cpAdd(e, nd)
+			atE = append(atE, nd)
 		}
 		kb := len(tl.times)
 		if e < posInf {
@@ -960,23 +994,33 @@ func (p *Profile) applyTL(nodes []int32, use []int64, s, e int64, sign int64) {
 			}
 		}
 	}
+	// The change point at s first: one created at e copies its
+	// predecessor's summaries, which may be s's.
+	p.cpAddAll(s, atS)
+	p.cpAddAll(e, atE)
+	sc.atS, sc.atE = atS, atE
 }
 
 // mergeTL removes the breakpoints at s and e that applyTL made redundant.
 func (p *Profile) mergeTL(nodes []int32, use []int64, s, e int64) {
 	a := p.a
+	sc := p.scratch()
+	atS, atE := sc.atS[:0], sc.atE[:0]
 	for x, nd := range nodes {
 		if isZero(use[x*a : (x+1)*a]) {
 			continue
 		}
 		tl := p.tls[nd]
 		if e < posInf && tl.mergeAt(e, a) {
-			p.cpRemove(e, nd)
+			atE = append(atE, nd)
 		}
 		if s > p.origin && tl.mergeAt(s, a) {
-			p.cpRemove(s, nd)
+			atS = append(atS, nd)
 		}
 	}
+	p.cpRemoveAll(e, atE)
+	p.cpRemoveAll(s, atS)
+	sc.atS, sc.atE = atS, atE
 }
 
 // cpsIn returns the change points in [s, e), made writable (copied when

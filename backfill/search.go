@@ -255,6 +255,11 @@ type scratch struct {
 	overdue, expired []*entry
 	lo, hi           entry
 	ghost            ghost
+	// applyTL's and mergeTL's nodes with a new (or merged) breakpoint at
+	// the change's start and end; mark is cpRemoveAll's node flags (all
+	// false between calls).
+	atS, atE []int32
+	mark     []bool
 }
 
 func (p *Profile) scratch() *scratch {
