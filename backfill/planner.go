@@ -817,14 +817,14 @@ func (r *run) planJob(j *Job, e *Entry) error {
 func (r *run) book(j *Job, q *query, t, end int64, nodes []int) error {
 	p := r.p
 	a := p.a
+	if k := r.kept; k != nil && k.start == t && k.end == end && r.bookedAs(k, q, nodes) {
+		r.kept = nil
+		return nil // booked exactly so already
+	}
 	ent := &entry{id: j.ID, kind: kindReserved, start: t, end: end, nodes: make([]int32, len(nodes)), use: make([]int64, len(nodes)*a)}
 	for x, i := range nodes {
 		ent.nodes[x] = int32(i)
 		copy(ent.use[x*a:(x+1)*a], p.useOn(q, i))
-	}
-	if k := r.kept; k != nil && k.start == ent.start && k.end == ent.end && slices.Equal(k.nodes, ent.nodes) && slices.Equal(k.use, ent.use) {
-		r.kept = nil
-		return nil // booked exactly so already
 	}
 	if err := r.dropKept(); err != nil {
 		return err
@@ -835,6 +835,21 @@ func (r *run) book(j *Job, q *query, t, end int64, nodes []int) error {
 		return fmt.Errorf("internal: booking a found fit failed: %w", err)
 	}
 	return nil
+}
+
+// bookedAs reports whether entry k holds exactly what booking q on nodes
+// would (the same nodes in the same order, the same use on each).
+func (r *run) bookedAs(k *entry, q *query, nodes []int) bool {
+	a := r.p.a
+	if len(k.nodes) != len(nodes) {
+		return false
+	}
+	for x, i := range nodes {
+		if int(k.nodes[x]) != i || !slices.Equal(k.use[x*a:(x+1)*a], r.p.useOn(q, i)) {
+			return false
+		}
+	}
+	return true
 }
 
 // dropKept releases the kept reservation, if it is still there.
