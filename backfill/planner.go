@@ -726,7 +726,9 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	sh := r.shapeFor(j, q)
 	if sh.capable < 0 {
 		sh.capable = p.capable(q)
+		sh.allCapable = sh.capable == q.allowed.Count()
 	}
+	q.allCapable = sh.allCapable
 	if q.never || sh.capable < q.n {
 		e.Status, e.Reason = StatusNeverFits, ReasonCapacity
 		return nil
@@ -909,7 +911,9 @@ type shapeEntry struct {
 
 type shape struct {
 	capable int
-	ents    []shapeEntry
+	// allCapable: every allowed node's capacity holds the request.
+	allCapable bool
+	ents       []shapeEntry
 }
 
 const maxShapeEntries = 32

@@ -121,6 +121,9 @@ type query struct {
 	cands []int32
 	upTo  int
 	never bool
+	// allCapable: every allowed node's capacity holds the request (the
+	// planner knows it per shape), so violation need not check it.
+	allCapable bool
 	// slab is where the chosen node lists are cut from (a planner's
 	// entries keep them); nil allocates each.
 	slab *[]int
@@ -434,7 +437,7 @@ func (p *Profile) durAt(t, d int64) int64 { return p.ceilRes(t+d) - t }
 func (p *Profile) violation(i int, t, bound int64, q *query) int64 {
 	a := p.a
 	capI := p.caps[i*a : (i+1)*a]
-	if !q.fits(capI) {
+	if !q.allCapable && !q.fits(capI) {
 		return t
 	}
 	if gx := q.ghostAt(i); gx >= 0 {
