@@ -26,38 +26,51 @@ func (r JobResult) RunTime() time.Duration { return r.End.Sub(r.Start) }
 // Slowdown returns (wait + run) / run. A run time under one second counts
 // as one second (the resolution of workload traces), so the value is
 // always finite and at least 1 for a job that ran at least a second.
-func (r JobResult) Slowdown() float64 {
-	run := r.RunTime()
-	return float64(r.Wait()+run) / float64(max(run, time.Second))
+func (r JobResult) Slowdown() float64 { return slowdown(r.Wait(), r.RunTime()) }
+
+func slowdown(wait, run time.Duration) float64 {
+	return float64(wait+run) / float64(max(run, time.Second))
 }
 
 // BoundedSlowdown returns max(1, (wait + run) / max(tau, run)): the
 // slowdown with run times below tau counted as tau. Use BSLDThreshold for
 // the usual τ = 10 s.
 func (r JobResult) BoundedSlowdown(tau time.Duration) float64 {
-	run := r.RunTime()
-	return max(1, float64(r.Wait()+run)/float64(max(tau, run, 1)))
+	return boundedSlowdown(r.Wait(), r.RunTime(), tau)
+}
+
+func boundedSlowdown(wait, run, tau time.Duration) float64 {
+	return max(1, float64(wait+run)/float64(max(tau, run, 1)))
 }
 
 // ETAError returns the error of the job's first start estimate, actual
 // start − FirstExpectedStart (negative when it started early), and
 // whether it had one.
-func (r JobResult) ETAError() (time.Duration, bool) {
-	if r.FirstExpectedStart.IsZero() {
+func (r JobResult) ETAError() (time.Duration, bool) { return etaError(r.Start, r.FirstExpectedStart) }
+
+func etaError(start, first time.Time) (time.Duration, bool) {
+	if first.IsZero() {
 		return 0, false
 	}
-	return r.Start.Sub(r.FirstExpectedStart), true
+	return start.Sub(first), true
 }
 
 // CPUHours returns the CPU time allocated to the job's last run: its CPUs
 // × run time, less the time it was suspended (its CPUs were lent then).
-func (r JobResult) CPUHours() float64 {
-	return float64(r.CPUs) * (r.RunTime() - r.Suspended).Hours()
+func (r JobResult) CPUHours() float64 { return cpuHours(r.CPUs, r.RunTime(), r.Suspended) }
+
+// cpuHours and gpuHours round their product explicitly (the conversion),
+// so that a sum they are inlined into cannot fuse it into a multiply-add
+// and round differently.
+func cpuHours(cpus int64, run, suspended time.Duration) float64 {
+	return float64(float64(cpus) * (run - suspended).Hours())
 }
 
 // GPUHours returns the GPU time allocated to the job's last run: its GPUs
 // × run time (a suspended job keeps its GPUs).
-func (r JobResult) GPUHours() float64 { return float64(r.GPUs) * r.RunTime().Hours() }
+func (r JobResult) GPUHours() float64 { return gpuHours(r.GPUs, r.RunTime()) }
+
+func gpuHours(gpus int64, run time.Duration) float64 { return float64(float64(gpus) * run.Hours()) }
 
 // Lost reports whether the job's run was wasted: it was ended before its
 // work was done (TIMEOUT, NODE_FAIL, PREEMPTED, or CANCELLED while
@@ -194,8 +207,8 @@ func sameValues(a, b Sample) bool {
 // summarise a subset of a run (for example without a warm-up period).
 func Summarize(jobs []JobResult, series []Sample, c Capacity, start, end time.Time) Summary {
 	col := newCollector(c)
-	for _, j := range jobs {
-		col.add(j)
+	for i := range jobs {
+		col.add(&jobs[i])
 	}
 	eachSegment(series, end, func(s Sample, until time.Time) { col.integrate(s, s.At, until) })
 	return col.summary(0, start, end)
@@ -229,7 +242,10 @@ type collector struct {
 
 func newCollector(c Capacity) collector { return collector{cap: c} }
 
-func (c *collector) add(r JobResult) {
+// add counts the job r. (It takes r by pointer and calls JobResult's
+// helpers rather than its methods, which are not inlined: each call would
+// copy the whole JobResult.)
+func (c *collector) add(r *JobResult) {
 	c.s.Jobs++
 	switch r.State {
 	case scheduler.JobCompleted:
@@ -241,13 +257,14 @@ func (c *collector) add(r JobResult) {
 	default:
 		c.s.Killed++
 	}
-	c.waits = append(c.waits, r.Wait().Seconds())
-	c.resps = append(c.resps, r.Response().Seconds())
-	c.slows = append(c.slows, r.Slowdown())
-	c.bslds = append(c.bslds, r.BoundedSlowdown(BSLDThreshold))
-	if d, ok := r.ETAError(); ok {
+	wait, run := r.Wait(), r.RunTime()
+	c.waits = appendDoubling(c.waits, wait.Seconds())
+	c.resps = appendDoubling(c.resps, r.Response().Seconds())
+	c.slows = appendDoubling(c.slows, slowdown(wait, run))
+	c.bslds = appendDoubling(c.bslds, boundedSlowdown(wait, run, BSLDThreshold))
+	if d, ok := etaError(r.Start, r.FirstExpectedStart); ok {
 		c.s.ETA.Jobs++
-		c.etaErr = append(c.etaErr, math.Abs(d.Seconds()))
+		c.etaErr = appendDoubling(c.etaErr, math.Abs(d.Seconds()))
 		c.etaSigned += d.Seconds()
 		switch {
 		case d < 0:
@@ -258,14 +275,30 @@ func (c *collector) add(r JobResult) {
 	} else {
 		c.s.ETA.Unestimated++
 	}
-	c.s.CPUHours += r.CPUHours() + r.RequeuedCPUHours
-	c.s.GPUHours += r.GPUHours() + r.RequeuedGPUHours
+	cpuH, gpuH := cpuHours(r.CPUs, run, r.Suspended), gpuHours(r.GPUs, run)
+	c.s.CPUHours += cpuH + r.RequeuedCPUHours
+	c.s.GPUHours += gpuH + r.RequeuedGPUHours
 	c.s.Preemptions += r.Preemptions
 	c.s.Restarts += r.Restarts
 	c.s.LostCPUHoursPreempted += r.LostCPUSeconds / 3600
 	c.s.LostGPUHoursPreempted += r.LostGPUSeconds / 3600
-	c.s.LostCPUHours += r.LostCPUHours()
-	c.s.LostGPUHours += r.LostGPUHours()
+	lostC, lostG := 0.0, 0.0 // LostCPUHours, LostGPUHours
+	if r.Lost() {
+		lostC, lostG = cpuH, gpuH
+	}
+	c.s.LostCPUHours += lostC
+	c.s.LostGPUHours += lostG
+}
+
+// appendDoubling appends v to x, doubling its capacity when it is full:
+// append grows a long slice by a quarter at a time, which for the
+// per-job metrics of a long replay allocates (and copies) about five
+// times their final size in all, where doubling allocates twice.
+func appendDoubling(x []float64, v float64) []float64 {
+	if len(x) == cap(x) {
+		x = slices.Grow(x, max(len(x), 64))
+	}
+	return append(x, v)
 }
 
 // observe records the state s after a cycle at s.At.

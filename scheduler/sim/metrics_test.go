@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -79,4 +80,55 @@ func TestSummarizePercentiles(t *testing.T) {
 	one := sim.Summarize(jobs[:1], nil, sim.Capacity{CPUs: 1}, t0, t0.Add(sec(11)))
 	assert.Equal(t, sim.Stats{Mean: 1, P50: 1, P90: 1, P95: 1, P99: 1, Max: 1}, one.Wait)
 	assert.Equal(t, sim.Summary{}, sim.Summarize(nil, nil, sim.Capacity{}, t0, t0))
+}
+
+// TestSummarizeMatchesJobMethods checks that the per-job figures Summarize
+// (and Run) aggregate are exactly, bit for bit, those of the JobResult
+// methods, summed in job order.
+func TestSummarizeMatchesJobMethods(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	states := []scheduler.JobState{scheduler.JobCompleted, scheduler.JobFailed, scheduler.JobTimeout,
+		scheduler.JobNodeFail, scheduler.JobPreempted, scheduler.JobCancelled}
+	var jobs []sim.JobResult
+	for range 500 {
+		submit := time.Duration(rng.IntN(100000)) * time.Millisecond
+		start := submit + time.Duration(rng.IntN(100000))*time.Millisecond
+		end := start + time.Duration(rng.IntN(100000))*time.Millisecond
+		r := result(submit, start, end, int64(rng.IntN(64)), int64(rng.IntN(8)), states[rng.IntN(len(states))])
+		r.Suspended = time.Duration(rng.Int64N(int64(end-start) + 1))
+		r.RequeuedCPUHours, r.RequeuedGPUHours = rng.Float64()*3, rng.Float64()
+		r.LostCPUSeconds, r.LostGPUSeconds = rng.Float64()*100, rng.Float64()*10
+		if rng.IntN(2) == 0 {
+			r.FirstExpectedStart = t0.Add(time.Duration(rng.IntN(200000)) * time.Millisecond)
+		}
+		jobs = append(jobs, r)
+	}
+	var wait, resp, slow, bsld, eta, cpuH, gpuH, lostC, lostG float64
+	var estimated int
+	for _, r := range jobs {
+		wait += r.Wait().Seconds()
+		resp += r.Response().Seconds()
+		slow += r.Slowdown()
+		bsld += r.BoundedSlowdown(sim.BSLDThreshold)
+		if d, ok := r.ETAError(); ok {
+			eta += d.Seconds()
+			estimated++
+		}
+		cpuH += r.CPUHours() + r.RequeuedCPUHours
+		gpuH += r.GPUHours() + r.RequeuedGPUHours
+		lostC += r.LostCPUHours()
+		lostG += r.LostGPUHours()
+	}
+	n := float64(len(jobs))
+	s := sim.Summarize(jobs, nil, sim.Capacity{CPUs: 64, GPUs: 8}, t0, t0.Add(time.Hour))
+	assert.Equal(t, wait/n, s.Wait.Mean)
+	assert.Equal(t, resp/n, s.Response.Mean)
+	assert.Equal(t, slow/n, s.Slowdown.Mean)
+	assert.Equal(t, bsld/n, s.BSLD.Mean)
+	assert.Equal(t, estimated, s.ETA.Jobs)
+	assert.Equal(t, eta/float64(estimated), s.ETA.Bias)
+	assert.Equal(t, cpuH, s.CPUHours)
+	assert.Equal(t, gpuH, s.GPUHours)
+	assert.Equal(t, lostC, s.LostCPUHours)
+	assert.Equal(t, lostG, s.LostGPUHours)
 }

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"time"
@@ -223,6 +222,10 @@ type live struct {
 	// queued them, and those of a run that preemption ended or suspended
 	// are skipped.
 	gen uint32
+	// pendingETA is the first expected start the cycles gave the job
+	// while it has been pending since its submission or last requeue
+	// (zero: none yet); it becomes eta when the job starts.
+	pendingETA time.Time
 	// set when the job starts
 	eta        time.Time // first expected start
 	start      time.Time
@@ -257,19 +260,23 @@ type live struct {
 }
 
 type runner struct {
-	s      *scheduler.Scheduler
-	src    Source
-	opt    Options
-	res    Result
-	q      eventQueue
-	jobs   map[scheduler.JobID]live
+	s   *scheduler.Scheduler
+	src Source
+	opt Options
+	res Result
+	q   eventQueue
+	// jobs holds the record of every submitted job until it ends. The
+	// records are reused: ended clears a record and puts it on free,
+	// where admit takes it for a later job, so a replay allocates only
+	// as many records as jobs are ever in flight at once. No pointer to
+	// a record is kept once ended has returned.
+	jobs   map[scheduler.JobID]*live
+	free   []*live
 	gpuID  gres.ID
 	hasGPU bool
 	col    collector
 	series seriesRecorder
-	// eta holds the first expected start of pending jobs that have one.
-	eta map[scheduler.JobID]time.Time
-	exp *explainer // nil unless Options.ExplainEvery
+	exp    *explainer // nil unless Options.ExplainEvery
 
 	next     Job
 	haveNext bool
@@ -282,7 +289,7 @@ type runner struct {
 }
 
 func newRunner(s *scheduler.Scheduler, src Source, opt Options) *runner {
-	r := &runner{s: s, src: src, opt: opt, jobs: make(map[scheduler.JobID]live), eta: make(map[scheduler.JobID]time.Time)}
+	r := &runner{s: s, src: src, opt: opt, jobs: make(map[scheduler.JobID]*live)}
 	r.gpuID, r.hasGPU = s.Registry().Lookup("gres/gpu")
 	for _, n := range s.Nodes() {
 		r.res.Capacity.Nodes++
@@ -359,7 +366,7 @@ func (r *runner) nextInstant() time.Time {
 // the expiry and wake-up markers, which only make a cycle happen.
 func (r *runner) complete(now time.Time) error {
 	for r.q.Len() > 0 && !r.q[0].at.After(now) {
-		ev := heap.Pop(&r.q).(event)
+		ev := r.q.pop()
 		if ev.kind != evFinish {
 			continue
 		}
@@ -385,22 +392,22 @@ func (r *runner) complete(now time.Time) error {
 // arrive submits every job that arrives at or before now, in workload order.
 func (r *runner) arrive(now time.Time) error {
 	for r.haveNext && !r.next.Submit.After(now) {
-		j := r.next
+		j := &r.next // read replaces it only at the end of the iteration
 		id, err := r.s.Submit(now, j.Spec)
 		if err != nil {
 			if r.opt.OnSubmitError != nil {
-				if err := r.opt.OnSubmitError(j, err); err != nil {
+				if err := r.opt.OnSubmitError(*j, err); err != nil {
 					return err
 				}
 			}
 			r.res.Rejected++
 		} else {
-			r.jobs[id] = live{index: r.arrivals, job: j}
+			r.jobs[id] = r.admit(r.arrivals, j)
 			if r.opt.FairShare != nil {
 				r.opt.FairShare.submitted(now, j.Spec)
 			}
 			if b := j.Spec.BeginTime; b.After(now) {
-				heap.Push(&r.q, event{at: b, id: id, kind: evWake})
+				r.q.push(event{at: b, id: id, kind: evWake})
 			}
 		}
 		r.arrivals++
@@ -409,6 +416,19 @@ func (r *runner) arrive(now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// admit returns a fresh record for the workload job j, the index-th read:
+// one from the free list when there is one.
+func (r *runner) admit(index int, j *Job) *live {
+	var lj *live
+	if n := len(r.free); n > 0 {
+		lj, r.free = r.free[n-1], r.free[:n-1]
+	} else {
+		lj = new(live)
+	}
+	*lj = live{index: index, job: *j}
+	return lj
 }
 
 // cycle runs one scheduling cycle at now and applies its decisions.
@@ -459,8 +479,8 @@ func (r *runner) cycle(now time.Time) error {
 	r.pending = len(cyc.Pending)
 	for _, p := range cyc.Pending {
 		if !p.ExpectedStart.IsZero() {
-			if _, ok := r.eta[p.Job]; !ok {
-				r.eta[p.Job] = p.ExpectedStart
+			if lj, ok := r.jobs[p.Job]; ok && lj.pendingETA.IsZero() {
+				lj.pendingETA = p.ExpectedStart
 			}
 		}
 	}
@@ -500,18 +520,16 @@ func (r *runner) started(now time.Time, st scheduler.Start) error {
 	lj.ranSince, lj.ran = now, 0
 	lj.suspendedAt, lj.suspended, lj.killAt = time.Time{}, 0, time.Time{}
 	lj.inRun, lj.keep = true, 0
-	if eta, ok := r.eta[st.Job]; ok {
-		lj.eta = eta
-		delete(r.eta, st.Job)
+	if !lj.pendingETA.IsZero() {
+		lj.eta, lj.pendingETA = lj.pendingETA, time.Time{}
 	}
-	r.occupy(now, st.Job, lj.job.Spec, cpus, gpus)
+	r.occupy(now, st.Job, &lj.job.Spec, cpus, gpus)
 	if need := lj.job.Runtime - lj.done; need <= limit {
 		lj.evAt, lj.evKind = now.Add(max(need, 0)), evFinish
 	} else {
 		lj.evAt, lj.evKind = now.Add(limit), evExpire
 	}
-	r.jobs[st.Job] = lj
-	heap.Push(&r.q, event{at: lj.evAt, id: st.Job, kind: lj.evKind, gen: lj.gen})
+	r.q.push(event{at: lj.evAt, id: st.Job, kind: lj.evKind, gen: lj.gen})
 	return nil
 }
 
@@ -547,13 +565,11 @@ func (r *runner) preempted(now time.Time, p scheduler.Preemption) error {
 		lj.gen++ // drop the queued end event
 		lj.ran += now.Sub(lj.ranSince)
 		lj.suspendedAt = now
-		r.jobs[p.Victim] = lj
 		r.release(now, p.Victim, lj.cpus, 0) // it keeps its GPUs
 		return nil
 	case p.KillAt.After(now):
 		lj.killAt = p.KillAt
-		r.jobs[p.Victim] = lj
-		heap.Push(&r.q, event{at: p.KillAt, id: p.Victim, kind: evKill, gen: lj.gen})
+		r.q.push(event{at: p.KillAt, id: p.Victim, kind: evKill, gen: lj.gen})
 		return nil
 	}
 	if p.Action == policy.ActionRequeue {
@@ -567,14 +583,13 @@ func (r *runner) preempted(now time.Time, p scheduler.Preemption) error {
 // (preemption in REQUEUE mode): its resources are free, the run's work
 // since its last checkpoint is lost (the work up to then is kept for the
 // next run), and the job waits to start again.
-func (r *runner) requeued(id scheduler.JobID, lj live, end time.Time) {
+func (r *runner) requeued(id scheduler.JobID, lj *live, end time.Time) {
 	lj.done += lj.keep
 	lj.requeuedCPUHs += float64(lj.cpus) * (end.Sub(lj.start) - lj.suspended).Hours()
 	lj.requeuedGPUHs += float64(lj.gpus) * end.Sub(lj.start).Hours()
 	lj.restarts++
 	lj.gen++
 	lj.inRun, lj.keep, lj.killAt = false, 0, time.Time{}
-	r.jobs[id] = lj
 	r.release(end, id, lj.cpus, lj.gpus)
 }
 
@@ -592,20 +607,19 @@ func (r *runner) resumed(now time.Time, id scheduler.JobID) error {
 	lj.suspendedAt = time.Time{}
 	lj.ranSince = now
 	lj.gen++
-	r.jobs[id] = lj
-	heap.Push(&r.q, event{at: lj.evAt, id: id, kind: lj.evKind, gen: lj.gen})
-	r.occupy(now, id, lj.job.Spec, lj.cpus, 0) // it kept its GPUs
+	r.q.push(event{at: lj.evAt, id: id, kind: lj.evKind, gen: lj.gen})
+	r.occupy(now, id, &lj.job.Spec, lj.cpus, 0) // it kept its GPUs
 	return nil
 }
 
 // occupy counts a run that starts or resumes at now on cpus and gpus
 // (the GPUs it does not hold yet) as running, and charges fair-share.
-func (r *runner) occupy(now time.Time, id scheduler.JobID, spec scheduler.JobSpec, cpus, gpus int64) {
+func (r *runner) occupy(now time.Time, id scheduler.JobID, spec *scheduler.JobSpec, cpus, gpus int64) {
 	r.busyCPUs += cpus
 	r.busyGPUs += gpus
 	r.running++
 	if r.opt.FairShare != nil {
-		r.opt.FairShare.started(now, id, spec, cpus)
+		r.opt.FairShare.started(now, id, *spec, cpus)
 	}
 }
 
@@ -630,19 +644,20 @@ func (r *runner) allocated(a scheduler.Allocation) (cpus, gpus int64) {
 }
 
 // ended records the result of job id (lj, its record), which has just
-// ended at end in state st. (The simulator tracks starts itself rather
-// than taking a snapshot of every job from the scheduler; a test checks
-// that both agree.)
-func (r *runner) ended(id scheduler.JobID, lj live, end time.Time, st scheduler.JobState) error {
-	delete(r.jobs, id)
-
+// ended at end in state st, and frees the record. (The simulator tracks
+// starts itself rather than taking a snapshot of every job from the
+// scheduler; a test checks that both agree.)
+func (r *runner) ended(id scheduler.JobID, lj *live, end time.Time, st scheduler.JobState) error {
 	jr := JobResult{Index: lj.index, ID: id, Job: lj.job, Start: lj.start, End: end, State: st,
 		Nodes: lj.nodes, CPUs: lj.cpus, GPUs: lj.gpus, FirstExpectedStart: lj.eta,
 		Preemptions: lj.preemptions, Restarts: lj.restarts,
 		LostGPUSeconds: lj.lostGPUSecs, LostCPUSeconds: lj.lostCPUSecs,
 		RequeuedCPUHours: lj.requeuedCPUHs, RequeuedGPUHours: lj.requeuedGPUHs, Suspended: lj.suspended}
+	delete(r.jobs, id)
+	*lj = live{} // drop its references (the job's Data) before reuse
+	r.free = append(r.free, lj)
 	r.release(end, id, jr.CPUs, jr.GPUs)
-	r.col.add(jr)
+	r.col.add(&jr)
 	if !r.opt.DiscardJobs {
 		r.res.Jobs = append(r.res.Jobs, jr)
 	}
@@ -673,16 +688,19 @@ type event struct {
 	gen  uint32 // the run of the job that queued it (evFinish, evExpire, evKill)
 }
 
-// eventQueue is a min-heap of events ordered by time, then job ID, then kind.
+// eventQueue is a binary min-heap of events ordered by time, then job ID,
+// then kind. Its push and pop follow container/heap's algorithm step for
+// step (so that events equal in that order, a job's end events of
+// different runs, still come out in the same order), without boxing each
+// event in an interface.
 type eventQueue []event
 
-// Len implements heap.Interface.
+// Len returns the number of queued events.
 func (q eventQueue) Len() int { return len(q) }
 
-// Less implements heap.Interface.
-func (q eventQueue) Less(i, j int) bool {
-	if !q[i].at.Equal(q[j].at) {
-		return q[i].at.Before(q[j].at)
+func (q eventQueue) less(i, j int) bool {
+	if c := q[i].at.Compare(q[j].at); c != 0 {
+		return c < 0
 	}
 	if q[i].id != q[j].id {
 		return q[i].id < q[j].id
@@ -690,16 +708,49 @@ func (q eventQueue) Less(i, j int) bool {
 	return q[i].kind < q[j].kind
 }
 
-// Swap implements heap.Interface.
-func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+// push queues e.
+func (q *eventQueue) push(e event) {
+	*q = append(*q, e)
+	q.up(len(*q) - 1)
+}
 
-// Push implements heap.Interface.
-func (q *eventQueue) Push(x any) { *q = append(*q, x.(event)) }
-
-// Pop implements heap.Interface.
-func (q *eventQueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	*q = old[:len(old)-1]
+// pop removes and returns the first event; the queue must not be empty.
+func (q *eventQueue) pop() event {
+	h := *q
+	n := len(h) - 1
+	h[0], h[n] = h[n], h[0]
+	h[:n].down(0)
+	e := h[n]
+	*q = h[:n]
 	return e
+}
+
+func (q eventQueue) up(j int) {
+	for {
+		i := (j - 1) / 2 // parent
+		if i == j || !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		j = i
+	}
+}
+
+func (q eventQueue) down(i int) {
+	n := len(q)
+	for {
+		j1 := 2*i + 1
+		if j1 >= n || j1 < 0 { // j1 < 0 after int overflow
+			break
+		}
+		j := j1 // left child
+		if j2 := j1 + 1; j2 < n && q.less(j2, j1) {
+			j = j2 // right child
+		}
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		i = j
+	}
 }

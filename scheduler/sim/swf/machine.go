@@ -111,7 +111,11 @@ func (m Machine) Config() (scheduler.Config, error) {
 // ID>" when known. Status 1 (completed) replays with exit code 0, any
 // other with exit code 1 (FAILED when it ends before its limit). The
 // record is kept in Job.Data (a *Record) for the Writer.
-func (m Machine) Job(rec Record) (sim.Job, error) {
+func (m Machine) Job(rec Record) (sim.Job, error) { return m.job(rec, nil) }
+
+// job is Job, taking the user and account names from names (nil: format
+// them).
+func (m Machine) job(rec Record, names *idNames) (sim.Job, error) {
 	switch {
 	case rec.Procs < 1:
 		return sim.Job{}, fmt.Errorf("%w: line %d: job %d has %d processors (read it with a Reader, which cleans records)", ErrMachine, rec.Line, rec.Job, rec.Procs)
@@ -136,10 +140,10 @@ func (m Machine) Job(rec Record) (sim.Job, error) {
 		spec.Exclusive = true
 	}
 	if rec.User >= 0 {
-		spec.User = "u" + strconv.FormatInt(rec.User, 10)
+		spec.User = names.user(rec.User)
 	}
 	if rec.Group >= 0 {
-		spec.Account = "g" + strconv.FormatInt(rec.Group, 10)
+		spec.Account = names.group(rec.Group)
 	}
 	j := sim.Job{
 		Spec:    spec,
@@ -161,8 +165,53 @@ func (m Machine) start() time.Time { return epochIfZero(m.Start) }
 func Source(rd *Reader, m Machine) sim.Source { return &source{rd: rd, m: m} }
 
 type source struct {
-	rd *Reader
-	m  Machine
+	rd    *Reader
+	m     Machine
+	names idNames
+}
+
+// maxNames bounds each map of idNames, so that a trace with ever new IDs
+// still streams in constant memory.
+const maxNames = 4096
+
+// idNames remembers the "u<user ID>" and "g<group ID>" names made so far,
+// so that the jobs of one user share one string rather than each
+// formatting its own (strings are immutable: sharing one is safe). Up to
+// maxNames of each are kept; other IDs are formatted every time.
+type idNames struct {
+	users, groups map[int64]string
+}
+
+// user returns "u<id>"; a nil n formats it without caching.
+func (n *idNames) user(id int64) string {
+	if n == nil {
+		return "u" + strconv.FormatInt(id, 10)
+	}
+	return cachedName(&n.users, "u", id)
+}
+
+// group returns "g<id>"; a nil n formats it without caching.
+func (n *idNames) group(id int64) string {
+	if n == nil {
+		return "g" + strconv.FormatInt(id, 10)
+	}
+	return cachedName(&n.groups, "g", id)
+}
+
+// cachedName returns prefix followed by id in decimal, from *cache, or
+// made and added to it while it holds fewer than maxNames.
+func cachedName(cache *map[int64]string, prefix string, id int64) string {
+	if s, ok := (*cache)[id]; ok {
+		return s
+	}
+	s := prefix + strconv.FormatInt(id, 10)
+	if *cache == nil {
+		*cache = make(map[int64]string)
+	}
+	if len(*cache) < maxNames {
+		(*cache)[id] = s
+	}
+	return s
 }
 
 // Next reads the next cleaned record and maps it onto the machine.
@@ -174,7 +223,7 @@ func (s *source) Next() (sim.Job, bool, error) {
 	if err != nil {
 		return sim.Job{}, false, err
 	}
-	j, err := s.m.Job(rec)
+	j, err := s.m.job(rec, &s.names)
 	if err != nil {
 		return sim.Job{}, false, err
 	}

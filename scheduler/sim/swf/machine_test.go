@@ -2,6 +2,7 @@ package swf_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -326,4 +327,41 @@ func TestKTHHeader(t *testing.T) {
 	assert.Equal(t, swf.Record{Job: 1, Submit: 0, Wait: 964980, Run: 97225, AllocProcs: 56, AvgCPU: -1, UsedMem: -1,
 		ReqProcs: 56, ReqTime: 210000, ReqMem: -1, Status: 1, User: 1, Group: 1, Exe: -1, Queue: -1, Partition: -1,
 		Preceding: -1, Think: -1, Procs: 56, Line: 20}, rec)
+}
+
+// TestSourceMatchesMachineJob checks that Source, which shares the user
+// and account names of the jobs it streams, gives every job exactly what
+// Machine.Job gives its record, also beyond the IDs it remembers (more
+// than 4,096 users) and for unknown (-1) IDs.
+func TestSourceMatchesMachineJob(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("; MaxProcs: 8\n")
+	for i := range 9000 {
+		user, group := i%5000, i%7-1 // users 0…4999 twice over, groups -1…5
+		if i%11 == 0 {
+			user = -1
+		}
+		fmt.Fprintf(&b, "%d %d -1 10 1 -1 -1 1 20 -1 %d %d %d -1 -1 -1 -1 -1\n", i+1, i, i%2, user, group)
+	}
+	in := b.String()
+	rd, m, _ := machineFor(t, strings.NewReader(in), swf.Options{}, 0)
+	src := swf.Source(rd, m)
+	ref, err := swf.NewReader(strings.NewReader(in), swf.Options{})
+	require.NoError(t, err)
+	n := 0
+	for {
+		got, ok, err := src.Next()
+		require.NoError(t, err)
+		rec, rerr := ref.Read()
+		if !ok {
+			require.ErrorIs(t, rerr, io.EOF)
+			break
+		}
+		require.NoError(t, rerr)
+		want, err := m.Job(rec)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "line %d", rec.Line)
+		n++
+	}
+	assert.Equal(t, 9000, n)
 }

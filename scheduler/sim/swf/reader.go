@@ -564,60 +564,64 @@ func (rd *Reader) parse(line []byte) (Record, *LineError) {
 	if len(f) != NumFields {
 		return Record{}, rd.lineErr(0, line, fmt.Sprintf("%d fields, want %d", len(f), NumFields), ErrSyntax)
 	}
-	var rec Record
-	rec.Line = rd.line
+	// The integer fields are checked first, in field order, then the
+	// fractional ones: the first bad value is the one reported.
 	ints := [...]struct {
-		field int
-		dst   *int64
+		field uint8
 		max   int64
 	}{
-		{FieldJob, &rec.Job, math.MaxInt64},
-		{FieldSubmit, &rec.Submit, MaxSeconds},
-		{FieldWait, &rec.Wait, MaxSeconds},
-		{FieldRun, &rec.Run, MaxSeconds},
-		{FieldAllocProcs, &rec.AllocProcs, MaxProcsValue},
-		{FieldReqProcs, &rec.ReqProcs, MaxProcsValue},
-		{FieldReqTime, &rec.ReqTime, MaxSeconds},
-		{FieldStatus, &rec.Status, math.MaxInt64},
-		{FieldUser, &rec.User, math.MaxInt64},
-		{FieldGroup, &rec.Group, math.MaxInt64},
-		{FieldExe, &rec.Exe, math.MaxInt64},
-		{FieldQueue, &rec.Queue, math.MaxInt64},
-		{FieldPartition, &rec.Partition, math.MaxInt64},
-		{FieldPreceding, &rec.Preceding, math.MaxInt64},
-		{FieldThink, &rec.Think, MaxSeconds},
+		{FieldJob, math.MaxInt64},
+		{FieldSubmit, MaxSeconds},
+		{FieldWait, MaxSeconds},
+		{FieldRun, MaxSeconds},
+		{FieldAllocProcs, MaxProcsValue},
+		{FieldReqProcs, MaxProcsValue},
+		{FieldReqTime, MaxSeconds},
+		{FieldStatus, math.MaxInt64},
+		{FieldUser, math.MaxInt64},
+		{FieldGroup, math.MaxInt64},
+		{FieldExe, math.MaxInt64},
+		{FieldQueue, math.MaxInt64},
+		{FieldPartition, math.MaxInt64},
+		{FieldPreceding, math.MaxInt64},
+		{FieldThink, MaxSeconds},
 	}
+	var iv [NumFields + 1]int64 // by field number
 	for _, x := range ints {
 		b := f[x.field-1]
 		v, ok := parseInt(b)
 		switch {
 		case !ok:
-			return Record{}, rd.lineErr(x.field, b, "not an integer", ErrSyntax)
+			return Record{}, rd.lineErr(int(x.field), b, "not an integer", ErrSyntax)
 		case v < -1:
-			return Record{}, rd.lineErr(x.field, b, "negative (only -1, unknown, is allowed)", ErrSyntax)
+			return Record{}, rd.lineErr(int(x.field), b, "negative (only -1, unknown, is allowed)", ErrSyntax)
 		case v > x.max:
-			return Record{}, rd.lineErr(x.field, b, fmt.Sprintf("larger than %d", x.max), ErrSyntax)
+			return Record{}, rd.lineErr(int(x.field), b, fmt.Sprintf("larger than %d", x.max), ErrSyntax)
 		}
-		*x.dst = v
+		iv[x.field] = v
 	}
-	floats := [...]struct {
-		field int
-		dst   *float64
-	}{{FieldAvgCPU, &rec.AvgCPU}, {FieldUsedMem, &rec.UsedMem}, {FieldReqMem, &rec.ReqMem}}
-	for _, x := range floats {
-		b := f[x.field-1]
+	var fv [NumFields + 1]float64 // by field number
+	for _, field := range [...]uint8{FieldAvgCPU, FieldUsedMem, FieldReqMem} {
+		b := f[field-1]
 		v, ok := parseFloat(b)
 		switch {
 		case !ok:
-			return Record{}, rd.lineErr(x.field, b, "not a number", ErrSyntax)
+			return Record{}, rd.lineErr(int(field), b, "not a number", ErrSyntax)
 		case v < -1:
-			return Record{}, rd.lineErr(x.field, b, "negative (only -1, unknown, is allowed)", ErrSyntax)
+			return Record{}, rd.lineErr(int(field), b, "negative (only -1, unknown, is allowed)", ErrSyntax)
 		case v > maxFloat:
-			return Record{}, rd.lineErr(x.field, b, "larger than 2^53", ErrSyntax)
+			return Record{}, rd.lineErr(int(field), b, "larger than 2^53", ErrSyntax)
 		}
-		*x.dst = v
+		fv[field] = v
 	}
-	return rec, nil
+	return Record{
+		Job: iv[FieldJob], Submit: iv[FieldSubmit], Wait: iv[FieldWait], Run: iv[FieldRun],
+		AllocProcs: iv[FieldAllocProcs], AvgCPU: fv[FieldAvgCPU], UsedMem: fv[FieldUsedMem],
+		ReqProcs: iv[FieldReqProcs], ReqTime: iv[FieldReqTime], ReqMem: fv[FieldReqMem],
+		Status: iv[FieldStatus], User: iv[FieldUser], Group: iv[FieldGroup], Exe: iv[FieldExe],
+		Queue: iv[FieldQueue], Partition: iv[FieldPartition], Preceding: iv[FieldPreceding],
+		Think: iv[FieldThink], Line: rd.line,
+	}, nil
 }
 
 // clean applies the cleaning policy to a well-formed record.
@@ -671,7 +675,11 @@ func (rd *Reader) clean(rec *Record) *LineError {
 	return nil
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' }
+// isSpace reports whether c separates fields. Every such byte is at most
+// ' ', so the digits of the fields are told apart with one comparison.
+func isSpace(c byte) bool {
+	return c <= ' ' && (c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f')
+}
 
 // parseInt parses an optionally signed decimal integer without
 // allocating; it rejects overflow.
