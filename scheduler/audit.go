@@ -215,6 +215,12 @@ func (d Decision) String() string {
 // their reason and planned start (the plan guarantees it did not delay a
 // job that holds a reservation).
 func (s *Scheduler) AuditRecords(c Cycle) []Decision {
+	return s.auditRecords(c, nil)
+}
+
+// auditRecords is AuditRecords; pend, when not nil, holds the job of each
+// entry of c.Pending (Schedule has them at hand), sparing a lookup by ID.
+func (s *Scheduler) auditRecords(c Cycle, pend []*job) []Decision {
 	out := make([]Decision, 0, len(c.Ended)+len(c.Preemptions)+len(c.Starts))
 	if len(c.Ended)+len(c.Preemptions)+len(c.Starts) == 0 {
 		return out
@@ -247,15 +253,16 @@ func (s *Scheduler) AuditRecords(c Cycle) []Decision {
 	if len(c.Starts) == 0 {
 		return out
 	}
-	a := newAuditScan(s, c.Pending)
-	started := make([]*job, 0, len(c.Starts))
+	a := auditScan{s: s, pending: c.Pending, jobs: pend}
+	a.init()
+	// Started jobs in queue order, for queue positions (in scratch that
+	// is emptied before returning).
+	byQueue := s.audit.jobs[:0]
 	for _, st := range c.Starts {
 		if j, ok := s.jobs[st.Job]; ok {
-			started = append(started, j)
+			byQueue = append(byQueue, j)
 		}
 	}
-	// Started jobs in queue order, for queue positions.
-	byQueue := slices.Clone(started)
 	slices.SortFunc(byQueue, queueCmp)
 	first := len(out)
 	for _, st := range c.Starts {
@@ -278,6 +285,8 @@ func (s *Scheduler) AuditRecords(c Cycle) []Decision {
 	}
 	// Overtaken jobs of the backfill starts, in one walk of the queue.
 	a.overtaken(out[first:])
+	clear(byQueue)
+	s.audit.jobs = byQueue[:0]
 	return out
 }
 
@@ -327,24 +336,42 @@ func (n *node) isGPU(dev int) bool {
 	return false
 }
 
+// auditScratch is what AuditRecords reuses from call to call: the
+// started jobs it sorts (emptied after use), and for each backfill start
+// its nodes, what competes found per shape, and the overtaken jobs found
+// (each record gets a copy of its own).
+type auditScratch struct {
+	jobs  []*job
+	nodes []int
+	memo  map[*shape]bool
+	found []Overtaken
+}
+
 // auditScan reads a cycle's pending list, resolving only the entries it
 // looks at. The list is in queue order except for a tail of preemption
 // victims requeued during the cycle (sorted says where that tail starts).
+// jobs, when not nil, holds the job of each entry.
 type auditScan struct {
 	s       *Scheduler
 	pending []Pending
+	jobs    []*job
 	sorted  int
 }
 
-func newAuditScan(s *Scheduler, pending []Pending) *auditScan {
-	a := &auditScan{s: s, pending: pending, sorted: len(pending)}
-	for a.sorted > 0 && pending[a.sorted-1].Reason == policy.ReasonPreempted {
+// init finds the sorted part of the list.
+func (a *auditScan) init() {
+	a.sorted = len(a.pending)
+	for a.sorted > 0 && a.pending[a.sorted-1].Reason == policy.ReasonPreempted {
 		a.sorted--
 	}
-	return a
 }
 
-func (a *auditScan) at(i int) *job { return a.s.jobs[a.pending[i].Job] }
+func (a *auditScan) at(i int) *job {
+	if a.jobs != nil {
+		return a.jobs[i]
+	}
+	return a.s.jobs[a.pending[i].Job]
+}
 
 // sortedAhead returns how many jobs of the sorted part of the list are
 // ahead of j in queue order.
@@ -369,6 +396,10 @@ const maxOvertakenScan = 1024
 // overtaken fills Overtook of the backfill start records.
 func (a *auditScan) overtaken(recs []Decision) {
 	s := a.s
+	nodes, memo, found := s.audit.nodes, s.audit.memo, s.audit.found
+	if memo == nil {
+		memo = map[*shape]bool{}
+	}
 	for r := range recs {
 		d := &recs[r]
 		if d.Kind != DecisionBackfillStart {
@@ -377,11 +408,12 @@ func (a *auditScan) overtaken(recs []Decision) {
 		j := s.jobs[d.Job]
 		pa := a.sortedAhead(j)
 		limit := min(pa, maxOvertakenScan)
-		nodes := make([]int, len(j.Alloc.Nodes))
-		for k, na := range j.Alloc.Nodes {
-			nodes[k] = na.Node
+		nodes = nodes[:0]
+		for _, na := range j.Alloc.Nodes {
+			nodes = append(nodes, na.Node)
 		}
-		memo := map[*shape]bool{}
+		clear(memo)
+		found = found[:0]
 		competes := func(p *job) bool {
 			c, ok := memo[p.shape]
 			if !ok {
@@ -397,11 +429,11 @@ func (a *auditScan) overtaken(recs []Decision) {
 		}
 		// add lists pending entry i (job p), or marks the list full.
 		add := func(i int, p *job) bool {
-			if len(d.Overtook) == MaxOvertaken {
+			if len(found) == MaxOvertaken {
 				d.OvertookMore = true
 				return false
 			}
-			d.Overtook = append(d.Overtook, Overtaken{Job: p.ID, Priority: p.Priority, Reason: a.pending[i].Reason,
+			found = append(found, Overtaken{Job: p.ID, Priority: p.Priority, Reason: a.pending[i].Reason,
 				PlannedStart: a.pending[i].ExpectedStart})
 			return true
 		}
@@ -420,7 +452,11 @@ func (a *auditScan) overtaken(recs []Decision) {
 				break
 			}
 		}
+		if len(found) > 0 {
+			d.Overtook = slices.Clone(found)
+		}
 	}
+	s.audit.nodes, s.audit.memo, s.audit.found = nodes, memo, found
 }
 
 // RequeueRecord returns the audit record of a requeue the caller just

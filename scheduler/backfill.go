@@ -126,8 +126,15 @@ func (s *Scheduler) profileUse(j *job) []backfill.Alloc {
 		return j.bfUse
 	}
 	use := make([]backfill.Alloc, len(j.Alloc.Nodes))
+	// The per-node vectors share one array, each capped at its length.
+	n := 0
+	for _, na := range j.Alloc.Nodes {
+		n += len(na.TRES)
+	}
+	buf := make(gres.Vector, n)
 	for k, na := range j.Alloc.Nodes {
-		u := na.TRES.Clone()
+		u := buf[:copy(buf, na.TRES):len(na.TRES)]
+		buf = buf[len(na.TRES):]
 		u[gres.Node] = 0
 		if bad := s.nodes[na.Node].unhealthy(na.Devices); len(bad) > 0 {
 			u, _ = u.Sub(s.nodes[na.Node].deviceVector(u, bad))
@@ -198,11 +205,14 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	// What the next cycle needs to extend this plan.
 	b.windows, b.prevWindows = b.prevWindows[:0], windows
 	b.spare, b.plan, b.planAt = b.plan, plan, now
-	b.prevJobs = append(b.prevJobs[:0], jobs...)
+	// This cycle's jobs are kept as they are; the array of the last
+	// cycle's is reused for the next cycle's.
+	b.prevJobs, b.jobs = jobs, b.prevJobs[:0]
 	if b.prevUsable.Len() != s.usable.Len() {
 		b.prevUsable = topology.NewNodeSet(s.usable.Len())
 	}
 	b.prevUsable.CopyFrom(s.usable)
+	cyc.Starts = slices.Grow(cyc.Starts, len(plan.Starts))
 	for _, k := range plan.Starts {
 		e := &plan.Entries[k]
 		j := pjobs[k]
@@ -247,17 +257,21 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	}
 	// The pending list was built before the backfill starts: drop them and
 	// attach expected starts.
-	out := cyc.Pending[:0]
-	for _, p := range cyc.Pending {
-		j := s.jobs[p.Job]
+	// s.pendJobs holds the job of each entry and is filtered in step.
+	out, pend := cyc.Pending[:0], s.pendJobs[:0]
+	for k, p := range cyc.Pending {
+		j := s.pendJobs[k]
 		if j.State != JobPending {
 			continue
 		}
 		p.Reason = j.Reason
 		p.ExpectedStart = j.ExpectedStart
 		out = append(out, p)
+		pend = append(pend, j)
 	}
 	cyc.Pending = out
+	clear(s.pendJobs[len(pend):])
+	s.pendJobs = pend
 	return nil
 }
 

@@ -86,28 +86,34 @@ type shape struct {
 }
 
 func shapeKey(part int, v gres.Vector, exclusive bool) string {
-	var b strings.Builder
-	b.WriteString(strconv.Itoa(part))
+	return string(appendShapeKey(nil, part, v, exclusive))
+}
+
+// appendShapeKey appends shapeKey's key to b.
+func appendShapeKey(b []byte, part int, v gres.Vector, exclusive bool) []byte {
+	b = strconv.AppendInt(b, int64(part), 10)
 	if exclusive {
-		b.WriteString("x")
+		b = append(b, 'x')
 	}
 	for i, x := range v {
 		if x != 0 && gres.ID(i) != gres.Node {
-			b.WriteByte(' ')
-			b.WriteString(strconv.Itoa(i))
-			b.WriteByte('=')
-			b.WriteString(strconv.FormatInt(x, 10))
+			b = append(b, ' ')
+			b = strconv.AppendInt(b, int64(i), 10)
+			b = append(b, '=')
+			b = strconv.AppendInt(b, x, 10)
 		}
 	}
-	return b.String()
+	return b
 }
 
 // shapeOf returns the (cached) shape of a job's request in partition part.
 func (s *Scheduler) shapeOf(part int, perNode gres.Vector, exclusive bool) *shape {
-	key := shapeKey(part, perNode, exclusive)
-	if sh, ok := s.shapes[key]; ok {
+	// The key is built in reused scratch; looking it up copies nothing.
+	s.keyBuf = appendShapeKey(s.keyBuf[:0], part, perNode, exclusive)
+	if sh, ok := s.shapes[string(s.keyBuf)]; ok {
 		return sh
 	}
+	key := string(s.keyBuf)
 	p := &s.parts[part]
 	sh := &shape{capable: topology.NewNodeSet(len(s.nodes))}
 	for i := p.nodes.Next(0); i >= 0; i = p.nodes.Next(i + 1) {
@@ -166,7 +172,11 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 
 	s.avail.CopyFrom(s.usable)
 	blocked := make([]bool, len(s.parts))
-	var started []*job
+	// started and s.pendJobs (the job of each cyc.Pending entry, kept in
+	// step with it until the audit records are made) are scratch, emptied
+	// before Schedule returns.
+	started := s.started[:0]
+	pend := s.pendJobs[:0]
 	cyc.Pending = make([]Pending, 0, s.pending.Len())
 	s.inPass = true
 	s.pending.Ascend(func(j *job) bool {
@@ -178,6 +188,7 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 		}
 		j.Reason = r
 		cyc.Pending = append(cyc.Pending, Pending{Job: j.ID, Reason: r, Priority: j.Priority})
+		pend = append(pend, j)
 		return true
 	})
 	s.inPass = false
@@ -188,7 +199,10 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 	for _, j := range s.deferred {
 		s.pending.ReplaceOrInsert(j)
 		cyc.Pending = append(cyc.Pending, Pending{Job: j.ID, Reason: j.Reason, Priority: j.Priority})
+		pend = append(pend, j)
 	}
+	s.pendJobs = pend
+	defer s.dropScratch()
 	s.deferred = s.deferred[:0]
 	for _, j := range s.rekey {
 		if j.State == JobPending {
@@ -201,14 +215,29 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 	for i, j := range started {
 		cyc.Starts[i].Alloc = copyAlloc(j.Alloc)
 	}
+	s.started = started
 	if s.bf != nil {
 		if err := s.backfillPass(now, &cyc); err != nil {
 			return cyc, err
 		}
 	}
-	cyc.Decisions = append(s.eventDecisions, s.AuditRecords(cyc)...)
+	recs := s.auditRecords(cyc, s.pendJobs)
+	if len(s.eventDecisions) > 0 {
+		recs = append(s.eventDecisions, recs...)
+	} else if len(recs) == 0 {
+		recs = nil // as appending nothing to no event decisions gives
+	}
+	cyc.Decisions = recs
 	s.eventDecisions = nil
 	return cyc, nil
+}
+
+// dropScratch empties Schedule's job scratch lists, so that they hold no
+// job after the cycle.
+func (s *Scheduler) dropScratch() {
+	clear(s.started)
+	clear(s.pendJobs)
+	s.started, s.pendJobs = s.started[:0], s.pendJobs[:0]
 }
 
 // endExpired ends every running job whose time limit has passed.
@@ -323,7 +352,7 @@ func (s *Scheduler) fitsNow(j *job, i int) bool {
 		return false
 	}
 	if j.Spec.EnforceBinding {
-		_, ok := s.planNode(j, n)
+		_, ok := s.planNode(j, n, nil)
 		return ok
 	}
 	return true
@@ -335,20 +364,24 @@ func (s *Scheduler) fitsNow(j *job, i int) bool {
 // (and, for small jobs, avoids breaking whole leaves and NVLink domains);
 // a placement that misses the job's --switches count is refused until the
 // job has waited SwitchesMaxWait since it became eligible. It also returns
-// the placement quality (1 without a topology).
+// the placement quality (1 without a topology). The nodes are returned in
+// s.placed, which the next call reuses: callers use them before placing
+// again and keep none of them.
 func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, float64) {
 	if cand.Count() < j.nodes {
 		return nil, 0
 	}
 	if s.graph == nil {
-		out := make([]int, 0, j.nodes)
+		out := s.placed[:0]
 		for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
 			if s.fitsNow(j, i) {
 				if out = append(out, i); len(out) == j.nodes {
+					s.placed = out
 					return out, 1
 				}
 			}
 		}
+		s.placed = out
 		return nil, 0
 	}
 	s.fit.Reset()
@@ -369,7 +402,8 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 	if !p.Met && (j.Spec.SwitchesMaxWait == 0 || now.Sub(j.EligibleTime) < j.Spec.SwitchesMaxWait) {
 		return nil, 0
 	}
-	return p.Nodes.AppendTo(make([]int, 0, j.nodes)), p.Quality.Score
+	s.placed = p.Nodes.AppendTo(s.placed[:0])
+	return s.placed, p.Quality.Score
 }
 
 // fits reports whether the job could start on cand now (used to tell
@@ -391,23 +425,25 @@ type nodePlan struct {
 // planNode works out, without changing anything, which CPUs and devices
 // the job would get on node n: best-connected devices first, then CPUs
 // close to them (only close CPUs with EnforceBinding). It reports false
-// when the node cannot host the job now.
-func (s *Scheduler) planNode(j *job, n *node) (nodePlan, bool) {
+// when the node cannot host the job now. The plan's CPU and TRES slices
+// come from buf (nil: allocated).
+func (s *Scheduler) planNode(j *job, n *node, buf *allocBuf) (nodePlan, bool) {
 	p := nodePlan{quality: 1}
 	if j.Spec.Exclusive {
 		if len(n.jobs) > 0 {
 			return p, false
 		}
-		p.tres = n.free.Clone() // everything but unhealthy devices
+		p.tres = buf.vector(len(n.free))
+		copy(p.tres, n.free) // everything but unhealthy devices
 		p.tres[gres.Node] = 1
-		p.cpus = n.freeCPUs(n.cfg.CPUs, gres.CoreSet{}, false)
+		p.cpus = n.freeCPUsInto(buf.cpuIDs(n.cfg.CPUs), n.cfg.CPUs, gres.CoreSet{}, false)
 		p.devices = n.freeDevices()
 		return p, true
 	}
 	if !j.perNode.Fits(n.free) {
 		return p, false
 	}
-	p.tres = s.reg.NewVector()
+	p.tres = buf.vector(s.reg.Len())
 	p.tres[gres.CPU] = j.perNode[gres.CPU]
 	p.tres[gres.Mem] = j.perNode[gres.Mem]
 	p.tres[gres.Node] = 1
@@ -455,7 +491,8 @@ func (s *Scheduler) planNode(j *job, n *node) (nodePlan, bool) {
 		}
 	}
 	slices.Sort(p.devices)
-	p.cpus = n.freeCPUs(int(j.perNode[gres.CPU]), near, j.Spec.EnforceBinding && !near.IsEmpty())
+	k := int(j.perNode[gres.CPU])
+	p.cpus = n.freeCPUsInto(buf.cpuIDs(k), k, near, j.Spec.EnforceBinding && !near.IsEmpty())
 	if len(p.cpus) < int(j.perNode[gres.CPU]) {
 		return p, false // not enough CPUs close to the devices (enforce-binding)
 	}
@@ -468,9 +505,10 @@ func (s *Scheduler) planNode(j *job, n *node) (nodePlan, bool) {
 // counts it in the policy usage. quality is the placement's score.
 func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64, killBy time.Time) {
 	allocs := make([]NodeAlloc, 0, len(nodes))
+	buf := s.newAllocBuf(j, nodes)
 	for _, i := range nodes {
 		n := &s.nodes[i]
-		p, ok := s.planNode(j, n)
+		p, ok := s.planNode(j, n, buf)
 		if !ok {
 			panic(fmt.Sprintf("scheduler: node %s was chosen for job %d but cannot host it", n.cfg.Name, j.ID))
 		}
@@ -494,7 +532,8 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 	if s.pol != nil {
 		weights = s.pol.p.BillingWeights(j.Partition)
 	}
-	j.Alloc.Billing = weights.Billable(j.Alloc.Total(), gres.BillingSum)
+	s.sum = j.Alloc.sumInto(s.sum)
+	j.Alloc.Billing = weights.Billable(s.sum, gres.BillingSum)
 	j.bfUse = nil // the profile's view of the allocation is recomputed
 	j.State = JobRunning
 	j.Reason = policy.ReasonNone
@@ -508,6 +547,54 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 	}
 	s.noteStarted(j)
 	s.policyStart(j)
+}
+
+// allocBuf hands out the CPU-id and TRES slices of one job's allocation
+// from two arrays sized for all its nodes, instead of allocating two
+// slices per node. Every slice it hands out is capped at its own length
+// (CPU ids: at the count asked for), so appending to one never writes
+// into another; when an array is too short (or buf is nil) the slice is
+// allocated on its own.
+type allocBuf struct {
+	cpus []int
+	tres gres.Vector
+}
+
+// newAllocBuf sizes the arrays for the job on nodes: the CPU ids it asks
+// for (every CPU of an exclusive node) and one TRES vector per node.
+func (s *Scheduler) newAllocBuf(j *job, nodes []int) *allocBuf {
+	var cpus, tres int
+	for _, i := range nodes {
+		n := &s.nodes[i]
+		if j.Spec.Exclusive {
+			cpus += n.cfg.CPUs
+			tres += len(n.free)
+		} else {
+			cpus += int(j.perNode[gres.CPU])
+			tres += s.reg.Len()
+		}
+	}
+	return &allocBuf{cpus: make([]int, cpus), tres: make(gres.Vector, tres)}
+}
+
+// vector returns a zeroed TRES vector of length n.
+func (b *allocBuf) vector(n int) gres.Vector {
+	if b == nil || len(b.tres) < n {
+		return make(gres.Vector, n)
+	}
+	v := b.tres[:n:n]
+	b.tres = b.tres[n:]
+	return v
+}
+
+// cpuIDs returns an empty slice with room for k CPU ids.
+func (b *allocBuf) cpuIDs(k int) []int {
+	if b == nil || len(b.cpus) < k {
+		return make([]int, 0, k)
+	}
+	v := b.cpus[:0:k]
+	b.cpus = b.cpus[k:]
+	return v
 }
 
 // choosePerSocket chooses a --gpus-per-socket request: GPUsPerSocket

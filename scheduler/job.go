@@ -252,12 +252,24 @@ func (a Allocation) NodeNames() []string {
 
 // Total returns the allocation's TRES summed over its nodes.
 func (a Allocation) Total() gres.Vector {
-	var t gres.Vector
+	return a.sumInto(nil)
+}
+
+// sumInto is Total written over t's array when it has room (t's contents
+// are dropped).
+func (a Allocation) sumInto(t gres.Vector) gres.Vector {
+	t = t[:0]
 	for _, n := range a.Nodes {
 		if len(n.TRES) > len(t) {
-			t2 := make(gres.Vector, len(n.TRES))
-			copy(t2, t)
-			t = t2
+			if cap(t) >= len(n.TRES) {
+				k := len(t)
+				t = t[:len(n.TRES)]
+				clear(t[k:])
+			} else {
+				t2 := make(gres.Vector, len(n.TRES))
+				copy(t2, t)
+				t = t2
+			}
 		}
 		_ = t.AddInPlace(n.TRES) // allocations are bounded by node capacity: no overflow
 	}

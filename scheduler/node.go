@@ -108,7 +108,13 @@ func (n *node) state() NodeState {
 // prefer first; with only set, it takes none outside prefer. It changes
 // nothing.
 func (n *node) freeCPUs(k int, prefer gres.CoreSet, only bool) []int {
-	out := make([]int, 0, k)
+	return n.freeCPUsInto(make([]int, 0, k), k, prefer, only)
+}
+
+// freeCPUsInto is freeCPUs filling out (emptied first; given room for k,
+// it allocates nothing).
+func (n *node) freeCPUsInto(out []int, k int, prefer gres.CoreSet, only bool) []int {
+	out = out[:0]
 	for pass := 0; pass < 2 && len(out) < k; pass++ {
 		if pass == 1 && (only || prefer.IsEmpty()) {
 			break

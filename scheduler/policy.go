@@ -110,8 +110,7 @@ func (s *Scheduler) admitPolicy(j *job, tasks int) error {
 func (s *Scheduler) outcome(id policy.JobID) (policy.Outcome, bool) {
 	j, ok := s.jobs[JobID(id)]
 	if !ok {
-		o, ok := s.purged[JobID(id)]
-		return o, ok
+		return s.purgedOutcome(JobID(id))
 	}
 	switch j.State {
 	case JobPending:

@@ -22,7 +22,7 @@ func (s *Scheduler) purge(now time.Time) {
 			break
 		}
 		if o, ok := s.outcome(policy.JobID(j.ID)); ok {
-			s.purged[j.ID] = o
+			s.setPurged(j.ID, o)
 		}
 		delete(s.jobs, j.ID)
 		s.done[s.doneHead] = nil
@@ -38,8 +38,29 @@ func (s *Scheduler) purge(now time.Time) {
 // unknownJob is the error for an ID the scheduler does not hold: never
 // submitted, or finished and forgotten after MinJobAge.
 func (s *Scheduler) unknownJob(id JobID) error {
-	if _, ok := s.purged[id]; ok {
+	if _, ok := s.purgedOutcome(id); ok {
 		return fmt.Errorf("%w: %d (finished more than MinJobAge %v ago and purged)", ErrUnknownJob, id, s.minJobAge)
 	}
 	return fmt.Errorf("%w: %d", ErrUnknownJob, id)
+}
+
+// Job IDs are handed out in sequence from firstID, so the outcomes of
+// purged jobs are kept densely: purged[id-firstID] is the outcome plus
+// one, 0 for a job not purged.
+
+// setPurged keeps the outcome of purged job id.
+func (s *Scheduler) setPurged(id JobID, o policy.Outcome) {
+	k := int(id - s.firstID)
+	if k >= len(s.purged) {
+		s.purged = append(s.purged, make([]uint8, k+1-len(s.purged))...)
+	}
+	s.purged[k] = uint8(o) + 1
+}
+
+// purgedOutcome returns the outcome of job id if it was purged.
+func (s *Scheduler) purgedOutcome(id JobID) (policy.Outcome, bool) {
+	if id < s.firstID || id-s.firstID >= JobID(len(s.purged)) || s.purged[id-s.firstID] == 0 {
+		return 0, false
+	}
+	return policy.Outcome(s.purged[id-s.firstID] - 1), true
 }

@@ -68,3 +68,47 @@ func TestMinJobAge(t *testing.T) {
 	_, err = scheduler.New(cfg)
 	assert.ErrorIs(t, err, scheduler.ErrInvalidConfig)
 }
+
+// TestPurgedOutcomesByID checks the purged outcomes with job IDs that do
+// not start at 1 and jobs forgotten out of ID order: a forgotten job is
+// reported as purged and still decides dependencies, while IDs below the
+// first one or never handed out are plainly unknown.
+func TestPurgedOutcomesByID(t *testing.T) {
+	cfg := clustertest.Mixed4()
+	cfg.MinJobAge = time.Minute
+	cfg.FirstJobID = 1000
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	a := mustSubmit(t, s, t0, scheduler.JobSpec{Name: "a", User: "ann", TimeLimit: time.Hour})
+	b := mustSubmit(t, s, t0, scheduler.JobSpec{Name: "b", User: "ann", TimeLimit: time.Hour})
+	c := mustSubmit(t, s, t0, scheduler.JobSpec{Name: "c", User: "ann", TimeLimit: time.Hour})
+	require.Equal(t, []scheduler.JobID{1000, 1001, 1002}, []scheduler.JobID{a, b, c})
+	require.Len(t, mustSchedule(t, s, t0).Starts, 3)
+	require.NoError(t, s.Finish(t0.Add(time.Minute), c, 1))
+	require.NoError(t, s.Finish(t0.Add(2*time.Minute), a, 0))
+	mustSchedule(t, s, t0.Add(time.Hour))
+	mustSchedule(t, s, t0.Add(time.Hour+time.Second))
+
+	later := t0.Add(2 * time.Hour)
+	for _, id := range []scheduler.JobID{a, c} {
+		_, found := s.Job(id)
+		assert.False(t, found, "job %d", id)
+		err := s.Cancel(later, id)
+		require.ErrorIs(t, err, scheduler.ErrUnknownJob)
+		assert.Contains(t, err.Error(), "purged", "job %d", id)
+	}
+	for _, id := range []scheduler.JobID{1, 999, 1003, 5000} {
+		err := s.Cancel(later, id)
+		require.ErrorIs(t, err, scheduler.ErrUnknownJob)
+		assert.NotContains(t, err.Error(), "purged", "job %d", id)
+	}
+	_, found := s.Job(b)
+	assert.True(t, found, "still running")
+
+	ok := mustSubmit(t, s, later, scheduler.JobSpec{Name: "ok", User: "ann", Dependency: "afterok:1000"})
+	never := mustSubmit(t, s, later, scheduler.JobSpec{Name: "never", User: "ann", Dependency: "afterok:1002"})
+	cyc := mustSchedule(t, s, later)
+	require.Len(t, cyc.Starts, 1)
+	assert.Equal(t, ok, cyc.Starts[0].Job)
+	assert.Equal(t, policy.ReasonDependencyNeverSatisfied, reasonOf(cyc, never))
+}

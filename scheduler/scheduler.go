@@ -34,11 +34,12 @@ type Scheduler struct {
 	jobs map[JobID]*job
 	// done lists the finished jobs in the order they finished, from
 	// doneHead on, for MinJobAge; purged keeps the outcome of the jobs
-	// forgotten since, for dependencies.
+	// forgotten since, for dependencies (see purgedOutcome).
 	done      []*job
 	doneHead  int
 	minJobAge time.Duration
-	purged    map[JobID]policy.Outcome
+	purged    []uint8
+	firstID   JobID               // the first job's ID
 	pending   *btree.BTreeG[*job] // in queue order
 	running   *btree.BTreeG[*job] // by deadline, then ID
 	nextID    JobID
@@ -73,6 +74,16 @@ type Scheduler struct {
 
 	// scratch sets reused by Schedule
 	avail, cand, fit topology.NodeSet
+	// Scratch reused from call to call (see where each is filled): the
+	// nodes place chose, the jobs started by the main pass, the pending
+	// jobs of the cycle being built (parallel to Cycle.Pending), and a
+	// TRES sum; AuditRecords' scratch; a shape key being looked up.
+	keyBuf   []byte
+	placed   []int
+	started  []*job
+	pendJobs []*job
+	sum      gres.Vector
+	audit    auditScratch
 }
 
 type partition struct {
@@ -158,12 +169,12 @@ func New(cfg Config) (*Scheduler, error) {
 		pending:    btree.NewG(32, queueLess),
 		running:    btree.NewG(32, deadlineLess),
 		nextID:     max(cfg.FirstJobID, 1),
+		firstID:    max(cfg.FirstJobID, 1),
 		graph:      graph,
 		shapes:     make(map[string]*shape),
 		arrays:     make(map[JobID]*array),
 		maxArray:   max(cfg.MaxArraySize, 0),
 		minJobAge:  cfg.MinJobAge,
-		purged:     make(map[JobID]policy.Outcome),
 	}
 	n := len(cfg.Nodes)
 	s.usable = topology.FullNodeSet(n)
@@ -353,11 +364,7 @@ func (s *Scheduler) tick(now time.Time) error {
 // of its partition could ever satisfy is rejected with an error naming the
 // field, and nothing changes.
 func (s *Scheduler) Submit(now time.Time, spec JobSpec) (JobID, error) {
-	ids, err := s.submit(now, spec, nil, 0)
-	if err != nil {
-		return 0, err
-	}
-	return ids[0], nil
+	return s.submit(now, spec, nil, 0)
 }
 
 // DefaultMaxArraySize is Slurm's MaxArraySize default: array indices must
@@ -375,23 +382,37 @@ func (s *Scheduler) SubmitArray(now time.Time, spec JobSpec, array string) ([]Jo
 	if err != nil {
 		return nil, fmt.Errorf("%w: array %q: %w", ErrInvalidJob, array, err)
 	}
-	return s.submit(now, spec, a.Indices(), a.Throttle)
-}
-
-// submit queues one job (indices nil) or one job per array index.
-func (s *Scheduler) submit(now time.Time, spec JobSpec, indices []int, throttle int) ([]JobID, error) {
-	if err := s.tick(now); err != nil {
-		return nil, err
-	}
-	j0, err := s.newJob(spec)
+	indices := a.Indices()
+	first, err := s.submit(now, spec, indices, a.Throttle)
 	if err != nil {
 		return nil, err
 	}
+	ids := make([]JobID, max(len(indices), 1)) // as many as submit queued
+	for k := range ids {
+		ids[k] = first + JobID(k)
+	}
+	return ids, nil
+}
+
+// submit queues one job (indices nil) or one job per array index (with
+// consecutive IDs), returning the first ID.
+func (s *Scheduler) submit(now time.Time, spec JobSpec, indices []int, throttle int) (JobID, error) {
+	if err := s.tick(now); err != nil {
+		return 0, err
+	}
+	j0, err := s.newJob(spec)
+	if err != nil {
+		return 0, err
+	}
 	if err := s.admitPolicy(j0, max(len(indices), 1)); err != nil {
-		return nil, err
+		return 0, err
 	}
 	n := max(len(indices), 1)
-	jobs := make([]*job, n)
+	var one [1]*job
+	jobs := one[:]
+	if n > 1 {
+		jobs = make([]*job, n)
+	}
 	for k := range jobs {
 		j := j0
 		if k > 0 {
@@ -407,7 +428,7 @@ func (s *Scheduler) submit(now time.Time, spec JobSpec, indices []int, throttle 
 		}
 		if s.prio != nil {
 			if err := s.computePriority(now, j); err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrInvalidJob, err)
+				return 0, fmt.Errorf("%w: %w", ErrInvalidJob, err)
 			}
 		}
 		jobs[k] = j
@@ -418,22 +439,21 @@ func (s *Scheduler) submit(now time.Time, spec JobSpec, indices []int, throttle 
 				for _, done := range jobs[:k] {
 					_ = s.pol.usage.RemoveJob(policy.JobID(done.ID))
 				}
-				return nil, fmt.Errorf("%w: %w", ErrInvalidJob, err)
+				return 0, fmt.Errorf("%w: %w", ErrInvalidJob, err)
 			}
 		}
 	}
 	if indices != nil {
 		s.arrays[s.nextID] = &array{throttle: throttle}
 	}
-	ids := make([]JobID, n)
-	for k, j := range jobs {
+	for _, j := range jobs {
 		s.jobs[j.ID] = j
 		s.pending.ReplaceOrInsert(j)
-		ids[k] = j.ID
 	}
+	first := s.nextID
 	s.nextID += JobID(n)
 	s.last = now
-	return ids, nil
+	return first, nil
 }
 
 // array is the scheduler's state of a job array: its throttle and how
@@ -538,7 +558,14 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 	if gpus > 1<<16 {
 		return nil, fmt.Errorf("%w: %d GPUs per node is out of range", ErrInvalidJob, gpus)
 	}
-	v := s.reg.NewVector()
+	// With backfill, the per-node request and the backfill profile's
+	// view of it (bfPer, see bfPerNode) share one array.
+	nv, n := s.reg.Len(), s.reg.Len()
+	if s.bf != nil {
+		n *= 2
+	}
+	both := make(gres.Vector, n)
+	v := both[:nv:nv]
 	v[gres.CPU] = max(tpn*cpt, gpus*int64(spec.CPUsPerGPU))
 	var defMemGPU int64
 	if s.pol != nil && spec.CPUsPerGPU == 0 {
@@ -581,6 +608,11 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 	}
 	j.perNode = v
 	j.PerNode = v
+	if s.bf != nil {
+		j.bfPer = both[nv : 2*nv : 2*nv]
+		copy(j.bfPer, v)
+		j.bfPer[gres.Node] = 0
+	}
 	j.shape = s.shapeOf(pi, v, spec.Exclusive)
 	if c := j.shape.capable.Count(); c < nodes {
 		return nil, fmt.Errorf("%w: %w: needs %d node(s) with %s in partition %q, only %d exist",

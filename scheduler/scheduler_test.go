@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -360,4 +361,37 @@ func TestGRESPerTaskAndPerJob(t *testing.T) {
 	total := j.Alloc.Total()
 	assert.Equal(t, int64(4), total.At(s.Registry().MustLookup("gres/gpu")))
 	assert.Equal(t, int64(4), total.At(s.Registry().MustLookup("gres/gpu:h100")), "typed TRES counted too")
+}
+
+// TestStartAllocationIsCallerOwned checks that a start's allocation is
+// the caller's: writing into it, or appending to one node's slices, changes
+// neither the scheduler's record of the job nor the start's other nodes.
+func TestStartAllocationIsCallerOwned(t *testing.T) {
+	s, err := scheduler.New(clustertest.Mixed4())
+	require.NoError(t, err)
+	id := mustSubmit(t, s, t0, scheduler.JobSpec{Name: "two", User: "ann", Partition: "h100", Nodes: 2, Tasks: 4,
+		CPUsPerTask: 2, GRESPerNode: []gres.Request{{Name: "gpu", Count: 2}}, TimeLimit: time.Hour})
+	cyc := mustSchedule(t, s, t0)
+	require.Len(t, cyc.Starts, 1)
+	got := cyc.Starts[0].Alloc
+	require.Len(t, got.Nodes, 2)
+	want, ok := s.Job(id)
+	require.True(t, ok)
+	require.Equal(t, want.Alloc, got)
+	second := scheduler.NodeAlloc{Node: got.Nodes[1].Node, Name: got.Nodes[1].Name, MemoryMiB: got.Nodes[1].MemoryMiB,
+		DeviceQuality: got.Nodes[1].DeviceQuality, CPUs: slices.Clone(got.Nodes[1].CPUs),
+		Devices: slices.Clone(got.Nodes[1].Devices), TRES: got.Nodes[1].TRES.Clone()}
+
+	first := &got.Nodes[0]
+	first.CPUs = append(first.CPUs, -1, -1, -1, -1)
+	first.Devices = append(first.Devices, -1, -1)
+	first.TRES = append(first.TRES, 7, 7, 7)
+	for k := range first.CPUs {
+		first.CPUs[k] = -2
+	}
+	clear(first.TRES)
+	assert.Equal(t, second, got.Nodes[1], "appending to one node's slices must not write into the next node's")
+	now, ok := s.Job(id)
+	require.True(t, ok)
+	assert.Equal(t, want.Alloc, now.Alloc, "the scheduler's record must not change")
 }
