@@ -103,9 +103,13 @@ func (p *Profile) Advance(now time.Time) error {
 			p.trimTL(int(nd), o)
 		}
 	}
-	ncp := &changePoint{t: o, owner: p.cow, idle: last.idle, bmax: last.bmax}
-	if last.owner != p.cow { // shared with a clone: copy its summaries
-		ncp.idle, ncp.bmax = last.idle.Clone(), slices.Clone(last.bmax)
+	// It becomes the origin's change point (which lists no node): reused
+	// when this profile owns it, else copied (shared with a clone).
+	ncp := last
+	if last.owner == p.cow {
+		last.t, last.nodes = o, last.nodes[:0]
+	} else {
+		ncp = &changePoint{t: o, owner: p.cow, idle: last.idle.Clone(), bmax: slices.Clone(last.bmax)}
 	}
 	p.cps.ReplaceOrInsert(ncp)
 	p.origin, p.nowT = o, now

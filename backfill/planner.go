@@ -446,6 +446,7 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 	n := off + len(jobs)
 	entries := slices.Grow(dst.Entries[:0], n)[:n]
 	clear(entries)
+	pass := dst.pass // reused below (dst is not prev)
 	*dst = Plan{Entries: entries, Starts: dst.Starts[:0], slab: dst.slab}
 	r.plan = dst
 	r.plan.Stats.Tested = st.tested
@@ -493,7 +494,11 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 		}
 	}
 	r.plan.slab = r.slab
-	r.plan.pass = &passState{resv: r.resv, stop: stop, tested: r.plan.Stats.Tested}
+	if pass == nil {
+		pass = &passState{}
+	}
+	*pass = passState{resv: r.resv, stop: stop, tested: r.plan.Stats.Tested, counts: pass.counts[:0], partRes: pass.partRes[:0]}
+	r.plan.pass = pass
 	for k, n := range r.counts {
 		r.plan.pass.counts = append(r.plan.pass.counts, groupCount{k, n})
 	}
@@ -593,11 +598,14 @@ type planScratch struct {
 	sets    []topology.NodeSet
 	cands   []int32 // the shape cache's candidate lists
 	run     run
-	// shapePool holds the shapes of earlier passes; the first shapesUsed
-	// are this pass's.
-	shapePool  []*shape
-	shapesUsed int
+	// pass numbers the passes; shapes keeps its keys from pass to pass
+	// (up to maxKeptShapes) and a shape last used by an earlier pass is
+	// emptied before use: the cache itself lives for one pass.
+	pass uint64
 }
+
+// maxKeptShapes bounds the shape keys kept between passes.
+const maxKeptShapes = 4096
 
 func (p *Profile) planScratch() *planScratch {
 	sc := p.scratch()
@@ -606,13 +614,15 @@ func (p *Profile) planScratch() *planScratch {
 			counts: map[countKey]int{}, partRes: map[string]int{}}
 	}
 	ps := sc.plan
+	ps.pass++
 	clear(ps.ids)
-	clear(ps.shapes)
+	if len(ps.shapes) > maxKeptShapes {
+		clear(ps.shapes)
+	}
 	clear(ps.setIdx)
 	clear(ps.counts)
 	clear(ps.partRes)
 	ps.sets = ps.sets[:0]
-	ps.shapesUsed = 0
 	return ps
 }
 
@@ -913,6 +923,7 @@ type shape struct {
 	capable int
 	// allCapable: every allowed node's capacity holds the request.
 	allCapable bool
+	pass       uint64 // the pass it was last used in
 	ents       []shapeEntry
 }
 
@@ -940,25 +951,13 @@ func (r *run) shapeFor(j *Job, q *query) *shape {
 	r.keyBuf = append(r.keyBuf, j.ChooserKey...)
 	sh := r.shapes[string(r.keyBuf)] // no allocation when found
 	if sh == nil {
-		sh = r.newShape()
+		sh = &shape{}
 		r.shapes[string(r.keyBuf)] = sh
 	}
-	return sh
-}
-
-// newShape returns an empty shape, reusing one of an earlier pass on the
-// same profile (the shape cache lives for one pass).
-func (r *run) newShape() *shape {
-	ps := r.planScratch
-	if ps.shapesUsed < len(ps.shapePool) {
-		sh := ps.shapePool[ps.shapesUsed]
-		ps.shapesUsed++
-		*sh = shape{capable: -1, ents: sh.ents[:0]}
-		return sh
+	if sh.pass != r.planScratch.pass {
+		// An earlier pass's (set indices, in the key, are per pass too).
+		*sh = shape{capable: -1, pass: r.planScratch.pass, ents: sh.ents[:0]}
 	}
-	sh := &shape{capable: -1}
-	ps.shapePool = append(ps.shapePool, sh)
-	ps.shapesUsed++
 	return sh
 }
 
