@@ -369,17 +369,15 @@ func writeSWF(path string, res sim.Result, start time.Time, header []swf.HeaderF
 	return writeFile(path, func(f io.Writer) error {
 		w := swf.NewWriter(f, start)
 		n := strconv.Itoa(len(jobs))
-		err := w.WriteHeader(append(header, swf.HeaderField{Key: "MaxJobs", Value: n}, swf.HeaderField{Key: "MaxRecords", Value: n}))
+		if err := w.WriteHeader(append(header, swf.HeaderField{Key: "MaxJobs", Value: n}, swf.HeaderField{Key: "MaxRecords", Value: n})); err != nil {
+			return err
+		}
 		for _, r := range jobs {
-			if err != nil {
-				break
+			if err := w.WriteResult(r); err != nil {
+				return err
 			}
-			err = w.WriteResult(r)
 		}
-		if err == nil {
-			err = w.Flush()
-		}
-		return err
+		return w.Flush()
 	})
 }
 

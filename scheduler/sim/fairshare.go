@@ -12,8 +12,9 @@ import (
 	"github.com/sluicehq/sluice/scheduler"
 )
 
-// DefaultHalfLife is Slurm's PriorityDecayHalfLife default (7 days).
-const DefaultHalfLife = 7 * 24 * time.Hour
+// DefaultHalfLife is Slurm's PriorityDecayHalfLife default (7 days), the
+// scheduler's DefaultDecayHalfLife.
+const DefaultHalfLife = scheduler.DefaultDecayHalfLife
 
 // RootAccount names the root of the association tree FairShare builds.
 const RootAccount = "root"
@@ -37,11 +38,16 @@ type FairShare struct {
 	halfLife time.Duration
 	assoc    map[assocKey]*usage
 	keys     []assocKey // assoc's keys in (account, user) order
-	running  map[scheduler.JobID]assocKey
-	rates    map[scheduler.JobID]float64
+	running  map[scheduler.JobID]charge
 }
 
 type assocKey struct{ account, user string }
+
+// charge is what a running job adds to its association's usage rate.
+type charge struct {
+	key  assocKey
+	rate float64 // CPUs
+}
 
 // usage is one user association's decayed usage as of at, with the rate
 // (CPUs) at which it grows while its jobs run.
@@ -63,8 +69,7 @@ func NewFairShare(halfLife time.Duration) (*FairShare, error) {
 	if halfLife == 0 {
 		halfLife = DefaultHalfLife
 	}
-	return &FairShare{halfLife: halfLife, assoc: map[assocKey]*usage{},
-		running: map[scheduler.JobID]assocKey{}, rates: map[scheduler.JobID]float64{}}, nil
+	return &FairShare{halfLife: halfLife, assoc: map[assocKey]*usage{}, running: map[scheduler.JobID]charge{}}, nil
 }
 
 // advance brings u to now: its value decays and grows by what its
@@ -119,20 +124,18 @@ func (f *FairShare) started(now time.Time, id scheduler.JobID, spec scheduler.Jo
 	u := f.lookup(k, now)
 	f.advance(u, now)
 	u.rate += float64(cpus)
-	f.running[id] = k
-	f.rates[id] = float64(cpus)
+	f.running[id] = charge{key: k, rate: float64(cpus)}
 }
 
 func (f *FairShare) ended(now time.Time, id scheduler.JobID) {
-	k, ok := f.running[id]
+	c, ok := f.running[id]
 	if !ok {
 		return
 	}
-	u := f.assoc[k]
+	u := f.assoc[c.key]
 	f.advance(u, now)
-	u.rate = max(u.rate-f.rates[id], 0)
+	u.rate = max(u.rate-c.rate, 0)
 	delete(f.running, id)
-	delete(f.rates, id)
 }
 
 func keyOf(spec scheduler.JobSpec) (assocKey, bool) {

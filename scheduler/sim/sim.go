@@ -244,8 +244,8 @@ type live struct {
 	// suspended its total suspended time in this run.
 	suspendedAt time.Time
 	suspended   time.Duration
-	// killAt and killAction are set for a preemption victim in its grace
-	// time: the cycle at killAt ends (CANCEL) or requeues it.
+	// killAt is set for a preemption victim in its grace time: the cycle
+	// at killAt ends (CANCEL) or requeues it.
 	killAt time.Time
 	// inRun is set from a start until the run ends (requeue or end).
 	inRun bool
@@ -444,20 +444,18 @@ func (r *runner) cycle(now time.Time) error {
 		if !ok {
 			return fmt.Errorf("sim: cycle at %s ended job %d, which the simulator does not run", now.Format(time.RFC3339), e.Job)
 		}
+		// The cycle ends a job at its deadline, start + time limit (the
+		// running time, suspensions aside), or a preemption victim whose
+		// grace time is over at killAt.
+		end := lj.deadline
 		if !lj.killAt.IsZero() && e.Reason == policy.ReasonPreempted {
-			// A preemption victim's grace time is over: killed at killAt.
+			end = lj.killAt
 			if e.State == scheduler.JobPending {
-				r.requeued(e.Job, lj, lj.killAt)
+				r.requeued(e.Job, lj, end)
 				continue
 			}
-			if err := r.ended(e.Job, lj, lj.killAt, e.State); err != nil {
-				return err
-			}
-			continue
 		}
-		// The cycle ends a job at its deadline, start + time limit (the
-		// running time, suspensions aside).
-		if err := r.ended(e.Job, lj, lj.deadline, e.State); err != nil {
+		if err := r.ended(e.Job, lj, end, e.State); err != nil {
 			return err
 		}
 	}
@@ -563,7 +561,7 @@ func (r *runner) preempted(now time.Time, p scheduler.Preemption) error {
 	switch {
 	case p.Action == policy.ActionSuspend:
 		lj.gen++ // drop the queued end event
-		lj.ran += now.Sub(lj.ranSince)
+		lj.ran = run
 		lj.suspendedAt = now
 		r.release(now, p.Victim, lj.cpus, 0) // it keeps its GPUs
 		return nil
@@ -585,8 +583,8 @@ func (r *runner) preempted(now time.Time, p scheduler.Preemption) error {
 // next run), and the job waits to start again.
 func (r *runner) requeued(id scheduler.JobID, lj *live, end time.Time) {
 	lj.done += lj.keep
-	lj.requeuedCPUHs += float64(lj.cpus) * (end.Sub(lj.start) - lj.suspended).Hours()
-	lj.requeuedGPUHs += float64(lj.gpus) * end.Sub(lj.start).Hours()
+	lj.requeuedCPUHs += cpuHours(lj.cpus, end.Sub(lj.start), lj.suspended)
+	lj.requeuedGPUHs += gpuHours(lj.gpus, end.Sub(lj.start))
 	lj.restarts++
 	lj.gen++
 	lj.inRun, lj.keep, lj.killAt = false, 0, time.Time{}
