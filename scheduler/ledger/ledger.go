@@ -34,12 +34,11 @@ func FairShare(l accounting.Ledger, cluster string) scheduler.FairShareSource {
 	return scheduler.FairShareFunc(func(now time.Time) ([]priority.Association, error) {
 		var out []priority.Association
 		err := l.View(func(tx accounting.Tx) error {
-			var ierr error
-			err := tx.Assocs(cluster, false, func(a accounting.Assoc) bool {
+			assocs := func(f func(accounting.Assoc) bool) error { return tx.Assocs(cluster, false, f) }
+			return forEach(assocs, func(a accounting.Assoc) error {
 				u, err := tx.Usage(a.ID, now)
 				if err != nil {
-					ierr = err
-					return false
+					return err
 				}
 				pa := priority.Association{
 					Account: a.Account, User: a.User, Partition: a.Partition,
@@ -55,12 +54,8 @@ func FairShare(l accounting.Ledger, cluster string) scheduler.FairShareSource {
 					}
 				}
 				out = append(out, pa)
-				return true
+				return nil
 			})
-			if ierr != nil {
-				return ierr
-			}
-			return err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("ledger: fair-share tree of cluster %q: %w", cluster, err)
@@ -208,25 +203,37 @@ type decisionSource struct{ l accounting.Ledger }
 func (d decisionSource) JobDecisions(id scheduler.JobID) ([]scheduler.Decision, error) {
 	var out []scheduler.Decision
 	err := d.l.View(func(tx accounting.Tx) error {
-		var derr error
-		err := tx.Decisions(accounting.DecisionQuery{Job: accounting.JobID(id)}, func(ad accounting.Decision) bool {
+		decisions := func(f func(accounting.Decision) bool) error {
+			return tx.Decisions(accounting.DecisionQuery{Job: accounting.JobID(id)}, f)
+		}
+		return forEach(decisions, func(ad accounting.Decision) error {
 			sd, err := scheduler.DecisionFromAccounting(ad)
 			if err != nil {
-				derr = err
-				return false
+				return err
 			}
 			out = append(out, sd)
-			return true
+			return nil
 		})
-		if derr != nil {
-			return derr
-		}
-		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ledger: decisions of job %d: %w", id, err)
 	}
 	return out, nil
+}
+
+// forEach runs query, a ledger scan that reports records to a callback,
+// with fn as that callback: the first error fn returns stops the scan and
+// is returned (ahead of the scan's own error).
+func forEach[T any](query func(func(T) bool) error, fn func(T) error) error {
+	var ferr error
+	err := query(func(x T) bool {
+		ferr = fn(x)
+		return ferr == nil
+	})
+	if ferr != nil {
+		return ferr
+	}
+	return err
 }
 
 func (r *Recorder) charge(tx accounting.Tx, rec accounting.JobRecord, from, to time.Time) error {
