@@ -710,7 +710,8 @@ func (g *Graph) LeafSwitchSpan(set NodeSet) int {
 	if g.tree == nil {
 		return 0
 	}
-	return g.tree.unitsOf(set)
+	units, _ := g.tree.spread(set)
+	return units
 }
 
 // NumBlocks returns the number of base blocks (0 without block topology).

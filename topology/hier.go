@@ -169,24 +169,6 @@ func (h *hier) lca(a, b int32) int32 {
 	return a
 }
 
-// unitsOf returns the number of distinct leaves holding members of set.
-func (h *hier) unitsOf(set NodeSet) int {
-	units := 0
-	seen := make(map[int32]struct{})
-	for i := range set.All() {
-		if i >= len(h.leafOfNode) {
-			break
-		}
-		if l := h.leafOfNode[i]; l >= 0 {
-			if _, ok := seen[l]; !ok {
-				seen[l] = struct{}{}
-				units++
-			}
-		}
-	}
-	return units
-}
-
 // spread returns the leaves a set touches and the level of their lowest
 // common group (maxLevel+1 when they share none).
 func (h *hier) spread(set NodeSet) (units int, level int) {
