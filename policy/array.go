@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/gres"
 )
 
 // DefaultMaxArraySize is Slurm's default MaxArraySize: array indices run
@@ -114,27 +116,11 @@ func (a ArraySpec) Has(i int) bool {
 // String writes the canonical form: runs of consecutive indices as
 // ranges, then "%N" when throttled ("0-3,8,10-11%2").
 func (a ArraySpec) String() string {
-	var b strings.Builder
-	for i := 0; i < len(a.indices); {
-		j := i
-		for j+1 < len(a.indices) && a.indices[j+1] == a.indices[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(a.indices[i]))
-		if j > i {
-			b.WriteByte('-')
-			b.WriteString(strconv.Itoa(a.indices[j]))
-		}
-		i = j + 1
-	}
+	s := gres.FormatIDList(a.indices)
 	if a.Throttle > 0 {
-		b.WriteByte('%')
-		b.WriteString(strconv.Itoa(a.Throttle))
+		s += "%" + strconv.Itoa(a.Throttle)
 	}
-	return b.String()
+	return s
 }
 
 // ThrottleBlocker returns the Blocker for a pending task of the array when

@@ -36,16 +36,20 @@ const (
 	LevelArray
 )
 
+// enumString returns names[k], or "typ(k)" for a value past the end of
+// names (the String method of policy's enum types).
+func enumString[K ~uint8](k K, names []string, typ string) string {
+	if int(k) < len(names) {
+		return names[k]
+	}
+	return fmt.Sprintf("%s(%d)", typ, uint8(k))
+}
+
 var levelNames = [...]string{"none", "partition QOS", "job QOS", "user association", "account association",
 	"root association", "partition", "reservation", "dependency", "job array"}
 
 // String names the level.
-func (l Level) String() string {
-	if int(l) < len(levelNames) {
-		return levelNames[l]
-	}
-	return fmt.Sprintf("Level(%d)", uint8(l))
-}
+func (l Level) String() string { return enumString(l, levelNames[:], "Level") }
 
 // Unit says what a constraint's numbers count.
 type Unit uint8
@@ -68,12 +72,7 @@ const (
 var unitNames = [...]string{"", "", "jobs", "seconds", "TRES-minutes"}
 
 // String names the unit.
-func (u Unit) String() string {
-	if int(u) < len(unitNames) {
-		return unitNames[u]
-	}
-	return fmt.Sprintf("Unit(%d)", uint8(u))
-}
+func (u Unit) String() string { return enumString(u, unitNames[:], "Unit") }
 
 // Constraint is one limit or rule in force for a job: which limit, where it
 // is set and its value. Policy's Subject.Constraints lists those the

@@ -28,12 +28,7 @@ const (
 var depNames = [...]string{"after", "afterany", "afterok", "afternotok", "singleton"}
 
 // String returns the sbatch spelling.
-func (t DepType) String() string {
-	if int(t) < len(depNames) {
-		return depNames[t]
-	}
-	return fmt.Sprintf("DepType(%d)", uint8(t))
-}
+func (t DepType) String() string { return enumString(t, depNames[:], "DepType") }
 
 // DepTerm is one element of a dependency list: a type and its jobs (none
 // for singleton).
@@ -190,12 +185,7 @@ const (
 var outcomeNames = [...]string{"PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED"}
 
 // String names the outcome.
-func (o Outcome) String() string {
-	if int(o) < len(outcomeNames) {
-		return outcomeNames[o]
-	}
-	return fmt.Sprintf("Outcome(%d)", uint8(o))
-}
+func (o Outcome) String() string { return enumString(o, outcomeNames[:], "Outcome") }
 
 // DepState is the state of a dependency.
 type DepState uint8

@@ -33,12 +33,7 @@ const (
 var overSubscribeNames = [...]string{"NO", "EXCLUSIVE", "YES", "FORCE"}
 
 // String returns the Slurm spelling.
-func (o OverSubscribe) String() string {
-	if int(o) < len(overSubscribeNames) {
-		return overSubscribeNames[o]
-	}
-	return fmt.Sprintf("OverSubscribe(%d)", uint8(o))
-}
+func (o OverSubscribe) String() string { return enumString(o, overSubscribeNames[:], "OverSubscribe") }
 
 // ParseOverSubscribe parses "NO", "EXCLUSIVE", "YES[:n]" or "FORCE[:n]"
 // (case-insensitive) and returns the mode and the per-resource job count

@@ -27,12 +27,7 @@ const (
 var preemptTypeNames = [...]string{"preempt/none", "preempt/partition_prio", "preempt/qos"}
 
 // String returns Slurm's spelling ("preempt/qos").
-func (t PreemptType) String() string {
-	if int(t) < len(preemptTypeNames) {
-		return preemptTypeNames[t]
-	}
-	return fmt.Sprintf("PreemptType(%d)", uint8(t))
-}
+func (t PreemptType) String() string { return enumString(t, preemptTypeNames[:], "PreemptType") }
 
 // ParsePreemptType parses "preempt/none", "preempt/partition_prio" or
 // "preempt/qos" (the "preempt/" prefix is optional, case-insensitive).

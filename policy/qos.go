@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -54,48 +55,50 @@ var qosFlagNames = [numQOSFlags]string{
 func (f QOSFlags) Has(g QOSFlags) bool { return f&g == g }
 
 // String returns the flags comma-separated in sacctmgr's spelling, or "".
-func (f QOSFlags) String() string {
-	var b strings.Builder
-	for i, n := range qosFlagNames {
-		if f&(1<<i) != 0 {
-			if b.Len() > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(n)
-		}
-	}
-	if rest := f &^ (1<<numQOSFlags - 1); rest != 0 {
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, "0x%x", uint32(rest))
-	}
-	return b.String()
-}
+func (f QOSFlags) String() string { return flagsString(f, qosFlagNames[:]) }
 
 // ParseQOSFlags parses a comma-separated flag list ("DenyOnLimit,NoReserve",
 // case-insensitive). "" and "None" are no flags. Unknown flags wrap
 // ErrSyntax.
 func ParseQOSFlags(s string) (QOSFlags, error) {
-	var f QOSFlags
 	if t := strings.TrimSpace(s); t == "" || strings.EqualFold(t, "none") {
 		return 0, nil
 	}
-	for tok := range strings.SplitSeq(s, ",") {
-		tok = strings.TrimSpace(tok)
-		found := false
-		for i, n := range qosFlagNames {
-			if strings.EqualFold(tok, n) {
-				f |= 1 << i
-				found = true
-				break
-			}
-		}
-		if !found {
-			return 0, fmt.Errorf("%w: QOS flags %q: unknown flag %q", ErrSyntax, s, tok)
-		}
+	f, bad, ok := parseFlags[QOSFlags](s, qosFlagNames[:])
+	if !ok {
+		return 0, fmt.Errorf("%w: QOS flags %q: unknown flag %q", ErrSyntax, s, bad)
 	}
 	return f, nil
+}
+
+// flagsString lists the flags set in f, bit i named names[i],
+// comma-separated, followed by any bits past the names as one hex value.
+func flagsString[F ~uint32](f F, names []string) string {
+	var parts []string
+	for i, n := range names {
+		if f&(1<<i) != 0 {
+			parts = append(parts, n)
+		}
+	}
+	if rest := f &^ (1<<len(names) - 1); rest != 0 {
+		parts = append(parts, fmt.Sprintf("0x%x", uint32(rest)))
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseFlags parses a comma-separated list of flag names (names[i] is bit
+// i, matched case-insensitively, blanks around a name ignored); ok is
+// false, with the offending name, when one is unknown.
+func parseFlags[F ~uint32](s string, names []string) (f F, bad string, ok bool) {
+	for tok := range strings.SplitSeq(s, ",") {
+		tok = strings.TrimSpace(tok)
+		i := slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(n, tok) })
+		if i < 0 {
+			return 0, tok, false
+		}
+		f |= 1 << i
+	}
+	return f, "", true
 }
 
 // PreemptMode is how a preempted job is stopped, plus Slurm's modifiers.
@@ -145,13 +148,7 @@ func (m PreemptMode) Has(flag PreemptMode) bool { return m&flag == flag }
 
 // String returns Slurm's spelling, e.g. "REQUEUE" or "SUSPEND,GANG".
 func (m PreemptMode) String() string {
-	b := m.Base()
-	var s string
-	if int(b) < len(preemptBaseNames) {
-		s = preemptBaseNames[b]
-	} else {
-		s = fmt.Sprintf("PreemptMode(%d)", uint8(b))
-	}
+	s := enumString(m.Base(), preemptBaseNames[:], "PreemptMode")
 	for _, f := range []struct {
 		f PreemptMode
 		n string

@@ -55,33 +55,17 @@ const resvRecurring = ResvDaily | ResvWeekly | ResvWeekday | ResvWeekend | ResvH
 func (f ResvFlags) Has(g ResvFlags) bool { return f&g == g }
 
 // String returns the flags comma-separated in Slurm's spelling.
-func (f ResvFlags) String() string {
-	var parts []string
-	for i, n := range resvFlagNames {
-		if f&(1<<i) != 0 {
-			parts = append(parts, n)
-		}
-	}
-	if rest := f &^ (1<<numResvFlags - 1); rest != 0 {
-		parts = append(parts, fmt.Sprintf("0x%x", uint32(rest)))
-	}
-	return strings.Join(parts, ",")
-}
+func (f ResvFlags) String() string { return flagsString(f, resvFlagNames[:]) }
 
 // ParseResvFlags parses a comma-separated flag list ("MAINT,IGNORE_JOBS",
 // case-insensitive). Unknown flags wrap ErrSyntax.
 func ParseResvFlags(s string) (ResvFlags, error) {
-	var f ResvFlags
 	if strings.TrimSpace(s) == "" {
 		return 0, nil
 	}
-	for tok := range strings.SplitSeq(s, ",") {
-		tok = strings.TrimSpace(tok)
-		i := slices.IndexFunc(resvFlagNames[:], func(n string) bool { return strings.EqualFold(n, tok) })
-		if i < 0 {
-			return 0, fmt.Errorf("%w: reservation flags %q: unknown flag %q", ErrSyntax, s, tok)
-		}
-		f |= 1 << i
+	f, bad, ok := parseFlags[ResvFlags](s, resvFlagNames[:])
+	if !ok {
+		return 0, fmt.Errorf("%w: reservation flags %q: unknown flag %q", ErrSyntax, s, bad)
 	}
 	return f, nil
 }
