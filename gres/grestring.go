@@ -215,25 +215,31 @@ func (r *Registry) RequestVector(reqs []Request) (Vector, error) {
 		if err := q.Validate(); err != nil {
 			return nil, err
 		}
-		base, ok := r.index["gres/"+strings.ToLower(q.Name)]
-		if !ok {
-			return nil, fmt.Errorf("%w: GRES %q (request %s) is not configured", ErrUnknownTRES, "gres/"+q.Name, q)
-		}
-		if err := addCount(v, base, q.Count); err != nil {
-			return nil, fmt.Errorf("request %s: %w", q, err)
+		// The untyped TRES, then the typed one (q.TRESName()) if any.
+		if err := r.addRequest(v, "gres/"+q.Name, q); err != nil {
+			return nil, err
 		}
 		if q.Type == "" {
 			continue
 		}
-		typed, ok := r.index[strings.ToLower(q.TRESName())]
-		if !ok {
-			return nil, fmt.Errorf("%w: GRES %q (request %s) is not configured", ErrUnknownTRES, q.TRESName(), q)
-		}
-		if err := addCount(v, typed, q.Count); err != nil {
-			return nil, fmt.Errorf("request %s: %w", q, err)
+		if err := r.addRequest(v, q.TRESName(), q); err != nil {
+			return nil, err
 		}
 	}
 	return v, nil
+}
+
+// addRequest adds q.Count to v's entry for TRES name (matched case-
+// insensitively), which must be registered.
+func (r *Registry) addRequest(v Vector, name string, q Request) error {
+	id, ok := r.index[strings.ToLower(name)]
+	if !ok {
+		return fmt.Errorf("%w: GRES %q (request %s) is not configured", ErrUnknownTRES, name, q)
+	}
+	if err := addCount(v, id, q.Count); err != nil {
+		return fmt.Errorf("request %s: %w", q, err)
+	}
+	return nil
 }
 
 func addCount(v Vector, id ID, n int64) error {

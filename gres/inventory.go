@@ -248,10 +248,7 @@ func (inv *Inventory) Clone() Inventory {
 // inventory while building the cluster's registry.
 func (r *Registry) RegisterInventory(inv *Inventory) error {
 	for _, d := range inv.Devices {
-		name := "gres/" + d.Name
-		if d.Type != "" {
-			name += ":" + d.Type
-		}
+		name := Request{Name: d.Name, Type: d.Type}.TRESName()
 		if _, err := r.Register(name); err != nil { // a typed name registers its parent too
 			return fmt.Errorf("device %d: %w", d.Index, err)
 		}

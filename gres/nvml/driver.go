@@ -64,11 +64,9 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// validIdent reports whether s is a valid GRES name: a valid type (see
-// validType) starting with a letter.
-func validIdent(s string) bool {
-	return validType(s) && (s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z')
-}
+// validIdent reports whether s is a valid GRES name (see
+// gres.Request.Validate): a valid type starting with a letter.
+func validIdent(s string) bool { return gres.Request{Name: s}.Validate() == nil }
 
 // Driver discovers a node's NVIDIA GPUs and watches their health through
 // NVML. It implements gres.Discoverer and gres.HealthWatcher.

@@ -3,6 +3,8 @@ package nvml
 import (
 	"fmt"
 	"strings"
+
+	"github.com/sluicehq/sluice/gres"
 )
 
 // brandWords are vendor and product-line words NormalizeType drops.
@@ -108,16 +110,7 @@ func MIGType(parentType, profile string) string {
 }
 
 // validType reports whether s is a valid GRES type: 1-64 characters
-// from [A-Za-z0-9_.-].
+// from [A-Za-z0-9_.-], as gres.Request.Validate requires.
 func validType(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return false
-		}
-	}
-	return true
+	return s != "" && gres.Request{Name: "gpu", Type: s}.Validate() == nil
 }
