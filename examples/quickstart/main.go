@@ -96,13 +96,8 @@ func config(l accounting.Ledger, firstID scheduler.JobID) (scheduler.Config, err
 	}
 	cfg.Registry = reg
 	pc := &policy.Config{QOS: []policy.QOS{{Name: "normal", Limits: policy.QOSLimits{MaxTRESPerUser: perUser}}}}
-	accounts := map[string]bool{}
-	for _, u := range users {
-		if !accounts[u.account] {
-			accounts[u.account] = true
-			pc.Assocs = append(pc.Assocs, policy.Assoc{Account: u.account})
-		}
-		pc.Assocs = append(pc.Assocs, policy.Assoc{Account: u.account, User: u.user})
+	for _, k := range assocKeys() {
+		pc.Assocs = append(pc.Assocs, policy.Assoc{Account: k.Account, User: k.User})
 	}
 	cfg.Policy = pc
 	return cfg, nil
@@ -261,17 +256,25 @@ func resume(l accounting.Ledger) (day0 time.Time, firstID scheduler.JobID, runs 
 	return day0, scheduler.JobID(maxID) + 1, runs, nil
 }
 
+// assocKeys lists the associations of users, in the order the ledger and
+// the policy create them: each account just before its first user.
+func assocKeys() []accounting.AssocKey {
+	var keys []accounting.AssocKey
+	seen := map[string]bool{}
+	for _, u := range users {
+		if !seen[u.account] {
+			seen[u.account] = true
+			keys = append(keys, accounting.AssocKey{Cluster: cluster, Account: u.account})
+		}
+		keys = append(keys, accounting.AssocKey{Cluster: cluster, Account: u.account, User: u.user})
+	}
+	return keys
+}
+
 func addAssociations(l accounting.Ledger, now time.Time) error {
 	return l.Update(func(tx accounting.Tx) error {
-		seen := map[string]bool{}
-		for _, u := range users {
-			if !seen[u.account] {
-				seen[u.account] = true
-				if _, err := tx.PutAssoc(now, accounting.Assoc{AssocKey: accounting.AssocKey{Cluster: cluster, Account: u.account}}); err != nil {
-					return err
-				}
-			}
-			if _, err := tx.PutAssoc(now, accounting.Assoc{AssocKey: accounting.AssocKey{Cluster: cluster, Account: u.account, User: u.user}}); err != nil {
+		for _, k := range assocKeys() {
+			if _, err := tx.PutAssoc(now, accounting.Assoc{AssocKey: k}); err != nil {
 				return err
 			}
 		}
