@@ -109,7 +109,7 @@ func (p *Profile) Advance(now time.Time) error {
 	if last.owner == p.cow {
 		last.t, last.nodes = o, last.nodes[:0]
 	} else {
-		ncp = &changePoint{t: o, owner: p.cow, idle: last.idle.Clone(), bmax: slices.Clone(last.bmax)}
+		ncp = p.copyCP(last, o, nil)
 	}
 	p.cps.ReplaceOrInsert(ncp)
 	p.origin, p.nowT = o, now
@@ -276,12 +276,13 @@ func (p *Profile) releaseKind(k entryKind, keep *JobID) int {
 
 // releaseAll releases the entries together. Each node they hold gets its
 // new timeline in one pass over its old one and its released intervals
-// (rather than one pass per interval); the breakpoints that appear are
-// registered with the change points at once, those that disappear only
-// after every node is done, so that meanwhile change points are only added
-// and every one created copies summaries that are still right for all the
-// nodes it does not list. Then the summaries of the change points the
-// releases span are restored, node by node or in one sweep.
+// (rather than one pass per interval). Then the breakpoints that appeared
+// are registered with the change points, and only after them those that
+// disappeared (one change-point look-up per time each), so that change
+// points are first only added and every one created copies summaries that
+// are still right for all the nodes it does not list. Last, the summaries
+// of the change points the releases span are restored, node by node or in
+// one sweep.
 func (p *Profile) releaseAll(es []*entry) {
 	if len(es) == 0 {
 		return
@@ -315,7 +316,7 @@ func (p *Profile) releaseAll(es []*entry) {
 		}
 		p.dropEntry(e)
 	}
-	unions, removed := rb.unions[:0], rb.removed[:0]
+	unions, appeared, removed := rb.unions[:0], rb.appeared[:0], rb.removed[:0]
 	lo, hi := int64(posInf), int64(math.MinInt64)
 	for i := range p.n {
 		ps := parts[start[i]:start[i+1]]
@@ -333,17 +334,16 @@ func (p *Profile) releaseAll(es []*entry) {
 		}
 		p.releaseOnNode(i, ps, rb)
 		for _, t := range rb.added {
-			p.cpAdd(t, int32(i))
+			appeared = append(appeared, relPoint{t, int32(i)})
 		}
 		for _, t := range rb.gone {
 			removed = append(removed, relPoint{t, int32(i)})
 		}
 	}
-	for _, r := range removed {
-		p.cpRemove(r.t, r.node)
-	}
+	rb.nodes = p.cpApply(appeared, true, rb.nodes)
+	rb.nodes = p.cpApply(removed, false, rb.nodes)
 	clear(parts) // drop the references to entries' use
-	rb.start, rb.fill, rb.parts, rb.unions, rb.removed = start, fill, parts[:0], unions, removed
+	rb.start, rb.fill, rb.parts, rb.unions, rb.appeared, rb.removed = start, fill, parts[:0], unions, appeared, removed
 	if len(unions) == 0 {
 		return
 	}
@@ -383,7 +383,9 @@ type relBufs struct {
 	start, fill []int32
 	parts       []relPart
 	unions      []relSpan
+	appeared    []relPoint
 	removed     []relPoint
+	nodes       []int32
 	evs         []relEvent
 	delta       []int64
 	times, free []int64

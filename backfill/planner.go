@@ -405,17 +405,20 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 	}
 	ps := prof.planScratch()
 	off := 0
-	var st passState
+	var (
+		stop Reason
+		done Stats // prev's: its reservations, tests and searches carry over
+	)
 	if prev != nil {
 		off = len(prev.Entries)
 		for x := range prev.Entries {
 			ps.ids[prev.Entries[x].ID] = struct{}{}
 		}
-		st = *prev.pass
-		for _, c := range st.counts {
+		stop, done = prev.pass.stop, prev.Stats
+		for _, c := range prev.pass.counts {
 			ps.counts[c.k] = c.n
 		}
-		for _, c := range st.partRes {
+		for _, c := range prev.pass.partRes {
 			ps.partRes[c.part] = c.n
 		}
 	}
@@ -437,7 +440,7 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 		pl:          pl,
 		p:           prof,
 		latest:      prof.origin + int64(cfg.Window/time.Second),
-		resv:        st.resv,
+		resv:        done.Reserved,
 		kept:        kept,
 	}
 	if dst == nil {
@@ -447,11 +450,11 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 	entries := slices.Grow(dst.Entries[:0], n)[:n]
 	clear(entries)
 	pass := dst.pass // reused below (dst is not prev)
-	*dst = Plan{Entries: entries, Starts: dst.Starts[:0], slab: dst.slab}
+	// Node lists are cut from the largest chunk of dst's last use.
+	*dst = Plan{Entries: entries, Starts: dst.Starts[:0], slab: dst.slab[:0]}
 	r.plan = dst
-	r.plan.Stats.Tested = st.tested
-	r.slab = dst.slab[:0] // node lists: the largest chunk of dst's last use
-	r.q.slab = &r.slab
+	r.plan.Stats.Tested = done.Tested
+	r.q.slab = &dst.slab
 	if prev != nil {
 		copy(r.plan.Entries, prev.Entries)
 		for x := range prev.Entries { // dst owns its node lists
@@ -461,9 +464,7 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 		}
 		r.plan.Starts = append(r.plan.Starts, prev.Starts...)
 	}
-	ps.cands = ps.cands[:0] // the last pass's shape cache is gone
 	r.q.cslab = &ps.cands
-	stop := st.stop
 	for x := range jobs {
 		j := &jobs[x]
 		e := &r.plan.Entries[off+x]
@@ -493,11 +494,10 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 			stop = ReasonMaxJobTest
 		}
 	}
-	r.plan.slab = r.slab
 	if pass == nil {
 		pass = &passState{}
 	}
-	*pass = passState{resv: r.resv, stop: stop, tested: r.plan.Stats.Tested, counts: pass.counts[:0], partRes: pass.partRes[:0]}
+	*pass = passState{stop: stop, counts: pass.counts[:0], partRes: pass.partRes[:0]}
 	r.plan.pass = pass
 	for k, n := range r.counts {
 		r.plan.pass.counts = append(r.plan.pass.counts, groupCount{k, n})
@@ -528,19 +528,16 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 			st2.NotTested++
 		}
 	}
-	if prev != nil {
-		st2.Searches += prev.Stats.Searches
-	}
+	st2.Searches += done.Searches
 	return r.plan, nil
 }
 
-// passState is what a pass leaves for Extend to continue it.
+// passState is what a pass leaves for Extend to continue it, besides its
+// plan's Stats (the reservations taken, the jobs tested).
 type passState struct {
-	resv    int
 	partRes []partCount
 	counts  []groupCount
 	stop    Reason
-	tested  int
 }
 
 type partCount struct {
@@ -623,6 +620,7 @@ func (p *Profile) planScratch() *planScratch {
 	clear(ps.counts)
 	clear(ps.partRes)
 	ps.sets = ps.sets[:0]
+	ps.cands = ps.cands[:0] // the last pass's shape cache is gone
 	return ps
 }
 
@@ -644,9 +642,8 @@ type run struct {
 	// gen counts the changes this pass made to the profile (bookings,
 	// the kept reservation's release): a shape cache entry found at the
 	// current gen answers the same question exactly.
-	gen  int
-	q    query // reused from job to job
-	slab []int // the entries' node lists are cut from it
+	gen int
+	q   query // reused from job to job
 }
 
 type countKey struct {

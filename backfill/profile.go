@@ -881,27 +881,27 @@ func (p *Profile) mutCP(cp *changePoint) *changePoint {
 	if cp.owner == p.cow {
 		return cp
 	}
-	c := &changePoint{t: cp.t, owner: p.cow, nodes: slices.Clone(cp.nodes), idle: cp.idle.Clone(), bmax: slices.Clone(cp.bmax)}
+	c := p.copyCP(cp, cp.t, slices.Clone(cp.nodes))
 	p.cps.ReplaceOrInsert(c)
 	return c
 }
 
-// cpAdd records that node i has a breakpoint at t, creating the change
-// point (with its predecessor's summaries) when needed.
-func (p *Profile) cpAdd(t int64, i int32) {
-	p.cpAddAll(t, []int32{i})
+// copyCP returns a change point of this profile at t listing nodes, with
+// cp's summaries (the caller inserts it).
+func (p *Profile) copyCP(cp *changePoint, t int64, nodes []int32) *changePoint {
+	return &changePoint{t: t, owner: p.cow, nodes: nodes, idle: cp.idle.Clone(), bmax: slices.Clone(cp.bmax)}
 }
 
-// cpAddAll is cpAdd for several nodes with a new breakpoint at the same
-// time (a booking's start or end), looking the change point up once.
+// cpAddAll records that nodes have a new breakpoint at t (a booking's
+// start or end), looking the change point up once and creating it (with
+// its predecessor's summaries) when needed.
 func (p *Profile) cpAddAll(t int64, nodes []int32) {
 	if len(nodes) == 0 {
 		return
 	}
 	cp, ok := p.cpGet(t)
 	if !ok {
-		pred := p.cpFloor(t)
-		cp = &changePoint{t: t, owner: p.cow, idle: pred.idle.Clone(), bmax: slices.Clone(pred.bmax)}
+		cp = p.copyCP(p.cpFloor(t), t, nil)
 		p.cps.ReplaceOrInsert(cp)
 	} else {
 		cp = p.mutCP(cp)
@@ -909,14 +909,30 @@ func (p *Profile) cpAddAll(t int64, nodes []int32) {
 	cp.nodes = append(cp.nodes, nodes...)
 }
 
-// cpRemove records that node i no longer has a breakpoint at t, deleting
-// the change point when no node has one there.
-func (p *Profile) cpRemove(t int64, i int32) {
-	p.cpRemoveAll(t, []int32{i})
+// cpApply registers breakpoints (time, node) at any times with the change
+// points — added, or removed when add is false — one cpAddAll or
+// cpRemoveAll per time. It sorts pts by time, keeping each time's nodes in
+// their order, and returns buf (the node lists) for reuse.
+func (p *Profile) cpApply(pts []relPoint, add bool, buf []int32) []int32 {
+	slices.SortStableFunc(pts, func(x, y relPoint) int { return cmp.Compare(x.t, y.t) })
+	for k := 0; k < len(pts); {
+		t := pts[k].t
+		buf = buf[:0]
+		for ; k < len(pts) && pts[k].t == t; k++ {
+			buf = append(buf, pts[k].node)
+		}
+		if add {
+			p.cpAddAll(t, buf)
+		} else {
+			p.cpRemoveAll(t, buf)
+		}
+	}
+	return buf
 }
 
-// cpRemoveAll is cpRemove for several nodes at the same time, in one pass
-// over the change point's node list (which keeps its order).
+// cpRemoveAll records that the nodes gone no longer have a breakpoint at
+// t, in one pass over the change point's node list (which keeps its
+// order), deleting the change point when no node has one there.
 func (p *Profile) cpRemoveAll(t int64, gone []int32) {
 	if len(gone) == 0 || t == p.origin {
 		return

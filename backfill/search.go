@@ -156,16 +156,16 @@ func cut[T any](slab *[]T, n, minChunk int) []T {
 
 // ghost is a booking a search looks through: the planner's kept
 // reservation of the job it is planning (see Planner.Plan). Its use is
-// added back to its nodes' free amounts over [s, e); the summaries of the
-// change points do not know that, so its nodes and their blocks bypass
-// them, and s and e are visited as change points of their own (a node's
-// breakpoint there may have merged with another entry's).
+// added back to its nodes' free amounts over [s, e.end); the summaries of
+// the change points do not know that, so its nodes and their blocks bypass
+// them, and s and e.end are visited as change points of their own (a
+// node's breakpoint there may have merged with another entry's).
 type ghost struct {
-	e     *entry
-	s, e2 int64
-	pos   []int32 // node → index in e.nodes, or -1 (kept, length n)
-	blk   []bool  // block → holds a ghost node (kept)
-	buf   []int64
+	e   *entry
+	s   int64   // e.start, or the origin when it began before
+	pos []int32 // node → index in e.nodes, or -1 (kept, length n)
+	blk []bool  // block → holds a ghost node (kept)
+	buf []int64
 }
 
 // ghostOn prepares a search of q that treats entry e as absent.
@@ -179,7 +179,7 @@ func (p *Profile) ghostOn(q *query, e *entry) {
 		g.blk = make([]bool, p.nblocks())
 		g.buf = make([]int64, p.a)
 	}
-	g.e, g.s, g.e2 = e, max(e.start, p.origin), e.end
+	g.e, g.s = e, max(e.start, p.origin)
 	for x, nd := range e.nodes {
 		g.pos[nd] = int32(x)
 		g.blk[int(nd)/blockBits] = true
@@ -461,7 +461,7 @@ func (p *Profile) violation(i int, t, bound int64, q *query) int64 {
 }
 
 // violationGhost is violation for a node of the ghost entry: its free
-// amounts plus the ghost's use over [g.s, g.e2), piece by piece.
+// amounts plus the ghost's use over [g.s, g.e.end), piece by piece.
 func (p *Profile) violationGhost(i int, t, bound int64, q *query, gx int) int64 {
 	a := p.a
 	g := q.ghost
@@ -477,14 +477,14 @@ func (p *Profile) violationGhost(i int, t, bound int64, q *query, gx int) int64 
 		if g.s > at && g.s < end {
 			end = g.s
 		}
-		if g.e2 > at && g.e2 < end {
-			end = g.e2
+		if g.e.end > at && g.e.end < end {
+			end = g.e.end
 		}
 		if at != t && at >= bound {
 			return posInf
 		}
 		f := tl.free[k*a : (k+1)*a]
-		if at >= g.s && at < g.e2 {
+		if at >= g.s && at < g.e.end {
 			f = g.freeWith(f, gx)
 		}
 		if !q.takes(f, capI) {
@@ -601,13 +601,13 @@ func (p *Profile) search(q *query) (result, error) {
 		atOrigin := t0 == p.origin // a node's first segment holds at t0
 		for i := q.allowed.Next(q.upTo); i >= 0; {
 			b := i / blockBits
-			if !q.ghostBlock(b) && !p.blockMayFit(s0, probes, b, q) {
+			ghostB := q.ghostBlock(b)
+			if !ghostB && !p.blockMayFit(s0, probes, b, q) {
 				i = q.allowed.Next((b + 1) * blockBits)
 				continue
 			}
 			end := (b + 1) * blockBits
 			anyAtT0 := false
-			ghostB := q.ghostBlock(b)
 			for ; i >= 0 && i < end; i = q.allowed.Next(i + 1) {
 				if atOrigin && !ghostB && !q.fits(p.tls[i].free[:a]) {
 					continue // busy now: violation would say t0
@@ -704,7 +704,7 @@ func (p *Profile) search(q *query) (result, error) {
 	var virt [2]int64
 	nv, vi := 0, 0
 	if g := q.ghost; g != nil {
-		for _, v := range [...]int64{g.s, g.e2} {
+		for _, v := range [...]int64{g.s, g.e.end} {
 			if v > t0 && v < posInf && (nv == 0 || v != virt[nv-1]) {
 				virt[nv] = v
 				nv++
