@@ -104,17 +104,16 @@ func (s *Scheduler) profileNodes() []backfill.NodeState {
 // holds on each node until its deadline. The slice is reused from cycle to
 // cycle; each job's per-node use is computed once, when it starts.
 func (s *Scheduler) profileRunning() []backfill.Running {
-	var out []backfill.Running
-	if s.bf != nil {
-		out = s.bf.running[:0]
+	b := s.bf
+	if b == nil {
+		b = &bfState{} // no backfill configured: nothing to reuse
 	}
+	out := b.running[:0]
 	s.running.Ascend(func(j *job) bool {
 		out = append(out, s.profileRunningJob(j))
 		return true
 	})
-	if s.bf != nil {
-		s.bf.running = out
-	}
+	b.running = out
 	return out
 }
 
@@ -133,8 +132,7 @@ func (s *Scheduler) profileUse(j *job) []backfill.Alloc {
 	}
 	buf := make(gres.Vector, n)
 	for k, na := range j.Alloc.Nodes {
-		u := buf[:copy(buf, na.TRES):len(na.TRES)]
-		buf = buf[len(na.TRES):]
+		u := cutCopy(&buf, na.TRES)
 		u[gres.Node] = 0
 		if bad := s.nodes[na.Node].unhealthy(na.Devices); len(bad) > 0 {
 			u, _ = u.Sub(s.nodes[na.Node].deviceVector(u, bad))
@@ -307,14 +305,9 @@ func (x *job) chooserKey(c topology.Constraints, relaxed bool) string {
 }
 
 // bfPerNode is the job's per-node request as the profile counts it
-// (without the node TRES, which nodes do not share out), computed once.
-func (j *job) bfPerNode() gres.Vector {
-	if j.bfPer == nil {
-		j.bfPer = j.perNode.Clone()
-		j.bfPer[gres.Node] = 0
-	}
-	return j.bfPer
-}
+// (without the node TRES, which nodes do not share out), derived at
+// submit (newJob).
+func (j *job) bfPerNode() gres.Vector { return j.bfPer }
 
 // constrainedChooser returns the node chooser for a job with topology
 // constraints: the least-spread choice that meets them, or — once the job

@@ -141,13 +141,6 @@ func (s *Scheduler) allowedNodes(sh *shape) topology.NodeSet {
 	return sh.allowed
 }
 
-// usableCapable returns how many of the shape's capable nodes are up
-// this cycle.
-func (s *Scheduler) usableCapable(sh *shape) int {
-	s.allowedNodes(sh)
-	return sh.usable
-}
-
 // Schedule runs one scheduling cycle at now: it ends jobs past their time
 // limit, then walks the pending queue in order (partition tier, priority,
 // submit time, job ID) and starts every job that fits, first-fit, on nodes
@@ -172,8 +165,9 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 
 	s.avail.CopyFrom(s.usable)
 	blocked := make([]bool, len(s.parts))
-	// started and s.pendJobs (the job of each cyc.Pending entry, kept in
-	// step with it until the audit records are made) are scratch, emptied
+	// started (the jobs the pass starts, moved to the running index after
+	// it) and s.pendJobs (the job of each cyc.Pending entry, kept in step
+	// with it until the audit records are made) are scratch, emptied
 	// before Schedule returns.
 	started := s.started[:0]
 	pend := s.pendJobs[:0]
@@ -182,8 +176,10 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 	s.pending.Ascend(func(j *job) bool {
 		r := s.evaluate(now, j, blocked, &cyc)
 		if r == policy.ReasonNone {
+			// Its allocation is final: only running jobs (not those
+			// started by this pass) can be preempted.
 			started = append(started, j)
-			cyc.Starts = append(cyc.Starts, Start{Job: j.ID, TimeLimit: j.TimeLimit}) // Alloc: after the pass
+			cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: copyAlloc(j.Alloc), TimeLimit: j.TimeLimit})
 			return true
 		}
 		j.Reason = r
@@ -201,7 +197,7 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 		cyc.Pending = append(cyc.Pending, Pending{Job: j.ID, Reason: j.Reason, Priority: j.Priority})
 		pend = append(pend, j)
 	}
-	s.pendJobs = pend
+	s.started, s.pendJobs = started, pend
 	defer s.dropScratch()
 	s.deferred = s.deferred[:0]
 	for _, j := range s.rekey {
@@ -212,10 +208,6 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 		}
 	}
 	s.rekey = s.rekey[:0]
-	for i, j := range started {
-		cyc.Starts[i].Alloc = copyAlloc(j.Alloc)
-	}
-	s.started = started
 	if s.bf != nil {
 		if err := s.backfillPass(now, &cyc); err != nil {
 			return cyc, err
@@ -289,7 +281,8 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 	if j.EligibleTime.IsZero() {
 		j.EligibleTime = now
 	}
-	if s.usableCapable(j.shape) < j.nodes {
+	allowed := s.allowedNodes(j.shape) // and j.shape.usable, its size
+	if j.shape.usable < j.nodes {
 		// Not enough capable nodes are up: waiting for them, not for the queue.
 		return policy.ReasonReqNodeNotAvail
 	}
@@ -315,7 +308,7 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 	reason := policy.ReasonResources
 	// Nodes held back by a higher-priority job of another partition: had
 	// they been free to use, would the job have started?
-	if allowed := s.allowedNodes(j.shape); allowed.IntersectionCount(s.avail) < j.shape.usable && s.fits(now, j, allowed) {
+	if allowed.IntersectionCount(s.avail) < j.shape.usable && s.fits(now, j, allowed) {
 		reason = policy.ReasonPriority
 	}
 	if j.Spec.Reservation != "" {
@@ -546,7 +539,7 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 		j.deadline = killBy
 	}
 	s.noteStarted(j)
-	s.policyStart(j)
+	s.policyStart(j, s.sum)
 }
 
 // allocBuf hands out the CPU-id and TRES slices of one job's allocation
@@ -582,9 +575,7 @@ func (b *allocBuf) vector(n int) gres.Vector {
 	if b == nil || len(b.tres) < n {
 		return make(gres.Vector, n)
 	}
-	v := b.tres[:n:n]
-	b.tres = b.tres[n:]
-	return v
+	return cut(&b.tres, n)
 }
 
 // cpuIDs returns an empty slice with room for k CPU ids.
@@ -592,9 +583,7 @@ func (b *allocBuf) cpuIDs(k int) []int {
 	if b == nil || len(b.cpus) < k {
 		return make([]int, 0, k)
 	}
-	v := b.cpus[:0:k]
-	b.cpus = b.cpus[k:]
-	return v
+	return cut(&b.cpus, k)[:0]
 }
 
 // choosePerSocket chooses a --gpus-per-socket request: GPUsPerSocket

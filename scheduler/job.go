@@ -258,19 +258,17 @@ func (a Allocation) Total() gres.Vector {
 // sumInto is Total written over t's array when it has room (t's contents
 // are dropped).
 func (a Allocation) sumInto(t gres.Vector) gres.Vector {
-	t = t[:0]
+	k := 0
 	for _, n := range a.Nodes {
-		if len(n.TRES) > len(t) {
-			if cap(t) >= len(n.TRES) {
-				k := len(t)
-				t = t[:len(n.TRES)]
-				clear(t[k:])
-			} else {
-				t2 := make(gres.Vector, len(n.TRES))
-				copy(t2, t)
-				t = t2
-			}
-		}
+		k = max(k, len(n.TRES))
+	}
+	if cap(t) < k {
+		t = make(gres.Vector, k)
+	} else {
+		t = t[:k]
+		clear(t)
+	}
+	for _, n := range a.Nodes {
 		_ = t.AddInPlace(n.TRES) // allocations are bounded by node capacity: no overflow
 	}
 	return t

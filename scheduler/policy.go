@@ -57,13 +57,9 @@ func (s *Scheduler) Policy() *policy.Policy {
 
 // policyRequest is what the limit checks see of a job.
 func (s *Scheduler) policyRequest(j *job) policy.Request {
-	if j.total == nil {
-		// Computed once: the request is fixed at submit (and bounded
-		// there); the policy only reads it.
-		j.total, _ = j.perNode.Scale(int64(j.nodes))
-	}
+	total, _ := j.totalRequest() // bounded at submit
 	return policy.Request{
-		Subject: j.subject, TRES: j.total, PerNode: j.perNode, Nodes: j.nodes,
+		Subject: j.subject, TRES: total, PerNode: j.perNode, Nodes: j.nodes,
 		TimeLimit: j.TimeLimit, Reservation: j.Spec.Reservation,
 	}
 }
@@ -202,13 +198,14 @@ func (s *Scheduler) constrainByReservations(now time.Time, j *job, cand topology
 	return dl, policy.ReasonNone
 }
 
-// policyStart records a started job in the usage counters.
-func (s *Scheduler) policyStart(j *job) {
+// policyStart records a started job in the usage counters; total is its
+// allocation's Total (the usage keeps a copy).
+func (s *Scheduler) policyStart(j *job, total gres.Vector) {
 	if s.pol == nil {
 		return
 	}
 	s.pol.singletons[[2]string{j.Spec.User, j.Spec.Name}]++
-	if err := s.pol.usage.StartJob(policy.JobID(j.ID), j.Alloc.Total(), len(j.Alloc.Nodes), j.deadline); err != nil {
+	if err := s.pol.usage.StartJob(policy.JobID(j.ID), total, len(j.Alloc.Nodes), j.deadline); err != nil {
 		panic(fmt.Sprintf("scheduler: policy usage: start job %d: %v", j.ID, err))
 	}
 }

@@ -151,9 +151,8 @@ func TestPreemptorWaitingForGraceGoesFirst(t *testing.T) {
 	}
 	s, err := scheduler.New(cfg)
 	require.NoError(t, err)
-	var bg []scheduler.JobID
 	for range 2 { // both h100 nodes, partition h100 (tier 2)
-		bg = append(bg, mustSubmit(t, s, t0, scheduler.JobSpec{QOS: "standby", Partition: "h100", Exclusive: true, Requeue: true, TimeLimit: 4 * time.Hour}))
+		mustSubmit(t, s, t0, scheduler.JobSpec{QOS: "standby", Partition: "h100", Exclusive: true, Requeue: true, TimeLimit: 4 * time.Hour})
 	}
 	mustSchedule(t, s, t0)
 	urgent := mustSubmit(t, s, t0.Add(time.Minute), scheduler.JobSpec{QOS: "urgent", GRESPerNode: typed("h100", 8), TimeLimit: time.Hour})
@@ -167,5 +166,4 @@ func TestPreemptorWaitingForGraceGoesFirst(t *testing.T) {
 	assert.Equal(t, urgent, cyc.Starts[0].Job, "the preemptor gets the freed node, not its requeued victim")
 	v, _ := s.Job(victim)
 	assert.Equal(t, scheduler.JobPending, v.State)
-	_ = bg
 }

@@ -218,7 +218,7 @@ func (s *Scheduler) qosPriority(j *job) uint32 {
 func (s *Scheduler) priorityInput(j *job) (priority.Job, error) {
 	p := s.prio
 	part := &s.parts[j.part]
-	total, err := j.perNode.Scale(int64(j.nodes))
+	total, err := j.totalRequest()
 	if err != nil {
 		return priority.Job{}, err
 	}

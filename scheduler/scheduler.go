@@ -98,7 +98,7 @@ type job struct {
 	part     int
 	tier     int
 	nodes    int
-	perNode  gres.Vector    // per-node request (cpu, mem, node=1, gres)
+	perNode  gres.Vector    // per-node request (cpu, mem, node=1, gres); Job.PerNode is set by snapshot
 	devReq   []gres.Request // per-node device requests, merged by (name, type)
 	shape    *shape
 	deadline time.Time
@@ -117,11 +117,11 @@ type job struct {
 	subject  policy.Subject
 	dep      policy.Dependency
 	blockers []policy.Blocker
-	// bfPer and bfUse cache the job's per-node request and per-node use as
-	// the backfill profile counts them (bfUse valid for health generation
-	// bfUseHealthGen).
+	// bfPer is the per-node request as the backfill profile counts it
+	// (see bfPerNode); bfUse caches the per-node use as the profile counts
+	// it (valid for health generation bfUseHealthGen).
 	bfPer          gres.Vector
-	total          gres.Vector // perNode × nodes, for policy checks (policyRequest)
+	total          gres.Vector // perNode × nodes (see totalRequest)
 	chooserKeys    [2]string   // the backfill chooser key, unrelaxed and relaxed
 	bfUse          []backfill.Alloc
 	bfUseHealthGen uint64
@@ -404,10 +404,10 @@ func (s *Scheduler) submit(now time.Time, spec JobSpec, indices []int, throttle 
 	if err != nil {
 		return 0, err
 	}
-	if err := s.admitPolicy(j0, max(len(indices), 1)); err != nil {
+	n := max(len(indices), 1)
+	if err := s.admitPolicy(j0, n); err != nil {
 		return 0, err
 	}
-	n := max(len(indices), 1)
 	var one [1]*job
 	jobs := one[:]
 	if n > 1 {
@@ -538,11 +538,15 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 			j.TimeLimit = unlimitedPlanTime
 		}
 	}
+	// The partition's policy (OverSubscribe, DefCpuPerGPU, DefMemPerGPU).
+	var pp policy.Partition
+	hasPP := false
 	if s.pol != nil {
-		if pp, ok := s.pol.p.Partition(p.cfg.Name); ok && pp.WholeNodes(spec.Exclusive) {
-			spec.Exclusive = true // OverSubscribe=EXCLUSIVE
-			j.Spec.Exclusive = true
-		}
+		pp, hasPP = s.pol.p.Partition(p.cfg.Name)
+	}
+	if hasPP && pp.WholeNodes(spec.Exclusive) {
+		spec.Exclusive = true // OverSubscribe=EXCLUSIVE
+		j.Spec.Exclusive = true
 	}
 	devReq, err := mergeDeviceRequests(spec, int64(nodes), tpn)
 	if err != nil {
@@ -558,23 +562,18 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 	if gpus > 1<<16 {
 		return nil, fmt.Errorf("%w: %d GPUs per node is out of range", ErrInvalidJob, gpus)
 	}
-	// With backfill, the per-node request and the backfill profile's
-	// view of it (bfPer, see bfPerNode) share one array.
-	nv, n := s.reg.Len(), s.reg.Len()
-	if s.bf != nil {
-		n *= 2
-	}
-	both := make(gres.Vector, n)
+	// The per-node request and the backfill profile's view of it (bfPer,
+	// see bfPerNode) share one array.
+	nv := s.reg.Len()
+	both := make(gres.Vector, 2*nv)
 	v := both[:nv:nv]
 	v[gres.CPU] = max(tpn*cpt, gpus*int64(spec.CPUsPerGPU))
 	var defMemGPU int64
-	if s.pol != nil && spec.CPUsPerGPU == 0 {
-		if pp, ok := s.pol.p.Partition(p.cfg.Name); ok {
-			// The partition's DefCpuPerGPU / DefMemPerGPU.
-			c, m := pp.GPUDefaults(gpus)
-			v[gres.CPU] = max(v[gres.CPU], c)
-			defMemGPU = m
-		}
+	if hasPP && spec.CPUsPerGPU == 0 {
+		// The partition's DefCpuPerGPU / DefMemPerGPU.
+		c, m := pp.GPUDefaults(gpus)
+		v[gres.CPU] = max(v[gres.CPU], c)
+		defMemGPU = m
 	}
 	if v[gres.CPU] > gres.MaxCount {
 		return nil, fmt.Errorf("%w: %d CPUs per node overflows", ErrInvalidJob, v[gres.CPU])
@@ -607,12 +606,9 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		}
 	}
 	j.perNode = v
-	j.PerNode = v
-	if s.bf != nil {
-		j.bfPer = both[nv : 2*nv : 2*nv]
-		copy(j.bfPer, v)
-		j.bfPer[gres.Node] = 0
-	}
+	j.bfPer = both[nv:]
+	copy(j.bfPer, v)
+	j.bfPer[gres.Node] = 0
 	j.shape = s.shapeOf(pi, v, spec.Exclusive)
 	if c := j.shape.capable.Count(); c < nodes {
 		return nil, fmt.Errorf("%w: %w: needs %d node(s) with %s in partition %q, only %d exist",
@@ -877,19 +873,32 @@ func copyAlloc(a Allocation) Allocation {
 	tres := make(gres.Vector, nt)
 	for i, na := range a.Nodes {
 		if na.CPUs != nil {
-			na.CPUs = cpus[:copy(cpus, na.CPUs):len(na.CPUs)]
-			cpus = cpus[len(na.CPUs):]
+			na.CPUs = cutCopy(&cpus, na.CPUs)
 		}
 		if na.Devices != nil {
-			na.Devices = devs[:copy(devs, na.Devices):len(na.Devices)]
-			devs = devs[len(na.Devices):]
+			na.Devices = cutCopy(&devs, na.Devices)
 		}
 		if na.TRES != nil {
-			na.TRES = tres[:copy(tres, na.TRES):len(na.TRES)]
-			tres = tres[len(na.TRES):]
+			na.TRES = cutCopy(&tres, na.TRES)
 		}
 		out.Nodes[i] = na
 	}
+	return out
+}
+
+// cut returns the first n elements of *buf, capped at n (appending to
+// them never writes into the rest of *buf), and leaves *buf past them.
+// *buf must hold n elements.
+func cut[S ~[]E, E any](buf *S, n int) S {
+	out := (*buf)[:n:n]
+	*buf = (*buf)[n:]
+	return out
+}
+
+// cutCopy is cut holding a copy of src.
+func cutCopy[S ~[]E, E any](buf *S, src S) S {
+	out := cut(buf, len(src))
+	copy(out, src)
 	return out
 }
 
@@ -1020,6 +1029,20 @@ func (s *Scheduler) Counts() (pending, running int) {
 	return s.pending.Len(), s.running.Len()
 }
 
+// totalRequest returns the job's whole request, perNode × nodes, as the
+// limit checks and the priority engine see it. The request is fixed at
+// submit, so it is computed once; callers only read it.
+func (j *job) totalRequest() (gres.Vector, error) {
+	if j.total == nil {
+		t, err := j.perNode.Scale(int64(j.nodes))
+		if err != nil {
+			return nil, err
+		}
+		j.total = t
+	}
+	return j.total, nil
+}
+
 // constraints returns the job's topology constraints.
 func (j *job) constraints() topology.Constraints {
 	return topology.Constraints{MaxLeafSwitches: j.Spec.Switches, Segment: j.Spec.Segment, Domains: j.Spec.NVLinkDomain}
@@ -1040,12 +1063,12 @@ func (s *Scheduler) SetDeviceHealth(now time.Time, nodeName string, index int, h
 	if n.devs == nil {
 		return fmt.Errorf("%w: node %q has no devices", gres.ErrUnknownDevice, nodeName)
 	}
-	s.healthGen++
 	was := n.devs.IsHealthy(index)
 	inUse := n.devs.InUse(index)
 	if err := n.devs.SetHealthy(index, healthy); err != nil {
 		return fmt.Errorf("node %q: %w", nodeName, err)
 	}
+	s.healthGen++
 	if was != healthy && !inUse {
 		dv := n.deviceVector(n.free, []int{index})
 		if healthy {
