@@ -283,7 +283,8 @@ func (s *Scheduler) auditRecords(c Cycle, pend []*job) []Decision {
 		d.QueuePos = 1 + ahead + startedAhead
 		out = append(out, d)
 	}
-	// Overtaken jobs of the backfill starts, in one walk of the queue.
+	// Overtaken jobs of the backfill starts: one walk of the pending list
+	// (up to the start's place in it) per backfill start.
 	a.overtaken(out[first:])
 	clear(byQueue)
 	s.audit.jobs = byQueue[:0]
@@ -780,9 +781,9 @@ func Compare(a, b []Decision) Comparison {
 		if len(b) > 0 {
 			c.Second = b[0].Job
 		}
-		for k := range sa.Overtook {
-			if o := sa.Overtook[k]; c.Second != 0 && o.Job == c.Second {
-				c.Overtaken, c.Kind = &o, CompareBackfill
+		if c.Second != 0 {
+			if c.Overtaken = overtakenIn(sa, c.Second); c.Overtaken != nil {
+				c.Kind = CompareBackfill
 			}
 		}
 		return c
@@ -802,13 +803,9 @@ func Compare(a, b []Decision) Comparison {
 			}
 		}
 	}
-	for k := range sa.Overtook {
-		if sa.Overtook[k].Job == sb.Job {
-			o := sa.Overtook[k]
-			c.Overtaken = &o
-			c.Kind = CompareBackfill
-			return c
-		}
+	if c.Overtaken = overtakenIn(sa, sb.Job); c.Overtaken != nil {
+		c.Kind = CompareBackfill
+		return c
 	}
 	if sa.Kind == DecisionStart {
 		// Started by the main pass, in queue order (main-pass starts of a
@@ -818,6 +815,18 @@ func Compare(a, b []Decision) Comparison {
 		c.Kind = CompareNotCompeting
 	}
 	return c
+}
+
+// overtakenIn returns a copy of d's entry for job id among the jobs it
+// overtook, or nil.
+func overtakenIn(d *Decision, id JobID) *Overtaken {
+	for k := range d.Overtook {
+		if d.Overtook[k].Job == id {
+			o := d.Overtook[k]
+			return &o
+		}
+	}
+	return nil
 }
 
 // CompareJobs is Compare over the records src holds for jobs a and b; it

@@ -402,9 +402,7 @@ func (s *Scheduler) Explain(now time.Time, id JobID, opts ExplainOptions) (Expla
 		Job: j.ID, Name: j.Spec.Name, User: j.Spec.User, Account: j.Spec.Account, Partition: j.Partition,
 		State: j.State, Now: now, Reason: j.Reason, Priority: j.Priority,
 	}
-	if s.prio != nil {
-		b := j.breakdown
-		b.TRES = slices.Clone(b.TRES)
+	if b, ok := s.PriorityBreakdown(id); ok {
 		ex.Breakdown = &b
 	}
 	if j.State != JobPending {
@@ -801,29 +799,37 @@ func (s *Scheduler) policyBlockers(now time.Time, j *job) []policy.Blocker {
 	return out
 }
 
+// partitionBlockers appends to out every refusal of job x by its
+// partition: its state (DOWN, INACTIVE), MaxTime, MinNodes/MaxNodes — the
+// main pass's partition checks (evaluate), all of them rather than the
+// first.
+func (s *Scheduler) partitionBlockers(x *job, out []Blocker) []Blocker {
+	pc := &s.parts[x.part].cfg
+	switch pc.State {
+	case PartitionDown:
+		out = append(out, Blocker{Kind: BlockerPartition, Reason: policy.ReasonPartitionDown,
+			Detail: fmt.Sprintf("partition %s is DOWN: it queues jobs but starts none", pc.Name)})
+	case PartitionInactive:
+		out = append(out, Blocker{Kind: BlockerPartition, Reason: policy.ReasonPartitionInactive,
+			Detail: fmt.Sprintf("partition %s is INACTIVE", pc.Name)})
+	}
+	if pc.MaxTime > 0 && x.TimeLimit > pc.MaxTime {
+		out = append(out, Blocker{Kind: BlockerPartition, Reason: policy.ReasonPartitionTimeLimit, maxTime: pc.MaxTime,
+			Detail: fmt.Sprintf("time limit %s exceeds partition %s MaxTime %s", policy.FormatDuration(x.TimeLimit),
+				pc.Name, policy.FormatDuration(pc.MaxTime))})
+	}
+	if x.nodes < pc.MinNodes || (pc.MaxNodes > 0 && x.nodes > pc.MaxNodes) {
+		out = append(out, Blocker{Kind: BlockerPartition, Reason: policy.ReasonPartitionNodeLimit,
+			Detail: fmt.Sprintf("%d node(s) is outside partition %s MinNodes=%d MaxNodes=%d", x.nodes, pc.Name,
+				pc.MinNodes, pc.MaxNodes)})
+	}
+	return out
+}
+
 // staticBlockers are the blockers that do not depend on what runs:
 // partition, begin time, nodes down, policy.
 func (s *Scheduler) staticBlockers(now time.Time, j *job, allowed topology.NodeSet) []Blocker {
-	var out []Blocker
-	p := &s.parts[j.part]
-	switch p.cfg.State {
-	case PartitionDown:
-		out = append(out, Blocker{Kind: BlockerPartition, Reason: policy.ReasonPartitionDown,
-			Detail: fmt.Sprintf("partition %s is DOWN: it queues jobs but starts none", p.cfg.Name)})
-	case PartitionInactive:
-		out = append(out, Blocker{Kind: BlockerPartition, Reason: policy.ReasonPartitionInactive,
-			Detail: fmt.Sprintf("partition %s is INACTIVE", p.cfg.Name)})
-	}
-	if p.cfg.MaxTime > 0 && j.TimeLimit > p.cfg.MaxTime {
-		out = append(out, Blocker{Kind: BlockerPartition, Reason: policy.ReasonPartitionTimeLimit, maxTime: p.cfg.MaxTime,
-			Detail: fmt.Sprintf("time limit %s exceeds partition %s MaxTime %s", policy.FormatDuration(j.TimeLimit),
-				p.cfg.Name, policy.FormatDuration(p.cfg.MaxTime))})
-	}
-	if j.nodes < p.cfg.MinNodes || (p.cfg.MaxNodes > 0 && j.nodes > p.cfg.MaxNodes) {
-		out = append(out, Blocker{Kind: BlockerPartition, Reason: policy.ReasonPartitionNodeLimit,
-			Detail: fmt.Sprintf("%d node(s) is outside partition %s MinNodes=%d MaxNodes=%d", j.nodes, p.cfg.Name,
-				p.cfg.MinNodes, p.cfg.MaxNodes)})
-	}
+	out := s.partitionBlockers(j, nil)
 	if j.Spec.BeginTime.After(now) {
 		out = append(out, Blocker{Kind: BlockerBeginTime, Reason: policy.ReasonBeginTime,
 			Detail: fmt.Sprintf("begin time %s is %s away", fmtTime(j.Spec.BeginTime), fmtDur(j.Spec.BeginTime.Sub(now)))})
@@ -1263,14 +1269,6 @@ func cfGate(bs []Blocker) cfAllowed {
 	return g
 }
 
-// partitionAllows reports whether a (changed) job passes its partition's
-// state and limits.
-func (s *Scheduler) partitionAllows(x *job) bool {
-	pc := &s.parts[x.part].cfg
-	return pc.State == PartitionUp && (pc.MaxTime == 0 || x.TimeLimit <= pc.MaxTime) && x.nodes >= pc.MinNodes &&
-		(pc.MaxNodes == 0 || x.nodes <= pc.MaxNodes)
-}
-
 // counterfactuals computes the verified what-ifs.
 func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed topology.NodeSet, est *Estimate,
 	opts *ExplainOptions, ex *Explanation, gate cfAllowed) error {
@@ -1298,10 +1296,12 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 		return fit, nil
 	}
 	// tryVariant plans j changed to spec; ok is false, and nothing is
-	// planned, for a spec the scheduler or the partition would refuse.
+	// planned, for a spec the scheduler or the partition would refuse
+	// (variant refuses a DRAIN or INACTIVE partition, the partition's
+	// blockers the rest).
 	tryVariant := func(spec JobSpec) (fit backfill.Fit, ok bool, err error) {
 		x, ok := s.variant(j, spec)
-		if !ok || !s.partitionAllows(x) {
+		if !ok || len(s.partitionBlockers(x, nil)) > 0 {
 			return backfill.Fit{}, false, nil
 		}
 		fit, err = try(x, plannedDuration(x))
@@ -1514,22 +1514,16 @@ func (s *Scheduler) fairShareCounterfactual(now time.Time, j *job, opts *Explain
 	for i := range assocs {
 		assocs[i], _ = t.Association(i)
 	}
-	// The account's subtree: accounts by Parent, users by Account.
-	sub := map[string]bool{j.Spec.Account: true}
-	for changed := true; changed; {
-		changed = false
-		for _, a := range assocs {
-			if a.User == "" && !sub[a.Account] && sub[a.Parent] {
-				sub[a.Account], changed = true, true
-			}
-		}
-	}
 	before := assocs[acct].Usage
 	if before <= 0 {
 		return Counterfactual{}, false
 	}
 	const decay = 0.5 // one half-life
 	cut := before * (1 - decay)
+	// Each account's parent (account names are unique in the tree, which
+	// has no cycles); an association is in the account's subtree when its
+	// account (a user's: the one it belongs to) has the account among its
+	// ancestors or is it.
 	parents := map[string]string{}
 	for _, a := range assocs {
 		if a.User == "" {
@@ -1537,9 +1531,11 @@ func (s *Scheduler) fairShareCounterfactual(now time.Time, j *job, opts *Explain
 		}
 	}
 	for i := range assocs {
-		a := &assocs[i]
-		if sub[a.Account] {
-			a.Usage *= decay
+		for x := assocs[i].Account; x != ""; x = parents[x] {
+			if x == j.Spec.Account {
+				assocs[i].Usage *= decay
+				break
+			}
 		}
 	}
 	for anc := parents[j.Spec.Account]; anc != ""; anc = parents[anc] {
