@@ -122,18 +122,14 @@ func (s *Scheduler) outcome(id policy.JobID) (policy.Outcome, bool) {
 }
 
 // checkPolicy returns why a job may not start now for policy reasons
-// (dependency, limits), or ReasonNone. It records the blocker on the job
-// (the first in Slurm's hierarchy order; explanations ask the policy for
-// all of them).
+// (array throttle, dependency, limits: the first in Slurm's hierarchy
+// order; explanations ask the policy for all of them), or ReasonNone.
 func (s *Scheduler) checkPolicy(now time.Time, j *job) policy.Reason {
-	j.blockers = j.blockers[:0]
 	if a := s.arrays[j.ArrayJobID]; a != nil && a.throttle > 0 && a.running >= a.throttle {
 		b := policy.ArraySpec{Throttle: a.throttle}.ThrottleBlocker(a.running)
-		j.blockers = append(j.blockers, b)
 		return b.Reason
 	}
 	if b, blocked := s.depBlocker(j); blocked {
-		j.blockers = append(j.blockers, b)
 		return b.Reason
 	}
 	if s.pol == nil {
@@ -141,7 +137,6 @@ func (s *Scheduler) checkPolicy(now time.Time, j *job) policy.Reason {
 	}
 	req := s.policyRequest(j)
 	if b := s.pol.p.CheckStart(now, &req, s.pol.usage); b.Blocked() {
-		j.blockers = append(j.blockers, b)
 		return b.Reason
 	}
 	return policy.ReasonNone
@@ -191,7 +186,6 @@ func (s *Scheduler) constrainByReservations(now time.Time, j *job, cand topology
 	}
 	dl, b := s.pol.resv.Constrain(rj, now, wall, s.pol.forbidden)
 	if b.Blocked() {
-		j.blockers = append(j.blockers, b)
 		return time.Time{}, b.Reason
 	}
 	cand.Subtract(s.pol.forbidden)
@@ -373,7 +367,6 @@ func (s *Scheduler) checkExclusiveLimits(now time.Time, j *job, nodes []int) pol
 	req.TRES[gres.Node] = int64(len(nodes))
 	req.PerNode[gres.Node] = 1
 	if b := s.pol.p.CheckStart(now, &req, s.pol.usage); b.Blocked() {
-		j.blockers = append(j.blockers, b)
 		return b.Reason
 	}
 	return policy.ReasonNone

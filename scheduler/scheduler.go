@@ -112,11 +112,9 @@ type job struct {
 	// assoc is "account/user", the backfill planner's association key.
 	assoc    string
 	reserved bool
-	// subject is the job's resolved policy identity; dep its dependency;
-	// blockers every policy blocker found by the last cycle.
-	subject  policy.Subject
-	dep      policy.Dependency
-	blockers []policy.Blocker
+	// subject is the job's resolved policy identity; dep its dependency.
+	subject policy.Subject
+	dep     policy.Dependency
 	// bfPer is the per-node request as the backfill profile counts it
 	// (see bfPerNode); bfUse caches the per-node use as the profile counts
 	// it (valid for health generation bfUseHealthGen).
