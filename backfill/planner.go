@@ -160,6 +160,14 @@ type Job struct {
 	Priority float64
 	// NoReserve asks for an immediate start only (QOS NoReserve).
 	NoReserve bool
+	// NoEstimate spares the search for the job's expected start when it
+	// gets no reservation: it is then only tested for a start now, and
+	// ends StatusWaiting when it cannot start. A caller that keeps each
+	// job's last estimate and refreshes it on its own schedule (as
+	// Slurm's squeue --start shows the last backfill pass's) sets it for
+	// the jobs whose estimate is recent. Decisions — starts and
+	// reservations — are the same with or without it.
+	NoEstimate bool
 	// User, Partition and Assoc group jobs for bf_max_job_user, _part,
 	// _assoc, _user_part and bf_job_part_count_reserve.
 	User, Partition, Assoc string
@@ -192,6 +200,9 @@ const (
 	StatusBeyondWindow
 	// StatusNeverFits: the job cannot fit at any time (see Reason).
 	StatusNeverFits
+	// StatusWaiting: the job cannot start now and gets no reservation
+	// (see Reason); it asked for no estimate (Job.NoEstimate).
+	StatusWaiting
 )
 
 // String returns the status name.
@@ -209,6 +220,8 @@ func (s Status) String() string {
 		return "beyond-window"
 	case StatusNeverFits:
 		return "never-fits"
+	case StatusWaiting:
+		return "waiting"
 	}
 	return fmt.Sprintf("Status(%d)", uint8(s))
 }
@@ -300,7 +313,7 @@ type Entry struct {
 
 // Stats counts a plan's outcomes.
 type Stats struct {
-	Tested, Started, Reserved, Estimated, BeyondWindow, NeverFits, NotTested int
+	Tested, Started, Reserved, Estimated, BeyondWindow, NeverFits, NotTested, Waiting int
 	// Searches is the number of profile searches run; Tested − Searches
 	// jobs were answered from earlier searches of the same shape.
 	Searches int
@@ -511,7 +524,7 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 		return cmp.Or(cmp.Compare(x.k.kind, y.k.kind), strings.Compare(x.k.a, y.k.a), strings.Compare(x.k.b, y.k.b))
 	})
 	st2 := &r.plan.Stats
-	st2.Started, st2.Reserved, st2.Estimated, st2.BeyondWindow, st2.NeverFits, st2.NotTested = 0, 0, 0, 0, 0, 0
+	st2.Started, st2.Reserved, st2.Estimated, st2.BeyondWindow, st2.NeverFits, st2.NotTested, st2.Waiting = 0, 0, 0, 0, 0, 0, 0
 	for x := range r.plan.Entries {
 		switch r.plan.Entries[x].Status {
 		case StatusStart:
@@ -526,6 +539,8 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 			st2.NeverFits++
 		case StatusNotTested:
 			st2.NotTested++
+		case StatusWaiting:
+			st2.Waiting++
 		}
 	}
 	st2.Searches += done.Searches
@@ -725,6 +740,12 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		return err
 	}
 	q.latest = r.latest
+	// A job that may hold no reservation and wants no estimate needs only
+	// the answer for now.
+	startOnly := j.NoEstimate && noResv != ReasonNone
+	if startOnly {
+		q.latest = p.origin
+	}
 	if r.kept != nil && r.kept.id == j.ID {
 		p.ghostOn(q, r.kept)
 		defer p.ghostOff(q)
@@ -744,8 +765,10 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	res := result{st: FitBeyondLatest}
 	if en := sh.same(q.n, q.d, e0, r.gen); en != nil && q.ghost == nil {
 		// The same question on the same profile: the same answer.
-		res = result{st: FitFound, t: en.t, nodes: append(q.nodeList(len(en.nodes)), en.nodes...)}
-	} else if hint, fail := sh.lookup(q.n, q.d, e0); fail != FitFound {
+		if en.t <= q.latest {
+			res = result{st: FitFound, t: en.t, nodes: append(q.nodeList(len(en.nodes)), en.nodes...)}
+		}
+	} else if hint, fail := sh.lookup(q.n, q.d, e0, q.latest); fail != FitFound {
 		res.st = fail
 	} else {
 		q.t0, q.cands, q.upTo = hint.t, hint.cands, hint.upTo
@@ -758,11 +781,15 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		if q.ghost != nil {
 			gen = -1 // found on the profile without the kept reservation
 		}
-		sh.insert(q, e0, res, gen)
+		sh.insert(q, e0, res, gen, r.latest)
 	}
 	t, nodes := res.t, res.nodes
 	switch res.st {
 	case FitBeyondLatest:
+		if startOnly {
+			e.Status, e.Reason = StatusWaiting, noResv
+			return nil
+		}
 		e.Status, e.Reason = StatusBeyondWindow, ReasonWindow
 		return nil
 	case FitNever:
@@ -902,8 +929,12 @@ type setFP struct {
 type shapeEntry struct {
 	n    int
 	d, e int64
-	t    int64 // start found; posInf: none within the window
+	t    int64 // start found; posInf: none at or before lim
 	st   FitStatus
+	// lim is the latest start the search allowed: the window's end, or
+	// the origin for a job tested only for a start now. A failure tells
+	// nothing of later starts.
+	lim int64
 	// gen is the pass's profile generation the entry was found at (-1:
 	// on a profile with the kept reservation looked through), and nodes
 	// the nodes chosen then: a job asking the same at the same gen gets
@@ -984,9 +1015,10 @@ type hint struct {
 }
 
 // lookup returns what the cache knows for a job of this shape with n
-// nodes, raw duration d and earliest start e; st is FitFound when a search
-// is needed, or the failure (beyond the window, never) already known.
-func (sh *shape) lookup(n int, d, e int64) (h hint, st FitStatus) {
+// nodes, raw duration d, earliest start e and latest start latest; st is
+// FitFound when a search is needed, or the failure (beyond latest, never)
+// already known.
+func (sh *shape) lookup(n int, d, e, latest int64) (h hint, st FitStatus) {
 	h.t = e
 	for x := range sh.ents {
 		en := &sh.ents[x]
@@ -994,6 +1026,9 @@ func (sh *shape) lookup(n int, d, e int64) (h hint, st FitStatus) {
 			continue
 		}
 		if en.t >= posInf {
+			if en.lim < latest && en.st == FitBeyondLatest {
+				continue // it searched less far
+			}
 			return hint{}, en.st
 		}
 		switch {
@@ -1020,16 +1055,21 @@ func (sh *shape) same(n int, d, e int64, gen int) *shapeEntry {
 
 // insert records the outcome of a search for q whose job's own earliest
 // start was e0 (the search itself may have started later, at a bound from
-// this cache).
-func (sh *shape) insert(q *query, e0 int64, res result, gen int) {
-	ne := shapeEntry{n: q.n, d: q.d, e: e0, t: posInf, st: res.st, gen: gen}
+// this cache); window is the latest start any job of the pass may have.
+func (sh *shape) insert(q *query, e0 int64, res result, gen int, window int64) {
+	ne := shapeEntry{n: q.n, d: q.d, e: e0, t: posInf, st: res.st, gen: gen, lim: q.latest}
 	if res.st == FitFound {
 		ne.t, ne.cands, ne.upTo, ne.nodes = res.t, res.cands, res.upTo, res.nodes
 	}
-	// Drop entries the new one makes useless.
+	// Drop entries the new one makes useless: those it answers for at
+	// least as far. A failure up to a limit before the window's end says
+	// nothing of later starts, so it only replaces failures up to an
+	// earlier limit.
+	all := res.st == FitNever || q.latest >= window
 	out := sh.ents[:0]
 	for _, x := range sh.ents {
-		if x.n >= ne.n && x.d >= ne.d && x.e >= ne.e && (x.t < ne.t || (x.t == ne.t && x.upTo <= ne.upTo)) {
+		if x.n >= ne.n && x.d >= ne.d && x.e >= ne.e && (x.t < ne.t || (x.t == ne.t && x.upTo <= ne.upTo)) &&
+			(ne.t < posInf || all || x.lim <= ne.lim) {
 			continue
 		}
 		out = append(out, x)

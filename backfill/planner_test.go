@@ -861,6 +861,82 @@ func TestPlannerMatchesReference(t *testing.T) {
 	}
 }
 
+// TestNoEstimateSameDecisions checks that Job.NoEstimate changes no
+// decision: the same starts and reservations on the same nodes, and for
+// the jobs that asked for no estimate, StatusWaiting where the full plan
+// has an estimate or none within the window. Jobs with and without it
+// alternate, so the shape cache mixes answers searched to the origin only
+// with answers searched to the window's end.
+func TestNoEstimateSameDecisions(t *testing.T) {
+	sc := scale{nodes: 100, running: 400, pending: 600}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		seed uint64
+	}{
+		{"easy", Config{Mode: EASY}, 11},
+		{"easy-k4", Config{Mode: EASY, Reservations: 4}, 12},
+		{"easy-busy-nodes", Config{Mode: EASY, BusyNodes: true}, 13},
+		{"conservative-part-count", Config{JobPartCountReserve: 5}, 14},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := genWorkload(sc, tc.seed)
+			for x := range w.pending {
+				if x%7 == 3 {
+					w.pending[x].Earliest = w.now.Add(time.Duration(x%300) * time.Minute)
+				}
+				w.pending[x].Partition = []string{"a", "b"}[x%2]
+			}
+			pl, err := NewPlanner(tc.cfg)
+			require.NoError(t, err)
+			a, err := pl.NewProfile(w.now, w.nodes, w.running)
+			require.NoError(t, err)
+			b := a.Clone()
+			full, err := pl.Plan(a, w.pending)
+			require.NoError(t, err)
+			jobs := slices.Clone(w.pending)
+			for x := range jobs {
+				jobs[x].NoEstimate = x%3 != 0
+			}
+			lean, err := pl.Plan(b, jobs)
+			require.NoError(t, err)
+			waiting := 0
+			for x := range jobs {
+				want, got := full.Entries[x], lean.Entries[x]
+				switch {
+				case !jobs[x].NoEstimate, want.Status == StatusStart, want.Status == StatusReserved:
+					require.Equal(t, want, got, "job %d", x)
+				case want.Status == StatusEstimated, want.Status == StatusBeyondWindow:
+					require.Equal(t, StatusWaiting, got.Status, "job %d", x)
+					require.NotContains(t, []Reason{ReasonNone, ReasonWindow}, got.Reason, "job %d: why it gets no reservation", x)
+					require.Empty(t, got.Nodes, "job %d", x)
+					require.True(t, got.Start.IsZero(), "job %d", x)
+					waiting++
+				case want.Status == StatusNeverFits:
+					require.Contains(t, []Status{StatusNeverFits, StatusWaiting}, got.Status, "job %d", x)
+				default:
+					require.Equal(t, want.Status, got.Status, "job %d", x)
+				}
+			}
+			require.Positive(t, waiting, "some jobs were only tested for a start now")
+			require.Equal(t, waiting, lean.Stats.Waiting-countStatus(full, StatusWaiting))
+			require.Less(t, lean.Stats.Searches, full.Stats.Searches)
+			checkNoOverAllocation(t, b)
+			checkProfile(t, b, nil)
+		})
+	}
+}
+
+func countStatus(p *Plan, s Status) int {
+	n := 0
+	for _, e := range p.Entries {
+		if e.Status == s {
+			n++
+		}
+	}
+	return n
+}
+
 func TestReserveFit(t *testing.T) {
 	now := t0.Add(20 * time.Second)
 	p, err := NewProfile(now, cluster(3, vec(4, 4, 2)), []Running{
