@@ -17,6 +17,8 @@ import (
 // what explanations re-plan on).
 type bfState struct {
 	planner *backfill.Planner
+	// estimateEvery is Config.EstimateInterval.
+	estimateEvery time.Duration
 	// last is the profile kept from cycle to cycle: running jobs, the
 	// reservation windows and the last plan's bookings. Explanations
 	// re-plan on clones of it.
@@ -46,7 +48,7 @@ type bfState struct {
 	windows, prevWindows []bfWindow
 }
 
-func (s *Scheduler) initBackfill(cfg backfill.Config) error {
+func (s *Scheduler) initBackfill(cfg backfill.Config, estimateEvery time.Duration) error {
 	if s.graph != nil && cfg.Chooser == nil {
 		cfg.Chooser = graphChooser(s.graph)
 	}
@@ -54,7 +56,7 @@ func (s *Scheduler) initBackfill(cfg backfill.Config) error {
 	if err != nil {
 		return fmt.Errorf("%w: backfill: %w", ErrInvalidConfig, err)
 	}
-	s.bf = &bfState{planner: pl}
+	s.bf = &bfState{planner: pl, estimateEvery: estimateEvery}
 	return nil
 }
 
@@ -157,10 +159,14 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	}
 	jobs, pjobs := b.jobs[:0], b.pjobs[:0]
 	s.pending.Ascend(func(j *job) bool {
-		j.ExpectedStart, j.planned, j.reserved = time.Time{}, j.planned[:0], false
+		// A recent estimate that has not come stands (EstimateInterval):
+		// the plan then only tests the job for a start now, unless it
+		// gives it a reservation.
+		keep := b.estimateEvery > 0 && j.ExpectedStart.After(now) && now.Sub(j.EstimatedAt) < b.estimateEvery
 		if !plannable(j.Reason) || j.Spec.Reservation != "" {
 			// Jobs in reservations start in the main pass, inside
 			// their window.
+			j.clearEstimate()
 			return true
 		}
 		if j.Reason == policy.ReasonPriority {
@@ -168,10 +174,15 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 			// its own limits and dependencies are checked now.
 			if r := s.checkPolicy(now, j); r != policy.ReasonNone {
 				j.Reason = r
+				j.clearEstimate()
 				return true
 			}
 		}
+		if !keep {
+			j.clearEstimate()
+		}
 		jobs = append(jobs, s.bfJob(now, j, s.allowedNodes(j.shape)))
+		jobs[len(jobs)-1].NoEstimate = keep
 		pjobs = append(pjobs, j)
 		return true
 	})
@@ -248,9 +259,13 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		}
 		switch e.Status {
 		case backfill.StatusReserved, backfill.StatusEstimated:
-			j.ExpectedStart = e.Start
+			j.ExpectedStart, j.EstimatedAt = e.Start, now
 			j.planned = append(j.planned[:0], e.Nodes...)
 			j.reserved = e.Status == backfill.StatusReserved
+		case backfill.StatusWaiting:
+			j.reserved = false // its estimate (NoEstimate) stands
+		default:
+			j.clearEstimate()
 		}
 	}
 	// The pending list was built before the backfill starts: drop them and
@@ -271,6 +286,11 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	clear(s.pendJobs[len(pend):])
 	s.pendJobs = pend
 	return nil
+}
+
+// clearEstimate forgets the job's expected start and planned nodes.
+func (j *job) clearEstimate() {
+	j.ExpectedStart, j.EstimatedAt, j.planned, j.reserved = time.Time{}, time.Time{}, j.planned[:0], false
 }
 
 // bfJob is job x as the backfill pass hands it to the planner.
@@ -380,6 +400,9 @@ func (s *Scheduler) canExtend(now time.Time, windows []bfWindow, jobs []backfill
 	for x := range b.prevJobs {
 		if !sameBFJob(&b.prevJobs[x], &jobs[x]) {
 			return false
+		}
+		if b.prevJobs[x].NoEstimate && !jobs[x].NoEstimate {
+			return false // its estimate is due
 		}
 		j := &jobs[x]
 		if j.TimeMin > 0 || (j.Earliest.After(b.planAt) && !j.Earliest.After(now)) {

@@ -84,6 +84,12 @@ func TestBackfillConfigValidated(t *testing.T) {
 	cfg.Backfill = &backfill.Config{Window: -time.Hour}
 	_, err := scheduler.New(cfg)
 	assert.ErrorIs(t, err, scheduler.ErrInvalidConfig)
+
+	cfg.Backfill = &backfill.Config{}
+	cfg.EstimateInterval = -time.Second
+	_, err = scheduler.New(cfg)
+	assert.ErrorIs(t, err, scheduler.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "EstimateInterval -1s")
 }
 
 func TestQOSNoReserveGetsNoReservation(t *testing.T) {
@@ -105,4 +111,93 @@ func TestQOSNoReserveGetsNoReservation(t *testing.T) {
 	assert.Equal(t, long, cyc.Starts[0].Job)
 	j, _ := s.Job(head)
 	assert.Equal(t, scheduler.JobPending, j.State)
+}
+
+// TestEstimateInterval runs two schedulers side by side on the same
+// events, one refreshing every waiting job's expected start in every
+// cycle and one letting an estimate stand for an hour: they decide the
+// same, the second's estimates stand (with when they were computed) until
+// the interval passes, Explain computes a fresh one meanwhile, and a job
+// that starts keeps none.
+func TestEstimateInterval(t *testing.T) {
+	newS := func(every time.Duration) *scheduler.Scheduler {
+		cfg := clustertest.Mixed4()
+		cfg.Backfill = &backfill.Config{Mode: backfill.EASY, Resolution: time.Second}
+		cfg.EstimateInterval = every
+		s, err := scheduler.New(cfg)
+		require.NoError(t, err)
+		return s
+	}
+	fresh, lazy := newS(0), newS(time.Hour)
+	both := func(f func(s *scheduler.Scheduler)) { f(fresh); f(lazy) }
+	schedule := func(at time.Time) {
+		a, b := mustSchedule(t, fresh, at), mustSchedule(t, lazy, at)
+		require.Equal(t, a.Starts, b.Starts, "same starts at %v", at)
+		require.Equal(t, a.Ended, b.Ended)
+	}
+	var short, long []scheduler.JobID
+	both(func(s *scheduler.Scheduler) {
+		short = nil
+		long = nil
+		for _, d := range []time.Duration{time.Hour, time.Hour, 3 * time.Hour, 3 * time.Hour} {
+			id := mustSubmit(t, s, t0, scheduler.JobSpec{Exclusive: true, TimeLimit: d})
+			if d == time.Hour {
+				short = append(short, id)
+			} else {
+				long = append(long, id)
+			}
+		}
+	})
+	schedule(t0)
+	var head, b, c scheduler.JobID
+	both(func(s *scheduler.Scheduler) {
+		head = mustSubmit(t, s, t0.Add(time.Minute), scheduler.JobSpec{Nodes: 3, Exclusive: true, TimeLimit: time.Hour})
+		b = mustSubmit(t, s, t0.Add(time.Minute), scheduler.JobSpec{Nodes: 2, Exclusive: true, TimeLimit: 5 * time.Hour})
+		c = mustSubmit(t, s, t0.Add(time.Minute), scheduler.JobSpec{Exclusive: true, TimeLimit: 6 * time.Hour})
+	})
+	schedule(t0.Add(time.Minute))
+	first, _ := lazy.Job(b)
+	require.False(t, first.ExpectedStart.IsZero())
+	require.Equal(t, t0.Add(time.Minute), first.EstimatedAt)
+
+	// A 3 h job ends early: the head's reservation moves up, and so does
+	// a fresh estimate of b; the lazy scheduler's stands.
+	both(func(s *scheduler.Scheduler) { require.NoError(t, s.Finish(t0.Add(30*time.Minute), long[0], 0)) })
+	schedule(t0.Add(30 * time.Minute))
+	fb, _ := fresh.Job(b)
+	lb, _ := lazy.Job(b)
+	require.Equal(t, first.ExpectedStart, lb.ExpectedStart, "the estimate stands")
+	require.Equal(t, t0.Add(time.Minute), lb.EstimatedAt)
+	require.Equal(t, t0.Add(30*time.Minute), fb.EstimatedAt)
+	require.True(t, fb.ExpectedStart.Before(lb.ExpectedStart), "a fresh estimate moved up: %v, stood %v", fb.ExpectedStart, lb.ExpectedStart)
+	fh, _ := fresh.Job(head)
+	lh, _ := lazy.Job(head)
+	require.Equal(t, fh.ExpectedStart, lh.ExpectedStart, "the head's reservation is planned in every pass")
+	require.Equal(t, t0.Add(30*time.Minute), lh.EstimatedAt)
+
+	// Explain does not show the stale estimate: it searches the last plan.
+	ex, err := lazy.Explain(t0.Add(30*time.Minute), b, scheduler.ExplainOptions{})
+	require.NoError(t, err)
+	require.Equal(t, scheduler.EstimateOutsidePlan, ex.Estimate.Source)
+	require.Equal(t, fb.ExpectedStart, ex.Estimate.Start)
+	exFresh, err := fresh.Explain(t0.Add(30*time.Minute), b, scheduler.ExplainOptions{})
+	require.NoError(t, err)
+	require.Equal(t, scheduler.EstimateEstimated, exFresh.Estimate.Source)
+
+	// Past the interval every estimate is computed again; the head has
+	// started and keeps no estimate.
+	schedule(t0.Add(time.Hour + 5*time.Minute))
+	for _, id := range []scheduler.JobID{b, c} {
+		f, _ := fresh.Job(id)
+		l, _ := lazy.Job(id)
+		require.Equal(t, scheduler.JobPending, l.State)
+		require.Equal(t, f.ExpectedStart, l.ExpectedStart, "job %d", id)
+		require.Equal(t, f.PlannedNodes, l.PlannedNodes, "job %d", id)
+		require.Equal(t, t0.Add(time.Hour+5*time.Minute), l.EstimatedAt, "job %d", id)
+	}
+	lh, _ = lazy.Job(head)
+	require.Equal(t, scheduler.JobRunning, lh.State)
+	require.True(t, lh.ExpectedStart.IsZero())
+	require.True(t, lh.EstimatedAt.IsZero())
+	require.Empty(t, lh.PlannedNodes)
 }

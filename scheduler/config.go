@@ -58,6 +58,20 @@ type Config struct {
 	// bf_resolution, …). Every pending job then also gets an expected
 	// start time. Nil means no backfill (strict priority order).
 	Backfill *backfill.Config
+	// EstimateInterval, with Backfill, is how long the expected start of
+	// a pending job that holds no reservation may stand before a backfill
+	// pass computes it again. Zero computes every such job's expected
+	// start in every pass. Between refreshes the pass only tests the job
+	// for a start now, which decides exactly as computing its estimate
+	// would (starts and reservations are the same), so a longer interval
+	// spares most of a pass's searches on a long queue, at the price of
+	// expected starts up to that old — Job.EstimatedAt says when each was
+	// computed — the way Slurm's squeue --start shows what the last
+	// backfill pass (every bf_interval) computed. A job without an
+	// estimate, or whose expected start has come, gets a fresh one in the
+	// next pass whatever the interval; Explain computes a fresh one when
+	// the job's is older than the last pass.
+	EstimateInterval time.Duration
 	// MaxArraySize is Slurm's MaxArraySize: job array indices must be
 	// below it. Zero means DefaultMaxArraySize (1001).
 	MaxArraySize int
@@ -275,6 +289,9 @@ func (c *Config) validate() (*topology.Graph, error) {
 				}
 			}
 		}
+	}
+	if c.EstimateInterval < 0 {
+		return nil, fmt.Errorf("%w: EstimateInterval %v, want ≥ 0", ErrInvalidConfig, c.EstimateInterval)
 	}
 	if c.MinJobAge < 0 {
 		return nil, fmt.Errorf("%w: MinJobAge %v, want ≥ 0", ErrInvalidConfig, c.MinJobAge)

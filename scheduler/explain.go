@@ -201,9 +201,10 @@ const (
 	// backfill may delay it.
 	EstimateEstimated
 	// EstimateOutsidePlan: the last plan gave the job no start (beyond
-	// bf_window, not tested under bf_max_job_test, or submitted since);
-	// the start shown is the earliest the plan leaves it, searched
-	// without the window.
+	// bf_window, not tested under bf_max_job_test, submitted since, or
+	// only tested for a start now because Config.EstimateInterval let an
+	// older estimate stand); the start shown is the earliest the plan
+	// leaves it, searched without the window.
 	EstimateOutsidePlan
 	// EstimateOnDemand: no plan to read (no backfill configured, or no
 	// cycle yet): a plan was built on demand from the current state, with
@@ -1048,9 +1049,11 @@ func (s *Scheduler) estimate(now time.Time, j *job, ctx *planCtx, allowed topolo
 		}
 	case ctx.onDemand && ctx.ownSet:
 		est.Source, est.Start, nodes = EstimateOnDemand, ctx.own.start, ctx.own.nodes
-	case !ctx.onDemand && !j.ExpectedStart.IsZero():
+	case !ctx.onDemand && !j.ExpectedStart.IsZero() && !j.EstimatedAt.Before(ctx.at):
+		// The last plan's own estimate (an older one that
+		// EstimateInterval let stand is searched again below).
 		est.Source, est.Start, nodes = EstimateEstimated, j.ExpectedStart, j.planned
-		if s.bf.last.Has(backfill.JobID(j.ID)) {
+		if j.reserved {
 			est.Source = EstimateReserved
 		}
 	case ctx.prof != nil && (ctx.strict || plannable(j.Reason) || j.Reason == policy.ReasonNone):

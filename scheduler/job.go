@@ -202,10 +202,13 @@ type Job struct {
 	// LostGPUSeconds is the GPU work preemption destroyed in this job.
 	LostGPUSeconds float64
 	// ExpectedStart and PlannedNodes are, for a pending job under
-	// backfill, when and where the last cycle's plan expects it to start
-	// (squeue --start); zero and nil when the plan has no estimate.
+	// backfill, when and where the plan expects it to start (squeue
+	// --start); zero and nil when the plan has no estimate. EstimatedAt
+	// is the time of the cycle that computed them: the last cycle's,
+	// unless Config.EstimateInterval let an older estimate stand.
 	ExpectedStart time.Time
 	PlannedNodes  []string
+	EstimatedAt   time.Time
 }
 
 // Allocation is the concrete resources a job holds: per node, which CPUs,

@@ -242,7 +242,7 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 	}
 	if cfg.Backfill != nil {
-		if err := s.initBackfill(*cfg.Backfill); err != nil {
+		if err := s.initBackfill(*cfg.Backfill, cfg.EstimateInterval); err != nil {
 			return nil, err
 		}
 	}

@@ -80,6 +80,7 @@ type config struct {
 	progress                 bool
 	explain                  bool
 	explainEvery             time.Duration
+	estimateEvery            time.Duration // < 0: the policy's
 }
 
 // batchGCPercent is the GOGC the command runs with by default.
@@ -107,6 +108,7 @@ func main() {
 	fs.Uint64Var(&c.seed, "seed", 1, "synthetic workload: seed")
 	fs.BoolVar(&c.explain, "explain", false, "report why jobs waited (pending-reason mix) and why capacity was idle (idle-capacity classes)")
 	fs.DurationVar(&c.explainEvery, "explain-every", 10*time.Minute, "with -explain: classify the idle capacity every this much virtual time")
+	fs.DurationVar(&c.estimateEvery, "estimate-every", -1, "recompute a waiting job's expected start at most this often (0: in every cycle; default: the policy's, once per job under easy)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
@@ -293,6 +295,9 @@ func run(c config, stdout, stderr io.Writer) error {
 	}
 	if err := p.Apply(&cfg, &opt); err != nil {
 		return err
+	}
+	if c.estimateEvery >= 0 {
+		cfg.EstimateInterval = c.estimateEvery
 	}
 	src = sim.Window(src, c.skip, c.jobs)
 	if c.estimates == "exact" {

@@ -30,7 +30,26 @@ const tiny = `; Computer: test
 `
 
 func defaults() config {
-	return config{policy: "fcfs", estimates: "user", procsPerNode: 1, oversize: "clip", nodes: 1000, seed: 1}
+	return config{policy: "fcfs", estimates: "user", procsPerNode: 1, oversize: "clip", nodes: 1000, seed: 1, estimateEvery: -1}
+}
+
+// TestRunEstimateEvery checks -estimate-every: refreshing every waiting
+// job's expected start in every cycle reports exactly what EASY's
+// once-per-job estimates do.
+func TestRunEstimateEvery(t *testing.T) {
+	out := func(every time.Duration) map[string]any {
+		c := defaults()
+		c.policy, c.nodes, c.jobs, c.json, c.estimateEvery = "easy", 64, 1500, true, every
+		var stdout, stderr bytes.Buffer
+		require.NoError(t, run(c, &stdout, &stderr))
+		var got map[string]any
+		require.NoError(t, json.Unmarshal(stdout.Bytes(), &got), stdout.String())
+		delete(got, "sim_seconds")
+		return got
+	}
+	once := out(-1)
+	assert.Equal(t, out(0), once)
+	assert.Positive(t, once["eta_jobs"], "the replay has estimates")
 }
 
 func writeTrace(t *testing.T, text string) string {

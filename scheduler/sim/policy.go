@@ -18,6 +18,16 @@ const priorityCalcPeriod = 5 * time.Minute
 // reservation always do (the textbook algorithms have no window).
 const classicWindow = 30 * 24 * time.Hour
 
+// EstimateOnce is the scheduler's EstimateInterval under EASY: the
+// window's length, so that a pending job's expected start is computed
+// once, in its first cycle, and again only when it comes without the job
+// starting. The simulation reports first estimates (ETAStats) and nothing
+// of later ones, and every decision is the same whatever the interval, so
+// the results are those of estimates refreshed in every pass — without
+// the search for every waiting job's start in every cycle. Set the
+// scheduler's EstimateInterval to 0 after Apply to refresh them all.
+const EstimateOnce = classicWindow
+
 // Policy names a scheduling policy of the simulation literature, as the
 // simulate command spells it. Apply maps it onto the scheduler's
 // configuration: the simulator itself never schedules.
@@ -32,7 +42,8 @@ const (
 	// EASY is EASY backfilling: FCFS order, a reservation for the first
 	// job that cannot start, and any later job may start if it does not
 	// delay that reservation (the scheduler's EASY backfill with k = 1, a
-	// 1 s resolution and a 30-day window, so planning is exact).
+	// 1 s resolution and a 30-day window, so planning is exact; expected
+	// starts computed once per job, see EstimateOnce).
 	EASY Policy = "easy"
 	// Conservative is conservative backfilling: every waiting job gets a
 	// reservation and a job may start early only if it delays none (1 s
@@ -81,6 +92,7 @@ func (p Policy) Apply(cfg *scheduler.Config, opt *Options) error {
 	case EASY:
 		cfg.Priority = nil
 		cfg.Backfill = &backfill.Config{Mode: backfill.EASY, Reservations: 1, Window: classicWindow, Resolution: time.Second, BusyNodes: true}
+		cfg.EstimateInterval = EstimateOnce
 		return nil
 	case Conservative:
 		cfg.Priority = nil

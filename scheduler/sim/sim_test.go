@@ -435,6 +435,52 @@ func assertSeriesNear(t *testing.T, want, got []sim.Sample) {
 // simulator's MinJobAge (PurgeAge) and without: the results are the same,
 // and the purging scheduler holds only the jobs in flight and those
 // finished within PurgeAge at the end.
+// TestEstimateOnceChangesNothing replays with expected starts computed
+// once per job (EASY's EstimateOnce) and in every pass: every result,
+// first estimates included, is the same, though the cycles' expected
+// starts of jobs waiting behind others differ (they stand once computed).
+func TestEstimateOnceChangesNothing(t *testing.T) {
+	cfg, err := sim.SyntheticCluster(64)
+	require.NoError(t, err)
+	jobs, err := sim.Synthetic(sim.SyntheticFor(64, 1500, 5))
+	require.NoError(t, err)
+	replay := func(every time.Duration) (sim.Result, map[scheduler.JobID][]time.Time) {
+		c := cfg
+		etas := map[scheduler.JobID][]time.Time{}
+		opt := sim.Options{OnCycle: func(_ *scheduler.Scheduler, cyc scheduler.Cycle) {
+			for _, p := range cyc.Pending {
+				etas[p.Job] = append(etas[p.Job], p.ExpectedStart)
+			}
+		}}
+		require.NoError(t, sim.EASY.Apply(&c, &opt))
+		require.Equal(t, sim.EstimateOnce, c.EstimateInterval)
+		c.EstimateInterval = every
+		s, err := scheduler.New(c)
+		require.NoError(t, err)
+		res, err := sim.Run(s, &sim.SliceSource{Jobs: jobs}, opt)
+		require.NoError(t, err)
+		return res, etas
+	}
+	once, onceETAs := replay(sim.EstimateOnce)
+	every, everyETAs := replay(0)
+	stood := 0
+	for id, e := range everyETAs {
+		o := onceETAs[id]
+		require.Len(t, o, len(e), "job %d pends in as many cycles", id)
+		require.Equal(t, e[0], o[0], "job %d: first estimate", id)
+		for k := range e {
+			if !o[k].Equal(e[k]) {
+				stood++
+			}
+		}
+	}
+	require.Positive(t, stood, "some estimates stood while a fresh one differed")
+	require.Equal(t, every.Jobs, once.Jobs)
+	require.Equal(t, every.Summary, once.Summary)
+	require.Equal(t, every.Cycles, once.Cycles)
+	require.Positive(t, every.Summary.ETA.Jobs, "the replay has estimates to compare")
+}
+
 func TestRunPurgeChangesNothing(t *testing.T) {
 	cfg, err := sim.SyntheticCluster(64)
 	require.NoError(t, err)
