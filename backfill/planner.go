@@ -770,6 +770,9 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		}
 	} else if hint, fail := sh.lookup(q.n, q.d, e0, q.latest); fail != FitFound {
 		res.st = fail
+	} else if hint.t > q.latest {
+		// No start before a time past the latest: beyond it, as the
+		// entry that says so answers any later job it would.
 	} else {
 		q.t0, q.cands, q.upTo = hint.t, hint.cands, hint.upTo
 		r.plan.Stats.Searches++

@@ -570,19 +570,28 @@ func (p *Profile) search(q *query) (result, error) {
 		}
 	}
 	s0 := p.cpFloor(t0)
-	probes := sc.probes[:0]
-	for _, off := range [...]int64{d0 / 4, d0 / 2, 3 * d0 / 4, d0 - 1} {
-		pr := p.cpFloor(t0 + off)
-		if pr != s0 && !slices.Contains(probes, pr) {
-			probes = append(probes, pr)
+	// The probe slots, found when a block passes s0's summaries.
+	var probes []*changePoint
+	probed := false
+	probe := func() []*changePoint {
+		if !probed {
+			probed = true
+			probes = sc.probes[:0]
+			for _, off := range [...]int64{d0 / 4, d0 / 2, 3 * d0 / 4, d0 - 1} {
+				pr := p.cpFloor(t0 + off)
+				if pr != s0 && !slices.Contains(probes, pr) {
+					probes = append(probes, pr)
+				}
+			}
+			sc.probes = probes
 		}
+		return probes
 	}
-	sc.probes = probes
 	if q.excl {
 		cand := sc.tmp
 		cand.CopyFrom(q.allowed)
 		cand.IntersectWith(s0.idle)
-		for _, pr := range probes {
+		for _, pr := range probe() {
 			cand.IntersectWith(pr.idle)
 		}
 		if g := q.ghost; g != nil { // the idle sets count the ghost
@@ -602,7 +611,7 @@ func (p *Profile) search(q *query) (result, error) {
 		for i := q.allowed.Next(q.upTo); i >= 0; {
 			b := i / blockBits
 			ghostB := q.ghostBlock(b)
-			if !ghostB && !p.blockMayFit(s0, probes, b, q) {
+			if !ghostB && !p.blockMayFit(s0, probe, b, q) {
 				i = q.allowed.Next((b + 1) * blockBits)
 				continue
 			}
@@ -633,6 +642,15 @@ func (p *Profile) search(q *query) (result, error) {
 		if nodes != nil {
 			return found(t0, nodes, p.n), nil
 		}
+	}
+
+	if q.latest <= t0 && q.ghost == nil {
+		// Only t0 was allowed (a test for a start now): beyond the
+		// latest if anything changes later, else never.
+		if last, ok := p.cps.Max(); ok && last.t > t0 {
+			return result{st: FitBeyondLatest}, nil
+		}
+		return result{st: FitNever}, nil
 	}
 
 	// 2. Sweep the later change points: a node can only become feasible
@@ -738,13 +756,14 @@ func (p *Profile) search(q *query) (result, error) {
 }
 
 // blockMayFit reports whether the summaries allow some node of block b to
-// hold the request at slot s0 and at every probe slot.
-func (p *Profile) blockMayFit(s0 *changePoint, probes []*changePoint, b int, q *query) bool {
+// hold the request at slot s0 and at every probe slot (which probe finds
+// when first asked).
+func (p *Profile) blockMayFit(s0 *changePoint, probe func() []*changePoint, b int, q *query) bool {
 	a := p.a
 	if !q.fits(s0.bmax[b*a : (b+1)*a]) {
 		return false
 	}
-	for _, pr := range probes {
+	for _, pr := range probe() {
 		if !q.fits(pr.bmax[b*a : (b+1)*a]) {
 			return false
 		}
