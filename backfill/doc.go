@@ -108,8 +108,9 @@
 //     main pass held back, each with Allowed = the nodes of its partition
 //     that are up and not drained, minus excluded nodes, intersected with
 //     an advance reservation it must use; Earliest = its begin time or
-//     reservation start; NoReserve from its QOS; a job submitted to several
-//     partitions as one Job whose Allowed is their union;
+//     reservation start; NoReserve from its QOS; NoEstimate when it keeps a
+//     recent expected start from an earlier plan; a job submitted to
+//     several partitions as one Job whose Allowed is their union;
 //  4. starts plan.Starts (choosing GPU indices on the planned nodes) and
 //     shows plan.Entries' Start and Nodes as expected starts.
 //

@@ -28,7 +28,11 @@
 // afresh: a cycle that only brings new jobs extends the last plan with
 // them when nothing it depended on changed, the first job's reservation
 // stays when its search finds it again, and the plan's starts become the
-// running jobs without being booked twice.
+// running jobs without being booked twice. With Config.EstimateInterval
+// an expected start without a reservation stands that long (as squeue
+// --start shows the last backfill pass's): such a job is then only tested
+// for a start now, which decides the same, and Job.EstimatedAt says how
+// old its estimate is.
 //
 // Explain answers why a job waits (every blocker, with evidence), when it
 // will start, and what would let it start sooner, each answer verified by
