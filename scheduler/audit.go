@@ -92,7 +92,8 @@ type Overtaken struct {
 	// Reason is its pending reason in that cycle.
 	Reason policy.Reason
 	// PlannedStart is when the backfill plan expected it to start (zero
-	// without an estimate): the backfilled job did not delay it.
+	// without an estimate; with Config.EstimateInterval, possibly the
+	// estimate of an earlier cycle): the backfilled job did not delay it.
 	PlannedStart time.Time
 }
 

@@ -69,7 +69,9 @@ type Pending struct {
 	Priority uint32
 	// ExpectedStart is when the backfill plan expects the job to start
 	// (squeue --start); zero without backfill or when the plan has no
-	// estimate (beyond the window, not tested).
+	// estimate (beyond the window, not tested). With
+	// Config.EstimateInterval it may be an earlier cycle's estimate, still
+	// standing (Job.EstimatedAt says which).
 	ExpectedStart time.Time
 }
 
