@@ -775,13 +775,17 @@ func (s *Scheduler) nodeNames(idx []int) []string {
 // ---- blockers ----
 
 // policyBlockers returns every policy blocker that holds job j at now:
-// its dependency, every accounting limit in hierarchy order (the
+// its array's throttle, its dependency, every accounting limit in
+// hierarchy order (the
 // policy's CheckStartAll, where a cycle records only the first), and its
 // reservation's (a job naming a reservation whose window is not open, or
 // that it may not use). Jobs outside reservations get a reservation
 // blocker from resourceNeed when reserved nodes are what it lacks.
 func (s *Scheduler) policyBlockers(now time.Time, j *job) []policy.Blocker {
 	var out []policy.Blocker
+	if b, held := s.arrayBlocker(j); held {
+		out = append(out, b)
+	}
 	if b, blocked := s.depBlocker(j); blocked {
 		out = append(out, b)
 	}
@@ -945,6 +949,30 @@ func (s *Scheduler) reservationBlocker(now time.Time, j *job, fit topology.NodeS
 	if held.IsEmpty() {
 		return Blocker{}, false
 	}
+	// A MAGNETIC reservation that admits the job is tried first by the
+	// main pass (constrainByReservations): the job runs inside it, until
+	// the window's end, when enough of its nodes fit — then they hold
+	// nothing back. Otherwise it is listed with why the job cannot use it.
+	magnetic := map[string]string{}
+	notInside := topology.NewNodeSet(len(s.nodes))
+	for _, name := range s.pol.resv.Usable(rj) {
+		in := rj
+		in.Reservation = name
+		if _, b := s.pol.resv.Constrain(in, now, time.Second, notInside); b.Blocked() {
+			magnetic[name] = "MAGNETIC, admits it, but " + b.Detail
+			continue
+		}
+		if n := fit.Count() - fit.IntersectionCount(notInside); n >= j.nodes {
+			usable := fit.Clone()
+			usable.Subtract(notInside)
+			held.Subtract(usable)
+		} else {
+			magnetic[name] = fmt.Sprintf("MAGNETIC, admits it, but only %d of the %d node(s) it needs fit inside now", n, j.nodes)
+		}
+	}
+	if held.IsEmpty() {
+		return Blocker{}, false
+	}
 	var names []string
 	for _, r := range s.pol.resv.All() {
 		if !r.Nodes.Intersects(held) {
@@ -955,7 +983,11 @@ func (s *Scheduler) reservationBlocker(now time.Time, j *job, fit topology.NodeS
 			continue
 		}
 		who := strings.Join(append(slices.Clone(r.Users), r.Accounts...), ",")
-		names = append(names, fmt.Sprintf("%s [%s – %s] for %s", r.Name, fmtTime(ws[0].Start), fmtTime(ws[0].End), who))
+		name := fmt.Sprintf("%s [%s – %s] for %s", r.Name, fmtTime(ws[0].Start), fmtTime(ws[0].End), who)
+		if m, ok := magnetic[r.Name]; ok {
+			name += " (" + m + ")"
+		}
+		names = append(names, name)
 	}
 	b := Blocker{Kind: BlockerReservation, Reason: policy.ReasonReqNodeNotAvail,
 		Detail: fmt.Sprintf("%d of the %d node(s) that fit now are reserved within its time limit (%s): %s",

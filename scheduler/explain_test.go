@@ -337,6 +337,9 @@ func (sc *scenario) run(cmd string, args map[string]string, flags []string) stri
 		if slices.Contains(flags, "maint") {
 			r.Flags = policy.ResvMaint | policy.ResvIgnoreJobs
 		}
+		if slices.Contains(flags, "magnetic") {
+			r.Flags |= policy.ResvMagnetic
+		}
 		if err := s.AddReservation(at(args["at"]), r); err != nil {
 			return "error: " + err.Error()
 		}

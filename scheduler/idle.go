@@ -43,8 +43,8 @@ const (
 	IdleNoDemand
 	// IdlePolicy: pending jobs may use the node and some of them fit its
 	// free resources now, but every one that fits waits on a policy limit
-	// (QOS or association limits, partition MaxTime/MaxNodes), not on
-	// resources.
+	// (QOS or association limits, partition MaxTime/MaxNodes, its job
+	// array's throttle), not on resources.
 	IdlePolicy
 	// IdleFragmented: free but in shapes no pending job can use now: no
 	// eligible job's per-node request fits the node's free resources
@@ -114,7 +114,7 @@ type idleGroup struct {
 func policyLimited(j *job) bool {
 	switch j.Reason {
 	case policy.ReasonPartitionTimeLimit, policy.ReasonPartitionNodeLimit, policy.ReasonQOSNotAllowed,
-		policy.ReasonAccountNotAllowed:
+		policy.ReasonAccountNotAllowed, policy.ReasonJobArrayTaskLimit:
 		return true
 	}
 	return j.Reason.IsLimit()

@@ -125,8 +125,7 @@ func (s *Scheduler) outcome(id policy.JobID) (policy.Outcome, bool) {
 // (array throttle, dependency, limits: the first in Slurm's hierarchy
 // order; explanations ask the policy for all of them), or ReasonNone.
 func (s *Scheduler) checkPolicy(now time.Time, j *job) policy.Reason {
-	if a := s.arrays[j.ArrayJobID]; a != nil && a.throttle > 0 && a.running >= a.throttle {
-		b := policy.ArraySpec{Throttle: a.throttle}.ThrottleBlocker(a.running)
+	if b, held := s.arrayBlocker(j); held {
 		return b.Reason
 	}
 	if b, blocked := s.depBlocker(j); blocked {
@@ -140,6 +139,17 @@ func (s *Scheduler) checkPolicy(now time.Time, j *job) policy.Reason {
 		return b.Reason
 	}
 	return policy.ReasonNone
+}
+
+// arrayBlocker reports the throttle of job j's array when it holds the
+// job: as many of the array's tasks run as its %N allows.
+func (s *Scheduler) arrayBlocker(j *job) (policy.Blocker, bool) {
+	a := s.arrays[j.ArrayJobID]
+	if a == nil {
+		return policy.Blocker{}, false
+	}
+	b := policy.ArraySpec{Throttle: a.throttle}.ThrottleBlocker(a.running)
+	return b, b.Blocked()
 }
 
 // depBlocker evaluates the job's dependency (singleton terms clear when

@@ -189,6 +189,18 @@ func TestJobArrayWithThrottle(t *testing.T) {
 	cyc := mustSchedule(t, s, t0)
 	assert.Len(t, cyc.Starts, 3, "the %3 throttle")
 	assert.Equal(t, policy.ReasonJobArrayTaskLimit, reasonOf(cyc, ids[3]))
+	// Explain names the throttle, and the GPUs the throttled tasks could
+	// use are idle for policy, not for want of demand.
+	ex, err := s.Explain(t0, ids[3], scheduler.ExplainOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, ex.Blockers)
+	assert.Equal(t, scheduler.BlockerLimit, ex.Blockers[0].Kind)
+	assert.Equal(t, policy.ReasonJobArrayTaskLimit, ex.Blockers[0].Reason)
+	require.NotNil(t, ex.Blockers[0].Policy)
+	assert.Equal(t, int64(3), ex.Blockers[0].Policy.Value)
+	idle := s.IdleCapacity(t0)
+	assert.Positive(t, idle.GPUs[scheduler.IdlePolicy], "%s", idle)
+	assert.Zero(t, idle.GPUs[scheduler.IdleFragmented], "%s", idle)
 	require.NoError(t, s.Finish(t0.Add(time.Minute), cyc.Starts[0].Job, 0))
 	cyc = mustSchedule(t, s, t0.Add(time.Minute))
 	assert.Len(t, cyc.Starts, 1)
