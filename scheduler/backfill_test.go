@@ -201,3 +201,37 @@ func TestEstimateInterval(t *testing.T) {
 	require.True(t, lh.EstimatedAt.IsZero())
 	require.Empty(t, lh.PlannedNodes)
 }
+
+// TestRequeuedJobKeepsNoStalePlan: a job that held a reservation, started
+// and was requeued shows no expected start from before it ran, and
+// Explain does not call the running job's old booking its reservation.
+func TestRequeuedJobKeepsNoStalePlan(t *testing.T) {
+	s := newBackfillMixed(t, backfill.EASY)
+	blockers := []scheduler.JobID{}
+	for _, d := range []time.Duration{time.Hour, time.Hour, 3 * time.Hour, 3 * time.Hour} {
+		blockers = append(blockers, mustSubmit(t, s, t0, scheduler.JobSpec{Exclusive: true, TimeLimit: d}))
+	}
+	mustSchedule(t, s, t0)
+	head := mustSubmit(t, s, t0, scheduler.JobSpec{Nodes: 3, Exclusive: true, TimeLimit: time.Hour})
+	mustSchedule(t, s, t0.Add(time.Minute))
+	j, _ := s.Job(head)
+	require.Equal(t, t0.Add(3*time.Hour), j.ExpectedStart, "it holds a reservation")
+
+	for _, id := range blockers[:3] {
+		require.NoError(t, s.Finish(t0.Add(2*time.Minute), id, 0))
+	}
+	cyc := mustSchedule(t, s, t0.Add(2*time.Minute))
+	require.Len(t, cyc.Starts, 1)
+	require.Equal(t, head, cyc.Starts[0].Job)
+	j, _ = s.Job(head)
+	require.True(t, j.ExpectedStart.IsZero(), "a running job has no expected start")
+
+	require.NoError(t, s.Requeue(t0.Add(3*time.Minute), head))
+	j, _ = s.Job(head)
+	require.Equal(t, scheduler.JobPending, j.State)
+	require.True(t, j.ExpectedStart.IsZero(), "no plan from before it ran: %v", j.ExpectedStart)
+	require.Empty(t, j.PlannedNodes)
+	ex, err := s.Explain(t0.Add(3*time.Minute), head, scheduler.ExplainOptions{})
+	require.NoError(t, err)
+	require.NotEqual(t, scheduler.EstimateReserved, ex.Estimate.Source, "%+v", ex.Estimate)
+}
