@@ -776,11 +776,11 @@ func (s *Scheduler) nodeNames(idx []int) []string {
 
 // policyBlockers returns every policy blocker that holds job j at now:
 // its array's throttle, its dependency, every accounting limit in
-// hierarchy order (the
-// policy's CheckStartAll, where a cycle records only the first), and its
-// reservation's (a job naming a reservation whose window is not open, or
-// that it may not use). Jobs outside reservations get a reservation
-// blocker from resourceNeed when reserved nodes are what it lacks.
+// hierarchy order (the policy's CheckStartAll, where a cycle records only
+// the first), and its reservation's (a job naming a reservation whose
+// window is not open, or that it may not use). Jobs outside reservations
+// get a reservation blocker from resourceNeed when reserved nodes are what
+// it lacks.
 func (s *Scheduler) policyBlockers(now time.Time, j *job) []policy.Blocker {
 	var out []policy.Blocker
 	if b, held := s.arrayBlocker(j); held {
