@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -349,6 +350,54 @@ func TestKeptProfileMatchesRebuild(t *testing.T) {
 				kept := runRandom(t, seed, 80, v.set)
 				fresh := runRandom(t, seed, 80, v.set, scheduler.RebuildProfileEveryCycle)
 				require.Equal(t, fresh, kept, "seed %d", seed)
+			}
+		})
+	}
+}
+
+// estimateTimes matches the expected starts a cycle transcript shows:
+// pending jobs' (ExpectedStart:…) and overtaken jobs' in audit records
+// ("Reason@time").
+var estimateTimes = regexp.MustCompile(`(ExpectedStart|PlannedStart):\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? \+0000 UTC|@\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
+
+// TestEstimateIntervalDecidesTheSame checks, under every backfill
+// variant, that letting expected starts stand (Config.EstimateInterval)
+// changes no decision: with the expected starts taken out, the
+// transcripts — starts, ends, preemptions, requeues, pending reasons,
+// audit records — are the same as with every estimate fresh.
+func TestEstimateIntervalDecidesTheSame(t *testing.T) {
+	seeds := 300
+	if testing.Short() {
+		seeds = 40
+	}
+	strip := func(log []string) []string {
+		out := make([]string, len(log))
+		for i, l := range log {
+			out[i] = estimateTimes.ReplaceAllString(l, "$1")
+		}
+		return out
+	}
+	for _, v := range variants {
+		probe := clustertest.Mixed4()
+		v.set(&probe)
+		if probe.Backfill == nil {
+			continue
+		}
+		t.Run(v.name, func(t *testing.T) {
+			differ := 0
+			for seed := range uint64(seeds) {
+				fresh := runRandom(t, seed, 80, v.set)
+				lazy := runRandom(t, seed, 80, func(c *scheduler.Config) {
+					v.set(c)
+					c.EstimateInterval = 2 * time.Hour
+				})
+				if !slices.Equal(fresh, lazy) {
+					differ++
+				}
+				require.Equal(t, strip(fresh), strip(lazy), "seed %d", seed)
+			}
+			if probe.Backfill.Mode == backfill.EASY {
+				require.Positive(t, differ, "some estimates stood")
 			}
 		})
 	}
