@@ -26,6 +26,11 @@ func TestExtendMatchesPlan(t *testing.T) {
 			pl, err = NewPlanner(cfg)
 			require.NoError(t, err)
 		}
+		if rng.IntN(2) == 0 { // jobs tested for a start now only
+			for x := range jobs {
+				jobs[x].NoEstimate = rng.IntN(2) == 0
+			}
+		}
 		cut := rng.IntN(len(jobs) + 1)
 
 		part := p.Clone()
