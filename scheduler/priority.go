@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
@@ -50,9 +51,15 @@ const defaultCalcPeriod = 5 * time.Minute
 
 // prio is the scheduler's priority state.
 type prio struct {
-	cfg      PriorityConfig
-	engine   *priority.Engine
-	tree     *priority.Tree
+	cfg    PriorityConfig
+	engine *priority.Engine
+	tree   *priority.Tree
+	// assocs is the association list tree was last computed from (its
+	// own copy, TRES usage in tres), and ups the update scratch: a list
+	// with the same structure only updates the tree's usage.
+	assocs   []priority.Association
+	tres     []float64
+	ups      []priority.UsageUpdate
 	lastCalc time.Time
 	partTRES []gres.Vector // per partition: total TRES, the TRES factors' denominators
 }
@@ -110,13 +117,9 @@ func (s *Scheduler) refreshPriorities(now time.Time) error {
 		if err != nil {
 			return fmt.Errorf("scheduler: fair-share tree: %w", err)
 		}
-		tree, err := priority.NewTree(assocs, priority.TreeOptions{
-			Flags: p.cfg.Engine.Flags, DampeningFactor: p.cfg.DampeningFactor, UsageIncludesDescendants: true,
-		})
-		if err != nil {
+		if err := p.updateTree(assocs); err != nil {
 			return fmt.Errorf("scheduler: fair-share tree: %w", err)
 		}
-		p.tree = tree
 	}
 	p.lastCalc = now
 	jobs := make([]*job, 0, s.pending.Len())
@@ -133,6 +136,56 @@ func (s *Scheduler) refreshPriorities(now time.Time) error {
 		s.pending.ReplaceOrInsert(j)
 	}
 	return nil
+}
+
+// updateTree brings the fair-share tree to assocs: when only usage changed
+// since the last list (the same associations in the same order, with the
+// same parents and shares) the tree's UpdateUsage recomputes what the
+// changes touch, which is bit for bit what a new tree computes; otherwise
+// a new tree is built. On error the tree is left as it was.
+func (p *prio) updateTree(assocs []priority.Association) error {
+	if p.tree != nil && sameAssocShape(p.assocs, assocs) {
+		ups := p.ups[:0]
+		for k := range assocs {
+			a, b := &p.assocs[k], &assocs[k]
+			if a.Usage != b.Usage || !slices.Equal(a.TRESUsage, b.TRESUsage) {
+				ups = append(ups, priority.UsageUpdate{Index: k, Usage: b.Usage, TRESUsage: b.TRESUsage})
+			}
+		}
+		p.ups = ups
+		if err := p.tree.UpdateUsage(ups...); err != nil {
+			return err
+		}
+	} else {
+		tree, err := priority.NewTree(assocs, priority.TreeOptions{
+			Flags: p.cfg.Engine.Flags, DampeningFactor: p.cfg.DampeningFactor, UsageIncludesDescendants: true,
+		})
+		if err != nil {
+			return err
+		}
+		p.tree = tree
+	}
+	// Keep a copy: the source may reuse what it returned.
+	p.assocs = append(p.assocs[:0], assocs...)
+	p.tres = p.tres[:0]
+	for k := range p.assocs {
+		if u := p.assocs[k].TRESUsage; u != nil {
+			n := len(p.tres)
+			p.tres = append(p.tres, u...)
+			p.assocs[k].TRESUsage = p.tres[n:len(p.tres):len(p.tres)]
+		}
+	}
+	return nil
+}
+
+// sameAssocShape reports whether two association lists hold the same
+// associations in the same order with the same parents and shares: they
+// differ at most in usage.
+func sameAssocShape(a, b []priority.Association) bool {
+	return slices.EqualFunc(a, b, func(x, y priority.Association) bool {
+		return x.Account == y.Account && x.User == y.User && x.Partition == y.Partition && x.Parent == y.Parent &&
+			x.Shares == y.Shares && x.SharesParent == y.SharesParent
+	})
 }
 
 // computePriority sets j.Priority and its breakdown. j must not be in the

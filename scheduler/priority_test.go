@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -120,4 +121,52 @@ func TestPriorityConfigValidated(t *testing.T) {
 	s := newPriorityMixed(t, nil)
 	_, err = s.Submit(t0, scheduler.JobSpec{Nice: 1 << 40})
 	assert.ErrorIs(t, err, scheduler.ErrInvalidJob)
+}
+
+// TestFairShareTreeUpdatedInPlace: from one recomputation to the next the
+// scheduler only updates the usage of a tree whose associations did not
+// change; sshare must read exactly what a tree built afresh from the same
+// list gives, when usage changes, when an association appears (a new
+// tree), when the source reuses its slice, and after a bad list (an
+// error, and the tree as it was).
+func TestFairShareTreeUpdatedInPlace(t *testing.T) {
+	var list []priority.Association
+	calls := 0
+	src := scheduler.FairShareFunc(func(time.Time) ([]priority.Association, error) {
+		calls++
+		return list, nil
+	})
+	s := newPriorityMixed(t, src)
+	set := func(step int) {
+		// The same slice, rewritten: the scheduler must keep its own copy.
+		list = list[:0]
+		h, l := float64(1000*step), float64(300*(step%3))
+		list = append(list,
+			priority.Association{Account: "root", Shares: 1, Usage: h + l},
+			priority.Association{Account: "a", Parent: "root", Shares: 2, Usage: h},
+			priority.Association{Account: "b", Parent: "root", Shares: 1, Usage: l},
+			priority.Association{Account: "a", User: "heavy", Parent: "a", Shares: 1, Usage: h},
+			priority.Association{Account: "b", User: "light", Parent: "b", Shares: 1, Usage: l})
+		if step >= 3 { // a new user from step 3 on
+			list[0].Usage += 50
+			list[2].Usage += 50
+			list = append(list, priority.Association{Account: "b", User: "new", Parent: "b", Shares: 1, Usage: 50})
+		}
+	}
+	now := t0
+	for step := range 6 {
+		set(step)
+		want, err := priority.NewTree(list, priority.TreeOptions{UsageIncludesDescendants: true})
+		require.NoError(t, err)
+		mustSchedule(t, s, now)
+		require.Equal(t, step+1, calls, "one recomputation per calc period")
+		// %#v prints every float exactly and NaN (no usage yet) as NaN.
+		require.Equal(t, fmt.Sprintf("%#v", want.Shares()), fmt.Sprintf("%#v", s.Shares()), "step %d", step)
+		now = now.Add(10 * time.Minute)
+	}
+	before := fmt.Sprintf("%#v", s.Shares())
+	list[3].Usage = -1
+	_, err := s.Schedule(now)
+	require.Error(t, err, "a negative usage is refused")
+	require.Equal(t, before, fmt.Sprintf("%#v", s.Shares()), "the tree as it was")
 }
