@@ -36,7 +36,8 @@ type PriorityConfig struct {
 // (raw usage of each association's subtree, sshare's RawUsage) as of now.
 // It is the seam between the pure scheduler and the ledger: an
 // implementation may read a database, and its errors are returned by
-// Schedule.
+// Schedule. The scheduler keeps nothing of the returned slice (it copies
+// what it needs), so an implementation may reuse it from call to call.
 type FairShareSource interface {
 	FairShareTree(now time.Time) ([]priority.Association, error)
 }

@@ -38,7 +38,9 @@ type FairShare struct {
 	halfLife time.Duration
 	assoc    map[assocKey]*usage
 	keys     []assocKey // assoc's keys in (account, user) order
+	byKey    []*usage   // assoc[keys[i]], in the same order
 	running  map[scheduler.JobID]charge
+	tree     []priority.Association // FairShareTree's result, reused
 }
 
 type assocKey struct{ account, user string }
@@ -106,6 +108,7 @@ func (f *FairShare) lookup(k assocKey, now time.Time) *usage {
 	f.assoc[k] = u
 	i, _ := slices.BinarySearchFunc(f.keys, k, compareKeys)
 	f.keys = slices.Insert(f.keys, i, k)
+	f.byKey = slices.Insert(f.byKey, i, u)
 	return u
 }
 
@@ -147,17 +150,17 @@ func keyOf(spec scheduler.JobSpec) (assocKey, bool) {
 
 // FairShareTree returns the association tree with every association's
 // decayed usage (its subtree's, in CPU-seconds) as of now, accounts and
-// users in name order. It implements scheduler.FairShareSource.
+// users in name order. It implements scheduler.FairShareSource; the slice
+// is reused by the next call.
 func (f *FairShare) FairShareTree(now time.Time) ([]priority.Association, error) {
 	keys := f.keys
-	out := make([]priority.Association, 0, 1+2*len(keys))
-	out = append(out, priority.Association{Account: RootAccount, Shares: 1})
+	out := append(f.tree[:0], priority.Association{Account: RootAccount, Shares: 1})
 	for i := 0; i < len(keys); {
 		acct := keys[i].account
 		ai := len(out)
 		out = append(out, priority.Association{Account: acct, Parent: RootAccount, Shares: 1})
 		for ; i < len(keys) && keys[i].account == acct; i++ {
-			u := f.assoc[keys[i]]
+			u := f.byKey[i]
 			f.advance(u, now)
 			v := u.value
 			out = append(out, priority.Association{Account: acct, User: keys[i].user, Shares: 1, Usage: v})
@@ -165,5 +168,6 @@ func (f *FairShare) FairShareTree(now time.Time) ([]priority.Association, error)
 			out[0].Usage += v
 		}
 	}
+	f.tree = out
 	return out, nil
 }
