@@ -58,9 +58,12 @@ type prio struct {
 	// assocs is the association list tree was last computed from (its
 	// own copy, TRES usage in tres), and ups the update scratch: a list
 	// with the same structure only updates the tree's usage.
-	assocs   []priority.Association
-	tres     []float64
-	ups      []priority.UsageUpdate
+	assocs []priority.Association
+	tres   []float64
+	ups    []priority.UsageUpdate
+	// in is computePriority's input, reused (the engine takes a pointer,
+	// which would otherwise move each job's input to the heap).
+	in       priority.Job
 	lastCalc time.Time
 	partTRES []gres.Vector // per partition: total TRES, the TRES factors' denominators
 }
@@ -193,8 +196,9 @@ func sameAssocShape(a, b []priority.Association) bool {
 // pending index while its priority changes.
 func (s *Scheduler) computePriority(now time.Time, j *job) error {
 	p := s.prio
-	in, err := s.priorityInput(j)
-	if err != nil {
+	in := &p.in
+	var err error
+	if *in, err = s.priorityInput(j); err != nil {
 		return fmt.Errorf("scheduler: job %d: %w", j.ID, err)
 	}
 	in.PrevPriority = j.Priority
@@ -203,7 +207,7 @@ func (s *Scheduler) computePriority(now time.Time, j *job) error {
 			in.FairShare = p.tree.Factor(i)
 		}
 	}
-	if err := p.engine.ComputeInto(now, &in, &j.breakdown); err != nil {
+	if err := p.engine.ComputeInto(now, in, &j.breakdown); err != nil {
 		return fmt.Errorf("scheduler: job %d: %w", j.ID, err)
 	}
 	j.Priority = j.breakdown.Priority
