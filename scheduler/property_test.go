@@ -335,24 +335,35 @@ func deviceType(node string) string { return node[:4] }
 // across cycles (Advance, releases, AddStarted) decides exactly as
 // building it afresh every cycle, under every backfill variant.
 func TestKeptProfileMatchesRebuild(t *testing.T) {
-	seeds := 300
-	if testing.Short() {
-		seeds = 40
-	}
+	forBackfillVariants(t, func(t *testing.T, set func(*scheduler.Config), _ *backfill.Config) {
+		for seed := range backfillSeeds() {
+			kept := runRandom(t, seed, 80, set)
+			fresh := runRandom(t, seed, 80, set, scheduler.RebuildProfileEveryCycle)
+			require.Equal(t, fresh, kept, "seed %d", seed)
+		}
+	})
+}
+
+// forBackfillVariants runs f as a subtest for each variant with backfill,
+// with the variant's setter and its backfill configuration.
+func forBackfillVariants(t *testing.T, f func(t *testing.T, set func(*scheduler.Config), bf *backfill.Config)) {
 	for _, v := range variants {
 		probe := clustertest.Mixed4()
 		v.set(&probe)
 		if probe.Backfill == nil {
 			continue
 		}
-		t.Run(v.name, func(t *testing.T) {
-			for seed := range uint64(seeds) {
-				kept := runRandom(t, seed, 80, v.set)
-				fresh := runRandom(t, seed, 80, v.set, scheduler.RebuildProfileEveryCycle)
-				require.Equal(t, fresh, kept, "seed %d", seed)
-			}
-		})
+		t.Run(v.name, func(t *testing.T) { f(t, v.set, probe.Backfill) })
 	}
+}
+
+// backfillSeeds is the number of random sequences each backfill
+// comparison runs.
+func backfillSeeds() uint64 {
+	if testing.Short() {
+		return 40
+	}
+	return 300
 }
 
 // estimateTimes matches the expected starts a cycle transcript shows:
@@ -366,10 +377,6 @@ var estimateTimes = regexp.MustCompile(`(ExpectedStart|PlannedStart):\d{4}-\d\d-
 // transcripts — starts, ends, preemptions, requeues, pending reasons,
 // audit records — are the same as with every estimate fresh.
 func TestEstimateIntervalDecidesTheSame(t *testing.T) {
-	seeds := 300
-	if testing.Short() {
-		seeds = 40
-	}
 	strip := func(log []string) []string {
 		out := make([]string, len(log))
 		for i, l := range log {
@@ -377,28 +384,21 @@ func TestEstimateIntervalDecidesTheSame(t *testing.T) {
 		}
 		return out
 	}
-	for _, v := range variants {
-		probe := clustertest.Mixed4()
-		v.set(&probe)
-		if probe.Backfill == nil {
-			continue
+	forBackfillVariants(t, func(t *testing.T, set func(*scheduler.Config), bf *backfill.Config) {
+		differ := 0
+		for seed := range backfillSeeds() {
+			fresh := runRandom(t, seed, 80, set)
+			lazy := runRandom(t, seed, 80, func(c *scheduler.Config) {
+				set(c)
+				c.EstimateInterval = 2 * time.Hour
+			})
+			if !slices.Equal(fresh, lazy) {
+				differ++
+			}
+			require.Equal(t, strip(fresh), strip(lazy), "seed %d", seed)
 		}
-		t.Run(v.name, func(t *testing.T) {
-			differ := 0
-			for seed := range uint64(seeds) {
-				fresh := runRandom(t, seed, 80, v.set)
-				lazy := runRandom(t, seed, 80, func(c *scheduler.Config) {
-					v.set(c)
-					c.EstimateInterval = 2 * time.Hour
-				})
-				if !slices.Equal(fresh, lazy) {
-					differ++
-				}
-				require.Equal(t, strip(fresh), strip(lazy), "seed %d", seed)
-			}
-			if probe.Backfill.Mode == backfill.EASY {
-				require.Positive(t, differ, "some estimates stood")
-			}
-		})
-	}
+		if bf.Mode == backfill.EASY {
+			require.Positive(t, differ, "some estimates stood")
+		}
+	})
 }
