@@ -108,7 +108,18 @@ func main() {
 	fs.Uint64Var(&c.seed, "seed", 1, "synthetic workload: seed")
 	fs.BoolVar(&c.explain, "explain", false, "report why jobs waited (pending-reason mix) and why capacity was idle (idle-capacity classes)")
 	fs.DurationVar(&c.explainEvery, "explain-every", 10*time.Minute, "with -explain: classify the idle capacity every this much virtual time")
-	fs.DurationVar(&c.estimateEvery, "estimate-every", -1, "recompute a waiting job's expected start at most this often (0: in every cycle; default: the policy's, once per job under easy)")
+	c.estimateEvery = -1
+	fs.Func("estimate-every", "recompute a waiting job's expected start at most once per `duration` (0: in every cycle; default: the policy's, once per job under easy)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return err
+		}
+		if d < 0 {
+			return fmt.Errorf("negative duration %v", d)
+		}
+		c.estimateEvery = d
+		return nil
+	})
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
