@@ -5,7 +5,7 @@
 //
 //	go run ./examples/simulate -trace FILE.swf -policy fcfs|easy|conservative|priority \
 //	    -estimates user|exact [-jobs N] [-skip K] [-json] [-plot out.png] [-out jobs.swf] [-strict] \
-//	    [-explain [-explain-every 10m]]
+//	    [-explain [-explain-every 10m]] [-estimate-every D]
 //
 // The trace is a Standard Workload Format file of the Parallel Workloads
 // Archive, read as a stream and cleaned as package swf documents (jobs
@@ -31,6 +31,10 @@
 // mean, median and p90 — and the fraction of those jobs that started no
 // later than first estimated (JSON eta_jobs, eta_error_mean_s,
 // eta_error_median_s, eta_error_p90_s, eta_bias_s, eta_started_on_time).
+// Since only first estimates are reported, easy computes each waiting
+// job's expected start once (sim.EstimateOnce); -estimate-every 0 (or any
+// duration) recomputes them in every cycle (or that often), with the same
+// results, as an embedding control plane showing squeue --start would.
 // -explain adds explanation statistics (sim.Options.ExplainEvery): the
 // share of pending-job-time per pending reason (JSON reason_mix) and of
 // idle GPU-time (CPU-time without GPUs) per idle-capacity class
