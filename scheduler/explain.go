@@ -795,9 +795,8 @@ func (s *Scheduler) policyBlockers(now time.Time, j *job) []policy.Blocker {
 	req := s.policyRequest(j)
 	out = s.pol.p.CheckStartAll(now, &req, s.pol.usage, out)
 	if j.Spec.Reservation != "" {
-		rj := policy.ResvJob{User: j.Spec.User, Account: j.Spec.Account, Reservation: j.Spec.Reservation}
 		forbidden := topology.NewNodeSet(len(s.nodes))
-		if _, b := s.pol.resv.Constrain(rj, now, time.Second, forbidden); b.Blocked() {
+		if _, b := s.pol.resv.Constrain(j.resvJob(), now, insideWall, forbidden); b.Blocked() {
 			out = append(out, b)
 		}
 	}
@@ -943,7 +942,7 @@ func (s *Scheduler) reservationBlocker(now time.Time, j *job, fit topology.NodeS
 		return Blocker{}, false
 	}
 	forbidden := topology.NewNodeSet(len(s.nodes))
-	rj := policy.ResvJob{User: j.Spec.User, Account: j.Spec.Account}
+	rj := j.resvJob()
 	s.pol.resv.Constrain(rj, now, j.TimeLimit, forbidden)
 	held := fit.And(forbidden)
 	if held.IsEmpty() {
@@ -956,17 +955,14 @@ func (s *Scheduler) reservationBlocker(now time.Time, j *job, fit topology.NodeS
 	magnetic := map[string]string{}
 	notInside := topology.NewNodeSet(len(s.nodes))
 	for _, name := range s.pol.resv.Usable(rj) {
-		in := rj
-		in.Reservation = name
-		if _, b := s.pol.resv.Constrain(in, now, time.Second, notInside); b.Blocked() {
+		switch _, b, n := s.tryMagnetic(now, rj, name, fit, notInside); {
+		case b.Blocked():
 			magnetic[name] = "MAGNETIC, admits it, but " + b.Detail
-			continue
-		}
-		if n := fit.Count() - fit.IntersectionCount(notInside); n >= j.nodes {
-			usable := fit.Clone()
-			usable.Subtract(notInside)
-			held.Subtract(usable)
-		} else {
+		case n >= j.nodes:
+			// The fitting nodes it may use inside hold nothing back
+			// (held lies within fit).
+			held.IntersectWith(notInside)
+		default:
 			magnetic[name] = fmt.Sprintf("MAGNETIC, admits it, but only %d of the %d node(s) it needs fit inside now", n, j.nodes)
 		}
 	}

@@ -96,7 +96,7 @@ func (s *Scheduler) admitPolicy(j *job, tasks int) error {
 	if err := s.pol.p.CheckSubmit(&req, s.pol.usage); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
 	}
-	if err := s.pol.resv.CheckAccess(policy.ResvJob{User: j.Spec.User, Account: j.Spec.Account, Reservation: j.Spec.Reservation}); err != nil {
+	if err := s.pol.resv.CheckAccess(j.resvJob()); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
 	}
 	return nil
@@ -171,28 +171,20 @@ func (s *Scheduler) constrainByReservations(now time.Time, j *job, cand topology
 	if s.pol == nil || s.pol.resv.Len() == 0 {
 		return time.Time{}, policy.ReasonNone
 	}
-	rj := policy.ResvJob{User: j.Spec.User, Account: j.Spec.Account, Reservation: j.Spec.Reservation}
-	// A job inside a reservation may start while its window is open and
-	// is ended at the window's end, whatever its own limit: it is checked
-	// for a minimal wall. Other jobs must keep off reserved nodes for
-	// their whole limit.
-	const inside = time.Second
+	rj := j.resvJob()
+	// Jobs outside reservations must keep off reserved nodes for their
+	// whole limit.
+	wall := j.TimeLimit
 	if rj.Reservation == "" {
 		// MAGNETIC reservations that admit the job are tried first.
 		for _, name := range s.pol.resv.Usable(rj) {
-			rj.Reservation = name
-			if dl, b := s.pol.resv.Constrain(rj, now, inside, s.pol.forbidden); !b.Blocked() {
-				if cand.Count()-cand.IntersectionCount(s.pol.forbidden) >= j.nodes {
-					cand.Subtract(s.pol.forbidden)
-					return dl, policy.ReasonNone
-				}
+			if dl, b, n := s.tryMagnetic(now, rj, name, cand, s.pol.forbidden); !b.Blocked() && n >= j.nodes {
+				cand.Subtract(s.pol.forbidden)
+				return dl, policy.ReasonNone
 			}
 		}
-		rj.Reservation = ""
-	}
-	wall := j.TimeLimit
-	if rj.Reservation != "" {
-		wall = inside
+	} else {
+		wall = insideWall
 	}
 	dl, b := s.pol.resv.Constrain(rj, now, wall, s.pol.forbidden)
 	if b.Blocked() {
@@ -200,6 +192,29 @@ func (s *Scheduler) constrainByReservations(now time.Time, j *job, cand topology
 	}
 	cand.Subtract(s.pol.forbidden)
 	return dl, policy.ReasonNone
+}
+
+// insideWall is the wall a job inside a reservation is checked for: it
+// may start while the window is open and is ended at the window's end,
+// whatever its own limit.
+const insideWall = time.Second
+
+// resvJob is what reservations see of job j.
+func (j *job) resvJob() policy.ResvJob {
+	return policy.ResvJob{User: j.Spec.User, Account: j.Spec.Account, Reservation: j.Spec.Reservation}
+}
+
+// tryMagnetic checks job rj, which names no reservation, inside MAGNETIC
+// reservation name at now, as the main pass tries it before keeping the
+// job off reserved nodes: forbidden gets the nodes the job may not use in
+// it, and n counts the nodes of cand left to it. A blocked b says why the
+// reservation cannot take the job now (n is then zero).
+func (s *Scheduler) tryMagnetic(now time.Time, rj policy.ResvJob, name string, cand, forbidden topology.NodeSet) (deadline time.Time, b policy.Blocker, n int) {
+	rj.Reservation = name
+	if deadline, b = s.pol.resv.Constrain(rj, now, insideWall, forbidden); b.Blocked() {
+		return deadline, b, 0
+	}
+	return deadline, b, cand.Count() - cand.IntersectionCount(forbidden)
 }
 
 // policyStart records a started job in the usage counters; total is its
