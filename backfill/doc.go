@@ -136,12 +136,10 @@
 //     plan's first job's reservation, which Plan keeps when it finds it
 //     again: in EASY the head job's, saving a release and a booking over
 //     every change point it spans); prof.Advance(now) forgets the past;
-//     prof.AddStarted for
-//     every other job started since — by this cycle's main pass, or by
-//     hand. A running job whose time limit changed is Released and added
-//     again.
-//     Maintenance windows that changed: ReleaseBlocks and Block again (or
-//     Release the one block).
+//     prof.AddStarted for every other job started since — by this cycle's
+//     main pass, or by hand. A running job whose time limit changed is
+//     Released and added again. Maintenance windows that changed:
+//     ReleaseBlocks and Block again (or Release the one block).
 //  3. plan, err := pl.Plan(prof, jobs) exactly as on a fresh profile, and
 //     keep prof for explanations until the next cycle; what-if questions
 //     run on prof.Clone().
@@ -164,12 +162,12 @@
 // clusters over long runs the recipe above may keep searches faster.
 //
 // Starts go through AddStarted, not AddRunning, which is for a profile
-// whose node free amounts already exclude the job. Rebuild (step 1) when a node's Capacity or Free changes
-// other than through jobs — a node goes down or comes back, its capacity
-// changes, a device fails — and after any error from the calls of step 2,
-// which leave the profile unchanged but then no longer match the cluster.
-// Draining a node needs no rebuild: it only leaves the node out of
-// Allowed.
+// whose node free amounts already exclude the job. Rebuild (step 1) when a
+// node's Capacity or Free changes other than through jobs — a node goes
+// down or comes back, its capacity changes, a device fails — and after any
+// error from the calls of step 2, which leave the profile unchanged but
+// then no longer match the cluster. Draining a node needs no rebuild: it
+// only leaves the node out of Allowed.
 //
 // After step 2 the profile answers every question — timelines, earliest
 // fits, plans, start decisions ("StatusStart" still means "fits at the

@@ -420,7 +420,7 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 	off := 0
 	var (
 		stop Reason
-		done Stats // prev's: its reservations, tests and searches carry over
+		done Stats // prev's, which counts its entries: they carry over
 	)
 	if prev != nil {
 		off = len(prev.Entries)
@@ -453,7 +453,6 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 		pl:          pl,
 		p:           prof,
 		latest:      prof.origin + int64(cfg.Window/time.Second),
-		resv:        done.Reserved,
 		kept:        kept,
 	}
 	if dst == nil {
@@ -466,7 +465,7 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 	// Node lists are cut from the largest chunk of dst's last use.
 	*dst = Plan{Entries: entries, Starts: dst.Starts[:0], slab: dst.slab[:0]}
 	r.plan = dst
-	r.plan.Stats.Tested = done.Tested
+	r.plan.Stats = done
 	r.q.slab = &dst.slab
 	if prev != nil {
 		copy(r.plan.Entries, prev.Entries)
@@ -482,12 +481,13 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 		j := &jobs[x]
 		e := &r.plan.Entries[off+x]
 		e.ID = j.ID
-		if stop != ReasonNone {
-			e.Status, e.Reason = StatusNotTested, stop
-			continue
+		why := stop
+		if why == ReasonNone {
+			why = r.exceedsGroupLimit(j)
 		}
-		if why := r.exceedsGroupLimit(j); why != ReasonNone {
+		if why != ReasonNone {
 			e.Status, e.Reason = StatusNotTested, why
+			r.plan.Stats.count(StatusNotTested)
 			continue
 		}
 		if err := r.planJob(j, e); err != nil {
@@ -497,6 +497,7 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 		if err := r.dropKept(); err != nil {
 			return nil, fmt.Errorf("job %d: %w", j.ID, err)
 		}
+		r.plan.Stats.count(e.Status)
 		if e.Status == StatusStart {
 			r.plan.Starts = append(r.plan.Starts, off+x)
 			if cfg.MaxJobStart > 0 && len(r.plan.Starts) >= cfg.MaxJobStart {
@@ -523,28 +524,28 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 	slices.SortFunc(r.plan.pass.counts, func(x, y groupCount) int {
 		return cmp.Or(cmp.Compare(x.k.kind, y.k.kind), strings.Compare(x.k.a, y.k.a), strings.Compare(x.k.b, y.k.b))
 	})
-	st2 := &r.plan.Stats
-	st2.Started, st2.Reserved, st2.Estimated, st2.BeyondWindow, st2.NeverFits, st2.NotTested, st2.Waiting = 0, 0, 0, 0, 0, 0, 0
-	for x := range r.plan.Entries {
-		switch r.plan.Entries[x].Status {
-		case StatusStart:
-			st2.Started++
-		case StatusReserved:
-			st2.Reserved++
-		case StatusEstimated:
-			st2.Estimated++
-		case StatusBeyondWindow:
-			st2.BeyondWindow++
-		case StatusNeverFits:
-			st2.NeverFits++
-		case StatusNotTested:
-			st2.NotTested++
-		case StatusWaiting:
-			st2.Waiting++
-		}
-	}
-	st2.Searches += done.Searches
 	return r.plan, nil
+}
+
+// count adds one entry of status st to its outcome's count (Tested and
+// Searches are counted where they happen).
+func (s *Stats) count(st Status) {
+	switch st {
+	case StatusStart:
+		s.Started++
+	case StatusReserved:
+		s.Reserved++
+	case StatusEstimated:
+		s.Estimated++
+	case StatusBeyondWindow:
+		s.BeyondWindow++
+	case StatusNeverFits:
+		s.NeverFits++
+	case StatusNotTested:
+		s.NotTested++
+	case StatusWaiting:
+		s.Waiting++
+	}
 }
 
 // passState is what a pass leaves for Extend to continue it, besides its
@@ -646,7 +647,8 @@ type run struct {
 	pl     *Planner
 	p      *Profile
 	latest int64
-	resv   int
+	// plan is the plan being filled; its Stats count the entries so far
+	// (Reserved: EASY's reservations taken).
 	plan   *Plan
 	keyBuf []byte
 	// kept is the first job's reservation from the last plan, still in
@@ -710,7 +712,7 @@ func (r *run) reserveReason(j *Job) Reason {
 		return ReasonMinAgeReserve
 	case cfg.JobPartCountReserve > 0 && r.partRes[j.Partition] >= cfg.JobPartCountReserve:
 		return ReasonPartCountReserve
-	case cfg.Mode == EASY && r.resv >= cfg.Reservations:
+	case cfg.Mode == EASY && r.plan.Stats.Reserved >= cfg.Reservations:
 		return ReasonReservationLimit
 	}
 	return ReasonNone
@@ -770,10 +772,9 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		}
 	} else if hint, fail := sh.lookup(q.n, q.d, e0, q.latest); fail != FitFound {
 		res.st = fail
-	} else if hint.t > q.latest {
-		// No start before a time past the latest: beyond it, as the
-		// entry that says so answers any later job it would.
-	} else {
+	} else if hint.t <= q.latest {
+		// (A hint past the latest start is the answer, beyond it, and
+		// the entry that gave it stands for this job too.)
 		q.t0, q.cands, q.upTo = hint.t, hint.cands, hint.upTo
 		r.plan.Stats.Searches++
 		res, err = p.search(q)
@@ -784,7 +785,7 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		if q.ghost != nil {
 			gen = -1 // found on the profile without the kept reservation
 		}
-		sh.insert(q, e0, res, gen, r.latest)
+		sh.insert(q, e0, res, gen)
 	}
 	t, nodes := res.t, res.nodes
 	switch res.st {
@@ -803,8 +804,8 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	d, limit := q.d, ceilSecs(j.TimeLimit)
 	if t == p.origin && planned < j.TimeLimit {
 		// --time-min: run as long as the plan allows, up to the limit.
-		run := p.runLength(q, nodes, t, p.durAt(t, limit))
-		if run >= p.durAt(t, limit) {
+		full := p.durAt(t, limit)
+		if run := p.runLength(q, nodes, t, full); run >= full {
 			d = limit
 		} else {
 			d = max(q.d, run/60*60)
@@ -847,7 +848,6 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		return nil
 	}
 	e.Status = StatusReserved
-	r.resv++
 	r.partRes[j.Partition]++
 	return nil
 }
@@ -1058,21 +1058,21 @@ func (sh *shape) same(n int, d, e int64, gen int) *shapeEntry {
 
 // insert records the outcome of a search for q whose job's own earliest
 // start was e0 (the search itself may have started later, at a bound from
-// this cache); window is the latest start any job of the pass may have.
-func (sh *shape) insert(q *query, e0 int64, res result, gen int, window int64) {
+// this cache).
+func (sh *shape) insert(q *query, e0 int64, res result, gen int) {
 	ne := shapeEntry{n: q.n, d: q.d, e: e0, t: posInf, st: res.st, gen: gen, lim: q.latest}
 	if res.st == FitFound {
 		ne.t, ne.cands, ne.upTo, ne.nodes = res.t, res.cands, res.upTo, res.nodes
 	}
 	// Drop entries the new one makes useless: those it answers for at
-	// least as far. A failure up to a limit before the window's end says
-	// nothing of later starts, so it only replaces failures up to an
-	// earlier limit.
-	all := res.st == FitNever || q.latest >= window
+	// least as far. "Beyond the latest" says nothing of later starts, so
+	// it only replaces entries that searched no further (as lookup skips
+	// it for a job that may start later; every limit is at most the
+	// window's end, so one searched to it replaces all).
 	out := sh.ents[:0]
 	for _, x := range sh.ents {
 		if x.n >= ne.n && x.d >= ne.d && x.e >= ne.e && (x.t < ne.t || (x.t == ne.t && x.upTo <= ne.upTo)) &&
-			(ne.t < posInf || all || x.lim <= ne.lim) {
+			(ne.st != FitBeyondLatest || x.lim <= ne.lim) {
 			continue
 		}
 		out = append(out, x)

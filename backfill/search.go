@@ -644,18 +644,11 @@ func (p *Profile) search(q *query) (result, error) {
 		}
 	}
 
-	if q.latest <= t0 && q.ghost == nil {
-		// Only t0 was allowed (a test for a start now): beyond the
-		// latest if anything changes later, else never.
-		if last, ok := p.cps.Max(); ok && last.t > t0 {
-			return result{st: FitBeyondLatest}, nil
-		}
-		return result{st: FitNever}, nil
-	}
-
 	// 2. Sweep the later change points: a node can only become feasible
 	// where its own free resources change; feasible nodes drop out when
-	// their feasible-start interval ends.
+	// their feasible-start interval ends. When only t0 was allowed (a test
+	// for a start now) the first step ends it: beyond the latest if
+	// anything changes later, else never.
 	var (
 		res  = result{st: FitNever}
 		ferr error
