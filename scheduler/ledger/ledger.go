@@ -167,7 +167,7 @@ func (r *Recorder) Observe(now time.Time, cyc scheduler.Cycle) error {
 					r.running[id] = j.StartTime
 				}
 			case charge:
-				if err := r.charge(tx, r.record(j), from, now); err != nil {
+				if err := r.charge(tx, r.chargeRecord(j), from, now); err != nil {
 					return err
 				}
 				r.running[id] = now
@@ -265,16 +265,12 @@ func (r *Recorder) record(j scheduler.Job) accounting.JobRecord {
 		Submit: j.SubmitTime, Eligible: j.EligibleTime, Start: j.StartTime, End: j.EndTime,
 		TimeLimit: j.TimeLimit, State: state(j.State), ExitCode: max(0, min(255, j.ExitCode)),
 		ReqTRES: accounting.TRESFromVector(reg, req), Reason: j.Reason.String(), Priority: int64(j.Priority),
-		Restarts: uint32(j.Restarts),
+		Restarts: uint32(j.Restarts), AllocTRES: r.allocTRES(j),
 	}
 	if rec.User == "" {
 		rec.User = "nobody"
 	}
 	if len(j.Alloc.Nodes) > 0 {
-		rec.AllocTRES = accounting.TRESFromVector(reg, j.Alloc.Total())
-		if b := int64(j.Alloc.Billing); b > 0 {
-			rec.AllocTRES["billing"] = b
-		}
 		names := j.Alloc.NodeNames()
 		rec.NodeList, _ = topology.CompressHostlist(names)
 		for _, na := range j.Alloc.Nodes {
@@ -293,6 +289,27 @@ func (r *Recorder) record(j scheduler.Job) accounting.JobRecord {
 		rec.State = accounting.StateRequeued
 	}
 	return rec
+}
+
+// chargeRecord is the part of j's record that charge reads (accounting.
+// JobCharge's fields): what a running job's periodic charge needs,
+// without the rest of record's work (node list, requested TRES).
+func (r *Recorder) chargeRecord(j scheduler.Job) accounting.JobRecord {
+	return accounting.JobRecord{ID: accounting.JobID(j.ID), QOS: j.Spec.QOS,
+		Start: j.StartTime, End: j.EndTime, AllocTRES: r.allocTRES(j)}
+}
+
+// allocTRES returns the TRES allocated to j, billing included (nil when
+// it holds no nodes).
+func (r *Recorder) allocTRES(j scheduler.Job) accounting.TRES {
+	if len(j.Alloc.Nodes) == 0 {
+		return nil
+	}
+	t := accounting.TRESFromVector(r.s.Registry(), j.Alloc.Total())
+	if b := int64(j.Alloc.Billing); b > 0 {
+		t["billing"] = b
+	}
+	return t
 }
 
 func state(s scheduler.JobState) accounting.JobState {

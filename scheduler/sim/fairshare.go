@@ -36,9 +36,7 @@ const RootAccount = "root"
 // Priority policy.
 type FairShare struct {
 	halfLife time.Duration
-	assoc    map[assocKey]*usage
-	keys     []assocKey // assoc's keys in (account, user) order
-	byKey    []*usage   // assoc[keys[i]], in the same order
+	assocs   []*usage // the user associations, in (account, user) order
 	running  map[scheduler.JobID]charge
 	tree     []priority.Association // FairShareTree's result, reused
 }
@@ -47,13 +45,14 @@ type assocKey struct{ account, user string }
 
 // charge is what a running job adds to its association's usage rate.
 type charge struct {
-	key  assocKey
+	u    *usage
 	rate float64 // CPUs
 }
 
 // usage is one user association's decayed usage as of at, with the rate
 // (CPUs) at which it grows while its jobs run.
 type usage struct {
+	key   assocKey
 	value float64
 	at    time.Time
 	rate  float64
@@ -71,7 +70,7 @@ func NewFairShare(halfLife time.Duration) (*FairShare, error) {
 	if halfLife == 0 {
 		halfLife = DefaultHalfLife
 	}
-	return &FairShare{halfLife: halfLife, assoc: map[assocKey]*usage{}, running: map[scheduler.JobID]charge{}}, nil
+	return &FairShare{halfLife: halfLife, running: map[scheduler.JobID]charge{}}, nil
 }
 
 // advance brings u to now: its value decays and grows by what its
@@ -101,22 +100,21 @@ func (f *FairShare) submitted(now time.Time, spec scheduler.JobSpec) {
 
 // lookup returns k's usage, adding the association when it is new.
 func (f *FairShare) lookup(k assocKey, now time.Time) *usage {
-	if u, ok := f.assoc[k]; ok {
-		return u
+	i, found := slices.BinarySearchFunc(f.assocs, k, compareKey)
+	if found {
+		return f.assocs[i]
 	}
-	u := &usage{at: now}
-	f.assoc[k] = u
-	i, _ := slices.BinarySearchFunc(f.keys, k, compareKeys)
-	f.keys = slices.Insert(f.keys, i, k)
-	f.byKey = slices.Insert(f.byKey, i, u)
+	u := &usage{key: k, at: now}
+	f.assocs = slices.Insert(f.assocs, i, u)
 	return u
 }
 
-func compareKeys(a, b assocKey) int {
-	if c := strings.Compare(a.account, b.account); c != 0 {
+// compareKey orders associations by account, then user.
+func compareKey(u *usage, k assocKey) int {
+	if c := strings.Compare(u.key.account, k.account); c != 0 {
 		return c
 	}
-	return strings.Compare(a.user, b.user)
+	return strings.Compare(u.key.user, k.user)
 }
 
 func (f *FairShare) started(now time.Time, id scheduler.JobID, spec scheduler.JobSpec, cpus int64) {
@@ -127,7 +125,7 @@ func (f *FairShare) started(now time.Time, id scheduler.JobID, spec scheduler.Jo
 	u := f.lookup(k, now)
 	f.advance(u, now)
 	u.rate += float64(cpus)
-	f.running[id] = charge{key: k, rate: float64(cpus)}
+	f.running[id] = charge{u: u, rate: float64(cpus)}
 }
 
 func (f *FairShare) ended(now time.Time, id scheduler.JobID) {
@@ -135,9 +133,8 @@ func (f *FairShare) ended(now time.Time, id scheduler.JobID) {
 	if !ok {
 		return
 	}
-	u := f.assoc[c.key]
-	f.advance(u, now)
-	u.rate = max(u.rate-c.rate, 0)
+	f.advance(c.u, now)
+	c.u.rate = max(c.u.rate-c.rate, 0)
 	delete(f.running, id)
 }
 
@@ -153,17 +150,17 @@ func keyOf(spec scheduler.JobSpec) (assocKey, bool) {
 // users in name order. It implements scheduler.FairShareSource; the slice
 // is reused by the next call.
 func (f *FairShare) FairShareTree(now time.Time) ([]priority.Association, error) {
-	keys := f.keys
+	assocs := f.assocs
 	out := append(f.tree[:0], priority.Association{Account: RootAccount, Shares: 1})
-	for i := 0; i < len(keys); {
-		acct := keys[i].account
+	for i := 0; i < len(assocs); {
+		acct := assocs[i].key.account
 		ai := len(out)
 		out = append(out, priority.Association{Account: acct, Parent: RootAccount, Shares: 1})
-		for ; i < len(keys) && keys[i].account == acct; i++ {
-			u := f.byKey[i]
+		for ; i < len(assocs) && assocs[i].key.account == acct; i++ {
+			u := assocs[i]
 			f.advance(u, now)
 			v := u.value
-			out = append(out, priority.Association{Account: acct, User: keys[i].user, Shares: 1, Usage: v})
+			out = append(out, priority.Association{Account: acct, User: u.key.user, Shares: 1, Usage: v})
 			out[ai].Usage += v
 			out[0].Usage += v
 		}

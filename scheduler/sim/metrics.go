@@ -235,8 +235,7 @@ type collector struct {
 	etaErr                            []float64
 	etaSigned                         float64
 	have                              bool
-	lastAt                            time.Time
-	cur                               Sample
+	cur                               Sample // the state since cur.At
 	pendInt, waitingSec, idleC, idleG float64
 }
 
@@ -304,9 +303,9 @@ func appendDoubling(x []float64, v float64) []float64 {
 // observe records the state s after a cycle at s.At.
 func (c *collector) observe(s Sample) {
 	if c.have {
-		c.integrate(c.cur, c.lastAt, s.At)
+		c.integrate(c.cur, c.cur.At, s.At)
 	}
-	c.have, c.lastAt, c.cur = true, s.At, s
+	c.have, c.cur = true, s
 	c.s.MaxPending = max(c.s.MaxPending, int(s.Pending))
 }
 
@@ -327,9 +326,9 @@ func (c *collector) integrate(v Sample, a, b time.Time) {
 }
 
 func (c *collector) summary(rejected int, start, end time.Time) Summary {
-	if c.have && end.After(c.lastAt) {
-		c.integrate(c.cur, c.lastAt, end)
-		c.lastAt = end
+	if c.have && end.After(c.cur.At) {
+		c.integrate(c.cur, c.cur.At, end)
+		c.cur.At = end
 	}
 	s := c.s
 	s.Rejected = rejected

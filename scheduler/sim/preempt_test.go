@@ -197,12 +197,11 @@ func TestRunPreemptionSuspendKeepsGPUs(t *testing.T) {
 // hold (a suspended job holds GPUs, not CPUs).
 func TestRunPreemptionRandom(t *testing.T) {
 	modes := []policy.PreemptMode{policy.PreemptRequeue, policy.PreemptCancel, policy.PreemptSuspend}
-	for k, mode := range modes {
+	for _, mode := range modes {
 		grace := 30 * time.Second // GraceTime for REQUEUE and CANCEL
 		if mode == policy.PreemptSuspend {
 			grace = 0
 		}
-		_ = k
 		total := 0
 		for seed := range uint64(3) {
 			cfg, err := sim.SyntheticCluster(20)

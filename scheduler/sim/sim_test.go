@@ -431,10 +431,6 @@ func assertSeriesNear(t *testing.T, want, got []sim.Sample) {
 	}
 }
 
-// TestRunPurgeChangesNothing replays the synthetic workload with the
-// simulator's MinJobAge (PurgeAge) and without: the results are the same,
-// and the purging scheduler holds only the jobs in flight and those
-// finished within PurgeAge at the end.
 // TestEstimateOnceChangesNothing replays with expected starts computed
 // once per job (EASY's EstimateOnce) and in every pass: every result,
 // first estimates included, is the same, though the cycles' expected
@@ -481,6 +477,10 @@ func TestEstimateOnceChangesNothing(t *testing.T) {
 	require.Positive(t, every.Summary.ETA.Jobs, "the replay has estimates to compare")
 }
 
+// TestRunPurgeChangesNothing replays the synthetic workload with the
+// simulator's MinJobAge (PurgeAge) and without: the results are the same,
+// and the purging scheduler holds only the jobs in flight and those
+// finished within PurgeAge at the end.
 func TestRunPurgeChangesNothing(t *testing.T) {
 	cfg, err := sim.SyntheticCluster(64)
 	require.NoError(t, err)
