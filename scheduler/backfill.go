@@ -26,10 +26,9 @@ type bfState struct {
 	// Changes since the last plan, applied to the kept profile before the
 	// next: jobs that stopped running (or whose end moved), jobs that
 	// started, and whether node capacity changed (then it is rebuilt).
-	ended     []JobID
-	started   []*job
-	dirty     bool
-	healthGen uint64 // the device-health generation the kept profile reflects
+	ended   []JobID
+	started []*job
+	dirty   bool
 	// rebuild forces a fresh profile every cycle (tests compare both);
 	// noExtend a plan of the whole queue (benchmarks).
 	rebuild, noExtend bool
@@ -159,27 +158,25 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	}
 	jobs, pjobs := b.jobs[:0], b.pjobs[:0]
 	s.pending.Ascend(func(j *job) bool {
-		// A recent estimate that has not come stands (EstimateInterval):
-		// the plan then only tests the job for a start now, unless it
-		// gives it a reservation.
-		keep := b.estimateEvery > 0 && j.ExpectedStart.After(now) && now.Sub(j.EstimatedAt) < b.estimateEvery
-		if !plannable(j.Reason) || j.Spec.Reservation != "" {
-			// Jobs in reservations start in the main pass, inside
-			// their window.
-			j.clearEstimate()
-			return true
-		}
-		if j.Reason == policy.ReasonPriority {
+		// Jobs in reservations start in the main pass, inside their
+		// window.
+		consider := plannable(j.Reason) && j.Spec.Reservation == ""
+		if consider && j.Reason == policy.ReasonPriority {
 			// Not evaluated by the main pass (behind a blocked job):
 			// its own limits and dependencies are checked now.
 			if r := s.checkPolicy(now, j); r != policy.ReasonNone {
-				j.Reason = r
-				j.clearEstimate()
-				return true
+				j.Reason, consider = r, false
 			}
 		}
+		// A recent estimate that has not come stands (EstimateInterval):
+		// the plan then only tests the job for a start now, unless it
+		// gives it a reservation.
+		keep := consider && b.estimateEvery > 0 && j.ExpectedStart.After(now) && now.Sub(j.EstimatedAt) < b.estimateEvery
 		if !keep {
 			j.clearEstimate()
+		}
+		if !consider {
+			return true
 		}
 		jobs = append(jobs, s.bfJob(now, j, s.allowedNodes(j.shape)))
 		jobs[len(jobs)-1].NoEstimate = keep
@@ -358,7 +355,7 @@ func (s *Scheduler) keptProfile(now time.Time, extend bool, jobs []backfill.Job)
 	b := s.bf
 	ended, started := b.ended, b.started
 	b.ended, b.started = b.ended[:0], b.started[:0]
-	if p := b.last; p != nil && !b.dirty && !b.rebuild && b.healthGen == s.healthGen {
+	if p := b.last; p != nil && !b.dirty && !b.rebuild {
 		if extend {
 			if next := p.NextChange(); (next.IsZero() || next.After(now)) && p.Advance(now) == nil {
 				return p, true, nil
@@ -372,7 +369,7 @@ func (s *Scheduler) keptProfile(now time.Time, extend bool, jobs []backfill.Job)
 	if err != nil {
 		return nil, false, fmt.Errorf("scheduler: backfill profile: %w", err)
 	}
-	b.last, b.dirty, b.healthGen = p, false, s.healthGen
+	b.last, b.dirty = p, false
 	return p, false, nil
 }
 

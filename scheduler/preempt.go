@@ -67,7 +67,8 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 		if !on {
 			return true
 		}
-		tot := r.Alloc.Total()
+		s.sum = r.Alloc.sumInto(s.sum)
+		tot := s.sum
 		c := policy.Candidate{
 			Job: policy.JobID(r.ID), Subject: r.subject, Priority: r.Priority, Start: r.StartTime,
 			LastCheckpoint: r.LastCheckpoint, CheckpointInterval: r.Spec.CheckpointInterval,
@@ -86,11 +87,6 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 	if len(cands) == 0 {
 		return false
 	}
-	defer func() {
-		if j.awaitingVictims > 0 && !j.preemptFirst {
-			s.rekey = append(s.rekey, j)
-		}
-	}()
 	fits := func(vs []policy.Victim) bool {
 		return s.fitsWithout(now, j, allowed, vs, cjobs)
 	}
@@ -127,6 +123,9 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 			continue
 		}
 		s.endPreempted(now, r, v.Action)
+	}
+	if j.awaitingVictims > 0 && !j.preemptFirst {
+		s.rekey = append(s.rekey, j) // first in the queue after the pass
 	}
 	return ready
 }

@@ -56,10 +56,10 @@ type prio struct {
 	engine *priority.Engine
 	tree   *priority.Tree
 	// assocs is the association list tree was last computed from (its
-	// own copy, TRES usage in tres), and ups the update scratch: a list
+	// own copy, without TRESUsage, which a tree that is not in the
+	// dominant-share mode ignores), and ups the update scratch: a list
 	// with the same structure only updates the tree's usage.
 	assocs []priority.Association
-	tres   []float64
 	ups    []priority.UsageUpdate
 	// in is computePriority's input, reused (the engine takes a pointer,
 	// which would otherwise move each job's input to the heap).
@@ -151,9 +151,8 @@ func (p *prio) updateTree(assocs []priority.Association) error {
 	if p.tree != nil && sameAssocShape(p.assocs, assocs) {
 		ups := p.ups[:0]
 		for k := range assocs {
-			a, b := &p.assocs[k], &assocs[k]
-			if a.Usage != b.Usage || !slices.Equal(a.TRESUsage, b.TRESUsage) {
-				ups = append(ups, priority.UsageUpdate{Index: k, Usage: b.Usage, TRESUsage: b.TRESUsage})
+			if u := assocs[k].Usage; u != p.assocs[k].Usage {
+				ups = append(ups, priority.UsageUpdate{Index: k, Usage: u})
 			}
 		}
 		p.ups = ups
@@ -171,13 +170,8 @@ func (p *prio) updateTree(assocs []priority.Association) error {
 	}
 	// Keep a copy: the source may reuse what it returned.
 	p.assocs = append(p.assocs[:0], assocs...)
-	p.tres = p.tres[:0]
 	for k := range p.assocs {
-		if u := p.assocs[k].TRESUsage; u != nil {
-			n := len(p.tres)
-			p.tres = append(p.tres, u...)
-			p.assocs[k].TRESUsage = p.tres[n:len(p.tres):len(p.tres)]
-		}
+		p.assocs[k].TRESUsage = nil
 	}
 	return nil
 }

@@ -1067,6 +1067,7 @@ func (s *Scheduler) SetDeviceHealth(now time.Time, nodeName string, index int, h
 		return fmt.Errorf("node %q: %w", nodeName, err)
 	}
 	s.healthGen++
+	s.noteCapacity() // the kept profile counts what devices offer
 	if was != healthy && !inUse {
 		dv := n.deviceVector(n.free, []int{index})
 		if healthy {
