@@ -61,25 +61,35 @@ func reportRange(c cal, from, to, now time.Time) (int64, int64, error) {
 
 // hourly is a series of per-hour TRES-seconds over [from, to).
 type hourly struct {
-	c     cal
 	hours []int64 // start of each hour
+	end   int64   // end of the last hour (0 when there is none)
 	vals  []int64
 }
 
 func newHourly(c cal, from, to int64) *hourly {
-	h := &hourly{c: c}
-	for x := from; x < to; x = c.nextHour(x) {
+	h := &hourly{}
+	x := from
+	for ; x < to; x = c.nextHour(x) {
 		h.hours = append(h.hours, x)
+	}
+	if len(h.hours) > 0 {
+		h.end = x
 	}
 	h.vals = make([]int64, len(h.hours))
 	return h
 }
 
-func (h *hourly) end() int64 {
-	if len(h.hours) == 0 {
-		return 0
+// like returns an empty series over the same hours as h.
+func (h *hourly) like() *hourly {
+	return &hourly{hours: h.hours, end: h.end, vals: make([]int64, len(h.vals))}
+}
+
+// hourEnd returns the end of hour i (the start of the next one).
+func (h *hourly) hourEnd(i int) int64 {
+	if i+1 < len(h.hours) {
+		return h.hours[i+1]
 	}
-	return h.c.nextHour(h.hours[len(h.hours)-1])
+	return h.end
 }
 
 // addSpan adds count per second of [s, e) into the buckets.
@@ -87,7 +97,7 @@ func (h *hourly) addSpan(s, e, count int64) {
 	if count == 0 || len(h.hours) == 0 {
 		return
 	}
-	s, e = max(s, h.hours[0]), min(e, h.end())
+	s, e = max(s, h.hours[0]), min(e, h.end)
 	if e <= s {
 		return
 	}
@@ -96,7 +106,7 @@ func (h *hourly) addSpan(s, e, count int64) {
 		i--
 	}
 	for ; i < len(h.hours) && h.hours[i] < e; i++ {
-		lo, hi := max(s, h.hours[i]), min(e, h.c.nextHour(h.hours[i]))
+		lo, hi := max(s, h.hours[i]), min(e, h.hourEnd(i))
 		if hi > lo {
 			h.vals[i] = satAdd(h.vals[i], satMul(count, hi-lo))
 		}
@@ -132,8 +142,8 @@ func ClusterUtilization(tx Tx, cluster string, from, to, now time.Time, tres str
 	if err != nil {
 		return u, fmt.Errorf("utilization: %w", err)
 	}
-	alloc, wait := newHourly(c, lo, hi), newHourly(c, lo, hi)
-	rep, down, pdown := newHourly(c, lo, hi), newHourly(c, lo, hi), newHourly(c, lo, hi)
+	alloc := newHourly(c, lo, hi)
+	wait, rep, down, pdown := alloc.like(), alloc.like(), alloc.like(), alloc.like()
 	err = tx.Rollups(root.ID, LevelHour, time.Unix(lo, 0), time.Unix(hi, 0), func(r Rollup) bool {
 		alloc.addAt(r.Start.Unix(), r.TRESSeconds[tres])
 		wait.addAt(r.Start.Unix(), r.WaitTRESSeconds[tres])
@@ -152,7 +162,7 @@ func ClusterUtilization(tx Tx, cluster string, from, to, now time.Time, tres str
 		if j.Reservation != "" {
 			h := resvRunning[j.Reservation]
 			if h == nil {
-				h = newHourly(c, lo, hi)
+				h = alloc.like()
 				resvRunning[j.Reservation] = h
 			}
 			h.addSpan(j.Start.Unix(), hi, j.AllocTRES[tres])
@@ -197,9 +207,9 @@ func ClusterUtilization(tx Tx, cluster string, from, to, now time.Time, tres str
 		return u, err
 	}
 	for _, r := range resvs {
-		held := newHourly(c, lo, hi)
+		held := alloc.like()
 		held.addSpan(r.Start.Unix(), r.End.Unix(), r.TRES[tres])
-		used := newHourly(c, lo, hi)
+		used := alloc.like()
 		ru, err := tx.ReservationUsage(cluster, r.Name, time.Unix(lo, 0), time.Unix(hi, 0))
 		if err != nil {
 			return u, err

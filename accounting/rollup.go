@@ -179,13 +179,15 @@ func (p *pack) add(idx int, s *slot) {
 	p[idx].add(s)
 }
 
-func (p *pack) empty() bool {
+// used returns the number of slots in use.
+func (p *pack) used() int {
+	n := 0
 	for _, s := range p {
 		if s != nil {
-			return false
+			n++
 		}
 	}
-	return true
+	return n
 }
 
 // Storage: the hours of one day are packed in one record, so that
@@ -285,8 +287,9 @@ func (t *kvTx) addInterval(targets []rollKey, s, e int64, tres tvs, wait bool, s
 		return
 	}
 	c := cal{t.l.loc}
-	for h := c.hourStart(s); h < e; h = c.nextHour(h) {
-		lo, hi := max(s, h), min(e, c.nextHour(h))
+	for h, next := c.hourStart(s), int64(0); h < e; h = next {
+		next = c.nextHour(h)
+		lo, hi := max(s, h), min(e, next)
 		if hi <= lo {
 			continue
 		}
@@ -400,18 +403,13 @@ func (t *kvTx) loadPack(key string) (*pack, error) {
 }
 
 func (t *kvTx) storePack(key string, p *pack) error {
-	if p.empty() {
+	n := p.used()
+	if n == 0 {
 		return t.del(key)
 	}
 	e := &t.e
 	e.b = e.b[:0]
 	e.byte1(codecVersion)
-	n := 0
-	for _, s := range p {
-		if s != nil {
-			n++
-		}
-	}
 	e.u(uint64(n))
 	for i, s := range p {
 		if s == nil {
@@ -823,11 +821,7 @@ func (t *kvTx) PurgeRollups(level Level, before time.Time) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		for _, s := range p {
-			if s != nil {
-				n++
-			}
-		}
+		n += p.used()
 		if lc == 'h' && kind == 'h' && r.k[1] == 'h' {
 			// Keep the day's total.
 			dkey := prefixRollup + "d:" + r.k[len(prefixRollup)+2:]

@@ -162,6 +162,7 @@ func (t *kvTx) Charge(c Charge) error {
 		targets = append(targets, target{prefixQOSUsage + c.PartitionQOS, c.PartitionQOSNoDecay})
 	}
 	bill := c.billing()
+	decayed := t.l.cfg.chunkWeight(d) // the interval's weight on a decaying target
 	for _, tg := range targets {
 		rec, err := t.loadUsage(tg.key)
 		if err != nil {
@@ -174,16 +175,14 @@ func (t *kvTx) Charge(c Charge) error {
 		rec.noDecay = tg.noDecay
 		w := d
 		if !tg.noDecay {
-			w = t.l.cfg.chunkWeight(d)
+			w = decayed
 		}
 		bw := d
 		if t.l.cfg.DecayBudgets {
 			bw = w
 		}
 		if to >= rec.asOf {
-			if err := t.bringTo(rec, to); err != nil {
-				return err
-			}
+			t.bringTo(rec, to, ep)
 		} else {
 			// A late charge for an interval ending before the record's
 			// time: skip it if a reset lies in between, else decay it.
@@ -246,16 +245,12 @@ func (t *kvTx) epoch(u int64) (int64, error) {
 	return ep, nil
 }
 
-// bringTo advances rec to time u ≥ rec.asOf: cleared if a reset lies in
-// (asOf, u], decayed otherwise.
-func (t *kvTx) bringTo(rec *usageRec, u int64) error {
-	ep, err := t.epoch(u)
-	if err != nil {
-		return err
-	}
+// bringTo advances rec to time u ≥ rec.asOf, ep being epoch(u): cleared
+// if a reset lies in (asOf, u], decayed otherwise.
+func (t *kvTx) bringTo(rec *usageRec, u, ep int64) {
 	if ep > 0 && rec.asOf <= ep && (rec.raw != 0 || rec.bill != 0 || rec.wall != 0 || len(rec.tres) > 0) {
 		*rec = usageRec{asOf: u, noDecay: rec.noDecay, lastCharge: rec.lastCharge}
-		return nil
+		return
 	}
 	if !rec.noDecay && u > rec.asOf {
 		f := t.l.cfg.DecayBetween(time.Unix(rec.asOf, 0), time.Unix(u, 0))
@@ -272,7 +267,6 @@ func (t *kvTx) bringTo(rec *usageRec, u int64) error {
 		}
 	}
 	rec.asOf = max(rec.asOf, u)
-	return nil
 }
 
 func (t *kvTx) loadUsage(key string) (*usageRec, error) {
@@ -413,9 +407,11 @@ func (t *kvTx) usageAt(key string, now time.Time) (Usage, error) {
 	c := *rec
 	c.tres, c.btres = TRESFloat(rec.tres).Clone(), TRESFloat(rec.btres).Clone()
 	if u >= c.asOf {
-		if err := t.bringTo(&c, u); err != nil {
+		ep, err := t.epoch(u)
+		if err != nil {
 			return Usage{}, err
 		}
+		t.bringTo(&c, u, ep)
 	}
 	return Usage{AsOf: time.Unix(c.asOf, 0).UTC(), Raw: c.raw, TRES: c.tres, Wall: c.wall,
 		BudgetBilling: c.bill, BudgetTRES: c.btres, LastCharge: timeOrZero(c.lastCharge)}, nil

@@ -139,18 +139,16 @@ func (s *NodeDevices) Choose(req DeviceRequest) (Placement, error) {
 		best = make([]uint8, k)
 	}
 	n := t.n
+	var freeBuf [MaxDevices]uint8
+	freePos := free.appendPositions(freeBuf[:0])
 	for i, p := range cand {
 		if !req.Cores.IsEmpty() && !far.has(int(p)) {
 			pri1[i] = 1 << affShift
 		}
 		var deg int64
 		row := t.w[int(p)*n : int(p)*n+n]
-		for wi, word := range free {
-			for word != 0 {
-				q := wi<<6 + bits.TrailingZeros64(word)
-				word &= word - 1
-				deg += row[q]
-			}
+		for _, q := range freePos {
+			deg += row[q]
 		}
 		sec1[i] = -deg
 	}

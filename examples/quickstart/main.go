@@ -415,7 +415,8 @@ func summary(w io.Writer, s *scheduler.Scheduler, res sim.Result) {
 		fmt.Fprintf(w, "mean wait:        %s\n", (wait / time.Duration(len(res.Jobs))).Round(time.Second))
 	}
 	if span > 0 {
-		fmt.Fprintf(w, "GPU utilisation:  %.1f%% of %d GPUs over %s\n", 100*gpuSec/(float64(totalGPUs(s))*span.Seconds()), totalGPUs(s), span.Round(time.Minute))
+		gpus := totalGPUs(s)
+		fmt.Fprintf(w, "GPU utilisation:  %.1f%% of %d GPUs over %s\n", 100*gpuSec/(float64(gpus)*span.Seconds()), gpus, span.Round(time.Minute))
 	}
 	fmt.Fprintln(w)
 }
