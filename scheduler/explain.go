@@ -1574,9 +1574,7 @@ func (s *Scheduler) fairShareCounterfactual(now time.Time, j *job, opts *Explain
 			assocs[k].Usage = max(0, assocs[k].Usage-cut)
 		}
 	}
-	tree, err := priority.NewTree(assocs, priority.TreeOptions{
-		Flags: p.cfg.Engine.Flags, DampeningFactor: p.cfg.DampeningFactor, UsageIncludesDescendants: true,
-	})
+	tree, err := p.newTree(assocs)
 	if err != nil {
 		return Counterfactual{}, false
 	}

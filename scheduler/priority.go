@@ -160,9 +160,7 @@ func (p *prio) updateTree(assocs []priority.Association) error {
 			return err
 		}
 	} else {
-		tree, err := priority.NewTree(assocs, priority.TreeOptions{
-			Flags: p.cfg.Engine.Flags, DampeningFactor: p.cfg.DampeningFactor, UsageIncludesDescendants: true,
-		})
+		tree, err := p.newTree(assocs)
 		if err != nil {
 			return err
 		}
@@ -174,6 +172,14 @@ func (p *prio) updateTree(assocs []priority.Association) error {
 		p.assocs[k].TRESUsage = nil
 	}
 	return nil
+}
+
+// newTree builds the fair-share tree of assocs with the configured
+// algorithm (each association's usage is its subtree's).
+func (p *prio) newTree(assocs []priority.Association) (*priority.Tree, error) {
+	return priority.NewTree(assocs, priority.TreeOptions{
+		Flags: p.cfg.Engine.Flags, DampeningFactor: p.cfg.DampeningFactor, UsageIncludesDescendants: true,
+	})
 }
 
 // sameAssocShape reports whether two association lists hold the same
