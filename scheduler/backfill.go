@@ -194,19 +194,24 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	// last (the last one is what it may extend).
 	dst := b.spare
 	var plan *backfill.Plan
+	// fail leaves nothing to extend and the kept profile, half updated,
+	// to be built afresh by the next cycle.
+	fail := func(err error) error {
+		b.plan, b.spare, b.dirty = nil, nil, true
+		return err
+	}
 	if extended {
 		plan, err = b.planner.ExtendInto(dst, prof, b.plan, jobs[len(b.prevJobs):])
 	} else {
 		for _, w := range windows {
 			if err := prof.Block(backfill.JobID(w.id), w.w.Start, w.w.End, w.nodes); err != nil {
-				return fmt.Errorf("scheduler: backfill: reservations: %w", err)
+				return fail(fmt.Errorf("scheduler: backfill: reservations: %w", err))
 			}
 		}
 		plan, err = b.planner.PlanInto(dst, prof, jobs)
 	}
 	if err != nil {
-		b.plan, b.spare = nil, nil
-		return fmt.Errorf("scheduler: backfill plan: %w", err)
+		return fail(fmt.Errorf("scheduler: backfill plan: %w", err))
 	}
 	// What the next cycle needs to extend this plan.
 	b.windows, b.prevWindows = b.prevWindows[:0], windows
