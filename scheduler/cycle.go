@@ -144,8 +144,9 @@ func (s *Scheduler) allowedNodes(sh *shape) topology.NodeSet {
 }
 
 // Schedule runs one scheduling cycle at now: it ends jobs past their time
-// limit, then walks the pending queue in order (partition tier, priority,
-// submit time, job ID) and starts every job that fits, first-fit, on nodes
+// limit, then walks the pending queue in order (with preemption, a job
+// that may preempt another before it; reservation jobs; partition tier,
+// priority, submit time, job ID) and starts every job that fits, first-fit, on nodes
 // that are up, in its partition, and not held back by a higher-priority
 // job. As in Slurm's main scheduler, a job that cannot start for lack of
 // resources removes its partition's nodes from the rest of the cycle, so

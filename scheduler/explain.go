@@ -340,7 +340,8 @@ type Explanation struct {
 	// Priority is the job's priority and Breakdown its multifactor
 	// breakdown (nil under FCFS). Rank is its 1-based position among the
 	// pending jobs of its partition, QueuePos among all pending jobs (in
-	// queue order: tier, priority, submit time, ID), of Pending.
+	// queue order: preemptors first, reservation jobs, tier, priority,
+	// submit time, ID), of Pending.
 	Priority  uint32
 	Breakdown *priority.Breakdown
 	Rank      int

@@ -91,6 +91,7 @@ func (s *Scheduler) admitPolicy(j *job, tasks int) error {
 	}
 	j.subject = subj
 	j.Spec.QOS = subj.Ref().QOS
+	j.preemptRank = subj.PreemptRank()
 	req := s.policyRequest(j)
 	req.Tasks = tasks
 	if err := s.pol.p.CheckSubmit(&req, s.pol.usage); err != nil {

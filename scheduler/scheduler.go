@@ -135,7 +135,10 @@ type job struct {
 	// preemptedFor is, on a victim, the job it makes room for.
 	preemptFirst    bool
 	awaitingVictims int
-	preemptedFor    JobID
+	// preemptRank is the job's policy.Subject.PreemptRank: a job that may
+	// preempt another ranks above it and is considered first.
+	preemptRank  int
+	preemptedFor JobID
 	// preempting marks a preemption victim in its grace time; it is ended
 	// (or requeued, per preemptAction) at its deadline.
 	preempting    bool
@@ -320,11 +323,17 @@ func (s *Scheduler) nodeCapacity(nc *NodeConfig) gres.Vector {
 func (s *Scheduler) Registry() *gres.Registry { return s.reg }
 
 // queueLess orders pending jobs as Slurm evaluates them: preemptors
-// waiting for their victims first, then jobs that name a reservation, then partition PriorityTier (higher first), priority
-// (higher first), submit time (earlier first), then job ID (lower first).
+// waiting for their victims first, then jobs that may preempt others
+// before the jobs they may preempt (higher PreemptRank first), then jobs
+// that name a reservation, then partition PriorityTier (higher first),
+// priority (higher first), submit time (earlier first), then job ID
+// (lower first).
 func queueLess(a, b *job) bool {
 	if a.preemptFirst != b.preemptFirst {
 		return a.preemptFirst
+	}
+	if a.preemptRank != b.preemptRank {
+		return a.preemptRank > b.preemptRank
 	}
 	if ra, rb := a.Spec.Reservation != "", b.Spec.Reservation != ""; ra != rb {
 		return ra
