@@ -270,19 +270,23 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 	case j.nodes < p.cfg.MinNodes || (p.cfg.MaxNodes > 0 && j.nodes > p.cfg.MaxNodes):
 		return policy.ReasonPartitionNodeLimit
 	}
+	if b, waiting := s.depBlocker(j); waiting {
+		// Not eligible: Slurm keeps a job whose dependencies are not
+		// satisfied out of the queue, wherever it would sit in it, and
+		// its age does not accrue.
+		return b.Reason
+	}
+	if j.EligibleTime.IsZero() {
+		// Begin time passed, dependencies satisfied: the age clock starts.
+		j.EligibleTime = now
+	}
 	if blocked[j.part] && j.Spec.Reservation == "" {
 		// Behind a higher-priority job of its partition that could not
 		// start: Slurm's main scheduler moves on without testing limits.
-		if j.EligibleTime.IsZero() {
-			j.EligibleTime = now
-		}
 		return policy.ReasonPriority
 	}
-	if r := s.checkPolicy(now, j); r != policy.ReasonNone {
+	if r := s.checkLimits(now, j); r != policy.ReasonNone {
 		return r
-	}
-	if j.EligibleTime.IsZero() {
-		j.EligibleTime = now
 	}
 	allowed := s.allowedNodes(j.shape) // and j.shape.usable, its size
 	if j.shape.usable < j.nodes {

@@ -347,6 +347,10 @@ type Explanation struct {
 	Rank      int
 	QueuePos  int
 	Pending   int
+	// EligibleTime is when a pending job became eligible (Job.EligibleTime:
+	// its age factor counts from then); zero while it is not, e.g. while
+	// a dependency is unsatisfied.
+	EligibleTime time.Time
 	// Blockers lists every blocker that applies to a pending job.
 	Blockers []Blocker
 	// Estimate is a pending job's expected start.
@@ -402,7 +406,7 @@ func (s *Scheduler) Explain(now time.Time, id JobID, opts ExplainOptions) (Expla
 	}
 	ex := Explanation{
 		Job: j.ID, Name: j.Spec.Name, User: j.Spec.User, Account: j.Spec.Account, Partition: j.Partition,
-		State: j.State, Now: now, Reason: j.Reason, Priority: j.Priority,
+		State: j.State, Now: now, Reason: j.Reason, Priority: j.Priority, EligibleTime: j.EligibleTime,
 	}
 	if b, ok := s.PriorityBreakdown(id); ok {
 		ex.Breakdown = &b

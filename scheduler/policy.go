@@ -123,13 +123,20 @@ func (s *Scheduler) outcome(id policy.JobID) (policy.Outcome, bool) {
 }
 
 // checkPolicy returns why a job may not start now for policy reasons
-// (array throttle, dependency, limits: the first in Slurm's hierarchy
-// order; explanations ask the policy for all of them), or ReasonNone.
+// (dependency, array throttle, limits: the first in that order, limits in
+// Slurm's hierarchy order; explanations ask the policy for all of them),
+// or ReasonNone.
 func (s *Scheduler) checkPolicy(now time.Time, j *job) policy.Reason {
-	if b, held := s.arrayBlocker(j); held {
+	if b, blocked := s.depBlocker(j); blocked {
 		return b.Reason
 	}
-	if b, blocked := s.depBlocker(j); blocked {
+	return s.checkLimits(now, j)
+}
+
+// checkLimits is checkPolicy without the dependency: the array throttle,
+// then the limits.
+func (s *Scheduler) checkLimits(now time.Time, j *job) policy.Reason {
+	if b, held := s.arrayBlocker(j); held {
 		return b.Reason
 	}
 	if s.pol == nil {

@@ -135,14 +135,14 @@ type job struct {
 	// preemptedFor is, on a victim, the job it makes room for.
 	preemptFirst    bool
 	awaitingVictims int
-	// preemptRank is the job's policy.Subject.PreemptRank: a job that may
-	// preempt another ranks above it and is considered first.
-	preemptRank  int
-	preemptedFor JobID
+	preemptedFor    JobID
 	// preempting marks a preemption victim in its grace time; it is ended
 	// (or requeued, per preemptAction) at its deadline.
 	preempting    bool
 	preemptAction policy.PreemptAction
+	// preemptRank is the job's policy.Subject.PreemptRank: a job that may
+	// preempt another ranks above it and is considered first.
+	preemptRank int
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it
