@@ -289,8 +289,11 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 		return r
 	}
 	allowed := s.allowedNodes(j.shape) // and j.shape.usable, its size
-	if j.shape.usable < j.nodes {
-		// Not enough capable nodes are up: waiting for them, not for the queue.
+	if j.shape.usable == 0 {
+		// No node able to hold the job is up: it waits for its nodes to
+		// return (ReqNodeNotAvail is for a job whose nodes are down or
+		// reserved). One that merely needs more nodes than are up waits
+		// on Resources, as in Slurm.
 		return policy.ReasonReqNodeNotAvail
 	}
 	resvEnd, r := s.candidates(now, j)
@@ -312,11 +315,13 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 		s.allocate(now, j, nodes, quality, resvEnd) // killed at its reservation's end, if any
 		return policy.ReasonNone
 	}
+	// Resources, also when nodes are held back by a blocked job of
+	// another partition: Priority means a higher-priority job waits in
+	// the job's own partition (or reservation), which the checks above
+	// report before placing.
 	reason := policy.ReasonResources
-	// Nodes held back by a higher-priority job of another partition: had
-	// they been free to use, would the job have started?
-	if allowed.IntersectionCount(s.avail) < j.shape.usable && s.fits(now, j, allowed) {
-		reason = policy.ReasonPriority
+	if s.maintHeld(now, j, allowed, s.avail) {
+		reason = policy.ReasonReqNodeNotAvailMaint
 	}
 	if j.Spec.Reservation != "" {
 		// A job in a reservation holds back only the reservation's nodes.
@@ -406,11 +411,29 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 	return s.placed, p.Quality.Score
 }
 
-// fits reports whether the job could start on cand now (used to tell
-// Priority from Resources).
-func (s *Scheduler) fits(now time.Time, j *job, cand topology.NodeSet) bool {
-	nodes, _ := s.place(now, j, cand)
-	return nodes != nil
+// maintHeld reports whether a node able to hold job j now (allowed,
+// within avail unless avail is zero, its per-node request free) is held
+// by a MAINT reservation (not the job's own) with a window within the
+// job's time limit: Slurm then shows "ReqNodeNotAvail, Reserved for
+// maintenance".
+func (s *Scheduler) maintHeld(now time.Time, j *job, allowed, avail topology.NodeSet) bool {
+	if s.pol == nil || s.pol.resv.Len() == 0 {
+		return false
+	}
+	for _, r := range s.pol.resv.All() {
+		if !r.Flags.Has(policy.ResvMaint) || r.Name == j.Spec.Reservation || !r.Nodes.Intersects(allowed) {
+			continue
+		}
+		if ws, err := s.pol.resv.Windows(r.Name, now, now.Add(max(j.TimeLimit, insideWall)), nil); err != nil || len(ws) == 0 {
+			continue
+		}
+		for i := r.Nodes.Next(0); i >= 0; i = r.Nodes.Next(i + 1) {
+			if allowed.Has(i) && (avail.Len() == 0 || avail.Has(i)) && s.fitsNow(j, i) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // nodePlan is how a job would sit on one node: its CPU ids, device

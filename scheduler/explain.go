@@ -499,7 +499,7 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 		}
 		if x.part == j.part {
 			ex.Rank++
-			if head == nil && (x.Reason == policy.ReasonResources || x.Reason == policy.ReasonPriority) {
+			if head == nil && (x.Reason.Blocking() || x.Reason == policy.ReasonPriority) {
 				head = x
 			}
 		}
@@ -536,7 +536,7 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 	for _, x := range cands[:min(len(cands), opts.MaxListed)] {
 		qb.Ahead = append(qb.Ahead, ctx.aheadOf(x))
 	}
-	if head != nil && head.Reason == policy.ReasonResources {
+	if head != nil && head.Reason.Blocking() {
 		h := ctx.aheadOf(head)
 		qb.Head = &h
 	}
@@ -844,7 +844,12 @@ func (s *Scheduler) staticBlockers(now time.Time, j *job, allowed topology.NodeS
 			Detail: fmt.Sprintf("begin time %s is %s away", fmtTime(j.Spec.BeginTime), fmtDur(j.Spec.BeginTime.Sub(now)))})
 	}
 	if c := allowed.Count(); c < j.nodes {
+		// As the main pass: ReqNodeNotAvail when none of its nodes is up,
+		// Resources when it merely needs more than are up.
 		b := Blocker{Kind: BlockerNodes, Reason: policy.ReasonReqNodeNotAvail}
+		if c > 0 {
+			b.Reason = policy.ReasonResources
+		}
 		var states []string
 		for i := j.shape.capable.Next(0); i >= 0; i = j.shape.capable.Next(i + 1) {
 			if !s.usable.Has(i) {
@@ -990,7 +995,11 @@ func (s *Scheduler) reservationBlocker(now time.Time, j *job, fit topology.NodeS
 		}
 		names = append(names, name)
 	}
-	b := Blocker{Kind: BlockerReservation, Reason: policy.ReasonReqNodeNotAvail,
+	reason := policy.ReasonReqNodeNotAvail
+	if s.maintHeld(now, j, held, topology.NodeSet{}) {
+		reason = policy.ReasonReqNodeNotAvailMaint // as the main pass says
+	}
+	b := Blocker{Kind: BlockerReservation, Reason: reason,
 		Detail: fmt.Sprintf("%d of the %d node(s) that fit now are reserved within its time limit (%s): %s",
 			held.Count(), fit.Count(), policy.FormatDuration(j.TimeLimit), strings.Join(names, "; ")),
 		Nodes: s.nodeNames(held.AppendTo(nil))}

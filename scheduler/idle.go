@@ -156,7 +156,7 @@ func (s *Scheduler) IdleCapacity(now time.Time) IdleReport {
 	blockedPart := make([]bool, len(s.parts))
 	s.pending.Ascend(func(j *job) bool {
 		p := &s.parts[j.part]
-		if j.Reason == policy.ReasonResources || j.Reason == policy.ReasonPriority {
+		if j.Reason.Blocking() || j.Reason == policy.ReasonPriority {
 			blockedPart[j.part] = true
 		}
 		if !demandNow(now, j, p) {
