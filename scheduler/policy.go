@@ -175,7 +175,10 @@ func (s *Scheduler) depBlocker(j *job) (policy.Blocker, bool) {
 // constrainByReservations removes from cand the nodes reservations forbid
 // to the job if it started now, and returns the reservation window's end
 // (the job's kill time; zero for none) or the reason it cannot start now.
-func (s *Scheduler) constrainByReservations(now time.Time, j *job, cand topology.NodeSet) (time.Time, policy.Reason) {
+// With magneticOnly (a job naming no reservation, in its MAGNETIC turn)
+// only the MAGNETIC reservations that admit it are tried: cand is emptied
+// when none holds enough of its nodes.
+func (s *Scheduler) constrainByReservations(now time.Time, j *job, cand topology.NodeSet, magneticOnly bool) (time.Time, policy.Reason) {
 	if s.pol == nil || s.pol.resv.Len() == 0 {
 		return time.Time{}, policy.ReasonNone
 	}
@@ -190,6 +193,10 @@ func (s *Scheduler) constrainByReservations(now time.Time, j *job, cand topology
 				cand.Subtract(s.pol.forbidden)
 				return dl, policy.ReasonNone
 			}
+		}
+		if magneticOnly {
+			cand.Reset()
+			return time.Time{}, policy.ReasonNone
 		}
 	} else {
 		wall = insideWall

@@ -341,3 +341,68 @@ func TestJobNeedingMoreNodesThanUpIsResources(t *testing.T) {
 	assert.Equal(t, policy.ReasonReqNodeNotAvail, reasonOf(cyc, one), "no h100 node is up")
 	assert.Equal(t, policy.ReasonReqNodeNotAvail, explainReason(t, s, t0, one))
 }
+
+// TestFlexReservationJobBlocksItsPartition checks that a blocked job in a
+// FLEX reservation, which may use the partition's unreserved nodes too,
+// holds them back like any blocked job: a lower job of the partition
+// waits on Priority instead of taking a node the FLEX job could use.
+func TestFlexReservationJobBlocksItsPartition(t *testing.T) {
+	s := newResvMixed(t)
+	require.NoError(t, s.AddReservation(t0, policy.Reservation{Name: "flex", Start: t0, Duration: 4 * time.Hour,
+		Nodes: topology.NodeSetOf(4, 0), Users: []string{"ann"}, Flags: policy.ResvFlex}))
+	// 5 GPUs in use on every node outside the reservation.
+	mustSubmit(t, s, t0, scheduler.JobSpec{User: "bob", GRESPerNode: typed("h100", 5), TimeLimit: time.Hour})
+	mustSubmit(t, s, t0, scheduler.JobSpec{User: "bob", GRESPerNode: typed("a100", 5), TimeLimit: time.Hour})
+	mustSubmit(t, s, t0, scheduler.JobSpec{User: "bob", GRESPerNode: typed("a100", 5), TimeLimit: time.Hour})
+	require.Len(t, mustSchedule(t, s, t0).Starts, 3)
+	// Two whole 8-GPU nodes: h100-01 inside, none outside is free enough.
+	flex := mustSubmit(t, s, t0, scheduler.JobSpec{User: "ann", Reservation: "flex", Nodes: 2, GRESPerNode: gpus(8), TimeLimit: time.Hour})
+	low := mustSubmit(t, s, t0, scheduler.JobSpec{User: "bob", GRESPerNode: gpus(1), TimeLimit: time.Hour})
+	cyc := mustSchedule(t, s, t0)
+	assert.Empty(t, cyc.Starts, "the lower job must not take a node the FLEX job may use")
+	assert.Equal(t, policy.ReasonResources, reasonOf(cyc, flex))
+	assert.Equal(t, policy.ReasonPriority, reasonOf(cyc, low))
+	assert.Equal(t, policy.ReasonPriority, explainReason(t, s, t0, low))
+}
+
+// TestMagneticJobsTakeTheirReservationTurnFirst checks that a job a
+// MAGNETIC reservation admits is tried in it as a reservation job, ahead
+// of the plain jobs and exempt from its partition's block, and that
+// outside the reservation it waits its turn like any job (Priority behind
+// the blocked one).
+func TestMagneticJobsTakeTheirReservationTurnFirst(t *testing.T) {
+	s := newResvMixed(t)
+	require.NoError(t, s.AddReservation(t0, policy.Reservation{Name: "mag", Start: t0, Duration: 4 * time.Hour,
+		Nodes: topology.NodeSetOf(4, 0), Users: []string{"cy"}, Flags: policy.ResvMagnetic}))
+	// First in queue order, bob's job needs both h100 nodes; h100-01 is
+	// reserved, so it waits on Resources and blocks the partition.
+	wide := mustSubmit(t, s, t0, scheduler.JobSpec{User: "bob", Nodes: 2, GRESPerNode: typed("h100", 8), TimeLimit: time.Hour})
+	inside := mustSubmit(t, s, t0, scheduler.JobSpec{User: "cy", GRESPerNode: typed("h100", 8), TimeLimit: time.Hour})
+	outside := mustSubmit(t, s, t0, scheduler.JobSpec{User: "cy", GRESPerNode: typed("h100", 8), TimeLimit: time.Hour})
+	cyc := mustSchedule(t, s, t0)
+	require.Len(t, cyc.Starts, 1)
+	assert.Equal(t, inside, cyc.Starts[0].Job, "started inside the MAGNETIC reservation despite the block")
+	assert.Equal(t, []string{"h100-01"}, cyc.Starts[0].Alloc.NodeNames())
+	assert.Equal(t, policy.ReasonResources, reasonOf(cyc, wide))
+	assert.Equal(t, policy.ReasonPriority, reasonOf(cyc, outside), "the reservation is full: its plain turn is behind the blocked job")
+	assert.Equal(t, policy.ReasonPriority, explainReason(t, s, t0, outside))
+	assert.Equal(t, []scheduler.JobID{wide, outside}, []scheduler.JobID{cyc.Pending[0].Job, cyc.Pending[1].Job}, "pending in queue order")
+}
+
+// TestReservationJobBehindBlockedOneIsPriority checks Slurm's Priority
+// for the advanced reservation: behind a job of the same reservation that
+// waits on Resources, a job in it waits on Priority.
+func TestReservationJobBehindBlockedOneIsPriority(t *testing.T) {
+	s := newResvMixed(t)
+	require.NoError(t, s.AddReservation(t0, policy.Reservation{Name: "r", Start: t0, Duration: 4 * time.Hour,
+		Nodes: topology.NodeSetOf(4, 0, 1), Users: []string{"ann"}}))
+	mustSubmit(t, s, t0, scheduler.JobSpec{User: "ann", Reservation: "r", GRESPerNode: gpus(1), TimeLimit: time.Hour})
+	require.Len(t, mustSchedule(t, s, t0).Starts, 1)
+	both := mustSubmit(t, s, t0, scheduler.JobSpec{User: "ann", Reservation: "r", Nodes: 2, GRESPerNode: gpus(8), TimeLimit: time.Hour})
+	next := mustSubmit(t, s, t0, scheduler.JobSpec{User: "ann", Reservation: "r", GRESPerNode: gpus(1), TimeLimit: time.Hour})
+	cyc := mustSchedule(t, s, t0)
+	assert.Empty(t, cyc.Starts)
+	assert.Equal(t, policy.ReasonResources, reasonOf(cyc, both))
+	assert.Equal(t, policy.ReasonPriority, reasonOf(cyc, next))
+	assert.Equal(t, policy.ReasonPriority, explainReason(t, s, t0, next))
+}

@@ -329,25 +329,7 @@ func (s *Scheduler) Registry() *gres.Registry { return s.reg }
 // priority (higher first), submit time (earlier first), then job ID
 // (lower first).
 func queueLess(a, b *job) bool {
-	if a.preemptFirst != b.preemptFirst {
-		return a.preemptFirst
-	}
-	if a.preemptRank != b.preemptRank {
-		return a.preemptRank > b.preemptRank
-	}
-	if ra, rb := a.Spec.Reservation != "", b.Spec.Reservation != ""; ra != rb {
-		return ra
-	}
-	if a.tier != b.tier {
-		return a.tier > b.tier
-	}
-	if a.Priority != b.Priority {
-		return a.Priority > b.Priority
-	}
-	if !a.SubmitTime.Equal(b.SubmitTime) {
-		return a.SubmitTime.Before(b.SubmitTime)
-	}
-	return a.ID < b.ID
+	return queueKeyLess(a, a.Spec.Reservation != "", b, b.Spec.Reservation != "")
 }
 
 func deadlineLess(a, b *job) bool {
