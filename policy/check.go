@@ -421,6 +421,30 @@ func (s Subject) NoReserve() bool {
 	return false
 }
 
+// PreemptRank orders jobs as Slurm's queue sort does with preemption on,
+// where a job that may preempt another is considered before it: a job
+// whose rank is higher comes first. Under PreemptQOS it is the length of
+// the longest chain of QOS the job's QOS may preempt (so a job ranks
+// above every job it may preempt); under PreemptPartitionPrio its
+// partition's PriorityTier; 0 without preemption or a resolved subject.
+func (s Subject) PreemptRank() int {
+	if s.pl == nil {
+		return 0
+	}
+	p := s.pl.owner
+	switch p.cfg.PreemptType {
+	case PreemptQOS:
+		if q := s.pl.jobQOS; q >= 0 {
+			return int(p.preemptDepth[q])
+		}
+	case PreemptPartitionPrio:
+		if s.pl.part >= 0 {
+			return p.parts[s.pl.part].Tier()
+		}
+	}
+	return 0
+}
+
 // QOSPriority returns the job QOS's priority (0 without a QOS).
 func (s Subject) QOSPriority() uint32 {
 	if s.pl == nil || s.pl.jobQOS < 0 {

@@ -158,6 +158,10 @@ type Policy struct {
 	preempts   [][]bool // [preemptor][victim] from Preempt lists
 	defaultQOS int32
 	plans      map[planKey]*plan
+
+	// preemptDepth is, per QOS, the length of the longest chain of QOS it
+	// may preempt (a preempts b preempts c: a 2, b 1, c 0).
+	preemptDepth []int32
 }
 
 // New validates cfg against reg (TRES names in limits and billing
@@ -261,6 +265,23 @@ func (p *Policy) compileQOS() error {
 				return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 			}
 		}
+	}
+	p.preemptDepth = make([]int32, n)
+	depthKnown := make([]bool, n)
+	var depth func(i int) int32
+	depth = func(i int) int32 { // the graph is acyclic (checked above)
+		if !depthKnown[i] {
+			for j := range n {
+				if p.preempts[i][j] {
+					p.preemptDepth[i] = max(p.preemptDepth[i], depth(j)+1)
+				}
+			}
+			depthKnown[i] = true
+		}
+		return p.preemptDepth[i]
+	}
+	for i := range n {
+		depth(i)
 	}
 	switch {
 	case p.cfg.DefaultQOS != "":

@@ -16,10 +16,12 @@ const (
 	// ReasonNone: the job has not been evaluated by a scheduling cycle yet.
 	ReasonNone Reason = iota
 	// ReasonPriority: a higher-priority job in the same partition (or
-	// holding the same nodes) is blocked, and this job waits behind it.
+	// the same advance reservation) is blocked, and this job waits behind
+	// it.
 	ReasonPriority
-	// ReasonResources: the job is next in line but the resources it needs
-	// are in use.
+	// ReasonResources: the job is next in line in its partition but the
+	// resources it needs are in use, held back for a blocked job of
+	// another partition, or on too few nodes that are up.
 	ReasonResources
 	// ReasonBeginTime: the job's begin time has not been reached.
 	ReasonBeginTime
@@ -37,8 +39,9 @@ const (
 	// ReasonPartitionTimeLimit: the job's time limit exceeds the
 	// partition's MaxTime.
 	ReasonPartitionTimeLimit
-	// ReasonReqNodeNotAvail: nodes the job needs are down, drained or
-	// failed, so it cannot run until they return.
+	// ReasonReqNodeNotAvail: no node able to hold the job is up (they are
+	// down, drained or failed), so it cannot run until one returns; or,
+	// in explanations, nodes it fits are reserved for others.
 	ReasonReqNodeNotAvail
 	// ReasonReservation: the job waits for its advance reservation.
 	ReasonReservation
@@ -64,6 +67,11 @@ const (
 	// ReasonPreempted: the job was preempted (ended, or requeued and
 	// waiting again) to make room for a job allowed to preempt it.
 	ReasonPreempted
+	// ReasonReqNodeNotAvailMaint: nodes the job could start on now are
+	// held by a MAINT reservation within its time limit. Slurm's reason
+	// code is ReqNodeNotAvail with this description, which squeue prints
+	// together: "ReqNodeNotAvail, Reserved for maintenance".
+	ReasonReqNodeNotAvailMaint
 	numBaseReasons
 )
 
@@ -90,6 +98,7 @@ var reasonNames = [numBaseReasons]string{
 	ReasonTimeLimit:                "TimeLimit",
 	ReasonLaunchFailRequeue:        "launch_failed_requeued",
 	ReasonPreempted:                "Preempted",
+	ReasonReqNodeNotAvailMaint:     "ReqNodeNotAvail, Reserved for maintenance",
 }
 
 // String returns the Slurm spelling of r.
@@ -104,11 +113,12 @@ func (r Reason) String() string {
 }
 
 // Blocking reports whether a pending job with this reason holds back
-// lower-priority jobs of its partition in a strict-priority pass. Only
-// Resources does, as in Slurm's main scheduler: jobs pending for their own
-// constraints (begin time, partition limits, dependencies) never block
-// others.
-func (r Reason) Blocking() bool { return r == ReasonResources }
+// lower-priority jobs of its partition in a strict-priority pass: one
+// that waits for nodes in use (Resources) or reserved for maintenance
+// (ReqNodeNotAvail, Reserved for maintenance), as in Slurm's main
+// scheduler. Jobs pending for their own constraints (begin time,
+// partition limits, dependencies, nodes down) never block others.
+func (r Reason) Blocking() bool { return r == ReasonResources || r == ReasonReqNodeNotAvailMaint }
 
 // ParseReason returns the Reason whose Slurm spelling is s (case-insensitive).
 func ParseReason(s string) (Reason, error) {

@@ -519,7 +519,9 @@ func (d Decision) Accounting(cluster string) (accounting.Decision, error) {
 		detail = append(detail, "pos="+strconv.Itoa(d.QueuePos))
 	}
 	if d.Reason != policy.ReasonNone {
-		detail = append(detail, "reason="+d.Reason.String())
+		// Detail words are space-separated: a reason spelled with spaces
+		// ("ReqNodeNotAvail, Reserved for maintenance") keeps them as '+'.
+		detail = append(detail, "reason="+strings.ReplaceAll(d.Reason.String(), " ", "+"))
 	}
 	if d.OvertookMore {
 		detail = append(detail, "more=1")
@@ -590,7 +592,7 @@ func DecisionFromAccounting(ad accounting.Decision) (Decision, error) {
 		case "pos":
 			d.QueuePos, err = strconv.Atoi(v)
 		case "reason":
-			d.Reason, err = policy.ParseReason(v)
+			d.Reason, err = policy.ParseReason(strings.ReplaceAll(v, "+", " "))
 		case "more":
 			d.OvertookMore = v == "1"
 		case "preemptor":

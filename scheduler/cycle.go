@@ -144,13 +144,19 @@ func (s *Scheduler) allowedNodes(sh *shape) topology.NodeSet {
 }
 
 // Schedule runs one scheduling cycle at now: it ends jobs past their time
-// limit, then walks the pending queue in order (partition tier, priority,
-// submit time, job ID) and starts every job that fits, first-fit, on nodes
-// that are up, in its partition, and not held back by a higher-priority
-// job. As in Slurm's main scheduler, a job that cannot start for lack of
-// resources removes its partition's nodes from the rest of the cycle, so
-// nothing behind it overtakes it; jobs pending for their own constraints
-// (begin time, partition limits) block no one.
+// limit, then walks the pending queue in order (with preemption, a job
+// that may preempt another before it; reservation jobs; partition tier,
+// priority, submit time, job ID) and starts every job that fits,
+// first-fit, on nodes that are up, in its partition, and not held back by
+// a higher-priority job. As in Slurm's main scheduler, a job that cannot
+// start for lack of resources removes its partition's nodes from the rest
+// of the cycle, so nothing behind it overtakes it (a job in a reservation
+// removes the reservation's nodes, and, in a FLEX reservation, the
+// partition's nodes it may use outside it too); jobs pending for their own
+// constraints (begin time, dependencies, partition limits) block no one.
+// A job that a MAGNETIC reservation admits without naming it is first
+// tried inside the reservation in the reservation jobs' turn, exempt from
+// its partition's block, and then, outside, in its own place.
 func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 	if err := s.tick(now); err != nil {
 		return Cycle{}, err
@@ -166,7 +172,11 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 	s.resumeSuspended(now, &cyc)
 
 	s.avail.CopyFrom(s.usable)
-	blocked := make([]bool, len(s.parts))
+	blocked := &passBlocks{parts: make([]bool, len(s.parts))}
+	// Jobs that may run in a MAGNETIC reservation without naming it take
+	// a first turn there, ordered as reservation jobs (Slurm queues them
+	// once per such reservation, ahead of the plain jobs).
+	mags := s.magneticJobs()
 	// started (the jobs the pass starts, moved to the running index after
 	// it) and s.pendJobs (the job of each cyc.Pending entry, kept in step
 	// with it until the audit records are made) are scratch, emptied
@@ -176,7 +186,18 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 	cyc.Pending = make([]Pending, 0, s.pending.Len())
 	s.inPass = true
 	s.pending.Ascend(func(j *job) bool {
-		r := s.evaluate(now, j, blocked, &cyc)
+		for len(mags) > 0 && queueKeyLess(mags[0], true, j, j.Spec.Reservation != "") {
+			m := mags[0]
+			mags = mags[1:]
+			if s.evaluate(now, m, blocked, &cyc, true) == policy.ReasonNone {
+				started = append(started, m)
+				cyc.Starts = append(cyc.Starts, Start{Job: m.ID, Alloc: copyAlloc(m.Alloc), TimeLimit: m.TimeLimit})
+			}
+		}
+		if j.State != JobPending {
+			return true // started in its MAGNETIC reservation's turn
+		}
+		r := s.evaluate(now, j, blocked, &cyc, false)
 		if r == policy.ReasonNone {
 			// Its allocation is final: only running jobs (not those
 			// started by this pass) can be preempted.
@@ -253,9 +274,71 @@ func (s *Scheduler) endExpired(now time.Time, cyc *Cycle) {
 	}
 }
 
+// passBlocks is what the main pass holds back: per partition, whether a
+// job of it waits for resources (the jobs behind it wait on Priority),
+// and the reservations in which a job waits for resources likewise.
+type passBlocks struct {
+	parts []bool
+	resv  map[string]bool
+}
+
+// magneticJobs returns the pending jobs that name no reservation but
+// that a MAGNETIC reservation admits, in the order of their turn as
+// reservation jobs; nil when there is no MAGNETIC reservation.
+func (s *Scheduler) magneticJobs() []*job {
+	if s.pol == nil || s.pol.resv.Len() == 0 {
+		return nil
+	}
+	magnetic := false
+	for _, r := range s.pol.resv.All() {
+		magnetic = magnetic || r.Flags.Has(policy.ResvMagnetic)
+	}
+	if !magnetic {
+		return nil
+	}
+	var out []*job
+	s.pending.Ascend(func(j *job) bool {
+		if j.Spec.Reservation == "" && len(s.pol.resv.Usable(j.resvJob())) > 0 {
+			out = append(out, j)
+		}
+		return true
+	})
+	// Their order among themselves as reservation jobs is their queue
+	// order: only the reservation rank changes, for all of them alike.
+	return out
+}
+
+// queueKeyLess is queueLess for jobs a and b taking their turn as
+// reservation jobs (aResv, bResv) or not.
+func queueKeyLess(a *job, aResv bool, b *job, bResv bool) bool {
+	if a.preemptFirst != b.preemptFirst {
+		return a.preemptFirst
+	}
+	if a.preemptRank != b.preemptRank {
+		return a.preemptRank > b.preemptRank
+	}
+	if aResv != bResv {
+		return aResv
+	}
+	if a.tier != b.tier {
+		return a.tier > b.tier
+	}
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	if !a.SubmitTime.Equal(b.SubmitTime) {
+		return a.SubmitTime.Before(b.SubmitTime)
+	}
+	return a.ID < b.ID
+}
+
 // evaluate decides one pending job: it starts it (returning ReasonNone) or
-// returns why it waits. It does not touch the pending index.
-func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) policy.Reason {
+// returns why it waits. It does not touch the pending index. With
+// magnetic set it is the turn of a job that names no reservation in the
+// MAGNETIC reservations that admit it: exempt from its partition's block,
+// it may start only inside one of them, and holds nothing back when it
+// cannot (its plain turn comes later, in queue order).
+func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cycle, magnetic bool) policy.Reason {
 	p := &s.parts[j.part]
 	switch {
 	case p.cfg.State == PartitionDown:
@@ -269,33 +352,41 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 	case j.nodes < p.cfg.MinNodes || (p.cfg.MaxNodes > 0 && j.nodes > p.cfg.MaxNodes):
 		return policy.ReasonPartitionNodeLimit
 	}
-	if blocked[j.part] && j.Spec.Reservation == "" {
-		// Behind a higher-priority job of its partition that could not
-		// start: Slurm's main scheduler moves on without testing limits.
-		if j.EligibleTime.IsZero() {
-			j.EligibleTime = now
-		}
-		return policy.ReasonPriority
-	}
-	if r := s.checkPolicy(now, j); r != policy.ReasonNone {
-		return r
+	if b, waiting := s.depBlocker(j); waiting {
+		// Not eligible: Slurm keeps a job whose dependencies are not
+		// satisfied out of the queue, wherever it would sit in it, and
+		// its age does not accrue.
+		return b.Reason
 	}
 	if j.EligibleTime.IsZero() {
+		// Begin time passed, dependencies satisfied: the age clock starts.
 		j.EligibleTime = now
 	}
+	if (j.Spec.Reservation == "" && !magnetic && blocked.parts[j.part]) || (j.Spec.Reservation != "" && blocked.resv[j.Spec.Reservation]) {
+		// Behind a higher-priority job of its partition (or reservation)
+		// that could not start: Slurm's main scheduler moves on without
+		// testing limits.
+		return policy.ReasonPriority
+	}
+	if r := s.checkLimits(now, j); r != policy.ReasonNone {
+		return r
+	}
 	allowed := s.allowedNodes(j.shape) // and j.shape.usable, its size
-	if j.shape.usable < j.nodes {
-		// Not enough capable nodes are up: waiting for them, not for the queue.
+	if j.shape.usable == 0 {
+		// No node able to hold the job is up: it waits for its nodes to
+		// return (ReqNodeNotAvail is for a job whose nodes are down or
+		// reserved). One that merely needs more nodes than are up waits
+		// on Resources, as in Slurm.
 		return policy.ReasonReqNodeNotAvail
 	}
-	resvEnd, r := s.candidates(now, j)
+	resvEnd, r := s.candidates(now, j, magnetic)
 	if r != policy.ReasonNone {
 		return r
 	}
 	nodes, quality := s.place(now, j, s.cand)
-	if nodes == nil && s.preemptionOn() && j.Spec.Reservation == "" && j.awaitingVictims == 0 && s.tryPreempt(now, j, cyc) {
+	if nodes == nil && !magnetic && s.preemptionOn() && j.Spec.Reservation == "" && j.awaitingVictims == 0 && s.tryPreempt(now, j, cyc) {
 		// The victims are gone: place again.
-		if resvEnd, r = s.candidates(now, j); r != policy.ReasonNone {
+		if resvEnd, r = s.candidates(now, j, false); r != policy.ReasonNone {
 			return r
 		}
 		nodes, quality = s.place(now, j, s.cand)
@@ -307,20 +398,42 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 		s.allocate(now, j, nodes, quality, resvEnd) // killed at its reservation's end, if any
 		return policy.ReasonNone
 	}
+	// Resources, also when nodes are held back by a blocked job of
+	// another partition: Priority means a higher-priority job waits in
+	// the job's own partition (or reservation), which the checks above
+	// report before placing.
 	reason := policy.ReasonResources
-	// Nodes held back by a higher-priority job of another partition: had
-	// they been free to use, would the job have started?
-	if allowed.IntersectionCount(s.avail) < j.shape.usable && s.fits(now, j, allowed) {
-		reason = policy.ReasonPriority
+	if s.maintHeld(now, j, allowed, s.avail) {
+		reason = policy.ReasonReqNodeNotAvailMaint
+	}
+	if magnetic {
+		return reason
 	}
 	if j.Spec.Reservation != "" {
-		// A job in a reservation holds back only the reservation's nodes.
-		if r, ok := s.pol.resv.Get(j.Spec.Reservation); ok {
-			s.avail.Subtract(r.Nodes)
+		// A job in a reservation holds back the reservation's nodes (the
+		// later jobs in it wait on Priority) and, in a FLEX reservation,
+		// the nodes of its partition it may use outside it, as a job
+		// outside reservations holds back its partition.
+		if blocked.resv == nil {
+			blocked.resv = map[string]bool{}
+		}
+		blocked.resv[j.Spec.Reservation] = true
+		r, ok := s.pol.resv.Get(j.Spec.Reservation)
+		if !ok {
+			return reason
+		}
+		s.avail.Subtract(r.Nodes)
+		if r.Flags.Has(policy.ResvFlex) {
+			// s.pol.forbidden holds the other reservations' nodes, which
+			// the job may not use (candidates set it last).
+			outside := p.nodes.Clone()
+			outside.Subtract(s.pol.forbidden)
+			s.avail.Subtract(outside)
+			blocked.parts[j.part] = true
 		}
 		return reason
 	}
-	blocked[j.part] = true
+	blocked.parts[j.part] = true
 	s.avail.Subtract(p.nodes)
 	return reason
 }
@@ -329,10 +442,10 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 // pass: capable, up, not held back by a blocked job ahead, and not
 // forbidden by advance reservations. It returns the end of the
 // reservation window the job would run in, or why it cannot start now.
-func (s *Scheduler) candidates(now time.Time, j *job) (time.Time, policy.Reason) {
+func (s *Scheduler) candidates(now time.Time, j *job, magnetic bool) (time.Time, policy.Reason) {
 	s.cand.CopyFrom(j.shape.capable)
 	s.cand.IntersectWith(s.avail)
-	return s.constrainByReservations(now, j, s.cand)
+	return s.constrainByReservations(now, j, s.cand, magnetic)
 }
 
 // fitsNow reports whether node i can take the job's per-node request now.
@@ -401,11 +514,29 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 	return s.placed, p.Quality.Score
 }
 
-// fits reports whether the job could start on cand now (used to tell
-// Priority from Resources).
-func (s *Scheduler) fits(now time.Time, j *job, cand topology.NodeSet) bool {
-	nodes, _ := s.place(now, j, cand)
-	return nodes != nil
+// maintHeld reports whether a node able to hold job j now (allowed,
+// within avail unless avail is zero, its per-node request free) is held
+// by a MAINT reservation (not the job's own) with a window within the
+// job's time limit: Slurm then shows "ReqNodeNotAvail, Reserved for
+// maintenance".
+func (s *Scheduler) maintHeld(now time.Time, j *job, allowed, avail topology.NodeSet) bool {
+	if s.pol == nil || s.pol.resv.Len() == 0 {
+		return false
+	}
+	for _, r := range s.pol.resv.All() {
+		if !r.Flags.Has(policy.ResvMaint) || r.Name == j.Spec.Reservation || !r.Nodes.Intersects(allowed) {
+			continue
+		}
+		if ws, err := s.pol.resv.Windows(r.Name, now, now.Add(max(j.TimeLimit, insideWall)), nil); err != nil || len(ws) == 0 {
+			continue
+		}
+		for i := r.Nodes.Next(0); i >= 0; i = r.Nodes.Next(i + 1) {
+			if allowed.Has(i) && (avail.Len() == 0 || avail.Has(i)) && s.fitsNow(j, i) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // nodePlan is how a job would sit on one node: its CPU ids, device

@@ -16,7 +16,9 @@
 //
 // Each cycle runs, in order: end expired jobs; recompute priorities when
 // PriorityCalcPeriod has passed; a main pass over the queue in Slurm's
-// order (reservation jobs, partition tier, priority, submit time, job ID)
+// order (jobs that may preempt before the jobs they may preempt,
+// reservation jobs — MAGNETIC ones included, inside the reservation —,
+// partition tier, priority, submit time, job ID)
 // that starts what fits — policy and limits checked first, topology-aware
 // placement, best-connected GPUs, CPUs close to them, preemption when the
 // job may preempt — and, as Slurm's main scheduler, stops a partition at

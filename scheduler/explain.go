@@ -340,12 +340,17 @@ type Explanation struct {
 	// Priority is the job's priority and Breakdown its multifactor
 	// breakdown (nil under FCFS). Rank is its 1-based position among the
 	// pending jobs of its partition, QueuePos among all pending jobs (in
-	// queue order: tier, priority, submit time, ID), of Pending.
+	// queue order: preemptors first, reservation jobs, tier, priority,
+	// submit time, ID), of Pending.
 	Priority  uint32
 	Breakdown *priority.Breakdown
 	Rank      int
 	QueuePos  int
 	Pending   int
+	// EligibleTime is when a pending job became eligible (Job.EligibleTime:
+	// its age factor counts from then); zero while it is not, e.g. while
+	// a dependency is unsatisfied.
+	EligibleTime time.Time
 	// Blockers lists every blocker that applies to a pending job.
 	Blockers []Blocker
 	// Estimate is a pending job's expected start.
@@ -401,7 +406,7 @@ func (s *Scheduler) Explain(now time.Time, id JobID, opts ExplainOptions) (Expla
 	}
 	ex := Explanation{
 		Job: j.ID, Name: j.Spec.Name, User: j.Spec.User, Account: j.Spec.Account, Partition: j.Partition,
-		State: j.State, Now: now, Reason: j.Reason, Priority: j.Priority,
+		State: j.State, Now: now, Reason: j.Reason, Priority: j.Priority, EligibleTime: j.EligibleTime,
 	}
 	if b, ok := s.PriorityBreakdown(id); ok {
 		ex.Breakdown = &b
@@ -494,7 +499,7 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 		}
 		if x.part == j.part {
 			ex.Rank++
-			if head == nil && (x.Reason == policy.ReasonResources || x.Reason == policy.ReasonPriority) {
+			if head == nil && (x.Reason.Blocking() || x.Reason == policy.ReasonPriority) {
 				head = x
 			}
 		}
@@ -531,7 +536,7 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 	for _, x := range cands[:min(len(cands), opts.MaxListed)] {
 		qb.Ahead = append(qb.Ahead, ctx.aheadOf(x))
 	}
-	if head != nil && head.Reason == policy.ReasonResources {
+	if head != nil && head.Reason.Blocking() {
 		h := ctx.aheadOf(head)
 		qb.Head = &h
 	}
@@ -839,7 +844,12 @@ func (s *Scheduler) staticBlockers(now time.Time, j *job, allowed topology.NodeS
 			Detail: fmt.Sprintf("begin time %s is %s away", fmtTime(j.Spec.BeginTime), fmtDur(j.Spec.BeginTime.Sub(now)))})
 	}
 	if c := allowed.Count(); c < j.nodes {
+		// As the main pass: ReqNodeNotAvail when none of its nodes is up,
+		// Resources when it merely needs more than are up.
 		b := Blocker{Kind: BlockerNodes, Reason: policy.ReasonReqNodeNotAvail}
+		if c > 0 {
+			b.Reason = policy.ReasonResources
+		}
 		var states []string
 		for i := j.shape.capable.Next(0); i >= 0; i = j.shape.capable.Next(i + 1) {
 			if !s.usable.Has(i) {
@@ -985,7 +995,11 @@ func (s *Scheduler) reservationBlocker(now time.Time, j *job, fit topology.NodeS
 		}
 		names = append(names, name)
 	}
-	b := Blocker{Kind: BlockerReservation, Reason: policy.ReasonReqNodeNotAvail,
+	reason := policy.ReasonReqNodeNotAvail
+	if s.maintHeld(now, j, held, topology.NodeSet{}) {
+		reason = policy.ReasonReqNodeNotAvailMaint // as the main pass says
+	}
+	b := Blocker{Kind: BlockerReservation, Reason: reason,
 		Detail: fmt.Sprintf("%d of the %d node(s) that fit now are reserved within its time limit (%s): %s",
 			held.Count(), fit.Count(), policy.FormatDuration(j.TimeLimit), strings.Join(names, "; ")),
 		Nodes: s.nodeNames(held.AppendTo(nil))}

@@ -36,7 +36,11 @@ const (
 	// pending job can use now without delaying that reservation. Without
 	// backfill, every unit on a node of a partition whose queue is blocked
 	// (a pending job there waits on Resources or Priority): the main pass
-	// holds such nodes back for the blocked job.
+	// holds such nodes back for the blocked job. Also the units a pending
+	// job not limited by policy could take now (its per-node request fits
+	// the node and as many such nodes as it needs are free): they wait for
+	// that job's turn in the queue (a job submitted since the last cycle,
+	// or one the queue order or its placement constraints hold back).
 	IdleReserved
 	// IdleNoDemand: no pending job that is eligible now (begin time
 	// reached, partition up) may use the node and asks for this resource.
@@ -48,9 +52,10 @@ const (
 	IdlePolicy
 	// IdleFragmented: free but in shapes no pending job can use now: no
 	// eligible job's per-node request fits the node's free resources
-	// (too few GPUs of the type, CPUs or memory left beside them, not a
-	// whole node), or the jobs whose per-node request fits need more such
-	// nodes at once than are free.
+	// (the job needs more per node than the node has free: too few GPUs
+	// of the type, CPUs or memory left beside them, not a whole node), or
+	// the jobs whose per-node request fits need more such nodes at once
+	// than are free.
 	IdleFragmented
 	// NumIdleClasses is the number of classes.
 	NumIdleClasses
@@ -107,6 +112,10 @@ type idleGroup struct {
 	excl      bool
 	gpus      bool // asks for GPUs
 	unlimited bool // some job of the shape is not limited by policy
+	// minNodes is the fewest nodes an unlimited job of the shape needs
+	// at once, and fitNodes how many usable nodes outside open
+	// reservation windows its per-node request fits now.
+	minNodes, fitNodes int
 }
 
 // policyLimited reports whether a pending job waits on policy rather
@@ -147,7 +156,7 @@ func (s *Scheduler) IdleCapacity(now time.Time) IdleReport {
 	blockedPart := make([]bool, len(s.parts))
 	s.pending.Ascend(func(j *job) bool {
 		p := &s.parts[j.part]
-		if j.Reason == policy.ReasonResources || j.Reason == policy.ReasonPriority {
+		if j.Reason.Blocking() || j.Reason == policy.ReasonPriority {
 			blockedPart[j.part] = true
 		}
 		if !demandNow(now, j, p) {
@@ -163,6 +172,9 @@ func (s *Scheduler) IdleCapacity(now time.Time) IdleReport {
 			g = &idleGroup{sh: j.shape, perNode: j.perNode, excl: j.Spec.Exclusive, gpus: hasGPU && j.perNode[gpuID] > 0}
 			groups[j.shape] = g
 			order = append(order, g)
+		}
+		if !lim && (!g.unlimited || j.nodes < g.minNodes) {
+			g.minNodes = j.nodes
 		}
 		g.unlimited = g.unlimited || !lim
 		return true
@@ -194,6 +206,16 @@ func (s *Scheduler) IdleCapacity(now time.Time) IdleReport {
 		}
 		return nil
 	})
+	for _, g := range order {
+		if !g.unlimited {
+			continue
+		}
+		for i := g.sh.capable.Next(0); i >= 0; i = g.sh.capable.Next(i + 1) {
+			if s.usable.Has(i) && !resvNow.Has(i) && g.fitsFree(&s.nodes[i]) {
+				g.fitNodes++
+			}
+		}
+	}
 
 	for i := range s.nodes {
 		n := &s.nodes[i]
@@ -288,9 +310,18 @@ func (s *Scheduler) reservedIdle(i int, now time.Time, prof *backfill.Profile, h
 	return min(max(gFree, 0), max(gNow-gMin, 0)), min(max(cFree, 0), max(cNow-cMin, 0))
 }
 
+// fitsFree reports whether the group's per-node request fits node n's
+// free resources now (a whole idle node for an exclusive request).
+func (g *idleGroup) fitsFree(n *node) bool {
+	if g.excl {
+		return len(n.jobs) == 0
+	}
+	return g.perNode.Fits(n.free)
+}
+
 // demandClass classifies node i's remaining idle GPUs (gpu set) or CPUs
-// by the demand of the pending job shapes: no demand, policy, or
-// fragmented (see IdleClass).
+// by the demand of the pending job shapes: no demand, policy, fragmented,
+// or reserved for a job that can use them now (see IdleClass).
 func (s *Scheduler) demandClass(i int, groups []*idleGroup, gpu bool) IdleClass {
 	n := &s.nodes[i]
 	demand, fits, fitsUnlimited := false, false, false
@@ -299,18 +330,15 @@ func (s *Scheduler) demandClass(i int, groups []*idleGroup, gpu bool) IdleClass 
 			continue
 		}
 		demand = true
-		var ok bool
-		if g.excl {
-			ok = len(n.jobs) == 0
-		} else {
-			ok = g.perNode.Fits(n.free)
+		if !g.fitsFree(n) {
+			continue // it needs more per node than the node has free
 		}
-		if ok {
-			fits = true
-			if g.unlimited {
-				fitsUnlimited = true
-				break
+		fits = true
+		if g.unlimited {
+			if g.fitNodes >= g.minNodes {
+				return IdleReserved // a job can take it now: it waits for its turn
 			}
+			fitsUnlimited = true // it needs more such nodes at once than are free
 		}
 	}
 	switch {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/internal/clustertest"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
@@ -133,4 +134,43 @@ func TestIdleCapacityDemand(t *testing.T) {
 	assert.Equal(t, 1, rep.Pending)
 	assert.Contains(t, rep.String(), "reserved")
 	assert.Equal(t, "IdleClass(9)", scheduler.IdleClass(9).String())
+}
+
+// TestIdleFragmentedOnlyWhenNoNodeHoldsTheRequest checks the documented
+// condition of IdleFragmented on both sides: free GPUs that a pending job
+// not limited by policy can use now (its per-node request fits the node
+// and enough such nodes are free) are not fragmented; free GPUs that the
+// demanding job cannot use because it needs more per node than the node
+// has free, or more such nodes at once than are free, are.
+func TestIdleFragmentedOnlyWhenNoNodeHoldsTheRequest(t *testing.T) {
+	s := newMixed(t)
+	// 5 of the 8 GPUs in use on every node, and one more on h100-01:
+	// 2 free there, 3 on each other node.
+	for range 4 {
+		mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(5), TimeLimit: time.Hour})
+	}
+	mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(1), TimeLimit: time.Hour})
+	mustSchedule(t, s, t0)
+
+	// Usable side: a 2-node job of 2 GPUs per node fits 4 nodes now (it
+	// has not had its cycle yet): none of the free GPUs is fragmented.
+	fits := mustSubmit(t, s, t0, scheduler.JobSpec{Nodes: 2, GRESPerNode: gpus(2), TimeLimit: time.Hour})
+	rep := s.IdleCapacity(t0)
+	assert.Equal(t, int64(0), rep.GPUs[scheduler.IdleFragmented], "%s", rep)
+	assert.Equal(t, int64(11), rep.GPUs[scheduler.IdleReserved], "%s", rep)
+	require.NoError(t, s.Cancel(t0, fits))
+
+	// Fragmented side, per node: 4 GPUs per node fit no node.
+	big := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(4), TimeLimit: time.Hour})
+	rep = s.IdleCapacity(t0)
+	assert.Equal(t, int64(11), rep.GPUs[scheduler.IdleFragmented], "%s", rep)
+	require.NoError(t, s.Cancel(t0, big))
+
+	// Fragmented side, across nodes: 3 h100 GPUs per node fit h100-02
+	// only, and the job needs 2 such nodes at once; the a100 nodes are
+	// of no use to it.
+	mustSubmit(t, s, t0, scheduler.JobSpec{Nodes: 2, GRESPerNode: []gres.Request{{Name: "gpu", Type: "h100", Count: 3}}, TimeLimit: time.Hour})
+	rep = s.IdleCapacity(t0)
+	assert.Equal(t, int64(5), rep.GPUs[scheduler.IdleFragmented], "%s", rep)
+	assert.Equal(t, int64(6), rep.GPUs[scheduler.IdleNoDemand], "%s", rep)
 }

@@ -181,7 +181,9 @@ type Job struct {
 	SubmitTime, StartTime, EndTime time.Time
 	// EligibleTime is when the job first became eligible to start (its
 	// begin time reached, its partition up, its request within the
-	// partition's limits), as sacct's Eligible; zero until then.
+	// partition's limits, its dependencies satisfied), as sacct's
+	// Eligible; zero until then. The multifactor age factor counts from
+	// it (unless PriorityFlags has ACCRUE_ALWAYS), as Slurm's does.
 	EligibleTime time.Time
 	// ExitCode is the exit code given to Finish.
 	ExitCode int

@@ -91,6 +91,7 @@ func (s *Scheduler) admitPolicy(j *job, tasks int) error {
 	}
 	j.subject = subj
 	j.Spec.QOS = subj.Ref().QOS
+	j.preemptRank = subj.PreemptRank()
 	req := s.policyRequest(j)
 	req.Tasks = tasks
 	if err := s.pol.p.CheckSubmit(&req, s.pol.usage); err != nil {
@@ -122,13 +123,20 @@ func (s *Scheduler) outcome(id policy.JobID) (policy.Outcome, bool) {
 }
 
 // checkPolicy returns why a job may not start now for policy reasons
-// (array throttle, dependency, limits: the first in Slurm's hierarchy
-// order; explanations ask the policy for all of them), or ReasonNone.
+// (dependency, array throttle, limits: the first in that order, limits in
+// Slurm's hierarchy order; explanations ask the policy for all of them),
+// or ReasonNone.
 func (s *Scheduler) checkPolicy(now time.Time, j *job) policy.Reason {
-	if b, held := s.arrayBlocker(j); held {
+	if b, blocked := s.depBlocker(j); blocked {
 		return b.Reason
 	}
-	if b, blocked := s.depBlocker(j); blocked {
+	return s.checkLimits(now, j)
+}
+
+// checkLimits is checkPolicy without the dependency: the array throttle,
+// then the limits.
+func (s *Scheduler) checkLimits(now time.Time, j *job) policy.Reason {
+	if b, held := s.arrayBlocker(j); held {
 		return b.Reason
 	}
 	if s.pol == nil {
@@ -167,7 +175,10 @@ func (s *Scheduler) depBlocker(j *job) (policy.Blocker, bool) {
 // constrainByReservations removes from cand the nodes reservations forbid
 // to the job if it started now, and returns the reservation window's end
 // (the job's kill time; zero for none) or the reason it cannot start now.
-func (s *Scheduler) constrainByReservations(now time.Time, j *job, cand topology.NodeSet) (time.Time, policy.Reason) {
+// With magneticOnly (a job naming no reservation, in its MAGNETIC turn)
+// only the MAGNETIC reservations that admit it are tried: cand is emptied
+// when none holds enough of its nodes.
+func (s *Scheduler) constrainByReservations(now time.Time, j *job, cand topology.NodeSet, magneticOnly bool) (time.Time, policy.Reason) {
 	if s.pol == nil || s.pol.resv.Len() == 0 {
 		return time.Time{}, policy.ReasonNone
 	}
@@ -182,6 +193,10 @@ func (s *Scheduler) constrainByReservations(now time.Time, j *job, cand topology
 				cand.Subtract(s.pol.forbidden)
 				return dl, policy.ReasonNone
 			}
+		}
+		if magneticOnly {
+			cand.Reset()
+			return time.Time{}, policy.ReasonNone
 		}
 	} else {
 		wall = insideWall

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/internal/clustertest"
 	"github.com/sluicehq/sluice/internal/gputest"
 	"github.com/sluicehq/sluice/policy"
@@ -248,4 +249,160 @@ func TestGPUsPerSocket(t *testing.T) {
 	assert.Equal(t, map[int]int{0: 2, 1: 2}, perSocket)
 	_, err = s.Submit(t0, scheduler.JobSpec{SocketsPerNode: 2})
 	assert.ErrorIs(t, err, scheduler.ErrInvalidJob)
+}
+
+// explainReason returns the reason Explain gives job id at now.
+func explainReason(t *testing.T, s *scheduler.Scheduler, now time.Time, id scheduler.JobID) policy.Reason {
+	t.Helper()
+	ex, err := s.Explain(now, id, scheduler.ExplainOptions{})
+	require.NoError(t, err)
+	return ex.Reason
+}
+
+// TestFirstInPartitionHeldByOtherPartitionIsResources checks that a job
+// first in its own partition, kept off nodes that a blocked job of
+// another partition holds back, waits on Resources: Slurm's Priority
+// means a higher-priority job waits in the same partition.
+func TestFirstInPartitionHeldByOtherPartitionIsResources(t *testing.T) {
+	s := newMixed(t)
+	mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: typed("h100", 8), TimeLimit: time.Hour}) // h100-01
+	mustSchedule(t, s, t0)
+	// A tier-2 h100 job that needs both h100 nodes blocks them; the gpu
+	// partition's first job would fit h100-02 but for that.
+	wide := mustSubmit(t, s, t0, scheduler.JobSpec{Partition: "h100", Nodes: 2, GRESPerNode: gpus(8), TimeLimit: time.Hour})
+	first := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: typed("h100", 8), TimeLimit: time.Hour})
+	behind := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: typed("h100", 1), TimeLimit: time.Hour})
+	cyc := mustSchedule(t, s, t0)
+	assert.Empty(t, cyc.Starts)
+	assert.Equal(t, policy.ReasonResources, reasonOf(cyc, wide))
+	assert.Equal(t, policy.ReasonResources, reasonOf(cyc, first))
+	assert.Equal(t, policy.ReasonPriority, reasonOf(cyc, behind), "behind a blocked job of its own partition")
+	for _, id := range []scheduler.JobID{wide, first, behind} {
+		assert.Equal(t, reasonOf(cyc, id), explainReason(t, s, t0, id), "job %d", id)
+	}
+}
+
+// TestMaintReservationIsReqNodeNotAvailReservedForMaintenance checks that
+// a job kept off the nodes it fits now by a MAINT reservation shows
+// Slurm's "ReqNodeNotAvail, Reserved for maintenance" (it showed
+// Resources), still gets its expected start after the window, holds its
+// partition like a job waiting on Resources, and that Explain and the
+// audit record say the same.
+func TestMaintReservationIsReqNodeNotAvailReservedForMaintenance(t *testing.T) {
+	cfg := clustertest.Mixed4()
+	cfg.Policy = &policy.Config{}
+	cfg.Backfill = &backfill.Config{Resolution: time.Second}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.AddReservation(t0, policy.Reservation{Name: "maint", Start: t0.Add(time.Hour), Duration: 4 * time.Hour,
+		Nodes: topology.NodeSetOf(4, 2, 3), Users: []string{"root"}, Flags: policy.ResvMaint | policy.ResvIgnoreJobs}))
+	a100 := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: typed("a100", 8), TimeLimit: 2 * time.Hour})
+	cyc := mustSchedule(t, s, t0)
+	assert.Empty(t, cyc.Starts)
+	require.Len(t, cyc.Pending, 1)
+	assert.Equal(t, policy.ReasonReqNodeNotAvailMaint, cyc.Pending[0].Reason)
+	assert.Equal(t, "ReqNodeNotAvail, Reserved for maintenance", cyc.Pending[0].Reason.String())
+	assert.Equal(t, t0.Add(5*time.Hour), cyc.Pending[0].ExpectedStart, "planned after the window")
+	assert.Equal(t, cyc.Pending[0].Reason, explainReason(t, s, t0, a100))
+
+	// The audit record of a job pending for it reads back.
+	d := scheduler.Decision{Kind: scheduler.DecisionRequeue, Job: a100, Time: t0, Reason: cyc.Pending[0].Reason}
+	ad, err := d.Accounting("c")
+	require.NoError(t, err)
+	back, err := scheduler.DecisionFromAccounting(ad)
+	require.NoError(t, err)
+	assert.Equal(t, d.Reason, back.Reason)
+
+	// Not a maintenance reservation: Resources, as before.
+	s2, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, s2.AddReservation(t0, policy.Reservation{Name: "demo", Start: t0.Add(time.Hour), Duration: 4 * time.Hour,
+		Nodes: topology.NodeSetOf(4, 2, 3), Users: []string{"root"}}))
+	other := mustSubmit(t, s2, t0, scheduler.JobSpec{GRESPerNode: typed("a100", 8), TimeLimit: 2 * time.Hour})
+	cyc = mustSchedule(t, s2, t0)
+	assert.Equal(t, policy.ReasonResources, reasonOf(cyc, other))
+}
+
+// TestJobNeedingMoreNodesThanUpIsResources checks that a job that merely
+// needs more nodes than are up waits on Resources, as Slurm says, and
+// that ReqNodeNotAvail stays for a job none of whose nodes is up.
+func TestJobNeedingMoreNodesThanUpIsResources(t *testing.T) {
+	s := newMixed(t)
+	require.NoError(t, s.DrainNode(t0, "h100-01", "test"))
+	two := mustSubmit(t, s, t0, scheduler.JobSpec{Partition: "h100", Nodes: 2, GRESPerNode: gpus(1), TimeLimit: time.Hour})
+	cyc := mustSchedule(t, s, t0)
+	assert.Equal(t, policy.ReasonResources, reasonOf(cyc, two))
+	assert.Equal(t, policy.ReasonResources, explainReason(t, s, t0, two))
+
+	_, err := s.DownNode(t0, "h100-02", "test")
+	require.NoError(t, err)
+	one := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: typed("h100", 1), TimeLimit: time.Hour})
+	cyc = mustSchedule(t, s, t0)
+	assert.Equal(t, policy.ReasonReqNodeNotAvail, reasonOf(cyc, one), "no h100 node is up")
+	assert.Equal(t, policy.ReasonReqNodeNotAvail, explainReason(t, s, t0, one))
+}
+
+// TestFlexReservationJobBlocksItsPartition checks that a blocked job in a
+// FLEX reservation, which may use the partition's unreserved nodes too,
+// holds them back like any blocked job: a lower job of the partition
+// waits on Priority instead of taking a node the FLEX job could use.
+func TestFlexReservationJobBlocksItsPartition(t *testing.T) {
+	s := newResvMixed(t)
+	require.NoError(t, s.AddReservation(t0, policy.Reservation{Name: "flex", Start: t0, Duration: 4 * time.Hour,
+		Nodes: topology.NodeSetOf(4, 0), Users: []string{"ann"}, Flags: policy.ResvFlex}))
+	// 5 GPUs in use on every node outside the reservation.
+	mustSubmit(t, s, t0, scheduler.JobSpec{User: "bob", GRESPerNode: typed("h100", 5), TimeLimit: time.Hour})
+	mustSubmit(t, s, t0, scheduler.JobSpec{User: "bob", GRESPerNode: typed("a100", 5), TimeLimit: time.Hour})
+	mustSubmit(t, s, t0, scheduler.JobSpec{User: "bob", GRESPerNode: typed("a100", 5), TimeLimit: time.Hour})
+	require.Len(t, mustSchedule(t, s, t0).Starts, 3)
+	// Two whole 8-GPU nodes: h100-01 inside, none outside is free enough.
+	flex := mustSubmit(t, s, t0, scheduler.JobSpec{User: "ann", Reservation: "flex", Nodes: 2, GRESPerNode: gpus(8), TimeLimit: time.Hour})
+	low := mustSubmit(t, s, t0, scheduler.JobSpec{User: "bob", GRESPerNode: gpus(1), TimeLimit: time.Hour})
+	cyc := mustSchedule(t, s, t0)
+	assert.Empty(t, cyc.Starts, "the lower job must not take a node the FLEX job may use")
+	assert.Equal(t, policy.ReasonResources, reasonOf(cyc, flex))
+	assert.Equal(t, policy.ReasonPriority, reasonOf(cyc, low))
+	assert.Equal(t, policy.ReasonPriority, explainReason(t, s, t0, low))
+}
+
+// TestMagneticJobsTakeTheirReservationTurnFirst checks that a job a
+// MAGNETIC reservation admits is tried in it as a reservation job, ahead
+// of the plain jobs and exempt from its partition's block, and that
+// outside the reservation it waits its turn like any job (Priority behind
+// the blocked one).
+func TestMagneticJobsTakeTheirReservationTurnFirst(t *testing.T) {
+	s := newResvMixed(t)
+	require.NoError(t, s.AddReservation(t0, policy.Reservation{Name: "mag", Start: t0, Duration: 4 * time.Hour,
+		Nodes: topology.NodeSetOf(4, 0), Users: []string{"cy"}, Flags: policy.ResvMagnetic}))
+	// First in queue order, bob's job needs both h100 nodes; h100-01 is
+	// reserved, so it waits on Resources and blocks the partition.
+	wide := mustSubmit(t, s, t0, scheduler.JobSpec{User: "bob", Nodes: 2, GRESPerNode: typed("h100", 8), TimeLimit: time.Hour})
+	inside := mustSubmit(t, s, t0, scheduler.JobSpec{User: "cy", GRESPerNode: typed("h100", 8), TimeLimit: time.Hour})
+	outside := mustSubmit(t, s, t0, scheduler.JobSpec{User: "cy", GRESPerNode: typed("h100", 8), TimeLimit: time.Hour})
+	cyc := mustSchedule(t, s, t0)
+	require.Len(t, cyc.Starts, 1)
+	assert.Equal(t, inside, cyc.Starts[0].Job, "started inside the MAGNETIC reservation despite the block")
+	assert.Equal(t, []string{"h100-01"}, cyc.Starts[0].Alloc.NodeNames())
+	assert.Equal(t, policy.ReasonResources, reasonOf(cyc, wide))
+	assert.Equal(t, policy.ReasonPriority, reasonOf(cyc, outside), "the reservation is full: its plain turn is behind the blocked job")
+	assert.Equal(t, policy.ReasonPriority, explainReason(t, s, t0, outside))
+	assert.Equal(t, []scheduler.JobID{wide, outside}, []scheduler.JobID{cyc.Pending[0].Job, cyc.Pending[1].Job}, "pending in queue order")
+}
+
+// TestReservationJobBehindBlockedOneIsPriority checks Slurm's Priority
+// for the advanced reservation: behind a job of the same reservation that
+// waits on Resources, a job in it waits on Priority.
+func TestReservationJobBehindBlockedOneIsPriority(t *testing.T) {
+	s := newResvMixed(t)
+	require.NoError(t, s.AddReservation(t0, policy.Reservation{Name: "r", Start: t0, Duration: 4 * time.Hour,
+		Nodes: topology.NodeSetOf(4, 0, 1), Users: []string{"ann"}}))
+	mustSubmit(t, s, t0, scheduler.JobSpec{User: "ann", Reservation: "r", GRESPerNode: gpus(1), TimeLimit: time.Hour})
+	require.Len(t, mustSchedule(t, s, t0).Starts, 1)
+	both := mustSubmit(t, s, t0, scheduler.JobSpec{User: "ann", Reservation: "r", Nodes: 2, GRESPerNode: gpus(8), TimeLimit: time.Hour})
+	next := mustSubmit(t, s, t0, scheduler.JobSpec{User: "ann", Reservation: "r", GRESPerNode: gpus(1), TimeLimit: time.Hour})
+	cyc := mustSchedule(t, s, t0)
+	assert.Empty(t, cyc.Starts)
+	assert.Equal(t, policy.ReasonResources, reasonOf(cyc, both))
+	assert.Equal(t, policy.ReasonPriority, reasonOf(cyc, next))
+	assert.Equal(t, policy.ReasonPriority, explainReason(t, s, t0, next))
 }

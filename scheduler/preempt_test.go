@@ -167,3 +167,34 @@ func TestPreemptorWaitingForGraceGoesFirst(t *testing.T) {
 	v, _ := s.Job(victim)
 	assert.Equal(t, scheduler.JobPending, v.State)
 }
+
+// TestPreemptorOrderedAheadOfJobItCanPreempt checks Slurm's queue sort
+// with preemption on: a job that may preempt another is considered before
+// it whatever their priorities, so on one free node the preemptor H
+// starts (priority 1, QOS hi) rather than L (priority 100, QOS lo, which
+// hi may preempt) starting and being preempted by H a cycle later.
+func TestPreemptorOrderedAheadOfJobItCanPreempt(t *testing.T) {
+	cfg := clustertest.Mixed4()
+	cfg.Nodes = cfg.Nodes[:1]
+	cfg.Partitions = cfg.Partitions[:1]
+	cfg.Policy = &policy.Config{
+		PreemptType: policy.PreemptQOS, PreemptMode: policy.PreemptCancel,
+		QOS: []policy.QOS{{Name: "hi", Preempt: []string{"lo"}}, {Name: "lo"}},
+	}
+	cfg.Priority = &scheduler.PriorityConfig{}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	l := mustSubmit(t, s, t0, scheduler.JobSpec{User: "bob", QOS: "lo", Exclusive: true, Nice: -100, TimeLimit: time.Hour})
+	h := mustSubmit(t, s, t0, scheduler.JobSpec{User: "ann", QOS: "hi", Exclusive: true, Nice: -1, TimeLimit: time.Hour})
+	jl, _ := s.Job(l)
+	jh, _ := s.Job(h)
+	require.Equal(t, uint32(100), jl.Priority)
+	require.Equal(t, uint32(1), jh.Priority)
+	cyc := mustSchedule(t, s, t0)
+	require.Len(t, cyc.Starts, 1)
+	assert.Equal(t, h, cyc.Starts[0].Job, "the preemptor starts first")
+	require.Len(t, cyc.Pending, 1)
+	assert.Equal(t, l, cyc.Pending[0].Job)
+	cyc = mustSchedule(t, s, t0.Add(time.Minute))
+	assert.Empty(t, cyc.Preemptions, "nothing to preempt: L never started")
+}

@@ -170,3 +170,61 @@ func TestFairShareTreeUpdatedInPlace(t *testing.T) {
 	require.Error(t, err, "a negative usage is refused")
 	require.Equal(t, before, fmt.Sprintf("%#v", s.Shares()), "the tree as it was")
 }
+
+// TestDependencyWaitBehindBlockedJobIsDependencyAndAccruesNoAge checks
+// that a job whose dependency is not satisfied shows Dependency even
+// queued behind a blocked job of its partition (Slurm keeps such jobs out
+// of the queue), and that its age factor does not accrue while it waits:
+// Slurm's age counts from when the job became eligible (begin time passed,
+// dependencies satisfied), which the job records as EligibleTime.
+func TestDependencyWaitBehindBlockedJobIsDependencyAndAccruesNoAge(t *testing.T) {
+	cfg := clustertest.Mixed4()
+	cfg.Nodes = cfg.Nodes[:1]
+	cfg.Partitions = cfg.Partitions[:1]
+	cfg.Priority = &scheduler.PriorityConfig{
+		Engine:     priority.Config{Weights: priority.Weights{Age: 1000}, MaxAge: time.Hour},
+		CalcPeriod: time.Minute,
+	}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	whole := scheduler.JobSpec{Exclusive: true, TimeLimit: 2 * time.Hour}
+	a := mustSubmit(t, s, t0, whole)
+	mustSchedule(t, s, t0)
+	b := mustSubmit(t, s, t0, whole) // waits on Resources: blocks the partition
+	dep := whole
+	dep.Dependency = fmt.Sprintf("afterok:%d", a)
+	c := mustSubmit(t, s, t0, dep)
+	for _, at := range []time.Time{t0, t0.Add(30 * time.Minute)} {
+		cyc := mustSchedule(t, s, at)
+		require.Len(t, cyc.Pending, 2)
+		assert.Equal(t, b, cyc.Pending[0].Job)
+		assert.Equal(t, "Resources", cyc.Pending[0].Reason.String())
+		assert.Equal(t, c, cyc.Pending[1].Job)
+		assert.Equal(t, "Dependency", cyc.Pending[1].Reason.String(), "at %v", at)
+		ex, err := s.Explain(at, c, scheduler.ExplainOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "Dependency", ex.Reason.String())
+		assert.True(t, ex.EligibleTime.IsZero())
+	}
+	bc, ok := s.PriorityBreakdown(c)
+	require.True(t, ok)
+	assert.Zero(t, bc.Factors.Age, "no age while the dependency is unsatisfied")
+	jc, _ := s.Job(c)
+	assert.True(t, jc.EligibleTime.IsZero(), "not eligible yet")
+	bb, _ := s.PriorityBreakdown(b)
+	assert.InDelta(t, 0.5, bb.Factors.Age, 1e-9, "the blocked job accrues age from its first cycle")
+
+	// A ends at +40m: the dependency is satisfied, B takes the node and
+	// C becomes eligible then; its age counts from there.
+	end := t0.Add(40 * time.Minute)
+	require.NoError(t, s.Finish(end, a, 0))
+	mustSchedule(t, s, end)
+	jc, _ = s.Job(c)
+	assert.Equal(t, end, jc.EligibleTime)
+	ex, err := s.Explain(end, c, scheduler.ExplainOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, end, ex.EligibleTime)
+	mustSchedule(t, s, end.Add(30*time.Minute))
+	bc, _ = s.PriorityBreakdown(c)
+	assert.InDelta(t, 0.5, bc.Factors.Age, 1e-9)
+}

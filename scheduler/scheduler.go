@@ -140,6 +140,9 @@ type job struct {
 	// (or requeued, per preemptAction) at its deadline.
 	preempting    bool
 	preemptAction policy.PreemptAction
+	// preemptRank is the job's policy.Subject.PreemptRank: a job that may
+	// preempt another ranks above it and is considered first.
+	preemptRank int
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it
@@ -320,25 +323,13 @@ func (s *Scheduler) nodeCapacity(nc *NodeConfig) gres.Vector {
 func (s *Scheduler) Registry() *gres.Registry { return s.reg }
 
 // queueLess orders pending jobs as Slurm evaluates them: preemptors
-// waiting for their victims first, then jobs that name a reservation, then partition PriorityTier (higher first), priority
-// (higher first), submit time (earlier first), then job ID (lower first).
+// waiting for their victims first, then jobs that may preempt others
+// before the jobs they may preempt (higher PreemptRank first), then jobs
+// that name a reservation, then partition PriorityTier (higher first),
+// priority (higher first), submit time (earlier first), then job ID
+// (lower first).
 func queueLess(a, b *job) bool {
-	if a.preemptFirst != b.preemptFirst {
-		return a.preemptFirst
-	}
-	if ra, rb := a.Spec.Reservation != "", b.Spec.Reservation != ""; ra != rb {
-		return ra
-	}
-	if a.tier != b.tier {
-		return a.tier > b.tier
-	}
-	if a.Priority != b.Priority {
-		return a.Priority > b.Priority
-	}
-	if !a.SubmitTime.Equal(b.SubmitTime) {
-		return a.SubmitTime.Before(b.SubmitTime)
-	}
-	return a.ID < b.ID
+	return queueKeyLess(a, a.Spec.Reservation != "", b, b.Spec.Reservation != "")
 }
 
 func deadlineLess(a, b *job) bool {
