@@ -169,10 +169,13 @@ type PartitionConfig struct {
 	// MaxTime (and, when that is unlimited too, one year — Sluice plans
 	// with finite limits).
 	DefaultTime time.Duration
-	// MaxTime is the largest time limit a job may have. Zero means unlimited.
+	// MaxTime is the largest time limit a job may have. Zero means
+	// unlimited. It does not hold a job whose QOS has the
+	// PartitionTimeLimit flag (the QOS's MaxWall still does).
 	MaxTime time.Duration
 	// MinNodes and MaxNodes bound a job's node count; zero MaxNodes means
-	// unlimited.
+	// unlimited. A job whose QOS has the PartitionMinNodes or
+	// PartitionMaxNodes flag is not held by that bound.
 	MinNodes, MaxNodes int
 	// PriorityTier orders partitions: jobs of a higher tier are considered
 	// first. Default 1 (Slurm's default).

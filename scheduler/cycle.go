@@ -257,6 +257,7 @@ func (s *Scheduler) endExpired(now time.Time, cyc *Cycle) {
 // returns why it waits. It does not touch the pending index.
 func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) policy.Reason {
 	p := &s.parts[j.part]
+	overTime, outNodes := s.partitionLimits(j)
 	switch {
 	case p.cfg.State == PartitionDown:
 		return policy.ReasonPartitionDown
@@ -264,9 +265,9 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 		return policy.ReasonPartitionInactive
 	case !j.Spec.BeginTime.IsZero() && j.Spec.BeginTime.After(now):
 		return policy.ReasonBeginTime
-	case p.cfg.MaxTime > 0 && j.TimeLimit > p.cfg.MaxTime:
+	case overTime:
 		return policy.ReasonPartitionTimeLimit
-	case j.nodes < p.cfg.MinNodes || (p.cfg.MaxNodes > 0 && j.nodes > p.cfg.MaxNodes):
+	case outNodes:
 		return policy.ReasonPartitionNodeLimit
 	}
 	if blocked[j.part] && j.Spec.Reservation == "" {

@@ -121,6 +121,21 @@ func (s *Scheduler) outcome(id policy.JobID) (policy.Outcome, bool) {
 	return policy.OutcomeFailed, true
 }
 
+// partitionLimits reports whether job j breaks its partition's MaxTime
+// (overTime) or MinNodes/MaxNodes (outNodes), the partition checks the
+// main pass and Explain make before any policy limit. A limit the job's
+// QOS overrides (flags PartitionTimeLimit, PartitionMinNodes,
+// PartitionMaxNodes) does not count; the QOS's own limits still hold the
+// job (checkPolicy).
+func (s *Scheduler) partitionLimits(j *job) (overTime, outNodes bool) {
+	pc := &s.parts[j.part].cfg
+	ov := j.subject.PartitionOverrides() // zero without a policy
+	overTime = pc.MaxTime > 0 && j.TimeLimit > pc.MaxTime && !ov.Has(policy.QOSPartitionTimeLimit)
+	outNodes = (j.nodes < pc.MinNodes && !ov.Has(policy.QOSPartitionMinNodes)) ||
+		(pc.MaxNodes > 0 && j.nodes > pc.MaxNodes && !ov.Has(policy.QOSPartitionMaxNodes))
+	return overTime, outNodes
+}
+
 // checkPolicy returns why a job may not start now for policy reasons
 // (array throttle, dependency, limits: the first in Slurm's hierarchy
 // order; explanations ask the policy for all of them), or ReasonNone.
