@@ -23,7 +23,7 @@ func FuzzParseDependency(f *testing.F) {
 		require.NoError(t, err, "canonical form %q of %q", d.String(), s)
 		require.Equal(t, d.String(), again.String())
 		require.Equal(t, d.Jobs(), again.Jobs())
-		st, _ := d.Evaluate(func(policy.JobID) (policy.Outcome, bool) { return policy.OutcomeRunning, true }, true)
+		st, _ := d.Evaluate(policy.JobLookup(func(policy.JobID) (policy.Outcome, bool) { return policy.OutcomeRunning, true }), true)
 		require.LessOrEqual(t, st, policy.DepNever)
 	})
 }

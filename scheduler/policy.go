@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,7 +76,7 @@ func (s *Scheduler) admitPolicy(j *job, tasks int) error {
 		if err != nil {
 			return fmt.Errorf("%w: Dependency: %w", ErrInvalidJob, err)
 		}
-		if err := policy.CheckDependency(policy.JobID(s.nextID), d, s.outcome); err != nil {
+		if err := policy.CheckDependency(policy.JobID(s.nextID), d, s.depOutcomes); err != nil {
 			return fmt.Errorf("%w: Dependency: %w", ErrInvalidJob, err)
 		}
 		j.dep = d
@@ -137,6 +138,37 @@ func (s *Scheduler) partitionLimits(j *job) (overTime, outNodes bool) {
 	return overTime, outNodes
 }
 
+// depOutcomes reports what the jobs one dependency element names have
+// done: job ref.ID alone; every task when ref.ID is a job array's ID (as
+// in Slurm, a dependency on an array is on all its tasks); the one task
+// ref names ("12_3"). It reads every task of an array, purged ones
+// included.
+func (s *Scheduler) depOutcomes(ref policy.DepJob) (policy.Outcomes, bool) {
+	a := s.arrays[JobID(ref.ID)]
+	if ref.HasTask {
+		if a == nil {
+			return policy.Outcomes{}, false
+		}
+		k, found := slices.BinarySearch(a.indices, ref.Task)
+		if !found {
+			return policy.Outcomes{}, false
+		}
+		o, ok := s.outcome(ref.ID + policy.JobID(k))
+		return policy.OneOutcome(o), ok
+	}
+	if a == nil {
+		o, ok := s.outcome(ref.ID)
+		return policy.OneOutcome(o), ok
+	}
+	var c policy.Outcomes
+	for k := range a.indices {
+		if o, ok := s.outcome(ref.ID + policy.JobID(k)); ok {
+			c[o]++
+		}
+	}
+	return c, true
+}
+
 // checkPolicy returns why a job may not start now for policy reasons
 // (array throttle, dependency, limits: the first in Slurm's hierarchy
 // order; explanations ask the policy for all of them), or ReasonNone.
@@ -176,7 +208,7 @@ func (s *Scheduler) depBlocker(j *job) (policy.Blocker, bool) {
 		return policy.Blocker{}, false
 	}
 	clear := s.pol == nil || s.pol.singletons[[2]string{j.Spec.User, j.Spec.Name}] == 0
-	st, b := j.dep.Evaluate(s.outcome, clear)
+	st, b := j.dep.Evaluate(s.depOutcomes, clear)
 	return b, st != policy.DepSatisfied
 }
 

@@ -19,15 +19,22 @@ import (
 func newPartFlagCluster(t *testing.T, part scheduler.PartitionConfig, flags policy.QOSFlags, own policy.QOSLimits) *scheduler.Scheduler {
 	t.Helper()
 	cfg := scheduler.Config{}
-	for i := range 4 {
-		cfg.Nodes = append(cfg.Nodes, scheduler.NodeConfig{Name: fmt.Sprintf("n%d", i), CPUs: 8, MemoryMiB: 8192})
-	}
+	cfg.Nodes = cpuNodes(4)
 	part.Name, part.Default = "batch", true
 	cfg.Partitions = []scheduler.PartitionConfig{part}
 	cfg.Policy = &policy.Config{QOS: []policy.QOS{{Name: "plain"}, {Name: "over", Flags: flags, Limits: own}}}
 	s, err := scheduler.New(cfg)
 	require.NoError(t, err)
 	return s
+}
+
+// cpuNodes returns n nodes "n0", "n1", … of 8 CPUs and 8 GiB each.
+func cpuNodes(n int) []scheduler.NodeConfig {
+	out := make([]scheduler.NodeConfig, n)
+	for i := range out {
+		out[i] = scheduler.NodeConfig{Name: fmt.Sprintf("n%d", i), CPUs: 8, MemoryMiB: 8192}
+	}
+	return out
 }
 
 func startedIn(c scheduler.Cycle, id scheduler.JobID) bool {

@@ -19,9 +19,7 @@ import (
 func newTwoNodeResv(t *testing.T) (*scheduler.Scheduler, int) {
 	t.Helper()
 	cfg := scheduler.Config{Policy: &policy.Config{}}
-	for i := range 2 {
-		cfg.Nodes = append(cfg.Nodes, scheduler.NodeConfig{Name: fmt.Sprintf("n%d", i), CPUs: 8, MemoryMiB: 8192})
-	}
+	cfg.Nodes = cpuNodes(2)
 	cfg.Partitions = []scheduler.PartitionConfig{{Name: "batch", Default: true}}
 	s, err := scheduler.New(cfg)
 	require.NoError(t, err)
