@@ -96,7 +96,9 @@ type Config struct {
 	// limits with it, and pass it here. Register nothing in it after New.
 	Registry *gres.Registry
 	// Policy holds QOS, associations with their limits and preemption
-	// settings (package policy); partition policy is set on Partitions.
+	// settings (package policy: PreemptType, PreemptMode, and
+	// PreemptOrder, the victim choice — least lost work by default, or
+	// Slurm's order); partition policy is set on Partitions.
 	// Nil (with no partition policy either) checks no limits: any user,
 	// account and QOS may run.
 	Policy *policy.Config
