@@ -11,7 +11,7 @@ import (
 )
 
 func FuzzParseDependency(f *testing.F) {
-	for _, s := range []string{"afterok:12:13,afterany:14", "afterok:1?afternotok:2", "singleton", "12", "after:5+3", ":", "?,", "afterok:18446744073709551615"} {
+	for _, s := range []string{"afterok:12:13,afterany:14", "afterok:1?afternotok:2", "singleton", "12", "after:5+3", ":", "?,", "afterok:18446744073709551615", "afterok:12_3:12", "afternotok:7_0?afterany:7_"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -123,3 +123,31 @@ func TestDependencyAfterArrayWaitsForEveryTaskToStart(t *testing.T) {
 	require.True(t, found)
 	assert.Equal(t, scheduler.JobRunning, j.State, "every task has started")
 }
+
+// TestDependencyOnPurgedArrayKeepsEveryTask checks that a dependency on
+// an array whose tasks were forgotten (MinJobAge) still reads every
+// task's outcome.
+func TestDependencyOnPurgedArrayKeepsEveryTask(t *testing.T) {
+	cfg := scheduler.Config{Nodes: cpuNodes(4), Partitions: []scheduler.PartitionConfig{{Name: "batch", Default: true}}, MinJobAge: time.Minute}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	task, err := s.SubmitArray(t0, scheduler.JobSpec{TimeLimit: time.Hour}, "0-2")
+	require.NoError(t, err)
+	mustSchedule(t, s, t0)
+	t1 := t0.Add(time.Minute)
+	for k, id := range task {
+		require.NoError(t, s.Finish(t1, id, min(k, 1))) // exit codes 0, 1, 1
+	}
+	mustSchedule(t, s, t1.Add(time.Hour))
+	mustSchedule(t, s, t1.Add(time.Hour+time.Second))
+	_, found := s.Job(task[2])
+	require.False(t, found, "the tasks are purged")
+	at := t1.Add(2 * time.Hour)
+	ok := dependant(t, s, at, fmt.Sprintf("afterok:%d", task[0]))
+	notOK := dependant(t, s, at, fmt.Sprintf("afternotok:%d", task[0]))
+	first := dependant(t, s, at, fmt.Sprintf("afterok:%d_0", task[0]))
+	c := mustSchedule(t, s, at)
+	assert.Equal(t, policy.ReasonDependencyNeverSatisfied, pendingReason(t, c, ok))
+	assert.Equal(t, policy.ReasonNone, pendingReason(t, c, notOK))
+	assert.Equal(t, policy.ReasonNone, pendingReason(t, c, first))
+}
