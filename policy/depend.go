@@ -34,7 +34,29 @@ func (t DepType) String() string { return enumString(t, depNames[:], "DepType") 
 // for singleton).
 type DepTerm struct {
 	Type DepType
-	Jobs []JobID
+	Jobs []DepJob
+}
+
+// DepJob is one job a dependency term names. As in Slurm, the ID of a job
+// array (its ArrayJobID) names every task of the array: afterok waits for
+// all of them to succeed, afterany for all to end, afternotok for all to
+// end with at least one failed, after for all to have started. One task
+// is named "ID_Task" (sbatch's "12_3").
+type DepJob struct {
+	// ID is the job's ID, or the array's.
+	ID JobID
+	// Task is the index of the one task of array ID named, when HasTask.
+	Task    int
+	HasTask bool
+}
+
+// String writes "12", or "12_3" for a task.
+func (j DepJob) String() string {
+	s := strconv.FormatUint(uint64(j.ID), 10)
+	if j.HasTask {
+		s += "_" + strconv.Itoa(j.Task)
+	}
+	return s
 }
 
 // Dependency is a parsed --dependency value: terms joined by ',' (all must
@@ -53,11 +75,13 @@ const (
 
 // ParseDependency parses Slurm's dependency syntax:
 // "afterok:12:13,afterany:14", "afterok:12?afternotok:13", "singleton",
-// and a bare "12:13" (afterany). Types: after, afterany, afterok,
-// afternotok, singleton (case-insensitive). ',' and '?' may not be mixed;
-// "+time" delays and other types (aftercorr, afterburstbuffer, expand) are
-// not supported. Job IDs are positive decimal integers. "" is no
-// dependency. Errors wrap ErrSyntax and name the element.
+// "afterok:12_3" (task 3 of array 12) and a bare "12:13" (afterany).
+// Types: after, afterany, afterok, afternotok, singleton
+// (case-insensitive). ',' and '?' may not be mixed; "+time" delays, task
+// ranges ("12_[1-3]") and other types (aftercorr, afterburstbuffer,
+// expand) are not supported. Job IDs are positive decimal integers, task
+// indices non-negative ones below MaxMaxArraySize. "" is no dependency.
+// Errors wrap ErrSyntax and name the element.
 func ParseDependency(s string) (Dependency, error) {
 	var d Dependency
 	t := strings.TrimSpace(s)
@@ -117,14 +141,23 @@ func ParseDependency(s string) (Dependency, error) {
 			if strings.Contains(id, "+") {
 				return bad("+time delays are not supported")
 			}
-			n, err := strconv.ParseUint(id, 10, 63)
-			if err != nil || n == 0 || id[0] == '+' {
-				return bad("job ID " + strconv.Quote(id) + " is not a positive integer")
+			job, task, hasTask := strings.Cut(id, "_")
+			n, err := strconv.ParseUint(job, 10, 63)
+			if err != nil || n == 0 || job[0] == '+' {
+				return bad("job ID " + strconv.Quote(job) + " is not a positive integer")
+			}
+			ref := DepJob{ID: JobID(n), HasTask: hasTask}
+			if hasTask {
+				k, err := strconv.Atoi(task)
+				if err != nil || k < 0 || k >= MaxMaxArraySize || task[0] == '+' || task[0] == '-' {
+					return bad("array task " + strconv.Quote(task) + " is not an index (task ranges are not supported)")
+				}
+				ref.Task = k
 			}
 			if total++; total > maxDepJobs {
 				return Dependency{}, fmt.Errorf("%w: dependency names more than %d jobs", ErrTooLarge, maxDepJobs)
 			}
-			term.Jobs = append(term.Jobs, JobID(n))
+			term.Jobs = append(term.Jobs, ref)
 		}
 		d.Terms = append(d.Terms, term)
 	}
@@ -148,15 +181,15 @@ func (d Dependency) String() string {
 		b.WriteString(t.Type.String())
 		for _, j := range t.Jobs {
 			b.WriteByte(':')
-			b.WriteString(strconv.FormatUint(uint64(j), 10))
+			b.WriteString(j.String())
 		}
 	}
 	return b.String()
 }
 
 // Jobs returns every job d names, in order (with repeats).
-func (d Dependency) Jobs() []JobID {
-	var out []JobID
+func (d Dependency) Jobs() []DepJob {
+	var out []DepJob
 	for _, t := range d.Terms {
 		out = append(out, t.Jobs...)
 	}
@@ -187,6 +220,68 @@ var outcomeNames = [...]string{"PENDING", "RUNNING", "COMPLETED", "FAILED", "CAN
 // String names the outcome.
 func (o Outcome) String() string { return enumString(o, outcomeNames[:], "Outcome") }
 
+// Outcomes counts jobs by outcome: Outcomes[OutcomeFailed] is how many
+// failed. It is what a DepLookup reports for one DepJob: a single job
+// (one count), or every task of a job array.
+type Outcomes [len(outcomeNames)]int
+
+// OneOutcome returns the counts of a single job with outcome o.
+func OneOutcome(o Outcome) Outcomes {
+	var c Outcomes
+	if int(o) < len(c) {
+		c[o] = 1
+	}
+	return c
+}
+
+// total returns how many jobs c counts.
+func (c Outcomes) total() int {
+	n := 0
+	for _, k := range c {
+		n += k
+	}
+	return n
+}
+
+// String describes the counts: "RUNNING" for one job, "2 COMPLETED,
+// 1 RUNNING" for several.
+func (c Outcomes) String() string {
+	var b strings.Builder
+	n := c.total()
+	for o, k := range c {
+		if k == 0 {
+			continue
+		}
+		if n == 1 {
+			return Outcome(o).String()
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d %s", k, Outcome(o))
+	}
+	return b.String()
+}
+
+// DepLookup reports what the jobs one DepJob names have done, as the
+// caller's records say: a job's outcome counted once; for the ID of a job
+// array, the outcomes of all its tasks; for a task (HasTask), that task's.
+// False means the caller knows no such job or task, which can never
+// satisfy a dependency.
+type DepLookup func(DepJob) (Outcomes, bool)
+
+// JobLookup adapts a per-job lookup for callers without job arrays: a
+// DepJob names the one job of its ID; a task reference is unknown.
+func JobLookup(f func(JobID) (Outcome, bool)) DepLookup {
+	return func(j DepJob) (Outcomes, bool) {
+		if j.HasTask {
+			return Outcomes{}, false
+		}
+		o, ok := f(j.ID)
+		return OneOutcome(o), ok
+	}
+}
+
 // DepState is the state of a dependency.
 type DepState uint8
 
@@ -200,44 +295,35 @@ const (
 	DepNever
 )
 
-// termState evaluates one dependee against one type.
-func termState(t DepType, o Outcome) DepState {
-	ended := o >= OutcomeCompleted
-	switch t {
-	case DepAfter:
-		if o == OutcomePending {
+// termState evaluates one dependee — a job, or every task of an array,
+// counted by outcome — against one type. Like Slurm, it decides afterok
+// and afternotok on an array once every task has ended.
+func termState(t DepType, c Outcomes) DepState {
+	active := c[OutcomePending] + c[OutcomeRunning]
+	failed := c[OutcomeFailed] + c[OutcomeCancelled]
+	switch {
+	case t == DepAfter:
+		if c[OutcomePending] > 0 {
 			return DepWaiting
 		}
 		return DepSatisfied
-	case DepAfterAny:
-		if ended {
-			return DepSatisfied
-		}
-	case DepAfterOK:
-		if o == OutcomeCompleted {
-			return DepSatisfied
-		}
-		if ended {
-			return DepNever
-		}
-	case DepAfterNotOK:
-		if o == OutcomeFailed || o == OutcomeCancelled {
-			return DepSatisfied
-		}
-		if o == OutcomeCompleted {
-			return DepNever
-		}
+	case active > 0:
+		return DepWaiting
+	case t == DepAfterAny, t == DepAfterOK && failed == 0, t == DepAfterNotOK && failed > 0:
+		return DepSatisfied
+	case t == DepAfterOK, t == DepAfterNotOK:
+		return DepNever
 	}
 	return DepWaiting
 }
 
-// Evaluate decides d given lookup, which reports each dependee's outcome
-// (false: the job is unknown, which can never satisfy it), and
-// singletonClear, the caller's answer for a singleton term. It returns the
-// state and, unless satisfied, a Blocker with ReasonDependency or
+// Evaluate decides d given lookup, which reports what each dependee has
+// done (false: unknown, which can never satisfy it), and singletonClear,
+// the caller's answer for a singleton term. It returns the state and,
+// unless satisfied, a Blocker with ReasonDependency or
 // ReasonDependencyNeverSatisfied naming the term and job that decides it.
 // ',' lists need every term; '?' lists need one.
-func (d Dependency) Evaluate(lookup func(JobID) (Outcome, bool), singletonClear bool) (DepState, Blocker) {
+func (d Dependency) Evaluate(lookup DepLookup, singletonClear bool) (DepState, Blocker) {
 	if d.IsZero() {
 		return DepSatisfied, Blocker{}
 	}
@@ -251,17 +337,20 @@ func (d Dependency) Evaluate(lookup func(JobID) (Outcome, bool), singletonClear 
 			}
 		}
 		for _, j := range t.Jobs {
-			o, ok := lookup(j)
+			c, ok := lookup(j)
 			js := DepNever
 			if ok {
-				js = termState(t.Type, o)
+				js = termState(t.Type, c)
 			}
 			if js > st {
 				st = js
-				if ok {
-					detail = fmt.Sprintf("job %d is %s", j, o)
-				} else {
-					detail = fmt.Sprintf("job %d is unknown", j)
+				switch {
+				case !ok:
+					detail = fmt.Sprintf("job %s is unknown", j)
+				case c.total() == 1:
+					detail = fmt.Sprintf("job %s is %s", j, c)
+				default:
+					detail = fmt.Sprintf("job array %s: tasks %s", j, c)
 				}
 			}
 			if st == DepNever {
@@ -295,15 +384,15 @@ func (d Dependency) Evaluate(lookup func(JobID) (Outcome, bool), singletonClear 
 }
 
 // CheckDependency is the submission check for job self: every named job
-// must be known to lookup, and none may be self. Errors wrap ErrUnknownJob
-// or ErrSyntax and name the job.
-func CheckDependency(self JobID, d Dependency, lookup func(JobID) (Outcome, bool)) error {
+// or array task must be known to lookup, and none may be self. Errors
+// wrap ErrUnknownJob or ErrSyntax and name the job.
+func CheckDependency(self JobID, d Dependency, lookup DepLookup) error {
 	for _, j := range d.Jobs() {
-		if j == self && self != 0 {
-			return fmt.Errorf("policy: dependency %q: %w: job %d depends on itself", d, ErrSyntax, j)
+		if j.ID == self && self != 0 {
+			return fmt.Errorf("policy: dependency %q: %w: job %s depends on itself", d, ErrSyntax, j)
 		}
 		if _, ok := lookup(j); !ok {
-			return fmt.Errorf("policy: dependency %q: %w %d", d, ErrUnknownJob, j)
+			return fmt.Errorf("policy: dependency %q: %w %s", d, ErrUnknownJob, j)
 		}
 	}
 	return nil

@@ -21,6 +21,7 @@ func TestParseDependency(t *testing.T) {
 		{"AFTER:5", "after:5", false, 1},
 		{"12:13", "afterany:12:13", false, 1},
 		{" afterany:1 , singleton ", "afterany:1,singleton", false, 2},
+		{"afterok:12_3:12_0:13", "afterok:12_3:12_0:13", false, 1},
 		{"", "", false, 0},
 	}
 	for _, c := range cases {
@@ -31,9 +32,12 @@ func TestParseDependency(t *testing.T) {
 		assert.Len(t, d.Terms, c.terms, c.in)
 	}
 	d, _ := policy.ParseDependency("afterok:12:13,afterany:14")
-	assert.Equal(t, []policy.JobID{12, 13, 14}, d.Jobs())
+	assert.Equal(t, []policy.DepJob{{ID: 12}, {ID: 13}, {ID: 14}}, d.Jobs())
+	d, _ = policy.ParseDependency("afterok:12_3")
+	assert.Equal(t, []policy.DepJob{{ID: 12, Task: 3, HasTask: true}}, d.Jobs())
 	for _, bad := range []string{"afterok", "afterok:x", "afterok:0", "afterok:1,afterany:2?after:3", "aftercorr:1",
-		"after:5+10", "singleton:3", ",", "afterok:1,", ":12", "afterok:-1", "afterok:99999999999999999999", "expand:1"} {
+		"after:5+10", "singleton:3", ",", "afterok:1,", ":12", "afterok:-1", "afterok:99999999999999999999", "expand:1",
+		"afterok:12_", "afterok:12_x", "afterok:12_[1-3]", "afterok:12_-1", "afterok:12_+1", "afterok:_3", "afterok:12_4000001"} {
 		_, err := policy.ParseDependency(bad)
 		assert.ErrorIs(t, err, policy.ErrSyntax, "%q", bad)
 	}
@@ -52,7 +56,7 @@ func TestEvaluateDependency(t *testing.T) {
 		for o, want := range row {
 			d, err := policy.ParseDependency(typ + ":7")
 			require.NoError(t, err)
-			got, b := d.Evaluate(func(policy.JobID) (policy.Outcome, bool) { return o, true }, true)
+			got, b := d.Evaluate(policy.JobLookup(func(policy.JobID) (policy.Outcome, bool) { return o, true }), true)
 			assert.Equal(t, want, got, "%s with job %s", typ, o)
 			switch want {
 			case W:
@@ -67,7 +71,7 @@ func TestEvaluateDependency(t *testing.T) {
 		}
 	}
 	states := map[policy.JobID]policy.Outcome{1: C, 2: F, 3: R}
-	look := func(j policy.JobID) (policy.Outcome, bool) { o, ok := states[j]; return o, ok }
+	look := policy.JobLookup(func(j policy.JobID) (policy.Outcome, bool) { o, ok := states[j]; return o, ok })
 	eval := func(s string, single bool) policy.DepState {
 		d, err := policy.ParseDependency(s)
 		require.NoError(t, err)
@@ -132,4 +136,61 @@ func TestParseArray(t *testing.T) {
 	assert.NoError(t, err)
 	_, err = policy.ParseArray("1", policy.MaxMaxArraySize+1)
 	assert.ErrorIs(t, err, policy.ErrTooLarge)
+}
+
+// TestEvaluateDependencyOnArrayTasks checks each type against the tasks
+// of a job array, as Slurm decides a dependency on an array's ID: after
+// once no task is pending; afterany once all ended; afterok once all
+// ended, all successfully (never otherwise); afternotok once all ended,
+// at least one failed (never when all succeeded).
+func TestEvaluateDependencyOnArrayTasks(t *testing.T) {
+	P, R, C, F, X := policy.OutcomePending, policy.OutcomeRunning, policy.OutcomeCompleted, policy.OutcomeFailed, policy.OutcomeCancelled
+	S, W, N := policy.DepSatisfied, policy.DepWaiting, policy.DepNever
+	tasks := func(os ...policy.Outcome) policy.Outcomes {
+		var c policy.Outcomes
+		for _, o := range os {
+			c[o]++
+		}
+		return c
+	}
+	cases := []struct {
+		name  string
+		tasks policy.Outcomes
+		want  map[string]policy.DepState
+	}{
+		{"task 0 done, others run", tasks(C, R, R), map[string]policy.DepState{"after": S, "afterany": W, "afterok": W, "afternotok": W}},
+		{"one still pending", tasks(C, R, P), map[string]policy.DepState{"after": W, "afterany": W, "afterok": W, "afternotok": W}},
+		{"one failed, one runs", tasks(C, F, R), map[string]policy.DepState{"after": S, "afterany": W, "afterok": W, "afternotok": W}},
+		{"exit codes 0 and 1", tasks(C, F), map[string]policy.DepState{"after": S, "afterany": S, "afterok": N, "afternotok": S}},
+		{"all succeeded", tasks(C, C, C), map[string]policy.DepState{"after": S, "afterany": S, "afterok": S, "afternotok": N}},
+		{"one cancelled", tasks(C, X, C), map[string]policy.DepState{"after": S, "afterany": S, "afterok": N, "afternotok": S}},
+	}
+	for _, c := range cases {
+		look := func(j policy.DepJob) (policy.Outcomes, bool) {
+			if j.HasTask {
+				return policy.OneOutcome(C), true // task 0 alone
+			}
+			return c.tasks, true
+		}
+		for typ, want := range c.want {
+			d, err := policy.ParseDependency(typ + ":7")
+			require.NoError(t, err)
+			got, b := d.Evaluate(look, true)
+			assert.Equal(t, want, got, "%s: %s", c.name, typ)
+			if want != S {
+				assert.Contains(t, b.Detail, "job array 7: tasks", "%s: %s", c.name, typ)
+			}
+			d, err = policy.ParseDependency(typ + ":7_0")
+			require.NoError(t, err)
+			got, _ = d.Evaluate(look, true)
+			assert.Equal(t, map[string]policy.DepState{"after": S, "afterany": S, "afterok": S, "afternotok": N}[typ], got,
+				"%s: %s on task 0 alone", c.name, typ)
+		}
+	}
+	d, _ := policy.ParseDependency("afterok:7_1")
+	st, b := d.Evaluate(policy.JobLookup(func(policy.JobID) (policy.Outcome, bool) { return C, true }), true)
+	assert.Equal(t, N, st, "JobLookup knows no array tasks")
+	assert.Contains(t, b.Detail, "job 7_1 is unknown")
+	assert.Equal(t, "2 COMPLETED, 1 FAILED", tasks(C, F, C).String())
+	assert.Equal(t, "RUNNING", policy.OneOutcome(R).String())
 }

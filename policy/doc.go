@@ -50,13 +50,15 @@
 // set of victims — cost being the GPU-seconds (then CPU-seconds) lost
 // since each job's last checkpoint — that lets the preemptor fit, as
 // judged by a caller's placement callback, and never more victims than
-// needed.
+// needed. Config.PreemptOrder PreemptOrderSlurm takes Slurm's order
+// instead (lowest QOS priority or partition tier, then fewest nodes).
 //
 // # Dependencies and arrays
 //
 // ParseDependency and Dependency.Evaluate handle after, afterany, afterok,
-// afternotok and singleton with ',' and '?' lists; ParseArray handles
-// --array ranges, steps and the %throttle.
+// afternotok and singleton with ',' and '?' lists; a job array's ID stands
+// for all its tasks and "12_3" for one. ParseArray handles --array
+// ranges, steps and the %throttle.
 //
 // Every decision the scheduler makes carries one of these reasons, so an
 // explanation is data the scheduler kept, not a guess made afterwards.

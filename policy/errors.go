@@ -40,6 +40,10 @@ var (
 	// ErrNoNodes reports a reservation by node count for which the
 	// caller's node chooser found too few nodes.
 	ErrNoNodes = errors.New("not enough nodes")
+	// ErrNodesBusy reports a reservation on nodes where jobs still run
+	// when its window opens, without the IGNORE_JOBS flag (Slurm's
+	// "Requested nodes are busy").
+	ErrNodesBusy = errors.New("requested nodes are busy")
 	// ErrSyntax reports a malformed string (dependency, array, duration,
 	// flag or TRES-limit list).
 	ErrSyntax = errors.New("syntax error")

@@ -71,7 +71,7 @@ func ExamplePolicy_PreemptVictims() {
 func ExampleParseDependency() {
 	d, _ := policy.ParseDependency("afterok:12:13,afterany:14")
 	done := map[policy.JobID]policy.Outcome{12: policy.OutcomeCompleted, 13: policy.OutcomeFailed, 14: policy.OutcomeRunning}
-	state, why := d.Evaluate(func(j policy.JobID) (policy.Outcome, bool) { o, ok := done[j]; return o, ok }, true)
+	state, why := d.Evaluate(policy.JobLookup(func(j policy.JobID) (policy.Outcome, bool) { o, ok := done[j]; return o, ok }), true)
 	fmt.Println(state == policy.DepNever, why.Reason, why.Detail)
 	// Output: true DependencyNeverSatisfied job 13 is FAILED
 }

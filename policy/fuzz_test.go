@@ -11,7 +11,7 @@ import (
 )
 
 func FuzzParseDependency(f *testing.F) {
-	for _, s := range []string{"afterok:12:13,afterany:14", "afterok:1?afternotok:2", "singleton", "12", "after:5+3", ":", "?,", "afterok:18446744073709551615"} {
+	for _, s := range []string{"afterok:12:13,afterany:14", "afterok:1?afternotok:2", "singleton", "12", "after:5+3", ":", "?,", "afterok:18446744073709551615", "afterok:12_3:12", "afternotok:7_0?afterany:7_"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -23,7 +23,7 @@ func FuzzParseDependency(f *testing.F) {
 		require.NoError(t, err, "canonical form %q of %q", d.String(), s)
 		require.Equal(t, d.String(), again.String())
 		require.Equal(t, d.Jobs(), again.Jobs())
-		st, _ := d.Evaluate(func(policy.JobID) (policy.Outcome, bool) { return policy.OutcomeRunning, true }, true)
+		st, _ := d.Evaluate(policy.JobLookup(func(policy.JobID) (policy.Outcome, bool) { return policy.OutcomeRunning, true }), true)
 		require.LessOrEqual(t, st, policy.DepNever)
 	})
 }

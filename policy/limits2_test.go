@@ -485,3 +485,25 @@ func TestAccessors(t *testing.T) {
 	assert.Equal(t, "None", policy.Blocker{}.String())
 	assert.Nil(t, e.p.Constraints(policy.Subject{}))
 }
+
+// TestSubjectPartitionOverridesNamesOnlyPartitionFlags checks that
+// PartitionOverrides returns the job QOS's partition-limit flags and no
+// other flag, for the callers that check partition limits themselves.
+func TestSubjectPartitionOverridesNamesOnlyPartitionFlags(t *testing.T) {
+	reg := newReg(t)
+	e := newEnv(t, reg, policy.Config{
+		QOS: []policy.QOS{
+			{Name: "plain"},
+			{Name: "over", Flags: policy.QOSPartitionTimeLimit | policy.QOSPartitionMaxNodes | policy.QOSNoReserve},
+		},
+		Assocs:     baseAssocs(),
+		Partitions: []policy.Partition{{Name: "p", MaxTime: time.Hour, MaxNodes: 1}},
+	})
+	over := e.req("alice", "physics", "p", "over", "cpu=1", 2, 2*time.Hour)
+	assert.Equal(t, policy.QOSPartitionTimeLimit|policy.QOSPartitionMaxNodes, over.Subject.PartitionOverrides())
+	assert.False(t, e.p.CheckStart(t0, over, e.u).Blocked(), "the partition limits the flags name do not hold the job")
+	plain := e.req("alice", "physics", "p", "plain", "cpu=1", 2, 2*time.Hour)
+	assert.Zero(t, plain.Subject.PartitionOverrides())
+	assert.Equal(t, policy.ReasonPartitionTimeLimit, e.p.CheckStart(t0, plain, e.u).Reason)
+	assert.Zero(t, policy.Subject{}.PartitionOverrides())
+}

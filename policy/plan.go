@@ -147,9 +147,12 @@ type plan struct {
 	path        []int32
 	entries     []entry
 	denyOnLimit bool
-	needResv    Constraint // RequiresReservation / ReqResv, Limit "" if none
-	threshold   float64    // job QOS UsageThreshold when enforced
-	exempt      time.Duration
+	// partOverride holds the partition-limit override flags of the job's
+	// QOS (PartitionOverrides).
+	partOverride QOSFlags
+	needResv     Constraint // RequiresReservation / ReqResv, Limit "" if none
+	threshold    float64    // job QOS UsageThreshold when enforced
+	exempt       time.Duration
 }
 
 // JobRef names who runs a job and where: the inputs of Policy.Resolve.
@@ -179,6 +182,23 @@ func (s Subject) Ref() JobRef { return s.ref }
 
 // Valid reports whether s came from Resolve.
 func (s Subject) Valid() bool { return s.pl != nil }
+
+// partitionOverrideFlags are the QOS flags that lift a partition limit.
+const partitionOverrideFlags = QOSPartitionTimeLimit | QOSPartitionMinNodes | QOSPartitionMaxNodes
+
+// PartitionOverrides returns the partition-limit override flags the job's
+// QOS (job or partition QOS) have, among QOSPartitionTimeLimit,
+// QOSPartitionMinNodes and QOSPartitionMaxNodes: the partition's MaxTime,
+// MinNodes or MaxNodes they name does not hold the job (the QOS's and
+// associations' own limits still do). A caller that checks the partition
+// limits itself, before CheckStart, must skip the ones named here, as
+// CheckStart and CheckSubmit do. Zero for a Subject not from Resolve.
+func (s Subject) PartitionOverrides() QOSFlags {
+	if s.pl == nil {
+		return 0
+	}
+	return s.pl.partOverride
+}
 
 // Resolve looks up ref's partition, QOS and association and returns the
 // Subject that CheckSubmit, CheckStart, Usage and preemption take. Errors
@@ -358,18 +378,19 @@ func (p *Policy) buildPlan(part, jobQOS, ua int32) *plan {
 	if ua >= 0 {
 		p.planAssoc(pl, ua, jobQOS, taken)
 	}
+	pl.partOverride = partFlags & partitionOverrideFlags
 	if part >= 0 {
 		pc := &p.parts[part]
 		addP := func(k limitKind, t gres.ID, v int64, r Reason) {
 			pl.entries = append(pl.entries, entry{kind: k, level: LevelPartition, ent: part, ctr: -1, tres: t, limit: v, reason: r})
 		}
-		if v, ok := durLimit(pc.MaxTime); ok && !partFlags.Has(QOSPartitionTimeLimit) {
+		if v, ok := durLimit(pc.MaxTime); ok && !pl.partOverride.Has(QOSPartitionTimeLimit) {
 			addP(kindPartMaxTime, -1, v, ReasonPartitionTimeLimit)
 		}
-		if pc.MinNodes > 0 && !partFlags.Has(QOSPartitionMinNodes) {
+		if pc.MinNodes > 0 && !pl.partOverride.Has(QOSPartitionMinNodes) {
 			addP(kindPartMinNodes, gres.Node, int64(pc.MinNodes), ReasonPartitionNodeLimit)
 		}
-		if pc.MaxNodes > 0 && !partFlags.Has(QOSPartitionMaxNodes) {
+		if pc.MaxNodes > 0 && !pl.partOverride.Has(QOSPartitionMaxNodes) {
 			addP(kindPartMaxNodes, gres.Node, int64(pc.MaxNodes), ReasonPartitionNodeLimit)
 		}
 		if pc.MaxCPUsPerNode > 0 {

@@ -97,6 +97,12 @@ type Config struct {
 	// PreemptExemptTime is the least run time before any job may be
 	// preempted, unless its QOS sets its own.
 	PreemptExemptTime time.Duration
+	// PreemptOrder is how PreemptVictims chooses among the jobs a
+	// preemptor may preempt: the zero value, PreemptOrderLeastLostWork,
+	// is Sluice's default (the victims that lose the least work);
+	// PreemptOrderSlurm is Slurm's order (lowest QOS priority or partition
+	// tier first, then fewest nodes).
+	PreemptOrder PreemptOrder
 	// SafeLimits is Slurm's AccountingStorageEnforce=safe: a job starts
 	// only if its whole TRES × time limit fits the GrpTRESMins / GrpWall
 	// budgets, not merely while they are unspent.
@@ -311,6 +317,9 @@ func (p *Policy) compileCluster() error {
 	}
 	if err := validDuration("PreemptExemptTime", c.PreemptExemptTime); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if c.PreemptOrder > PreemptOrderSlurm {
+		return fmt.Errorf("%w: PreemptOrder %s invalid", ErrInvalidConfig, c.PreemptOrder)
 	}
 	return nil
 }

@@ -35,6 +35,37 @@ func (a PreemptAction) String() string {
 	return "PreemptAction(?)"
 }
 
+// PreemptOrder is how PreemptVictims chooses victims (Config.PreemptOrder).
+type PreemptOrder uint8
+
+// Victim orders.
+const (
+	// PreemptOrderLeastLostWork (the zero value, Sluice's default): the
+	// victims whose preemption loses the least work — GPU-seconds, then
+	// CPU-seconds since each one's last checkpoint — found by clearing the
+	// cheapest nodes and by taking the cheapest jobs, each made minimal;
+	// Slurm's order only breaks ties. A deliberate deviation from Slurm,
+	// whose order ignores the work lost.
+	PreemptOrderLeastLostWork PreemptOrder = iota
+	// PreemptOrderSlurm: Slurm's order (preempt/qos; preempt/partition_prio
+	// alike with the partition's PriorityTier): the candidates sorted by
+	// the victim's QOS priority, lowest first, then by node count, fewest
+	// first (where Slurm leaves ties unordered: the youngest, then the
+	// lowest job ID), and taken in that order until the preemptor fits.
+	// As Slurm then keeps only the victims on the nodes it allocates, every
+	// victim whose removal still lets the preemptor fit is dropped, the
+	// last taken first. The work lost is reported, not minimised. The
+	// prefix can be long (a 64-node preemptor among single-GPU jobs takes
+	// thousands), and making it minimal costs O(kept × log prefix) calls
+	// of the placement callback on sets that long.
+	PreemptOrderSlurm
+)
+
+var preemptOrderNames = [...]string{"least-lost-work", "slurm"}
+
+// String names the order ("least-lost-work", "slurm").
+func (o PreemptOrder) String() string { return enumString(o, preemptOrderNames[:], "PreemptOrder") }
+
 // Candidate is a running job that might be preempted, with what victim
 // choice needs to count the work its preemption would destroy.
 type Candidate struct {
@@ -137,7 +168,8 @@ func (v *vic) victim(now time.Time) Victim {
 
 // PreemptPlan is the set of victims that lets a preemptor run.
 type PreemptPlan struct {
-	// Victims are the jobs to preempt, cheapest first.
+	// Victims are the jobs to preempt, cheapest first (in Slurm's order
+	// under PreemptOrderSlurm).
 	Victims []Victim
 	// LostGPUSeconds and LostCPUSeconds total the victims' lost work
 	// (record them in the ledger and the simulator's metrics).
@@ -235,8 +267,7 @@ func (p *Policy) preemptable(now time.Time, pre *Preemptor, c *Candidate) (vic, 
 }
 
 // cmpVictim orders victims cheapest first: lost GPU-seconds, lost
-// CPU-seconds, then Slurm's order (lowest QOS priority or partition tier,
-// fewest nodes), then the youngest, then the lowest job ID.
+// CPU-seconds, then Slurm's order (cmpSlurm).
 func cmpVictim(a, b *vic) int {
 	if c := cmp.Compare(a.gpu, b.gpu); c != 0 {
 		return c
@@ -244,6 +275,13 @@ func cmpVictim(a, b *vic) int {
 	if c := cmp.Compare(a.cpu, b.cpu); c != 0 {
 		return c
 	}
+	return cmpSlurm(a, b)
+}
+
+// cmpSlurm is Slurm's victim order: lowest QOS priority or partition
+// tier, fewest nodes, then (ties Slurm leaves open) the youngest, then the
+// lowest job ID.
+func cmpSlurm(a, b *vic) int {
 	if c := cmp.Compare(a.tier, b.tier); c != 0 {
 		return c
 	}
@@ -258,6 +296,8 @@ func cmpVictim(a, b *vic) int {
 
 func cmpVic(a, b vic) int { return cmpVictim(&a, &b) }
 
+func cmpSlurmVic(a, b vic) int { return cmpSlurm(&a, &b) }
+
 // MaxNodeIndex bounds the node indices PreemptVictims accepts in
 // Candidate.Nodes when Preemptor.Nodes is unset; larger (or negative)
 // indices are ignored.
@@ -266,14 +306,18 @@ const MaxNodeIndex = 1 << 24
 // maxJobOrder bounds the cheapest-jobs-first attempt.
 const maxJobOrder = 256
 
-// PreemptVictims chooses which candidates to preempt so that pre fits,
-// minimising the work lost. fits reports whether the preemptor can be
+// PreemptVictims chooses which candidates to preempt so that pre fits:
+// by default minimising the work lost, or in Slurm's order under
+// Config.PreemptOrder PreemptOrderSlurm. fits reports whether the preemptor can be
 // placed once the given victims are gone (the scheduler checks placement,
 // topology included, counting SUSPEND victims as freeing CPUs only); it
 // must be monotone (more victims never hurt) and must not keep the slice.
 //
 // Only candidates Preemptable at now that run on at least one node of
-// pre.Nodes are considered. Two greedy orders are tried — cheapest jobs
+// pre.Nodes are considered. Under PreemptOrderSlurm they are sorted in
+// Slurm's order, cut to the shortest fitting prefix and made minimal
+// (dropping the last taken first); the victims come in that order. By
+// default two greedy orders are tried — cheapest jobs
 // first, and the nodes whose preemptable jobs cost least to clear first
 // (the one that works for multi-node preemptors) — each cut to the
 // shortest fitting prefix by galloping search and then made minimal by
@@ -334,18 +378,19 @@ func (p *Policy) PreemptVictims(now time.Time, pre Preemptor, cands []Candidate,
 	if len(elig) == 0 {
 		return PreemptPlan{}, false
 	}
-	// Order 2 first: nodes by the cost of clearing them. Its full list is
-	// every eligible victim: if no prefix fits, nothing does.
-	best := s.minimal(s.shortestPrefix(newNodeOrder(elig, cands, pre.Nodes, allNodes, blocked)))
+	order := cmpVic
+	var best []vic
+	if p.cfg.PreemptOrder == PreemptOrderSlurm {
+		order = cmpSlurmVic
+		slices.SortFunc(elig, order)
+		best = s.minimal(s.shortestPrefix(fixedOrder(elig)), order)
+	} else {
+		best = s.leastLostWork(elig, cands, pre.Nodes, allNodes, blocked)
+	}
 	if best == nil {
 		return PreemptPlan{}, false
 	}
-	// Order 1: cheapest jobs first (a bounded prefix).
-	cheap := cheapest(elig, maxJobOrder)
-	if got := s.minimal(s.shortestPrefix(fixedOrder(cheap))); got != nil && cmpPlans(got, best) < 0 {
-		best = got
-	}
-	slices.SortFunc(best, cmpVic)
+	slices.SortFunc(best, order)
 	plan = PreemptPlan{Victims: make([]Victim, len(best)), ReadyAt: now}
 	for i := range best {
 		v := best[i].victim(now)
@@ -357,6 +402,23 @@ func (p *Policy) PreemptVictims(now time.Time, pre Preemptor, cands []Candidate,
 		}
 	}
 	return plan, true
+}
+
+// leastLostWork is the default victim choice: the cheaper of the
+// node-clearing and the cheapest-jobs-first plans, or nil when none fits.
+func (s *victimSearch) leastLostWork(elig []vic, cands []Candidate, allowed topology.NodeSet, allNodes bool, blocked []bool) []vic {
+	// Order 2 first: nodes by the cost of clearing them. Its full list is
+	// every eligible victim: if no prefix fits, nothing does.
+	best := s.minimal(s.shortestPrefix(newNodeOrder(elig, cands, allowed, allNodes, blocked)), cmpVic)
+	if best == nil {
+		return nil
+	}
+	// Order 1: cheapest jobs first (a bounded prefix).
+	cheap := cheapest(elig, maxJobOrder)
+	if got := s.minimal(s.shortestPrefix(fixedOrder(cheap)), cmpVic); got != nil && cmpPlans(got, best) < 0 {
+		best = got
+	}
+	return best
 }
 
 func cmpPlans(a, b []vic) int {
@@ -622,22 +684,33 @@ func (s *victimSearch) shortestPrefix(src prefixSource) []vic {
 	return slices.Clone(src.order()[:n])
 }
 
-// minimal drops, most expensive first, every victim whose removal keeps
-// the set fitting. With a monotone fits the result is minimal: removing
-// any one victim makes the preemptor not fit.
-func (s *victimSearch) minimal(vs []vic) []vic {
+// minimal drops, last in order first (the most expensive, or the last
+// Slurm would take), every victim whose removal keeps the set fitting.
+// With a monotone fits the result is minimal: removing any one victim
+// makes the preemptor not fit. Victims are tried in runs that double
+// while whole runs can go and halve when one cannot, which drops exactly
+// what trying them one by one would (a run goes only if each of its
+// victims would, fits being monotone) in O(kept × log n) calls of fits
+// rather than n — what a long prefix in Slurm's order needs.
+func (s *victimSearch) minimal(vs []vic, order func(a, b vic) int) []vic {
 	if vs == nil {
 		return nil
 	}
-	slices.SortFunc(vs, func(a, b vic) int { return cmpVictim(&b, &a) })
+	slices.SortFunc(vs, func(a, b vic) int { return order(b, a) })
 	rest := make([]vic, 0, len(vs))
+	run := 1
 	for i := 0; i < len(vs); {
-		rest = append(append(rest[:0], vs[:i]...), vs[i+1:]...)
-		if s.ok(rest) {
-			vs = slices.Delete(vs, i, i+1)
-			continue
+		n := min(run, len(vs)-i)
+		rest = append(append(rest[:0], vs[:i]...), vs[i+n:]...)
+		switch {
+		case s.ok(rest):
+			vs = slices.Delete(vs, i, i+n)
+			run *= 2
+		case n > 1:
+			run = n / 2
+		default:
+			i++
 		}
-		i++
 	}
 	return vs
 }

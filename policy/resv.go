@@ -18,8 +18,10 @@ const (
 	// ResvMaint marks a maintenance reservation: it may overlap others,
 	// and its idle capacity is reported as planned down time.
 	ResvMaint ResvFlags = 1 << iota
-	// ResvIgnoreJobs: the node chooser may pick nodes that run jobs (they
-	// must end before the window); not counted in idle-capacity reports.
+	// ResvIgnoreJobs: the reservation may take nodes where jobs still run
+	// when its window opens, named in Nodes or picked by the node chooser
+	// (without it a scheduler refuses such named nodes, ErrNodesBusy, and
+	// never picks them); not counted in idle-capacity reports.
 	ResvIgnoreJobs
 	// ResvFlex: jobs of the reservation may start before it, end after it
 	// and use nodes outside it as well as inside.
@@ -370,6 +372,22 @@ func (b *Reservations) Windows(name string, from, to time.Time, dst []Window) ([
 	}
 	err := b.rs[i].windows(from, to, func(w Window) bool { dst = append(dst, w); return true })
 	return dst, err
+}
+
+// NextWindow validates r as Add does (its own fields, not its overlap
+// with other reservations) and returns its first window that ends after t
+// — the one a reservation made at t opens first — and true, or false when
+// every window ended by t. Errors wrap ErrInvalidConfig, as Add's.
+func (b *Reservations) NextWindow(r Reservation, t time.Time) (Window, bool, error) {
+	c, err := b.compile(r)
+	if err != nil {
+		return Window{}, false, err
+	}
+	var w Window
+	found := false
+	// Every recurrence has a window within eight days.
+	err = c.windows(t, t.Add(8*24*time.Hour+c.dur), func(x Window) bool { w, found = x, true; return false })
+	return w, found, err
 }
 
 // firstOverlap returns the first time window of r and o overlap (and

@@ -412,3 +412,32 @@ func TestPropertyNoIntrusion(t *testing.T) {
 		})
 	}
 }
+
+// TestReservationNextWindowIsFirstToEndAfter checks the window a
+// reservation made at t opens first: a plain one's only window until it
+// ends, a recurring one's next occurrence, none once a plain one is over.
+func TestReservationNextWindowIsFirstToEndAfter(t *testing.T) {
+	b := policy.NewReservations(nNodes)
+	plain := resv("p", t0.Add(time.Hour), time.Hour, ns(0), 0)
+	w, ok, err := b.NextWindow(plain, t0)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, policy.Window{Start: t0.Add(time.Hour), End: t0.Add(2 * time.Hour)}, w)
+	w, ok, err = b.NextWindow(plain, t0.Add(90*time.Minute))
+	require.NoError(t, err)
+	assert.True(t, ok, "an open window is still the next one")
+	assert.Equal(t, t0.Add(time.Hour), w.Start)
+	_, ok, err = b.NextWindow(plain, t0.Add(2*time.Hour))
+	require.NoError(t, err)
+	assert.False(t, ok, "a plain reservation that ended has no window left")
+
+	daily := resv("d", t0, time.Hour, ns(0), policy.ResvDaily)
+	w, ok, err = b.NextWindow(daily, t0.Add(50*time.Hour))
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, policy.Window{Start: t0.Add(72 * time.Hour), End: t0.Add(73 * time.Hour)}, w)
+
+	_, _, err = b.NextWindow(resv("bad", time.Time{}, time.Hour, ns(0), 0), t0)
+	assert.ErrorIs(t, err, policy.ErrInvalidConfig)
+	assert.Zero(t, b.Len(), "NextWindow adds nothing")
+}

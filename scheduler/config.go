@@ -96,7 +96,9 @@ type Config struct {
 	// limits with it, and pass it here. Register nothing in it after New.
 	Registry *gres.Registry
 	// Policy holds QOS, associations with their limits and preemption
-	// settings (package policy); partition policy is set on Partitions.
+	// settings (package policy: PreemptType, PreemptMode, and
+	// PreemptOrder, the victim choice — least lost work by default, or
+	// Slurm's order); partition policy is set on Partitions.
 	// Nil (with no partition policy either) checks no limits: any user,
 	// account and QOS may run.
 	Policy *policy.Config
@@ -169,10 +171,13 @@ type PartitionConfig struct {
 	// MaxTime (and, when that is unlimited too, one year — Sluice plans
 	// with finite limits).
 	DefaultTime time.Duration
-	// MaxTime is the largest time limit a job may have. Zero means unlimited.
+	// MaxTime is the largest time limit a job may have. Zero means
+	// unlimited. It does not hold a job whose QOS has the
+	// PartitionTimeLimit flag (the QOS's MaxWall still does).
 	MaxTime time.Duration
 	// MinNodes and MaxNodes bound a job's node count; zero MaxNodes means
-	// unlimited.
+	// unlimited. A job whose QOS has the PartitionMinNodes or
+	// PartitionMaxNodes flag is not held by that bound.
 	MinNodes, MaxNodes int
 	// PriorityTier orders partitions: jobs of a higher tier are considered
 	// first. Default 1 (Slurm's default).

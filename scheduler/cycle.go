@@ -340,6 +340,7 @@ func queueKeyLess(a *job, aResv bool, b *job, bResv bool) bool {
 // cannot (its plain turn comes later, in queue order).
 func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cycle, magnetic bool) policy.Reason {
 	p := &s.parts[j.part]
+	overTime, outNodes := s.partitionLimits(j)
 	switch {
 	case p.cfg.State == PartitionDown:
 		return policy.ReasonPartitionDown
@@ -347,9 +348,9 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 		return policy.ReasonPartitionInactive
 	case !j.Spec.BeginTime.IsZero() && j.Spec.BeginTime.After(now):
 		return policy.ReasonBeginTime
-	case p.cfg.MaxTime > 0 && j.TimeLimit > p.cfg.MaxTime:
+	case overTime:
 		return policy.ReasonPartitionTimeLimit
-	case j.nodes < p.cfg.MinNodes || (p.cfg.MaxNodes > 0 && j.nodes > p.cfg.MaxNodes):
+	case outNodes:
 		return policy.ReasonPartitionNodeLimit
 	}
 	if b, waiting := s.depBlocker(j); waiting {

@@ -822,12 +822,13 @@ func (s *Scheduler) partitionBlockers(x *job, out []Blocker) []Blocker {
 		out = append(out, Blocker{Kind: BlockerPartition, Reason: policy.ReasonPartitionInactive,
 			Detail: fmt.Sprintf("partition %s is INACTIVE", pc.Name)})
 	}
-	if pc.MaxTime > 0 && x.TimeLimit > pc.MaxTime {
+	overTime, outNodes := s.partitionLimits(x)
+	if overTime {
 		out = append(out, Blocker{Kind: BlockerPartition, Reason: policy.ReasonPartitionTimeLimit, maxTime: pc.MaxTime,
 			Detail: fmt.Sprintf("time limit %s exceeds partition %s MaxTime %s", policy.FormatDuration(x.TimeLimit),
 				pc.Name, policy.FormatDuration(pc.MaxTime))})
 	}
-	if x.nodes < pc.MinNodes || (pc.MaxNodes > 0 && x.nodes > pc.MaxNodes) {
+	if outNodes {
 		out = append(out, Blocker{Kind: BlockerPartition, Reason: policy.ReasonPartitionNodeLimit,
 			Detail: fmt.Sprintf("%d node(s) is outside partition %s MinNodes=%d MaxNodes=%d", x.nodes, pc.Name,
 				pc.MinNodes, pc.MaxNodes)})

@@ -147,7 +147,11 @@ type JobSpec struct {
 	// inside its window, and is ended at the window's end.
 	Reservation string
 	// Dependency is sbatch --dependency, e.g. "afterok:12:13,afterany:14"
-	// or "singleton"; '?' separates alternatives.
+	// or "singleton"; '?' separates alternatives. As in Slurm, a job
+	// array's ID (its ArrayJobID) stands for every task of the array
+	// (afterok: all succeeded; afterany: all ended; afternotok: all
+	// ended, one failed; after: none pending), and "12_3" names the task
+	// of index 3 alone.
 	Dependency string
 	// Nice lowers the job's multifactor priority by this amount (sbatch
 	// --nice); negative values raise it. Range ±2147483645.

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
@@ -74,7 +76,7 @@ func (s *Scheduler) admitPolicy(j *job, tasks int) error {
 		if err != nil {
 			return fmt.Errorf("%w: Dependency: %w", ErrInvalidJob, err)
 		}
-		if err := policy.CheckDependency(policy.JobID(s.nextID), d, s.outcome); err != nil {
+		if err := policy.CheckDependency(policy.JobID(s.nextID), d, s.depOutcomes); err != nil {
 			return fmt.Errorf("%w: Dependency: %w", ErrInvalidJob, err)
 		}
 		j.dep = d
@@ -120,6 +122,52 @@ func (s *Scheduler) outcome(id policy.JobID) (policy.Outcome, bool) {
 		return policy.OutcomeCancelled, true
 	}
 	return policy.OutcomeFailed, true
+}
+
+// partitionLimits reports whether job j breaks its partition's MaxTime
+// (overTime) or MinNodes/MaxNodes (outNodes), the partition checks the
+// main pass and Explain make before any policy limit. A limit the job's
+// QOS overrides (flags PartitionTimeLimit, PartitionMinNodes,
+// PartitionMaxNodes) does not count; the QOS's own limits still hold the
+// job (checkPolicy).
+func (s *Scheduler) partitionLimits(j *job) (overTime, outNodes bool) {
+	pc := &s.parts[j.part].cfg
+	ov := j.subject.PartitionOverrides() // zero without a policy
+	overTime = pc.MaxTime > 0 && j.TimeLimit > pc.MaxTime && !ov.Has(policy.QOSPartitionTimeLimit)
+	outNodes = (j.nodes < pc.MinNodes && !ov.Has(policy.QOSPartitionMinNodes)) ||
+		(pc.MaxNodes > 0 && j.nodes > pc.MaxNodes && !ov.Has(policy.QOSPartitionMaxNodes))
+	return overTime, outNodes
+}
+
+// depOutcomes reports what the jobs one dependency element names have
+// done: job ref.ID alone; every task when ref.ID is a job array's ID (as
+// in Slurm, a dependency on an array is on all its tasks); the one task
+// ref names ("12_3"). It reads every task of an array, purged ones
+// included.
+func (s *Scheduler) depOutcomes(ref policy.DepJob) (policy.Outcomes, bool) {
+	a := s.arrays[JobID(ref.ID)]
+	if ref.HasTask {
+		if a == nil {
+			return policy.Outcomes{}, false
+		}
+		k, found := slices.BinarySearch(a.indices, ref.Task)
+		if !found {
+			return policy.Outcomes{}, false
+		}
+		o, ok := s.outcome(ref.ID + policy.JobID(k))
+		return policy.OneOutcome(o), ok
+	}
+	if a == nil {
+		o, ok := s.outcome(ref.ID)
+		return policy.OneOutcome(o), ok
+	}
+	var c policy.Outcomes
+	for k := range a.indices {
+		if o, ok := s.outcome(ref.ID + policy.JobID(k)); ok {
+			c[o]++
+		}
+	}
+	return c, true
 }
 
 // checkPolicy returns why a job may not start now for policy reasons
@@ -168,7 +216,7 @@ func (s *Scheduler) depBlocker(j *job) (policy.Blocker, bool) {
 		return policy.Blocker{}, false
 	}
 	clear := s.pol == nil || s.pol.singletons[[2]string{j.Spec.User, j.Spec.Name}] == 0
-	st, b := j.dep.Evaluate(s.outcome, clear)
+	st, b := j.dep.Evaluate(s.depOutcomes, clear)
 	return b, st != policy.DepSatisfied
 }
 
@@ -271,10 +319,14 @@ func (s *Scheduler) policyStop(j *job, wasRunning, ended bool) {
 // AddReservation creates an advance reservation. Nodes may be given
 // (Reservation.Nodes, indices of Config.Nodes), or chosen by the scheduler:
 // NodeCount nodes each offering TRES, or enough nodes to hold TRES in
-// total, among the nodes that are up and, unless the reservation has the
-// IGNORE_JOBS flag, idle — least-spread when the cluster has a topology.
-// Overlapping reservations need the OVERLAP or MAINT flag. Jobs already
-// running on reserved nodes keep running.
+// total, among the nodes that are up — least-spread when the cluster has
+// a topology. Unless the reservation has the IGNORE_JOBS flag, a node
+// where a job still runs when the reservation's first window opens (by
+// its time limit; a suspended job always) is busy, as in Slurm: named
+// nodes that are busy refuse the reservation (policy.ErrNodesBusy), and
+// busy nodes are never chosen. Overlapping reservations need the OVERLAP
+// or MAINT flag. Jobs already running on reserved nodes (IGNORE_JOBS)
+// keep running.
 func (s *Scheduler) AddReservation(now time.Time, r policy.Reservation) error {
 	if err := s.tick(now); err != nil {
 		return err
@@ -282,7 +334,20 @@ func (s *Scheduler) AddReservation(now time.Time, r policy.Reservation) error {
 	if s.pol == nil {
 		return fmt.Errorf("%w: reservations need a policy (Config.Policy)", ErrInvalidConfig)
 	}
-	if err := s.pol.resv.Add(r, s.chooseReservationNodes); err != nil {
+	busy, err := s.reservationBusy(now, &r)
+	if err != nil {
+		return fmt.Errorf("scheduler: reservation %q: %w", r.Name, err)
+	}
+	if r.Nodes.Intersects(busy) {
+		return fmt.Errorf("scheduler: reservation %q: %w: jobs run on %s past the window's start (set IGNORE_JOBS to reserve them anyway)",
+			r.Name, policy.ErrNodesBusy, strings.Join(s.nodeNames(r.Nodes.And(busy).AppendTo(nil)), ","))
+	}
+	choose := func(rv *policy.Reservation, count int, exclude topology.NodeSet) (topology.NodeSet, error) {
+		exclude = exclude.Clone()
+		exclude.UnionWith(busy)
+		return s.chooseReservationNodes(rv, count, exclude)
+	}
+	if err := s.pol.resv.Add(r, choose); err != nil {
 		return fmt.Errorf("scheduler: reservation %q: %w", r.Name, err)
 	}
 	s.policyVersion = ""
@@ -315,16 +380,36 @@ func (s *Scheduler) Reservations() []policy.Reservation {
 	return s.pol.resv.All()
 }
 
+// reservationBusy returns the nodes reservation r may not take: those
+// running a job that still runs when r's first window after now opens (a
+// suspended job whatever its limit) — none when r has IGNORE_JOBS or no
+// window left. The named-node and the chosen-node paths of AddReservation
+// both ask this one set. Errors are r's validation errors.
+func (s *Scheduler) reservationBusy(now time.Time, r *policy.Reservation) (topology.NodeSet, error) {
+	busy := topology.NewNodeSet(len(s.nodes))
+	w, ok, err := s.pol.resv.NextWindow(*r, now)
+	if err != nil || !ok || r.Flags.Has(policy.ResvIgnoreJobs) {
+		return busy, err
+	}
+	for i := range s.nodes {
+		for _, id := range s.nodes[i].jobs {
+			if j := s.jobs[id]; j != nil && (j.State == JobSuspended || j.deadline.After(w.Start)) {
+				busy.Add(i)
+				break
+			}
+		}
+	}
+	return busy, nil
+}
+
 // chooseReservationNodes is the node chooser for reservations given by
-// count or TRES.
+// count or TRES: nodes that are up and not in exclude (other
+// reservations' nodes, and the nodes busy with jobs, reservationBusy).
 func (s *Scheduler) chooseReservationNodes(r *policy.Reservation, count int, exclude topology.NodeSet) (topology.NodeSet, error) {
 	cand := topology.NewNodeSet(len(s.nodes))
 	for i := range s.nodes {
 		n := &s.nodes[i]
 		if exclude.Has(i) || !s.usable.Has(i) {
-			continue
-		}
-		if !r.Flags.Has(policy.ResvIgnoreJobs) && len(n.jobs) > 0 {
 			continue
 		}
 		if count > 0 && !r.TRES.Fits(n.capacity) {

@@ -433,7 +433,7 @@ func (s *Scheduler) submit(now time.Time, spec JobSpec, indices []int, throttle 
 		}
 	}
 	if indices != nil {
-		s.arrays[s.nextID] = &array{throttle: throttle}
+		s.arrays[s.nextID] = &array{throttle: throttle, indices: indices}
 	}
 	for _, j := range jobs {
 		s.jobs[j.ID] = j
@@ -445,10 +445,12 @@ func (s *Scheduler) submit(now time.Time, spec JobSpec, indices []int, throttle 
 	return first, nil
 }
 
-// array is the scheduler's state of a job array: its throttle and how
-// many of its tasks run.
+// array is the scheduler's state of a job array: its throttle, how many
+// of its tasks run, and its task indices (ascending; the task of
+// indices[k] has ID array ID + k).
 type array struct {
 	throttle, running int
+	indices           []int
 }
 
 // newJob validates spec and derives the per-node request.
