@@ -1,9 +1,28 @@
 // Package cgroup enforces allocations on a Linux node with cgroup v2: a
 // cgroup per job (Root/job_<id>) and per step (…/step_<name>) with the
 // job's CPUs (cpuset.cpus), NUMA memory nodes (cpuset.mems), memory limit
-// (memory.max) and device access limited to its GPUs. Its Enforcer
-// implements gres.Enforcer; Config.Plan shows what Apply writes without
-// touching the system.
+// (memory.max), swap limit (memory.swap.max) and device access limited to
+// its GPUs. Its Enforcer implements gres.Enforcer; Config.Plan shows what
+// Apply writes without touching the system.
+//
+// # Memory and swap
+//
+// A job or step with a memory limit may by default use no swap beyond
+// it (memory.swap.max 0), so a job over its limit is OOM-killed rather
+// than escaping the limit by swapping; Config.AllowedSwapPercent allows a
+// percentage of the limit (Slurm's AllowedSwapSpace under
+// ConstrainSwapSpace=yes) and Config.UnconstrainedSwap leaves swap
+// unlimited (Slurm's default, ConstrainSwapSpace=no). A kernel that does
+// not account swap (no memory.swap.max) fails Apply with
+// ErrControllerUnavailable unless swap is unconstrained.
+//
+// # Steps
+//
+// A step is confined inside its job: its CPUs, NUMA nodes and devices
+// must be a subset of the job's (Apply rejects a step outside, and a job
+// update that would leave a step outside, naming what lies outside). The
+// Enforcer remembers the allocations it applied for this check; one
+// restarted after a crash applies a job again before its steps.
 //
 // # Devices
 //
@@ -46,8 +65,15 @@
 // # Testing
 //
 // Unit tests run the Enforcer on a fake cgroup filesystem (a temporary
-// directory, with opencontainers' cgroups.TestMode) and check the files
+// directory, with opencontainers' cgroups.TestMode, whose
+// cgroup.subtree_control behaves as the kernel's) and check the files
 // written and the device rules; the gresdriver conformance suite runs on
-// it too. TestRealCgroup2 runs only as root with a cgroup2 mount offering
-// cpuset and memory and skips otherwise, saying why.
+// it too. The real-kernel tests (TestRealCgroup2, and
+// TestRealJobOverMemoryLimitIsOOMKilled, which checks memory.events
+// oom_kill) run as root on a cgroup2 mount offering cpuset and memory —
+// a pure cgroup v2 host — and skip elsewhere, saying why; with
+// SLUICE_CGROUP_REAL=require they fail instead. .ci/cgroup-vm runs the
+// package's tests, those included, in a qemu VM booting a Debian kernel
+// with the static test binary as its initramfs, so CI checks them on any
+// x86_64 Linux host, hybrid ones too.
 package cgroup

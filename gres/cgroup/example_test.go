@@ -29,6 +29,7 @@ func ExampleConfig_Plan() {
 	fmt.Println("cpuset.cpus =", p.CpusetCpus)
 	fmt.Println("cpuset.mems =", p.CpusetMems)
 	fmt.Println("memory.max  =", p.MemoryMax)
+	fmt.Println("memory.swap.max =", p.MemorySwapMax)
 	for _, r := range p.Devices {
 		fmt.Println(r)
 	}
@@ -37,6 +38,7 @@ func ExampleConfig_Plan() {
 	// cpuset.cpus = 64-79
 	// cpuset.mems = 1
 	// memory.max  = 68719476736
+	// memory.swap.max = 0
 	// allow a *:* rwm
 	// deny c 195:0 rwm
 	// deny c 195:1 rwm

@@ -3,6 +3,7 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -92,6 +93,22 @@ type Config struct {
 	// BaseDevices are always allowed under AllowListed; nil means
 	// DefaultBaseDevices().
 	BaseDevices []gres.DeviceFile
+	// AllowedSwapPercent is the swap a job or step with a memory limit
+	// may use beyond it, in percent of its MemoryBytes: memory.swap.max
+	// is MemoryBytes × AllowedSwapPercent / 100 (rounded down to a byte).
+	// The default 0 allows no swap, so a job over its memory limit is
+	// OOM-killed instead of swapping — Slurm's AllowedSwapSpace with
+	// ConstrainSwapSpace=yes, whose default is also 0. A cgroup without
+	// a memory limit (MemoryBytes 0) gets memory.swap.max "max".
+	// Slurm's MemorySwappiness has no cgroup v2 interface file and no
+	// counterpart here.
+	AllowedSwapPercent float64
+	// UnconstrainedSwap leaves memory.swap.max at "max": a job may swap
+	// without limit beyond its memory limit. This is Slurm's default
+	// (ConstrainSwapSpace=no); Sluice constrains swap by default because
+	// an unlimited swap lets a job escape its memory limit. It cannot be
+	// combined with AllowedSwapPercent.
+	UnconstrainedSwap bool
 }
 
 // Validate checks the config: an absolute clean Root, known controller
@@ -112,6 +129,12 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%w: Controllers: %q listed twice", ErrInvalidConfig, ctl)
 		}
 		seen[ctl] = true
+	}
+	if math.IsNaN(c.AllowedSwapPercent) || math.IsInf(c.AllowedSwapPercent, 0) || c.AllowedSwapPercent < 0 {
+		return fmt.Errorf("%w: AllowedSwapPercent %v: want a finite percentage >= 0", ErrInvalidConfig, c.AllowedSwapPercent)
+	}
+	if c.UnconstrainedSwap && c.AllowedSwapPercent != 0 {
+		return fmt.Errorf("%w: UnconstrainedSwap with AllowedSwapPercent %v: an unconstrained swap has no percentage", ErrInvalidConfig, c.AllowedSwapPercent)
 	}
 	if c.Devices > AllowListed {
 		return fmt.Errorf("%w: Devices: unknown policy %d", ErrInvalidConfig, c.Devices)
@@ -181,6 +204,9 @@ type Plan struct {
 	CpusetCpus, CpusetMems string
 	// MemoryMax is written to memory.max: bytes, or "max".
 	MemoryMax string
+	// MemorySwapMax is written to memory.swap.max: the bytes of swap
+	// allowed beyond MemoryMax (see Config.AllowedSwapPercent), or "max".
+	MemorySwapMax string
 	// Devices are the device program's rules in order: a default (the
 	// first rule, for all devices), then the exceptions.
 	Devices []DeviceRule
@@ -214,9 +240,12 @@ func (c *Config) Plan(a gres.Allocation) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	p := Plan{Dir: dir, CpusetCpus: a.CPUs.String(), CpusetMems: a.MemsString(), MemoryMax: "max"}
+	p := Plan{Dir: dir, CpusetCpus: a.CPUs.String(), CpusetMems: a.MemsString(), MemoryMax: "max", MemorySwapMax: "max"}
 	if a.MemoryBytes > 0 {
 		p.MemoryMax = strconv.FormatInt(a.MemoryBytes, 10)
+		if !c.UnconstrainedSwap {
+			p.MemorySwapMax = swapBytes(a.MemoryBytes, c.AllowedSwapPercent)
+		}
 	}
 	exception := func(allow bool, f gres.DeviceFile) DeviceRule {
 		return DeviceRule{Allow: allow, Kind: byte(f.Kind), Major: f.Major, Minor: f.Minor, Access: "rwm"}
@@ -244,6 +273,16 @@ func (c *Config) Plan(a gres.Allocation) (Plan, error) {
 	// alone leave equal rules to drop.
 	p.Devices = slices.Compact(p.Devices)
 	return p, nil
+}
+
+// swapBytes formats mem × percent / 100 bytes, or "max" when that
+// exceeds what the kernel can hold (an int64).
+func swapBytes(mem int64, percent float64) string {
+	b := math.Floor(float64(mem) * percent / 100)
+	if b >= math.MaxInt64 {
+		return "max"
+	}
+	return strconv.FormatInt(int64(b), 10)
 }
 
 // covered reports whether an allowed file grants access to f (same

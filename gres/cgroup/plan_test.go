@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -79,6 +80,8 @@ func TestConfigValidate(t *testing.T) {
 		{Root: "/r", Controllers: []string{"devices"}}, {Root: "/r", Devices: 7},
 		{Root: "/r", ManagedDevices: []gres.DeviceFile{dev(195, gres.AnyMinor)}},
 		{Root: "/r", ManagedDevices: []gres.DeviceFile{{Path: "x"}}}, {Root: "/r", BaseDevices: []gres.DeviceFile{{Path: "/dev/x", Major: -1}}},
+		{Root: "/r", AllowedSwapPercent: -1}, {Root: "/r", AllowedSwapPercent: math.NaN()}, {Root: "/r", AllowedSwapPercent: math.Inf(1)},
+		{Root: "/r", AllowedSwapPercent: 10, UnconstrainedSwap: true},
 	} {
 		require.ErrorIs(t, c.Validate(), ErrInvalidConfig, "%+v", c)
 	}
@@ -88,5 +91,26 @@ func TestConfigValidate(t *testing.T) {
 	assert.Equal(t, "DevicePolicy(9)", DevicePolicy(9).String())
 	for _, f := range DefaultBaseDevices() {
 		require.NoError(t, f.Validate())
+	}
+}
+
+func TestPlanSwapLimit(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		mem  int64
+		want string
+	}{
+		{Config{Root: "/r"}, 1 << 30, "0"},
+		{Config{Root: "/r"}, 0, "max"},
+		{Config{Root: "/r", AllowedSwapPercent: 50}, 1 << 30, "536870912"},
+		{Config{Root: "/r", AllowedSwapPercent: 0.5}, 1000, "5"},
+		{Config{Root: "/r", AllowedSwapPercent: 250}, 1 << 20, "2621440"},
+		{Config{Root: "/r", AllowedSwapPercent: 1000}, math.MaxInt64, "max"},
+		{Config{Root: "/r", UnconstrainedSwap: true}, 1 << 30, "max"},
+	} {
+		require.NoError(t, c.cfg.Validate())
+		p, err := c.cfg.Plan(gres.Allocation{Job: "1", MemoryBytes: c.mem})
+		require.NoError(t, err)
+		assert.Equal(t, c.want, p.MemorySwapMax, "%+v, %d bytes", c.cfg, c.mem)
 	}
 }

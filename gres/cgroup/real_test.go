@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,6 +25,118 @@ import (
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/gres/gresdriver"
 )
+
+// realEnv, when "require", makes the real-kernel tests fail instead of
+// skipping where they cannot run (the VM harness, .ci/cgroup-vm, sets it).
+const realEnv = "SLUICE_CGROUP_REAL"
+
+// helperEnv names the helper mode of the test binary (see TestMain).
+const helperEnv = "SLUICE_CGROUP_HELPER"
+
+// TestMain runs the test binary as a helper process when helperEnv is
+// set: the real-kernel tests start it inside a cgroup (no shell or other
+// program is needed, so the tests run in a bare initramfs). Modes:
+// "cpus" prints /proc/self/status's Cpus_allowed_list line, "read PATH"
+// opens PATH and reads a byte (end of file is fine), "alloc MIB" allocates and touches MIB MiB.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(helperEnv); mode != "" {
+		if err := helper(strings.Fields(mode)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func helper(args []string) error {
+	switch {
+	case len(args) == 1 && args[0] == "cpus":
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			return err
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "Cpus_allowed_list:") {
+				fmt.Println(l)
+				return nil
+			}
+		}
+		return errors.New("no Cpus_allowed_list in /proc/self/status")
+	case len(args) == 2 && args[0] == "read":
+		f, err := os.Open(args[1])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if _, err := f.Read(make([]byte, 1)); err != nil && err != io.EOF {
+			return err
+		}
+		return nil
+	case len(args) == 2 && args[0] == "alloc":
+		mib, err := strconv.Atoi(args[1])
+		if err != nil {
+			return err
+		}
+		b := make([]byte, mib<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		fmt.Printf("allocated %d MiB and survived\n", mib)
+		return nil
+	}
+	return fmt.Errorf("unknown helper mode %q", args)
+}
+
+// inCgroup runs the test binary's helper mode inside the cgroup dir,
+// started there with CLONE_INTO_CGROUP, and returns its combined output.
+func inCgroup(t *testing.T, dir, mode string) (string, error) {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	fd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// skipReal skips a real-kernel test, or fails it when realEnv requires
+// the test to run.
+func skipReal(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv(realEnv) == "require" {
+		t.Fatalf("real cgroup v2 test cannot run (%s=require): %s", realEnv, why)
+	}
+	t.Skip("real cgroup v2 test skipped: " + why + " (.ci/cgroup-vm runs it in a VM)")
+}
+
+// realEnforcer returns an Enforcer on the host's cgroup v2 mount with
+// /dev/zero as its one managed device, released at the end of the test,
+// with the first CPU and NUMA node of the mount; it skips where there is
+// none.
+func realEnforcer(t *testing.T, cfg Config) (e *Enforcer, mount string, cpu, mem int) {
+	t.Helper()
+	mount, why := realMount()
+	if mount == "" {
+		skipReal(t, why)
+	}
+	require.False(t, cgroups.TestMode)
+	cfg.Root = filepath.Join(mount, fmt.Sprintf("sluice-test-%d-%s", os.Getpid(), t.Name()))
+	e, err := New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		jobs, _ := e.Jobs()
+		for _, j := range jobs {
+			_ = e.Release(context.Background(), j, "")
+		}
+		_ = os.Remove(cfg.Root)
+	})
+	return e, mount, firstID(t, mount, "cpuset.cpus.effective"), firstID(t, mount, "cpuset.mems.effective")
+}
 
 // realMount returns a cgroup2 mount offering cpuset and memory, or the
 // reason there is none.
@@ -72,30 +186,14 @@ func firstID(t *testing.T, dir, file string) int {
 // TestRealCgroup2 confines a real process: it runs only as root on a
 // cgroup2 mount offering cpuset and memory, and skips otherwise.
 func TestRealCgroup2(t *testing.T) {
-	mount, why := realMount()
-	if mount == "" {
-		t.Skip("real cgroup v2 test skipped: " + why)
-	}
-	require.False(t, cgroups.TestMode)
-	root := filepath.Join(mount, fmt.Sprintf("sluice-test-%d", os.Getpid()))
 	zero := gres.DeviceFile{Path: "/dev/zero", Kind: gres.CharDevice, Major: 1, Minor: 5}
-	e, err := New(Config{Root: root, ManagedDevices: []gres.DeviceFile{zero}})
-	require.NoError(t, err)
+	e, mount, cpu, mem := realEnforcer(t, Config{ManagedDevices: []gres.DeviceFile{zero}})
 	ctx := context.Background()
-	t.Cleanup(func() {
-		jobs, _ := e.Jobs()
-		for _, j := range jobs {
-			_ = e.Release(ctx, j, "")
-		}
-		_ = os.Remove(root)
-	})
-	cpu := firstID(t, mount, "cpuset.cpus.effective")
-	mem := firstID(t, mount, "cpuset.mems.effective")
 	cpus, err := gres.CoreSetOf(cpu)
 	require.NoError(t, err)
 	a := gres.Allocation{Job: "real1", CPUs: cpus, Mems: []int{mem}, MemoryBytes: 64 << 20}
 	if err := e.Apply(ctx, a); errors.Is(err, fs.ErrPermission) {
-		t.Skipf("real cgroup v2 test skipped: %s not writable: %v", mount, err)
+		skipReal(t, fmt.Sprintf("%s not writable: %v", mount, err))
 	} else {
 		require.NoError(t, err)
 	}
@@ -103,28 +201,36 @@ func TestRealCgroup2(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, fmt.Sprint(cpu), strings.TrimSpace(read(t, dir, "cpuset.cpus.effective")))
 	assert.Equal(t, "67108864", strings.TrimSpace(read(t, dir, "memory.max")))
+	assert.Equal(t, "0", strings.TrimSpace(read(t, dir, "memory.swap.max")))
 
-	run := func(script string) (string, error) {
-		fd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		require.NoError(t, err)
-		defer unix.Close(fd)
-		cmd := exec.Command("/bin/sh", "-c", script)
-		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	out, err := run("grep Cpus_allowed_list /proc/self/status")
+	out, err := inCgroup(t, dir, "cpus")
 	require.NoError(t, err, out)
 	assert.Contains(t, out, fmt.Sprintf("\t%d\n", cpu))
-	out, err = run("cat /dev/null && head -c1 /dev/zero >/dev/null")
+	out, err = inCgroup(t, dir, "read /dev/zero")
 	require.Error(t, err, "opening /dev/zero must be denied: %s", out)
-	assert.Contains(t, out, "not permitted")
+	assert.Contains(t, out, "operation not permitted")
 	t.Logf("denied as expected: %s", strings.TrimSpace(out))
+	out, err = inCgroup(t, dir, "read /dev/null")
+	require.NoError(t, err, "/dev/null is not managed: %s", out)
 
 	a.Devices = []gres.DeviceFile{zero} // widen: the program is replaced, not stacked
 	require.NoError(t, e.Apply(ctx, a))
-	out, err = run("head -c1 /dev/zero | od -An -tx1")
+	out, err = inCgroup(t, dir, "read /dev/zero")
 	require.NoError(t, err, out)
+
+	// A step inside the job, and one outside it.
+	require.NoError(t, e.Apply(ctx, gres.Allocation{Job: "real1", Step: "0", CPUs: cpus, MemoryBytes: 32 << 20}))
+	step, err := e.Path("real1", "0")
+	require.NoError(t, err)
+	out, err = inCgroup(t, step, "read /dev/zero")
+	require.Error(t, err, "the step was not given /dev/zero: %s", out)
+	require.NoError(t, e.Apply(ctx, gres.Allocation{Job: "real1", Step: "0", CPUs: cpus, MemoryBytes: 32 << 20, Devices: a.Devices}))
+	out, err = inCgroup(t, step, "read /dev/zero")
+	require.NoError(t, err, out)
+	assert.Equal(t, "0", strings.TrimSpace(read(t, step, "memory.swap.max")))
+	other, err := gres.CoreSetOf(cpu + 1)
+	require.NoError(t, err)
+	require.ErrorIs(t, e.Apply(ctx, gres.Allocation{Job: "real1", Step: "1", CPUs: other}), gres.ErrInvalidAllocation)
 	require.NoError(t, e.Release(ctx, "real1", ""))
 	assert.NoDirExists(t, dir)
 
@@ -142,4 +248,48 @@ func TestRealCgroup2(t *testing.T) {
 			assert.NoDirExists(t, d)
 		},
 	})
+}
+
+// TestRealJobOverMemoryLimitIsOOMKilled starts a process in a job's
+// cgroup that allocates far past memory.max: with no swap allowed beyond
+// the limit (the default) the kernel's OOM killer ends it with SIGKILL
+// and counts it in the job's memory.events oom_kill.
+func TestRealJobOverMemoryLimitIsOOMKilled(t *testing.T) {
+	e, _, cpu, mem := realEnforcer(t, Config{})
+	cpus, err := gres.CoreSetOf(cpu)
+	require.NoError(t, err)
+	require.NoError(t, e.Apply(context.Background(), gres.Allocation{Job: "oom", CPUs: cpus, Mems: []int{mem}, MemoryBytes: 48 << 20}))
+	dir, err := e.Path("oom", "")
+	require.NoError(t, err)
+	assert.Equal(t, "0", strings.TrimSpace(read(t, dir, "memory.swap.max")))
+	assert.Equal(t, 0, memoryEvent(t, dir, "oom_kill"))
+
+	out, err := inCgroup(t, dir, "alloc 512")
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "a job allocating 512 MiB under a 48 MiB limit must be killed: %s", out)
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	require.True(t, ok)
+	require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "want SIGKILL, got %v: %s", exit, out)
+	assert.NotContains(t, out, "survived")
+	assert.GreaterOrEqual(t, memoryEvent(t, dir, "oom_kill"), 1, "memory.events: %s", read(t, dir, "memory.events"))
+	t.Logf("OOM-killed as expected (%v); memory.events: %s", exit, strings.Join(strings.Fields(read(t, dir, "memory.events")), " "))
+
+	// Within the limit the same helper lives.
+	out, err = inCgroup(t, dir, "alloc 8")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "survived")
+}
+
+// memoryEvent reads one counter of a cgroup's memory.events.
+func memoryEvent(t *testing.T, dir, key string) int {
+	t.Helper()
+	for _, l := range strings.Split(read(t, dir, "memory.events"), "\n") {
+		if k, v, ok := strings.Cut(l, " "); ok && k == key {
+			n, err := strconv.Atoi(v)
+			require.NoError(t, err, "memory.events %q", l)
+			return n
+		}
+	}
+	t.Fatalf("no %s in %s/memory.events", key, dir)
+	return 0
 }
