@@ -53,6 +53,7 @@ import (
 	"bufio"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -94,8 +95,39 @@ func main() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(batchGCPercent)
 	}
+	terminal := false
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		terminal = true
+	}
+	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, terminal))
+}
+
+// cli runs the command with the arguments args and returns its exit
+// status: 0 on success and for -help (or -h), which prints the usage, 2
+// for a bad command line, 1 when the run fails. progress draws the
+// progress bar on stderr.
+func cli(args []string, stdout, stderr io.Writer, progress bool) int {
+	c, err := parseArgs(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	c.progress = progress
+	if err := run(c, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "simulate:", err)
+		return 1
+	}
+	return 0
+}
+
+// parseArgs parses the command line into a config, writing the usage and
+// any error to stderr. It returns flag.ErrHelp when -help or -h was asked.
+func parseArgs(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	fs.StringVar(&c.trace, "trace", "", "SWF trace to replay (default: the built-in synthetic GPU workload)")
 	fs.StringVar(&c.policy, "policy", string(sim.EASY), "scheduling policy: fcfs, easy, conservative or priority")
 	fs.StringVar(&c.estimates, "estimates", "user", "run-time estimates the scheduler plans with: user (the trace's requested time) or exact")
@@ -124,20 +156,15 @@ func main() {
 		c.estimateEvery = d
 		return nil
 	})
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		os.Exit(2)
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "simulate: unexpected argument %q\n", fs.Arg(0))
-		os.Exit(2)
+		err := fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		fmt.Fprintln(stderr, "simulate:", err)
+		return config{}, err
 	}
-	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-		c.progress = true
-	}
-	if err := run(c, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "simulate:", err)
-		os.Exit(1)
-	}
+	return c, nil
 }
 
 // report is the -json output. The first seven names are a contract.

@@ -226,3 +226,21 @@ func TestProgressBar(t *testing.T) {
 	var nilBar *progressBar
 	nilBar.done() // no bar: nothing to clear
 }
+
+// -help (and -h) print the usage and succeed; a bad flag or a stray
+// argument is a usage error (2), a failed run 1.
+func TestCLIHelpExitsZero(t *testing.T) {
+	for _, arg := range []string{"-help", "-h", "--help"} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 0, cli([]string{arg}, &stdout, &stderr, false), arg)
+		assert.Contains(t, stderr.String(), "-estimates", "%s prints the usage", arg)
+	}
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, 2, cli([]string{"-nope"}, &stdout, &stderr, false))
+	assert.Contains(t, stderr.String(), "flag provided but not defined")
+	assert.Equal(t, 2, cli([]string{"extra"}, &stdout, &stderr, false))
+	assert.Contains(t, stderr.String(), `unexpected argument "extra"`)
+	assert.Equal(t, 1, cli([]string{"-policy", "sjf"}, &stdout, &stderr, false))
+	assert.Equal(t, 0, cli([]string{"-policy", "fcfs", "-nodes", "64", "-jobs", "50", "-json"}, &stdout, &stderr, false))
+	assert.Contains(t, stdout.String(), `"jobs":50`)
+}
