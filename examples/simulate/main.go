@@ -130,7 +130,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.trace, "trace", "", "SWF trace to replay (default: the built-in synthetic GPU workload)")
 	fs.StringVar(&c.policy, "policy", string(sim.EASY), "scheduling policy: fcfs, easy, conservative or priority")
-	fs.StringVar(&c.estimates, "estimates", "user", "run-time estimates the scheduler plans with: user (the trace's requested time) or exact")
+	fs.StringVar(&c.estimates, "estimates", "user", "run-time estimates the scheduler plans with: user (the trace's requested time) or exact (each job's run time, cut to its requested time: the same work)")
 	fs.IntVar(&c.jobs, "jobs", 0, "replay at most N jobs (after -skip); for the synthetic workload, generate N jobs (default 2000)")
 	fs.IntVar(&c.skip, "skip", 0, "skip the first K jobs")
 	fs.BoolVar(&c.json, "json", false, "print the metrics as one JSON object")
