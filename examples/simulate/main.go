@@ -182,6 +182,7 @@ type report struct {
 	Rejected     int     `json:"rejected"`
 	Completed    int     `json:"completed"`
 	Failed       int     `json:"failed"`
+	Unknown      int     `json:"unknown"` // ran to their end, the trace does not say how (SWF status -1)
 	TimedOut     int     `json:"timed_out"`
 	Killed       int     `json:"killed"`
 	P50Wait      float64 `json:"p50_wait_s"`
@@ -461,7 +462,7 @@ func makeReport(res sim.Result, elapsed time.Duration, name string, c config, rd
 		Jobs: s.Jobs, MeanWait: s.Wait.Mean, MeanBSLD: s.BSLD.Mean, MeanResponse: s.Response.Mean,
 		Utilization: s.Utilization, Makespan: s.Makespan.Seconds(), SimSeconds: elapsed.Seconds(),
 		Workload: name, Policy: c.policy, Estimates: c.estimates,
-		Rejected: s.Rejected, Completed: s.Completed, Failed: s.Failed, TimedOut: s.TimedOut, Killed: s.Killed,
+		Rejected: s.Rejected, Completed: s.Completed, Failed: s.Failed, Unknown: s.Unknown, TimedOut: s.TimedOut, Killed: s.Killed,
 		P50Wait: s.Wait.P50, P90Wait: s.Wait.P90, P99Wait: s.Wait.P99, MaxWait: s.Wait.Max,
 		P50BSLD: s.BSLD.P50, P90BSLD: s.BSLD.P90, P99BSLD: s.BSLD.P99, MaxBSLD: s.BSLD.Max,
 		MeanSlowdown: s.Slowdown.Mean, CPUUtil: s.CPUUtilization, GPUUtil: s.GPUUtilization,
@@ -526,8 +527,11 @@ func printReport(w io.Writer, r report, res sim.Result) {
 		}
 		fmt.Fprintf(w, "; %d clipped, %d estimates filled, %d ran past their estimate\n", cl.Clipped, cl.EstimateFilled, cl.Overrun)
 	}
-	fmt.Fprintf(w, "jobs:         %d simulated (%d completed, %d failed, %d timed out, %d killed), %d rejected\n",
-		r.Jobs, r.Completed, r.Failed, r.TimedOut, r.Killed, r.Rejected)
+	fmt.Fprintf(w, "jobs:         %d simulated (%d completed, %d failed", r.Jobs, r.Completed, r.Failed)
+	if r.Unknown > 0 {
+		fmt.Fprintf(w, ", %d with unknown status", r.Unknown)
+	}
+	fmt.Fprintf(w, ", %d timed out, %d killed), %d rejected\n", r.TimedOut, r.Killed, r.Rejected)
 	fmt.Fprintf(w, "wait:         mean %s, p50 %s, p90 %s, p99 %s, max %s\n", dur(r.MeanWait), dur(r.P50Wait), dur(r.P90Wait), dur(r.P99Wait), dur(r.MaxWait))
 	fmt.Fprintf(w, "response:     mean %s\n", dur(r.MeanResponse))
 	fmt.Fprintf(w, "bounded sld:  mean %.2f, p50 %.2f, p90 %.2f, p99 %.2f, max %.1f (τ = 10 s)\n", r.MeanBSLD, r.P50BSLD, r.P90BSLD, r.P99BSLD, r.MaxBSLD)

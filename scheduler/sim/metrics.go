@@ -138,8 +138,10 @@ type Summary struct {
 	// at submit (they are in no other figure).
 	Jobs, Rejected int
 	// Completed, Failed and TimedOut count final states; Killed counts the
-	// other ends (node failure, preemption, cancellation).
-	Completed, Failed, TimedOut, Killed int
+	// other ends (node failure, preemption, cancellation). Unknown counts
+	// the jobs that ran to their end but whose workload does not say how
+	// they ended (Job.ExitUnknown): neither completed nor failed.
+	Completed, Failed, TimedOut, Killed, Unknown int
 	// Wait and Response are in seconds; Slowdown and BSLD (bounded
 	// slowdown with τ = BSLDThreshold) are ratios. Means are over all jobs.
 	Wait, Response, Slowdown, BSLD Stats
@@ -248,7 +250,11 @@ func (c *collector) add(r *JobResult) {
 	c.s.Jobs++
 	switch r.State {
 	case scheduler.JobCompleted:
-		c.s.Completed++
+		if r.Job.ExitUnknown {
+			c.s.Unknown++
+		} else {
+			c.s.Completed++
+		}
 	case scheduler.JobFailed:
 		c.s.Failed++
 	case scheduler.JobTimeout:
