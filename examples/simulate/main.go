@@ -200,6 +200,10 @@ type report struct {
 	GPUHours     float64 `json:"gpu_hours"`
 	LostCPUHours float64 `json:"lost_cpu_hours"`
 	LostGPUHours float64 `json:"lost_gpu_hours"`
+	// LostCPUHoursTimeLimit and LostGPUHoursTimeLimit: the part of the
+	// lost hours that time limits cut off (sim.JobResult.LostCPUHours).
+	LostCPUHoursTimeLimit float64 `json:"lost_cpu_hours_time_limit"`
+	LostGPUHoursTimeLimit float64 `json:"lost_gpu_hours_time_limit"`
 
 	// preemption (zero without a preemption policy)
 	LostGPUHoursPreempted float64 `json:"lost_gpu_hours_preempted"`
@@ -467,6 +471,7 @@ func makeReport(res sim.Result, elapsed time.Duration, name string, c config, rd
 		P50BSLD: s.BSLD.P50, P90BSLD: s.BSLD.P90, P99BSLD: s.BSLD.P99, MaxBSLD: s.BSLD.Max,
 		MeanSlowdown: s.Slowdown.Mean, CPUUtil: s.CPUUtilization, GPUUtil: s.GPUUtilization,
 		CPUHours: s.CPUHours, GPUHours: s.GPUHours, LostCPUHours: s.LostCPUHours, LostGPUHours: s.LostGPUHours,
+		LostCPUHoursTimeLimit: s.LostCPUHoursTimeLimit, LostGPUHoursTimeLimit: s.LostGPUHoursTimeLimit,
 		LostGPUHoursPreempted: s.LostGPUHoursPreempted, LostCPUHoursPreempted: s.LostCPUHoursPreempted, Preemptions: s.Preemptions,
 		MeanQueue: s.MeanPending, MaxQueue: s.MaxPending, WaitingFrac: s.WaitingFraction,
 		IdleCPUHWait: s.IdleCPUHoursWaiting, IdleGPUHWait: s.IdleGPUHoursWaiting, IdleWhileWait: s.IdleWhileWaiting,
@@ -537,9 +542,9 @@ func printReport(w io.Writer, r report, res sim.Result) {
 	fmt.Fprintf(w, "bounded sld:  mean %.2f, p50 %.2f, p90 %.2f, p99 %.2f, max %.1f (τ = 10 s)\n", r.MeanBSLD, r.P50BSLD, r.P90BSLD, r.P99BSLD, r.MaxBSLD)
 	fmt.Fprintf(w, "utilisation:  %.1f %% over a makespan of %s", 100*r.Utilization, dur(r.Makespan))
 	if r.GPUs > 0 {
-		fmt.Fprintf(w, " (GPUs; CPUs %.1f %%), %.0f GPU-hours, %.0f lost", 100*r.CPUUtil, r.GPUHours, r.LostGPUHours)
+		fmt.Fprintf(w, " (GPUs; CPUs %.1f %%), %.0f GPU-hours, %.0f lost (%.0f to time limits)", 100*r.CPUUtil, r.GPUHours, r.LostGPUHours, r.LostGPUHoursTimeLimit)
 	} else {
-		fmt.Fprintf(w, ", %.0f CPU-hours, %.0f lost to time limits", r.CPUHours, r.LostCPUHours)
+		fmt.Fprintf(w, ", %.0f CPU-hours, %.0f lost (%.0f to time limits)", r.CPUHours, r.LostCPUHours, r.LostCPUHoursTimeLimit)
 	}
 	fmt.Fprintln(w)
 	what, idle := "CPU", r.IdleCPUHWait

@@ -77,6 +77,9 @@ func TestRunTraceJSON(t *testing.T) {
 	assert.InDelta(t, 41.0, got["mean_wait_s"], 1e-9)
 	assert.InDelta(t, 180.0, got["makespan_s"], 1e-9)
 	assert.InDelta(t, 640.0/720, got["utilization"], 1e-9)
+	// the fifth job needed 80 s on 2 processors, its limit ended it at 50 s
+	assert.InDelta(t, 2*30.0/3600, got["lost_cpu_hours_time_limit"], 1e-12)
+	assert.InDelta(t, 2*30.0/3600, got["lost_cpu_hours"], 1e-12)
 	cl := got["cleaning"].(map[string]any)
 	assert.Equal(t, 1.0, cl["no_run_time"])
 	assert.Equal(t, 1.0, cl["dropped"])

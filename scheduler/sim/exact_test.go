@@ -66,3 +66,29 @@ func TestExactEstimatesReplayTheSameWorkload(t *testing.T) {
 	}
 	assert.InDelta(t, work, ex.Summary.CPUHours, 1e-12)
 }
+
+// Lost to time limits is the work beyond the limits, not the runs of the
+// jobs that reached them: a job that overran its limit by 5 s loses 5 s
+// of its CPUs, and the replay's CPU-hours plus what the limits cut off
+// are the workload's.
+func TestLostToTimeLimitsCountsOnlyTheWorkBeyondTheLimit(t *testing.T) {
+	jobs := []sim.Job{
+		job("overran-by-seconds", 0, 2, 3605, 3600),
+		job("far-over", 0, 1, 500, 100),
+		job("within", 0, 1, 50, 100),
+	}
+	res := run(t, procs(4), jobs, sim.Options{})
+	got := byName(res)
+	assert.Equal(t, scheduler.JobTimeout, got["overran-by-seconds"].State)
+	assert.InDelta(t, 2*5.0/3600, got["overran-by-seconds"].LostCPUHours(), 1e-12)
+	assert.InDelta(t, 400.0/3600, got["far-over"].LostCPUHours(), 1e-12)
+	assert.Zero(t, got["within"].LostCPUHours())
+	sum := res.Summary
+	assert.InDelta(t, (10+400)/3600.0, sum.LostCPUHoursTimeLimit, 1e-12)
+	assert.Equal(t, sum.LostCPUHoursTimeLimit, sum.LostCPUHours, "nothing else ended a job")
+	workload := (2*3605 + 500 + 50) / 3600.0
+	assert.InDelta(t, workload, sum.CPUHours+sum.LostCPUHoursTimeLimit, 1e-12)
+
+	exact := run(t, procs(4), drain(t, sim.ExactEstimates(&sim.SliceSource{Jobs: jobs})), sim.Options{})
+	assert.Zero(t, exact.Summary.LostCPUHours, "exact estimates: no job reaches its limit short of its work")
+}
