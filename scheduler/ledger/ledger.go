@@ -168,7 +168,13 @@ func (r *Recorder) Observe(now time.Time, cyc scheduler.Cycle) error {
 		}
 		ids := slices.Sorted(maps.Keys(running))
 		for _, id := range ids {
-			j, _ := r.s.Job(id)
+			j, ok := r.s.Job(id)
+			if !ok {
+				// Purged (MinJobAge) before a call saw it end: the
+				// scheduler no longer knows how it ended.
+				delete(running, id)
+				continue
+			}
 			from := running[id]
 			switch {
 			case j.State == scheduler.JobSuspended:
