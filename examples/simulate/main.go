@@ -53,6 +53,7 @@ import (
 	"bufio"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -94,11 +95,42 @@ func main() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(batchGCPercent)
 	}
+	terminal := false
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		terminal = true
+	}
+	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, terminal))
+}
+
+// cli runs the command with the arguments args and returns its exit
+// status: 0 on success and for -help (or -h), which prints the usage, 2
+// for a bad command line, 1 when the run fails. progress draws the
+// progress bar on stderr.
+func cli(args []string, stdout, stderr io.Writer, progress bool) int {
+	c, err := parseArgs(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	c.progress = progress
+	if err := run(c, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "simulate:", err)
+		return 1
+	}
+	return 0
+}
+
+// parseArgs parses the command line into a config, writing the usage and
+// any error to stderr. It returns flag.ErrHelp when -help or -h was asked.
+func parseArgs(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	fs.StringVar(&c.trace, "trace", "", "SWF trace to replay (default: the built-in synthetic GPU workload)")
 	fs.StringVar(&c.policy, "policy", string(sim.EASY), "scheduling policy: fcfs, easy, conservative or priority")
-	fs.StringVar(&c.estimates, "estimates", "user", "run-time estimates the scheduler plans with: user (the trace's requested time) or exact")
+	fs.StringVar(&c.estimates, "estimates", "user", "run-time estimates the scheduler plans with: user (the trace's requested time) or exact (each job's run time, cut to its requested time: the same work)")
 	fs.IntVar(&c.jobs, "jobs", 0, "replay at most N jobs (after -skip); for the synthetic workload, generate N jobs (default 2000)")
 	fs.IntVar(&c.skip, "skip", 0, "skip the first K jobs")
 	fs.BoolVar(&c.json, "json", false, "print the metrics as one JSON object")
@@ -124,20 +156,15 @@ func main() {
 		c.estimateEvery = d
 		return nil
 	})
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		os.Exit(2)
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "simulate: unexpected argument %q\n", fs.Arg(0))
-		os.Exit(2)
+		err := fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		fmt.Fprintln(stderr, "simulate:", err)
+		return config{}, err
 	}
-	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-		c.progress = true
-	}
-	if err := run(c, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "simulate:", err)
-		os.Exit(1)
-	}
+	return c, nil
 }
 
 // report is the -json output. The first seven names are a contract.
@@ -155,6 +182,7 @@ type report struct {
 	Rejected     int     `json:"rejected"`
 	Completed    int     `json:"completed"`
 	Failed       int     `json:"failed"`
+	Unknown      int     `json:"unknown"` // ran to their end, the trace does not say how (SWF status -1)
 	TimedOut     int     `json:"timed_out"`
 	Killed       int     `json:"killed"`
 	P50Wait      float64 `json:"p50_wait_s"`
@@ -172,6 +200,10 @@ type report struct {
 	GPUHours     float64 `json:"gpu_hours"`
 	LostCPUHours float64 `json:"lost_cpu_hours"`
 	LostGPUHours float64 `json:"lost_gpu_hours"`
+	// LostCPUHoursTimeLimit and LostGPUHoursTimeLimit: the part of the
+	// lost hours that time limits cut off (sim.JobResult.LostCPUHours).
+	LostCPUHoursTimeLimit float64 `json:"lost_cpu_hours_time_limit"`
+	LostGPUHoursTimeLimit float64 `json:"lost_gpu_hours_time_limit"`
 
 	// preemption (zero without a preemption policy)
 	LostGPUHoursPreempted float64 `json:"lost_gpu_hours_preempted"`
@@ -434,11 +466,12 @@ func makeReport(res sim.Result, elapsed time.Duration, name string, c config, rd
 		Jobs: s.Jobs, MeanWait: s.Wait.Mean, MeanBSLD: s.BSLD.Mean, MeanResponse: s.Response.Mean,
 		Utilization: s.Utilization, Makespan: s.Makespan.Seconds(), SimSeconds: elapsed.Seconds(),
 		Workload: name, Policy: c.policy, Estimates: c.estimates,
-		Rejected: s.Rejected, Completed: s.Completed, Failed: s.Failed, TimedOut: s.TimedOut, Killed: s.Killed,
+		Rejected: s.Rejected, Completed: s.Completed, Failed: s.Failed, Unknown: s.Unknown, TimedOut: s.TimedOut, Killed: s.Killed,
 		P50Wait: s.Wait.P50, P90Wait: s.Wait.P90, P99Wait: s.Wait.P99, MaxWait: s.Wait.Max,
 		P50BSLD: s.BSLD.P50, P90BSLD: s.BSLD.P90, P99BSLD: s.BSLD.P99, MaxBSLD: s.BSLD.Max,
 		MeanSlowdown: s.Slowdown.Mean, CPUUtil: s.CPUUtilization, GPUUtil: s.GPUUtilization,
 		CPUHours: s.CPUHours, GPUHours: s.GPUHours, LostCPUHours: s.LostCPUHours, LostGPUHours: s.LostGPUHours,
+		LostCPUHoursTimeLimit: s.LostCPUHoursTimeLimit, LostGPUHoursTimeLimit: s.LostGPUHoursTimeLimit,
 		LostGPUHoursPreempted: s.LostGPUHoursPreempted, LostCPUHoursPreempted: s.LostCPUHoursPreempted, Preemptions: s.Preemptions,
 		MeanQueue: s.MeanPending, MaxQueue: s.MaxPending, WaitingFrac: s.WaitingFraction,
 		IdleCPUHWait: s.IdleCPUHoursWaiting, IdleGPUHWait: s.IdleGPUHoursWaiting, IdleWhileWait: s.IdleWhileWaiting,
@@ -499,16 +532,19 @@ func printReport(w io.Writer, r report, res sim.Result) {
 		}
 		fmt.Fprintf(w, "; %d clipped, %d estimates filled, %d ran past their estimate\n", cl.Clipped, cl.EstimateFilled, cl.Overrun)
 	}
-	fmt.Fprintf(w, "jobs:         %d simulated (%d completed, %d failed, %d timed out, %d killed), %d rejected\n",
-		r.Jobs, r.Completed, r.Failed, r.TimedOut, r.Killed, r.Rejected)
+	fmt.Fprintf(w, "jobs:         %d simulated (%d completed, %d failed", r.Jobs, r.Completed, r.Failed)
+	if r.Unknown > 0 {
+		fmt.Fprintf(w, ", %d with unknown status", r.Unknown)
+	}
+	fmt.Fprintf(w, ", %d timed out, %d killed), %d rejected\n", r.TimedOut, r.Killed, r.Rejected)
 	fmt.Fprintf(w, "wait:         mean %s, p50 %s, p90 %s, p99 %s, max %s\n", dur(r.MeanWait), dur(r.P50Wait), dur(r.P90Wait), dur(r.P99Wait), dur(r.MaxWait))
 	fmt.Fprintf(w, "response:     mean %s\n", dur(r.MeanResponse))
 	fmt.Fprintf(w, "bounded sld:  mean %.2f, p50 %.2f, p90 %.2f, p99 %.2f, max %.1f (τ = 10 s)\n", r.MeanBSLD, r.P50BSLD, r.P90BSLD, r.P99BSLD, r.MaxBSLD)
 	fmt.Fprintf(w, "utilisation:  %.1f %% over a makespan of %s", 100*r.Utilization, dur(r.Makespan))
 	if r.GPUs > 0 {
-		fmt.Fprintf(w, " (GPUs; CPUs %.1f %%), %.0f GPU-hours, %.0f lost", 100*r.CPUUtil, r.GPUHours, r.LostGPUHours)
+		fmt.Fprintf(w, " (GPUs; CPUs %.1f %%), %.0f GPU-hours, %.0f lost (%.0f to time limits)", 100*r.CPUUtil, r.GPUHours, r.LostGPUHours, r.LostGPUHoursTimeLimit)
 	} else {
-		fmt.Fprintf(w, ", %.0f CPU-hours, %.0f lost to time limits", r.CPUHours, r.LostCPUHours)
+		fmt.Fprintf(w, ", %.0f CPU-hours, %.0f lost (%.0f to time limits)", r.CPUHours, r.LostCPUHours, r.LostCPUHoursTimeLimit)
 	}
 	fmt.Fprintln(w)
 	what, idle := "CPU", r.IdleCPUHWait

@@ -77,6 +77,9 @@ func TestRunTraceJSON(t *testing.T) {
 	assert.InDelta(t, 41.0, got["mean_wait_s"], 1e-9)
 	assert.InDelta(t, 180.0, got["makespan_s"], 1e-9)
 	assert.InDelta(t, 640.0/720, got["utilization"], 1e-9)
+	// the fifth job needed 80 s on 2 processors, its limit ended it at 50 s
+	assert.InDelta(t, 2*30.0/3600, got["lost_cpu_hours_time_limit"], 1e-12)
+	assert.InDelta(t, 2*30.0/3600, got["lost_cpu_hours"], 1e-12)
 	cl := got["cleaning"].(map[string]any)
 	assert.Equal(t, 1.0, cl["no_run_time"])
 	assert.Equal(t, 1.0, cl["dropped"])
@@ -225,4 +228,22 @@ func TestProgressBar(t *testing.T) {
 	assert.True(t, strings.HasSuffix(buf.String(), "\r"))
 	var nilBar *progressBar
 	nilBar.done() // no bar: nothing to clear
+}
+
+// -help (and -h) print the usage and succeed; a bad flag or a stray
+// argument is a usage error (2), a failed run 1.
+func TestCLIHelpExitsZero(t *testing.T) {
+	for _, arg := range []string{"-help", "-h", "--help"} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 0, cli([]string{arg}, &stdout, &stderr, false), arg)
+		assert.Contains(t, stderr.String(), "-estimates", "%s prints the usage", arg)
+	}
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, 2, cli([]string{"-nope"}, &stdout, &stderr, false))
+	assert.Contains(t, stderr.String(), "flag provided but not defined")
+	assert.Equal(t, 2, cli([]string{"extra"}, &stdout, &stderr, false))
+	assert.Contains(t, stderr.String(), `unexpected argument "extra"`)
+	assert.Equal(t, 1, cli([]string{"-policy", "sjf"}, &stdout, &stderr, false))
+	assert.Equal(t, 0, cli([]string{"-policy", "fcfs", "-nodes", "64", "-jobs", "50", "-json"}, &stdout, &stderr, false))
+	assert.Contains(t, stdout.String(), `"jobs":50`)
 }

@@ -17,6 +17,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -119,62 +120,83 @@ func NewRecorder(now time.Time, l accounting.Ledger, cluster string, s *schedule
 
 // Observe records a cycle's effects as of now: job records for starts and
 // for jobs that ended since the last call (finished, cancelled, timed out,
-// preempted, failed with their node), usage charges for ended jobs up to
-// their end and, every ChargePeriod, for running jobs up to now, and the
-// cycle's audit decisions. All of it is one ledger transaction.
+// preempted, failed with their node, requeued), usage charges for ended
+// jobs up to their end and, every ChargePeriod, for running jobs up to now,
+// and the cycle's audit decisions.
+//
+// A run that ends in a requeue (Scheduler.Requeue after a launch failure,
+// a requeueable job's node going down, preemption in REQUEUE mode) is
+// recorded as Slurm's accounting records it: a REQUEUED record of that run
+// (its start, its allocation) whose end is the requeue time, charged up to
+// then. The requeue time is the cycle's requeue decision for the job
+// (cyc.Decisions); without one (a requeue made by the cycle itself, or
+// after the cycle and before this call), now, or the job's new start when
+// it already runs again. The ledger keeps one record per job, so a job
+// that runs again replaces its REQUEUED record with the new run's (sacct
+// without --duplicates).
+//
+// All of it is one ledger transaction, and Observe is all-or-nothing: on
+// an error nothing is written and the recorder is as it was before the
+// call, so observing the same cycle again (once the cause is fixed) records
+// what the failed call would have. A cycle never observed successfully is
+// lost to the ledger.
 func (r *Recorder) Observe(now time.Time, cyc scheduler.Cycle) error {
-	return r.l.Update(func(tx accounting.Tx) error {
+	running := maps.Clone(r.running) // r.running once the transaction commits
+	charge := now.Sub(r.lastCharge) >= r.period
+	requeuedAt := map[scheduler.JobID]time.Time{}
+	for _, d := range cyc.Decisions {
+		if d.Kind == scheduler.DecisionRequeue && !d.Time.Before(requeuedAt[d.Job]) {
+			requeuedAt[d.Job] = d.Time
+		}
+	}
+	err := r.l.Update(func(tx accounting.Tx) error {
 		for _, st := range cyc.Starts {
 			j, ok := r.s.Job(st.Job)
 			if !ok {
 				continue
 			}
-			if err := tx.PutJob(r.record(j)); err != nil {
+			rec := r.record(j)
+			if j.State == scheduler.JobPending {
+				// Requeued since the cycle started it (its launch failed):
+				// the run is recorded from the cycle, and ended below.
+				rec.Start, rec.End, rec.State = startOf(cyc, now), time.Time{}, accounting.StateRunning
+			}
+			if err := tx.PutJob(rec); err != nil {
 				return fmt.Errorf("ledger: job %d: %w", j.ID, err)
 			}
-			r.running[j.ID] = j.StartTime
+			running[j.ID] = rec.Start
 		}
-		ids := make([]scheduler.JobID, 0, len(r.running))
-		for id := range r.running {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		charge := now.Sub(r.lastCharge) >= r.period
+		ids := slices.Sorted(maps.Keys(running))
 		for _, id := range ids {
-			j, _ := r.s.Job(id)
-			from := r.running[id]
+			j, ok := r.s.Job(id)
+			if !ok {
+				// Purged (MinJobAge) before a call saw it end: the
+				// scheduler no longer knows how it ended.
+				delete(running, id)
+				continue
+			}
+			from := running[id]
 			switch {
 			case j.State == scheduler.JobSuspended:
 				// Suspended: no usage accrues; it stays tracked until it
 				// resumes or ends.
-				r.running[id] = now
+				running[id] = now
 			case j.State != scheduler.JobRunning || j.StartTime.After(from):
-				// Ended (or requeued and perhaps restarted): charge the
+				// Ended, or requeued (and perhaps restarted): charge the
 				// run up to its end and write its final record.
-				end := j.EndTime
-				if j.State == scheduler.JobPending || j.State == scheduler.JobRunning || end.IsZero() {
-					end = now // requeued: its first run ended by now at the latest
-				}
-				rec := r.record(j)
-				if err := r.charge(tx, rec, from, end); err != nil {
+				if err := r.endRun(tx, j, from, runEnd(j, from, now, requeuedAt)); err != nil {
 					return err
 				}
-				if err := tx.PutJob(rec); err != nil {
-					return fmt.Errorf("ledger: job %d: %w", j.ID, err)
-				}
-				delete(r.running, id)
+				delete(running, id)
 				if j.State == scheduler.JobRunning {
-					r.running[id] = j.StartTime
+					running[id] = j.StartTime
 				}
 			case charge:
 				if err := r.charge(tx, r.chargeRecord(j), from, now); err != nil {
 					return err
 				}
-				r.running[id] = now
+				running[id] = now
 			}
-		}
-		if charge {
-			r.lastCharge = now
 		}
 		for _, d := range cyc.Decisions {
 			ad, err := d.Accounting(r.cluster)
@@ -190,6 +212,75 @@ func (r *Recorder) Observe(now time.Time, cyc scheduler.Cycle) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	r.running = running
+	if charge {
+		r.lastCharge = now
+	}
+	return nil
+}
+
+// startOf is when cyc started its jobs: the cycle's time, or now for a
+// cycle that carries none.
+func startOf(cyc scheduler.Cycle, now time.Time) time.Time {
+	if cyc.Now.IsZero() {
+		return now
+	}
+	return cyc.Now
+}
+
+// runEnd is when job j's run, tracked as charged up to from, ended: its
+// end time when it ended; for a requeued run, the requeue decision's time
+// (requeuedAt), else now, but no later than a new start of the job. Never
+// before from.
+func runEnd(j scheduler.Job, from, now time.Time, requeuedAt map[scheduler.JobID]time.Time) time.Time {
+	if j.State != scheduler.JobPending && j.State != scheduler.JobRunning && !j.EndTime.IsZero() {
+		return j.EndTime
+	}
+	end := now
+	if at, ok := requeuedAt[j.ID]; ok {
+		end = at
+	}
+	if j.State == scheduler.JobRunning && j.StartTime.Before(end) {
+		end = j.StartTime
+	}
+	if end.Before(from) {
+		end = from
+	}
+	return end
+}
+
+// endRun charges the run of job j that the ledger holds a record of, from
+// from (what is charged already) to its end, and writes its final record:
+// j's own record when it ended or runs again, the stored run's record as
+// REQUEUED, ended at end, when it went back to the queue.
+func (r *Recorder) endRun(tx accounting.Tx, j scheduler.Job, from, end time.Time) error {
+	stored, err := tx.Job(accounting.JobID(j.ID))
+	if err != nil {
+		return fmt.Errorf("ledger: job %d: %w", j.ID, err)
+	}
+	run := stored
+	run.End = end
+	c := accounting.JobCharge(run, from, end)
+	if c.From.Before(c.To) {
+		if err := tx.Charge(c); err != nil && !errors.Is(err, accounting.ErrNotFound) {
+			return fmt.Errorf("ledger: charging job %d: %w", j.ID, err)
+		}
+	}
+	rec := r.record(j)
+	if j.State == scheduler.JobPending {
+		// The requeued run's record, as sacct keeps it.
+		rec = run
+		rec.State = accounting.StateRequeued
+		rec.Reason = j.Reason.String()
+		rec.Restarts = uint32(j.Restarts)
+	}
+	if err := tx.PutJob(rec); err != nil {
+		return fmt.Errorf("ledger: job %d: %w", j.ID, err)
+	}
+	return nil
 }
 
 // Decisions returns a scheduler.DecisionSource over the audit records in
@@ -242,9 +333,6 @@ func (r *Recorder) charge(tx accounting.Tx, rec accounting.JobRecord, from, to t
 		return fmt.Errorf("ledger: job %d: %w", rec.ID, err)
 	}
 	rec.Assoc = stored.Assoc
-	if rec.Start.IsZero() {
-		rec.Start = from // a requeued job's record may have lost its start
-	}
 	c := accounting.JobCharge(rec, from, to)
 	if !c.From.Before(c.To) {
 		return nil
@@ -283,10 +371,6 @@ func (r *Recorder) record(j scheduler.Job) accounting.JobRecord {
 		} else {
 			rec.Flags = []string{"SchedMain"}
 		}
-	}
-	if j.State == scheduler.JobPending {
-		// A requeued job's record keeps its last run, as sacct does.
-		rec.State = accounting.StateRequeued
 	}
 	return rec
 }

@@ -19,7 +19,15 @@ var t0 = clustertest.Epoch
 
 func setup(t *testing.T) (accounting.Ledger, *scheduler.Scheduler, *ledger.Recorder) {
 	t.Helper()
-	l, err := accounting.NewMemory(accounting.Config{})
+	return setupWith(t, accounting.Config{}, nil)
+}
+
+// setupWith is setup with the ledger's usage policy acfg, the recorder
+// writing through wrap(ledger) when wrap is not nil (the returned ledger
+// is the unwrapped one).
+func setupWith(t *testing.T, acfg accounting.Config, wrap func(accounting.Ledger) accounting.Ledger) (accounting.Ledger, *scheduler.Scheduler, *ledger.Recorder) {
+	t.Helper()
+	l, err := accounting.NewMemory(acfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
 	require.NoError(t, l.Update(func(tx accounting.Tx) error {
@@ -43,7 +51,11 @@ func setup(t *testing.T) (accounting.Ledger, *scheduler.Scheduler, *ledger.Recor
 	}
 	s, err := scheduler.New(cfg)
 	require.NoError(t, err)
-	rec, err := ledger.NewRecorder(t0, l, "c", s, ledger.Options{ChargePeriod: time.Minute})
+	var w accounting.Ledger = l
+	if wrap != nil {
+		w = wrap(l)
+	}
+	rec, err := ledger.NewRecorder(t0, w, "c", s, ledger.Options{ChargePeriod: time.Minute})
 	require.NoError(t, err)
 	return l, s, rec
 }

@@ -41,7 +41,8 @@
 // [SyntheticCluster] the matching cluster; the sub-package swf streams
 // Standard Workload Format traces of the Parallel Workloads Archive.
 // [Window] skips and limits a source, [ExactEstimates] replaces user time
-// limits with the actual run times.
+// limits with the actual run times (cut to the user's limit, so that both
+// replays do the same work).
 //
 // # Policies
 //

@@ -86,20 +86,46 @@ func (r JobResult) Lost() bool {
 	return false
 }
 
-// LostCPUHours returns the CPU-hours of a lost run (see Lost), else 0.
+// LostCPUHours returns the CPU-hours a lost run (see Lost) cost the
+// workload, else 0:
+//
+//   - a job ended at its time limit (TIMEOUT) loses the part of its work
+//     beyond the limit: its CPUs × (Job.Runtime − the time it ran, less
+//     the time it was suspended), the work the limit did not let it do. A
+//     job that overran its limit by seconds loses those seconds, not its
+//     run: what it did run is counted as done (the simulator cannot know
+//     whether a killed job's output was kept), and with ExactEstimates,
+//     which cut run times to the limits, no job loses any. Replay CPU-hours
+//   - lost to time limits = the workload's CPU-hours (Job.Runtime ×
+//     CPUs), when nothing else ends jobs early;
+//   - a job ended by a node failure, a preemption or a cancellation while
+//     running loses its whole final run (CPUHours): that work is destroyed
+//     (LostCPUSeconds is preemption's own measure, from the last
+//     checkpoint).
 func (r JobResult) LostCPUHours() float64 {
-	if !r.Lost() {
-		return 0
-	}
-	return r.CPUHours()
+	c, _, _ := lostHours(&r)
+	return c
 }
 
-// LostGPUHours returns the GPU-hours of a lost run (see Lost), else 0.
+// LostGPUHours returns the GPU-hours a lost run cost the workload, as
+// LostCPUHours defines it: for a TIMEOUT, its GPUs × the work beyond the
+// limit; for other lost runs, the whole final run (GPUHours).
 func (r JobResult) LostGPUHours() float64 {
-	if !r.Lost() {
-		return 0
+	_, g, _ := lostHours(&r)
+	return g
+}
+
+// lostHours returns the CPU- and GPU-hours r's run lost (see
+// LostCPUHours), and whether they were lost to its time limit.
+func lostHours(r *JobResult) (cpuH, gpuH float64, timeLimit bool) {
+	switch {
+	case r.State == scheduler.JobTimeout:
+		beyond := max(0, r.Job.Runtime-(r.RunTime()-r.Suspended))
+		return cpuHours(r.CPUs, beyond, 0), gpuHours(r.GPUs, beyond), true
+	case r.Lost():
+		return cpuHours(r.CPUs, r.RunTime(), r.Suspended), gpuHours(r.GPUs, r.RunTime()), false
 	}
-	return r.GPUHours()
+	return 0, 0, false
 }
 
 // Stats describes a distribution: its mean and percentiles. Percentiles
@@ -138,17 +164,23 @@ type Summary struct {
 	// at submit (they are in no other figure).
 	Jobs, Rejected int
 	// Completed, Failed and TimedOut count final states; Killed counts the
-	// other ends (node failure, preemption, cancellation).
-	Completed, Failed, TimedOut, Killed int
+	// other ends (node failure, preemption, cancellation). Unknown counts
+	// the jobs that ran to their end but whose workload does not say how
+	// they ended (Job.ExitUnknown): neither completed nor failed.
+	Completed, Failed, TimedOut, Killed, Unknown int
 	// Wait and Response are in seconds; Slowdown and BSLD (bounded
 	// slowdown with τ = BSLDThreshold) are ratios. Means are over all jobs.
 	Wait, Response, Slowdown, BSLD Stats
 	// Makespan is the span from the first arrival to the last event.
 	Makespan time.Duration
 	// CPUHours and GPUHours are the allocated totals (runs that a
-	// requeue ended included); LostCPUHours and LostGPUHours the part
-	// spent on lost final runs (see JobResult.Lost).
+	// requeue ended included); LostCPUHours and LostGPUHours what lost
+	// final runs cost the workload (see JobResult.LostCPUHours: the work
+	// beyond the limit of jobs ended at their time limit, the whole run of
+	// jobs killed otherwise), of which LostCPUHoursTimeLimit and
+	// LostGPUHoursTimeLimit is the time limits' part.
 	CPUHours, GPUHours, LostCPUHours, LostGPUHours float64
+	LostCPUHoursTimeLimit, LostGPUHoursTimeLimit   float64
 	// Preemptions counts the preemptions of all jobs (any action), and
 	// Restarts those that requeued a job.
 	Preemptions, Restarts int
@@ -248,7 +280,11 @@ func (c *collector) add(r *JobResult) {
 	c.s.Jobs++
 	switch r.State {
 	case scheduler.JobCompleted:
-		c.s.Completed++
+		if r.Job.ExitUnknown {
+			c.s.Unknown++
+		} else {
+			c.s.Completed++
+		}
 	case scheduler.JobFailed:
 		c.s.Failed++
 	case scheduler.JobTimeout:
@@ -281,12 +317,13 @@ func (c *collector) add(r *JobResult) {
 	c.s.Restarts += r.Restarts
 	c.s.LostCPUHoursPreempted += r.LostCPUSeconds / 3600
 	c.s.LostGPUHoursPreempted += r.LostGPUSeconds / 3600
-	lostC, lostG := 0.0, 0.0 // LostCPUHours, LostGPUHours
-	if r.Lost() {
-		lostC, lostG = cpuH, gpuH
-	}
+	lostC, lostG, timeLimit := lostHours(r)
 	c.s.LostCPUHours += lostC
 	c.s.LostGPUHours += lostG
+	if timeLimit {
+		c.s.LostCPUHoursTimeLimit += lostC
+		c.s.LostGPUHoursTimeLimit += lostG
+	}
 }
 
 // appendDoubling appends v to x, doubling its capacity when it is full:

@@ -19,6 +19,12 @@ func result(submit, start, end time.Duration, cpus, gpus int64, st scheduler.Job
 	}
 }
 
+// needing returns r with the work its job needed (Job.Runtime).
+func needing(r sim.JobResult, run time.Duration) sim.JobResult {
+	r.Job.Runtime = run
+	return r
+}
+
 func TestJobMetrics(t *testing.T) {
 	tests := []struct {
 		name                string
@@ -38,7 +44,8 @@ func TestJobMetrics(t *testing.T) {
 		// sub-second run: slowdown counts it as 1 s
 		{"sub-second", result(0, sec(10), sec(10)+500*time.Millisecond, 1, 0, scheduler.JobCompleted), sec(10), sec(10) + 500*time.Millisecond, 500 * time.Millisecond, 10.5, 1.05, 0.5 / 3600, 0, false, 0, 0},
 		{"zero run", result(0, sec(10), sec(10), 1, 0, scheduler.JobCompleted), sec(10), sec(10), 0, 10, 1, 0, 0, false, 0, 0},
-		{"timeout", result(0, sec(60), sec(3660), 8, 8, scheduler.JobTimeout), sec(60), sec(3660), sec(3600), 3660.0 / 3600, 3660.0 / 3600, 8, 8, true, 8, 8},
+		// ended at its limit 30 s short of its work: it loses those 30 s
+		{"timeout", needing(result(0, sec(60), sec(3660), 8, 8, scheduler.JobTimeout), sec(3630)), sec(60), sec(3660), sec(3600), 3660.0 / 3600, 3660.0 / 3600, 8, 8, true, 8 * 30.0 / 3600, 8 * 30.0 / 3600},
 		{"failed is not lost", result(0, 0, sec(3600), 1, 1, scheduler.JobFailed), 0, sec(3600), sec(3600), 1, 1, 1, 1, false, 0, 0},
 		{"node fail", result(0, 0, sec(1800), 2, 0, scheduler.JobNodeFail), 0, sec(1800), sec(1800), 1, 1, 1, 0, true, 1, 0},
 	}

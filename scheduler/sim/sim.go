@@ -25,6 +25,11 @@ type Job struct {
 	Runtime time.Duration
 	// ExitCode is reported when the job finishes before its limit.
 	ExitCode int
+	// ExitUnknown says that the workload does not know how the job ended
+	// (an SWF status of -1): it replays with ExitCode 0, as a job that did
+	// its work, and when it runs to its end the scheduler's COMPLETED is
+	// counted in Summary.Unknown, not in Completed (nor in Failed).
+	ExitUnknown bool
 	// Data is the caller's own record of the job (the swf package stores
 	// the trace record here). The simulator carries it untouched into the
 	// job's JobResult.

@@ -173,14 +173,15 @@ func TestRunTimeLimits(t *testing.T) {
 	assert.Equal(t, scheduler.JobTimeout, got["over"].State)
 	assert.Equal(t, at(100), got["over"].End)
 	assert.True(t, got["over"].Lost())
-	assert.InDelta(t, 100.0/3600, got["over"].LostCPUHours(), 1e-12)
+	assert.InDelta(t, 400.0/3600, got["over"].LostCPUHours(), 1e-12, "the 400 s of work beyond its limit")
 	assert.Equal(t, scheduler.JobCompleted, got["exact"].State)
 	assert.False(t, got["exact"].Lost())
 	assert.Zero(t, got["exact"].LostCPUHours())
 	assert.Equal(t, at(100), got["next"].Start)
 	assert.Equal(t, 1, res.Summary.TimedOut)
 	assert.Equal(t, 2, res.Summary.Completed)
-	assert.InDelta(t, 100.0/3600, res.Summary.LostCPUHours, 1e-12)
+	assert.InDelta(t, 400.0/3600, res.Summary.LostCPUHours, 1e-12)
+	assert.InDelta(t, 400.0/3600, res.Summary.LostCPUHoursTimeLimit, 1e-12)
 }
 
 // TestRunSameInstant: a job arriving when another finishes sees the freed

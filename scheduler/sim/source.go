@@ -33,18 +33,31 @@ func (w *window) Next() (Job, bool, error) {
 	return j, ok, err
 }
 
-// ExactEstimates returns a Source that replaces each job's time limit with
-// its actual run time (at least one second), the "exact estimates" of the
-// scheduling literature: the scheduler plans with perfect knowledge and no
-// job reaches its limit early or is killed by it.
+// ExactEstimates returns a Source that gives each job exact run-time
+// estimates, those of the scheduling literature: its time limit is its
+// run time (at least one second), so the scheduler plans with perfect
+// knowledge and every job ends exactly at its limit, neither killed
+// earlier nor running longer.
+//
+// The workload stays the one the source's limits allow: a job whose run
+// time is over its time limit (a trace job that overran its request; with
+// its own limit it is ended at it, TIMEOUT) runs only up to that limit,
+// so that a replay with exact estimates does exactly the same work as the
+// replay with the source's limits and the two differ only in what the
+// scheduler knew. A job without a time limit (0: the partition's) keeps
+// its run time.
 func ExactEstimates(src Source) Source { return exact{src} }
 
 type exact struct{ src Source }
 
-// Next returns the next job with its time limit set to its run time.
+// Next returns the next job with its run time cut to its time limit and
+// its time limit set to that run time.
 func (e exact) Next() (Job, bool, error) {
 	j, ok, err := e.src.Next()
 	if ok {
+		if lim := j.Spec.TimeLimit; lim > 0 && j.Runtime > lim {
+			j.Runtime = lim
+		}
 		j.Spec.TimeLimit = max(j.Runtime, time.Second)
 	}
 	return j, ok, err

@@ -108,9 +108,15 @@ func (m Machine) Config() (scheduler.Config, error) {
 // Start + Submit seconds, running Run seconds, with a time limit of
 // ReqTime seconds (the user's estimate) and Procs processors mapped as
 // the Machine documents. User and Account are "u<user ID>" and "g<group
-// ID>" when known. Status 1 (completed) replays with exit code 0, any
-// other with exit code 1 (FAILED when it ends before its limit). The
-// record is kept in Job.Data (a *Record) for the Writer.
+// ID>" when known. The status field says how the job ended, per the
+// Standard Workload Format definition: 1 completed, 0 failed, 5 cancelled,
+// -1 unknown (a trace that does not record it, such as NASA-iPSC, and
+// every model). Status 1 replays with exit code 0 (COMPLETED when it ends
+// before its limit); -1 also with exit code 0 and Job.ExitUnknown set, so
+// that the simulator counts it as unknown (Summary.Unknown), neither
+// completed nor failed; any other status with exit code 1 (FAILED when it
+// ends before its limit). The record is kept in Job.Data (a *Record) for
+// the Writer.
 func (m Machine) Job(rec Record) (sim.Job, error) { return m.job(rec, nil) }
 
 // job is Job, taking the user and account names from names (nil: format
@@ -150,7 +156,11 @@ func (m Machine) job(rec Record, names *idNames) (sim.Job, error) {
 		Submit:  m.start().Add(time.Duration(rec.Submit) * time.Second),
 		Runtime: time.Duration(rec.Run) * time.Second,
 	}
-	if rec.Status != 1 {
+	switch rec.Status {
+	case 1:
+	case -1:
+		j.ExitUnknown = true
+	default:
 		j.ExitCode = 1
 	}
 	j.Data = &rec // rec is the caller's copy

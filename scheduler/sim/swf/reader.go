@@ -53,7 +53,7 @@ const (
 	FieldReqProcs   = 8  // requested processors
 	FieldReqTime    = 9  // requested time (s): the user's estimate
 	FieldReqMem     = 10 // requested memory per processor (KB)
-	FieldStatus     = 11 // 1 completed, 0 failed, 5 cancelled
+	FieldStatus     = 11 // 1 completed, 0 failed, 5 cancelled, -1 unknown (see Machine.Job)
 	FieldUser       = 12 // user ID
 	FieldGroup      = 13 // group ID
 	FieldExe        = 14 // executable (application) number

@@ -99,7 +99,8 @@ func (w *Writer) Flush() error {
 // ResultRecord returns the SWF record of a simulated job, with times
 // relative to start (the zero time means the Unix epoch): the simulated
 // wait and run times, the allocated processors (CPUs) and a status of 1
-// (COMPLETED), 5 (CANCELLED) or 0 (any other end). The average CPU time is
+// (COMPLETED; -1, unknown, for a job whose trace status was unknown,
+// Job.ExitUnknown), 5 (CANCELLED) or 0 (any other end). The average CPU time is
 // unknown (-1). When the job came from a trace (its Job.Data is a
 // *Record), the other fields are the trace's; otherwise the job number is
 // Index+1, the requested processors are the allocated ones and the rest is
@@ -127,6 +128,9 @@ func ResultRecord(r sim.JobResult, start time.Time) Record {
 	switch r.State {
 	case scheduler.JobCompleted:
 		rec.Status = 1
+		if r.Job.ExitUnknown {
+			rec.Status = -1 // ran to its end; how it ended stays unknown
+		}
 	case scheduler.JobCancelled:
 		rec.Status = 5
 	default:
