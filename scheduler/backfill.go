@@ -227,11 +227,6 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	for _, k := range plan.Starts {
 		e := &plan.Entries[k]
 		j := pjobs[k]
-		for _, i := range e.Nodes {
-			if !s.fitsNow(j, i) {
-				return fmt.Errorf("scheduler: backfill started job %d on node %s, which cannot host it", j.ID, s.nodes[i].cfg.Name)
-			}
-		}
 		// Limits are checked against the usage of every job started so
 		// far, this pass included; a job they hold keeps its slot empty.
 		if r := s.checkPolicy(now, j); r != policy.ReasonNone {
@@ -242,13 +237,20 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 			j.Reason = r
 			continue
 		}
-		s.pending.Delete(j)
-		j.TimeLimit = e.TimeLimit
 		quality := 1.0
 		if s.graph != nil {
 			quality = s.graph.Quality(topology.NodeSetOf(len(s.nodes), e.Nodes...), j.Spec.NVLinkDomain).Score
 		}
-		s.allocate(now, j, e.Nodes, quality, time.Time{})
+		// The profile counts TRES, not where devices sit: a node the plan
+		// chose may still refuse the job's per-socket or binding choice
+		// (allocate then changes nothing and the job keeps waiting).
+		limit := j.TimeLimit
+		j.TimeLimit = e.TimeLimit
+		if err := s.allocate(now, j, e.Nodes, quality, time.Time{}); err != nil {
+			j.TimeLimit = limit
+			continue
+		}
+		s.pending.Delete(j)
 		j.Backfilled = true
 		s.running.ReplaceOrInsert(j)
 		cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: copyAlloc(j.Alloc), TimeLimit: j.TimeLimit, Backfill: true})

@@ -324,11 +324,11 @@ func (c *Config) validate() (*topology.Graph, error) {
 		if p.State > PartitionInactive {
 			return nil, fmt.Errorf("%w: partition %q: bad state %d", ErrInvalidConfig, p.Name, p.State)
 		}
-		if p.MaxTime < 0 || p.MaxTime > MaxTimeLimit {
-			return nil, fmt.Errorf("%w: partition %q: MaxTime %v out of range", ErrInvalidConfig, p.Name, p.MaxTime)
+		if p.MaxTime < 0 || (p.MaxTime > 0 && p.MaxTime < time.Second) || p.MaxTime > MaxTimeLimit {
+			return nil, fmt.Errorf("%w: partition %q: MaxTime %v out of range: 0 (unlimited) or [1s, %v]", ErrInvalidConfig, p.Name, p.MaxTime, MaxTimeLimit)
 		}
-		if p.DefaultTime < 0 || p.DefaultTime > MaxTimeLimit {
-			return nil, fmt.Errorf("%w: partition %q: DefaultTime %v out of range", ErrInvalidConfig, p.Name, p.DefaultTime)
+		if p.DefaultTime < 0 || (p.DefaultTime > 0 && p.DefaultTime < time.Second) || p.DefaultTime > MaxTimeLimit {
+			return nil, fmt.Errorf("%w: partition %q: DefaultTime %v out of range: 0 (MaxTime) or [1s, %v]", ErrInvalidConfig, p.Name, p.DefaultTime, MaxTimeLimit)
 		}
 		if p.MaxTime > 0 && p.DefaultTime > p.MaxTime {
 			return nil, fmt.Errorf("%w: partition %q: DefaultTime %v exceeds MaxTime %v", ErrInvalidConfig, p.Name, p.DefaultTime, p.MaxTime)

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -304,8 +305,13 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 		if r := s.checkExclusiveLimits(now, j, nodes); r != policy.ReasonNone {
 			return r
 		}
-		s.allocate(now, j, nodes, quality, resvEnd) // killed at its reservation's end, if any
-		return policy.ReasonNone
+		// Killed at its reservation's end, if any. The nodes were chosen
+		// by the predicate allocate plans with (fitsNow), so it fails only
+		// on a state the filter did not foresee; the job then waits.
+		if err := s.allocate(now, j, nodes, quality, resvEnd); err == nil {
+			return policy.ReasonNone
+		}
+		nodes = nil
 	}
 	reason := policy.ReasonResources
 	// Nodes held back by a higher-priority job of another partition: had
@@ -346,7 +352,10 @@ func (s *Scheduler) fitsNow(j *job, i int) bool {
 	if !j.perNode.Fits(n.free) {
 		return false
 	}
-	if j.Spec.EnforceBinding {
+	if j.Spec.EnforceBinding || j.Spec.GPUsPerSocket > 0 {
+		// Counts do not see where the free devices sit (near which CPUs,
+		// on which socket): the choice itself decides, so that the node
+		// filter and allocate agree.
 		_, ok := s.planNode(j, n, nil)
 		return ok
 	}
@@ -497,30 +506,31 @@ func (s *Scheduler) planNode(j *job, n *node, buf *allocBuf) (nodePlan, bool) {
 // allocate commits the job to the given nodes: CPUs, memory and device
 // indices on each, then marks it running, ending at its time limit or at
 // killBy when that is earlier (a reservation's end; zero for none), and
-// counts it in the policy usage. quality is the placement's score.
-func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64, killBy time.Time) {
+// counts it in the policy usage. quality is the placement's score. Every
+// node is planned before any is changed: when one cannot host the job
+// (ErrCannotHost) nothing changes and the job stays pending.
+func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64, killBy time.Time) error {
 	allocs := make([]NodeAlloc, 0, len(nodes))
 	buf := s.newAllocBuf(j, nodes)
 	for _, i := range nodes {
 		n := &s.nodes[i]
 		p, ok := s.planNode(j, n, buf)
-		if !ok {
-			panic(fmt.Sprintf("scheduler: node %s was chosen for job %d but cannot host it", n.cfg.Name, j.ID))
+		if !ok || !n.canTake(p) {
+			return fmt.Errorf("%w: node %s for job %d", errCannotHost, n.cfg.Name, j.ID)
 		}
-		n.markCPUs(p.cpus)
-		if len(p.devices) > 0 {
-			if err := n.devs.Allocate(p.devices); err != nil {
-				panic(fmt.Sprintf("scheduler: allocating devices %v of job %d on %s: %v", p.devices, j.ID, n.cfg.Name, err))
-			}
-		}
-		if err := n.charge(p.tres); err != nil {
-			panic(fmt.Sprintf("scheduler: node %s over-allocated by job %d: %v", n.cfg.Name, j.ID, err))
-		}
-		n.jobs = append(n.jobs, j.ID)
 		allocs = append(allocs, NodeAlloc{
 			Node: i, Name: n.cfg.Name, CPUs: p.cpus, MemoryMiB: p.tres[gres.Mem],
 			Devices: p.devices, DeviceQuality: p.quality, TRES: p.tres,
 		})
+	}
+	for _, na := range allocs {
+		n := &s.nodes[na.Node]
+		n.markCPUs(na.CPUs)
+		if len(na.Devices) > 0 {
+			_ = n.devs.Allocate(na.Devices) // free and healthy: checked by canTake
+		}
+		_ = n.charge(na.TRES) // fits the free TRES: checked by canTake
+		n.jobs = append(n.jobs, j.ID)
 	}
 	j.Alloc = Allocation{Nodes: allocs, Quality: quality}
 	var weights gres.BillingWeights // none: billing is the CPU count
@@ -543,6 +553,31 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 	}
 	s.noteStarted(j)
 	s.policyStart(j, s.sum)
+	return nil
+}
+
+// errCannotHost is allocate's error for a node that cannot host the job
+// it was chosen for; the cycle leaves the job pending.
+var errCannotHost = errors.New("scheduler: node cannot host the job")
+
+// canTake reports whether the node can take plan p now: its CPUs and
+// devices free (and the devices healthy), its TRES within the free TRES.
+func (n *node) canTake(p nodePlan) bool {
+	for _, c := range p.cpus {
+		if c < 0 || c >= n.cfg.CPUs || n.cpuUsed[c>>6]&(1<<uint(c&63)) != 0 {
+			return false
+		}
+	}
+	for _, d := range p.devices {
+		if n.devs == nil || n.devs.InUse(d) || !n.devs.IsHealthy(d) {
+			return false
+		}
+	}
+	k := p.tres[gres.Node]
+	p.tres[gres.Node] = 0
+	ok := p.tres.Fits(n.free)
+	p.tres[gres.Node] = k
+	return ok
 }
 
 // allocBuf hands out the CPU-id and TRES slices of one job's allocation
@@ -589,6 +624,28 @@ func (b *allocBuf) cpuIDs(k int) []int {
 	return cut(&b.cpus, k)[:0]
 }
 
+// socketsCapable reports whether node n has, counting every GPU it has
+// (in use or not, healthy or not), the SocketsPerNode sockets of
+// GPUsPerSocket GPUs the job asks for: whether it could ever host it.
+func socketsCapable(j *job, n *node) bool {
+	if j.Spec.GPUsPerSocket == 0 {
+		return true
+	}
+	count := map[int]int{}
+	for _, d := range n.cfg.Devices.Devices {
+		if strings.EqualFold(d.Name, "gpu") && d.Socket >= 0 {
+			count[d.Socket]++
+		}
+	}
+	k := 0
+	for _, c := range count {
+		if c >= j.Spec.GPUsPerSocket {
+			k++
+		}
+	}
+	return k >= max(j.Spec.SocketsPerNode, 1)
+}
+
 // choosePerSocket chooses a --gpus-per-socket request: GPUsPerSocket
 // best-connected free GPUs from each of SocketsPerNode distinct sockets
 // (those with the most free GPUs first, then the lowest socket), plus any
@@ -619,14 +676,21 @@ func (s *Scheduler) choosePerSocket(j *job, n *node, devs *gres.NodeDevices, tot
 	})
 	work := devs.Clone()
 	out := gres.Placement{Quality: 1}
+	var others []int
 	for _, sk := range order[:sockets] {
-		var cores gres.CoreSet
+		// The choice sees only this socket's free GPUs: the others are
+		// taken in a copy (devices need not declare their CPUs for this).
+		others = others[:0]
 		for _, d := range n.cfg.Devices.Devices {
-			if d.Socket == sk {
-				cores = cores.Union(d.Cores)
+			if d.Socket != sk && !work.InUse(d.Index) && work.IsHealthy(d.Index) {
+				others = append(others, d.Index)
 			}
 		}
-		pl, err := work.Choose(gres.DeviceRequest{Name: "gpu", Count: per, Cores: cores, EnforceBinding: !cores.IsEmpty()})
+		sock := work.Clone()
+		if err := sock.Allocate(others); err != nil {
+			return gres.Placement{}, err
+		}
+		pl, err := sock.Choose(gres.DeviceRequest{Name: "gpu", Count: per})
 		if err != nil {
 			return gres.Placement{}, err
 		}

@@ -107,7 +107,9 @@ type JobSpec struct {
 	// GPUsPerSocket and SocketsPerNode are sbatch --gpus-per-socket and
 	// --sockets-per-node: on each node the job takes GPUsPerSocket GPUs
 	// from each of SocketsPerNode distinct sockets (devices of the node's
-	// inventory carry their socket). SocketsPerNode zero means 1.
+	// inventory carry their socket). SocketsPerNode zero means 1. A node
+	// is a candidate only when its free, healthy GPUs allow that choice;
+	// Submit rejects a request no node's sockets could ever hold.
 	GPUsPerSocket, SocketsPerNode int
 	// EnforceBinding is --gres-flags=enforce-binding: the job's CPUs on a
 	// node must all be close to (share affinity with) its devices there.
@@ -115,9 +117,11 @@ type JobSpec struct {
 	EnforceBinding bool
 	// TimeMin is sbatch --time-min: with backfill, the job may start with
 	// a limit as short as this to fit a gap; it then runs as long as the
-	// plan allows, up to TimeLimit.
+	// plan allows, up to TimeLimit. Zero means none; otherwise at least
+	// one second and at most the job's time limit.
 	TimeMin time.Duration
-	// TimeLimit is sbatch -t. Zero means the partition's DefaultTime.
+	// TimeLimit is sbatch -t. Zero means the partition's DefaultTime;
+	// otherwise at least one second (Submit rejects less).
 	TimeLimit time.Duration
 	// BeginTime is sbatch --begin: the job is not eligible before it.
 	BeginTime time.Time

@@ -498,10 +498,11 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		return nil, fmt.Errorf("%w: CheckpointInterval %v is negative", ErrInvalidJob, spec.CheckpointInterval)
 	case spec.CPUsPerGPU < 0 || spec.CPUsPerGPU > 1<<16:
 		return nil, fmt.Errorf("%w: CPUsPerGPU %d out of range [0, 65536]", ErrInvalidJob, spec.CPUsPerGPU)
-	case spec.TimeLimit < 0 || spec.TimeLimit > MaxTimeLimit:
-		return nil, fmt.Errorf("%w: TimeLimit %v out of range [0, %v]", ErrInvalidJob, spec.TimeLimit, MaxTimeLimit)
-	case spec.TimeMin < 0 || (spec.TimeMin > 0 && spec.TimeLimit > 0 && spec.TimeMin > spec.TimeLimit):
-		return nil, fmt.Errorf("%w: TimeMin %v must be in [0, TimeLimit %v]", ErrInvalidJob, spec.TimeMin, spec.TimeLimit)
+	case spec.TimeLimit < 0 || (spec.TimeLimit > 0 && spec.TimeLimit < time.Second) || spec.TimeLimit > MaxTimeLimit:
+		// A limit under a second cannot be planned (nor run: Slurm counts whole minutes).
+		return nil, fmt.Errorf("%w: TimeLimit %v out of range: 0 (the partition's default) or [1s, %v]", ErrInvalidJob, spec.TimeLimit, MaxTimeLimit)
+	case spec.TimeMin < 0 || (spec.TimeMin > 0 && spec.TimeMin < time.Second):
+		return nil, fmt.Errorf("%w: TimeMin %v out of range: 0 (none) or at least 1s", ErrInvalidJob, spec.TimeMin)
 	case spec.Switches < 0 || spec.Switches > MaxNodesPerJob:
 		return nil, fmt.Errorf("%w: Switches %d out of range", ErrInvalidJob, spec.Switches)
 	case spec.SwitchesMaxWait < 0:
@@ -535,6 +536,9 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		if j.TimeLimit == 0 {
 			j.TimeLimit = unlimitedPlanTime
 		}
+	}
+	if spec.TimeMin > j.TimeLimit {
+		return nil, fmt.Errorf("%w: TimeMin %v exceeds the time limit %v", ErrInvalidJob, spec.TimeMin, j.TimeLimit)
 	}
 	// The partition's policy (OverSubscribe, DefCpuPerGPU, DefMemPerGPU).
 	var pp policy.Partition
@@ -611,6 +615,18 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 	if c := j.shape.capable.Count(); c < nodes {
 		return nil, fmt.Errorf("%w: %w: needs %d node(s) with %s in partition %q, only %d exist",
 			ErrInvalidJob, ErrUnsatisfiable, nodes, s.reg.FormatTRES(v), p.cfg.Name, c)
+	}
+	if spec.GPUsPerSocket > 0 {
+		k := 0
+		for i := j.shape.capable.Next(0); i >= 0; i = j.shape.capable.Next(i + 1) {
+			if socketsCapable(j, &s.nodes[i]) {
+				k++
+			}
+		}
+		if k < nodes {
+			return nil, fmt.Errorf("%w: %w: GPUsPerSocket %d × SocketsPerNode %d: needs %d node(s) with %d socket(s) of %d GPUs in partition %q, only %d exist",
+				ErrInvalidJob, ErrUnsatisfiable, spec.GPUsPerSocket, max(spec.SocketsPerNode, 1), nodes, max(spec.SocketsPerNode, 1), spec.GPUsPerSocket, p.cfg.Name, k)
+		}
 	}
 	if s.graph != nil {
 		if err := s.graph.Feasible(nodes, j.constraints()); err != nil {

@@ -1,0 +1,156 @@
+package scheduler_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// socketNode is a node of sockets × perSocket GPUs, GPU i on socket
+// i/perSocket, with CPUs 16 per socket close to that socket's GPUs unless
+// noCores.
+func socketNode(name string, sockets, perSocket int, noCores bool) scheduler.NodeConfig {
+	inv := gres.Inventory{}
+	for i := range sockets * perSocket {
+		sk := i / perSocket
+		d := gres.Device{Index: i, Name: "gpu", Type: "a100", NUMA: sk, Socket: sk}
+		if !noCores {
+			ids := make([]int, 16)
+			for c := range ids {
+				ids[c] = 16*sk + c
+			}
+			d.Cores, _ = gres.CoreSetOf(ids...)
+		}
+		inv.Devices = append(inv.Devices, d)
+	}
+	return scheduler.NodeConfig{Name: name, CPUs: 16 * sockets, MemoryMiB: 64 * 1024, Devices: inv}
+}
+
+func socketCluster(t *testing.T, bf bool, nodes ...scheduler.NodeConfig) *scheduler.Scheduler {
+	t.Helper()
+	cfg := scheduler.Config{Nodes: nodes, Partitions: []scheduler.PartitionConfig{{Name: "gpu", Default: true}}}
+	if bf {
+		cfg.Backfill = &backfill.Config{}
+	}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	return s
+}
+
+// A node is chosen for a --gpus-per-socket job by the same per-socket rule
+// that allocates it: a node whose free GPUs sit on too few sockets is
+// passed over (the job waits for Resources), never chosen and then found
+// unable to host it.
+func TestGPUsPerSocketNodeFilterMatchesChoice(t *testing.T) {
+	for _, bf := range []bool{false, true} {
+		for _, noCores := range []bool{false, true} {
+			// Socket 0's four GPUs in use; socket 1's four free.
+			s := socketCluster(t, bf, socketNode("n1", 2, 4, noCores))
+			hog := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(4), TimeLimit: time.Hour})
+			mustSchedule(t, s, t0)
+			j, _ := s.Job(hog)
+			require.Equal(t, scheduler.JobRunning, j.State)
+			require.Equal(t, []int{0, 1, 2, 3}, j.Alloc.Nodes[0].Devices)
+			two := mustSubmit(t, s, t0, scheduler.JobSpec{GPUsPerSocket: 1, SocketsPerNode: 2, TimeLimit: time.Hour})
+			cyc := mustSchedule(t, s, t0)
+			assert.Empty(t, cyc.Starts, "bf=%v noCores=%v", bf, noCores)
+			assert.Equal(t, policy.ReasonResources, reasonOf(cyc, two))
+			// One socket suffices: it must take socket 1's GPUs.
+			one := mustSubmit(t, s, t0, scheduler.JobSpec{GPUsPerSocket: 2, TimeLimit: time.Hour})
+			require.NoError(t, s.Cancel(t0, two))
+			cyc = mustSchedule(t, s, t0)
+			require.Len(t, cyc.Starts, 1)
+			assert.Equal(t, one, cyc.Starts[0].Job)
+			assert.Equal(t, []int{4, 5}, cyc.Starts[0].Alloc.Nodes[0].Devices)
+		}
+	}
+}
+
+// With one GPU of each socket unhealthy, a node of 2 × 2 GPUs has two free
+// GPUs in total but no socket with two: {GPUsPerSocket: 2} waits there
+// and starts on a node that can host it.
+func TestGPUsPerSocketUnhealthyDevicesNotChosen(t *testing.T) {
+	for _, bf := range []bool{false, true} {
+		s := socketCluster(t, bf, socketNode("n1", 2, 2, false), socketNode("n2", 2, 2, false))
+		for _, d := range []int{0, 2} {
+			require.NoError(t, s.SetDeviceHealth(t0, "n1", d, false, "xid 79"))
+		}
+		id := mustSubmit(t, s, t0, scheduler.JobSpec{GPUsPerSocket: 2, TimeLimit: time.Hour})
+		cyc := mustSchedule(t, s, t0)
+		require.Len(t, cyc.Starts, 1, "bf=%v", bf)
+		assert.Equal(t, id, cyc.Starts[0].Job)
+		assert.Equal(t, "n2", cyc.Starts[0].Alloc.Nodes[0].Name)
+		// n2's socket 0 is now in use; the next such job fits n2's socket 1
+		// only, and a third finds no socket with two healthy free GPUs.
+		second := mustSubmit(t, s, t0, scheduler.JobSpec{GPUsPerSocket: 2, TimeLimit: time.Hour})
+		third := mustSubmit(t, s, t0, scheduler.JobSpec{GPUsPerSocket: 2, TimeLimit: time.Hour})
+		cyc = mustSchedule(t, s, t0)
+		require.Len(t, cyc.Starts, 1)
+		assert.Equal(t, second, cyc.Starts[0].Job)
+		assert.Equal(t, policy.ReasonResources, reasonOf(cyc, third))
+	}
+}
+
+// SocketsPerNode beyond what any node has (counting every GPU, in use or
+// not) can never be satisfied: Submit rejects it, naming the request.
+func TestSubmitRejectsMoreSocketsThanNodesHave(t *testing.T) {
+	s := socketCluster(t, false, socketNode("n1", 1, 4, false))
+	_, err := s.Submit(t0, scheduler.JobSpec{GPUsPerSocket: 1, SocketsPerNode: 2})
+	require.ErrorIs(t, err, scheduler.ErrInvalidJob)
+	assert.ErrorIs(t, err, scheduler.ErrUnsatisfiable)
+	assert.Contains(t, err.Error(), "SocketsPerNode 2")
+	_, err = s.Submit(t0, scheduler.JobSpec{GPUsPerSocket: 5})
+	assert.ErrorIs(t, err, scheduler.ErrUnsatisfiable, "no socket has 5 GPUs")
+	_, err = s.Submit(t0, scheduler.JobSpec{GPUsPerSocket: 4})
+	assert.NoError(t, err)
+	pending, _ := s.Counts()
+	assert.Equal(t, 1, pending, "the rejected jobs left no trace")
+}
+
+// Submit rejects the time limits a cycle cannot plan (negative, or under
+// one second), naming the field, and New rejects such partition limits;
+// before, the backfill planner refused them in every later Schedule.
+func TestSubmitRejectsSubSecondTimes(t *testing.T) {
+	s := socketCluster(t, true, socketNode("n1", 2, 4, false))
+	for _, c := range []struct {
+		spec  scheduler.JobSpec
+		field string
+	}{
+		{scheduler.JobSpec{TimeLimit: 500 * time.Millisecond}, "TimeLimit"},
+		{scheduler.JobSpec{TimeLimit: -time.Second}, "TimeLimit"},
+		{scheduler.JobSpec{TimeLimit: time.Hour, TimeMin: 999 * time.Millisecond}, "TimeMin"},
+		{scheduler.JobSpec{TimeLimit: time.Hour, TimeMin: -time.Second}, "TimeMin"},
+		{scheduler.JobSpec{TimeLimit: time.Minute, TimeMin: time.Hour}, "TimeMin"},
+	} {
+		_, err := s.Submit(t0, c.spec)
+		require.ErrorIs(t, err, scheduler.ErrInvalidJob, "%+v", c.spec)
+		assert.Contains(t, err.Error(), c.field)
+	}
+	pending, _ := s.Counts()
+	assert.Zero(t, pending)
+	mustSubmit(t, s, t0, scheduler.JobSpec{TimeLimit: time.Second, TimeMin: time.Second})
+	mustSchedule(t, s, t0)
+
+	for _, p := range []scheduler.PartitionConfig{
+		{Name: "gpu", MaxTime: time.Millisecond},
+		{Name: "gpu", DefaultTime: 10 * time.Millisecond},
+	} {
+		_, err := scheduler.New(scheduler.Config{Nodes: []scheduler.NodeConfig{socketNode("n1", 1, 1, false)},
+			Partitions: []scheduler.PartitionConfig{p}})
+		assert.ErrorIs(t, err, scheduler.ErrInvalidConfig, "%+v", p)
+	}
+	// TimeMin is checked against the limit the job gets: the partition's
+	// default when it gives none.
+	s2, err := scheduler.New(scheduler.Config{Nodes: []scheduler.NodeConfig{socketNode("n1", 1, 1, false)},
+		Partitions: []scheduler.PartitionConfig{{Name: "gpu", DefaultTime: time.Minute, MaxTime: time.Hour}}})
+	require.NoError(t, err)
+	_, err = s2.Submit(t0, scheduler.JobSpec{TimeMin: 2 * time.Minute})
+	assert.ErrorIs(t, err, scheduler.ErrInvalidJob)
+}
