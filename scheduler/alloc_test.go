@@ -154,3 +154,58 @@ func TestSubmitRejectsSubSecondTimes(t *testing.T) {
 	_, err = s2.Submit(t0, scheduler.JobSpec{TimeMin: 2 * time.Minute})
 	assert.ErrorIs(t, err, scheduler.ErrInvalidJob)
 }
+
+// Under PreemptMode=REQUEUE a job that says nothing about requeueing is
+// requeued, as Slurm's JobRequeue=1 default makes it; --no-requeue
+// (RequeueNo) or a cluster JobRequeue=0 makes it cancelled instead, and a
+// job's own --requeue overrides JobRequeue=0.
+func TestPreemptRequeueUsesJobRequeueDefault(t *testing.T) {
+	for _, c := range []struct {
+		cluster, job scheduler.RequeueMode
+		want         policy.PreemptAction
+	}{
+		{scheduler.RequeueDefault, scheduler.RequeueDefault, policy.ActionRequeue},
+		{scheduler.RequeueDefault, scheduler.RequeueNo, policy.ActionCancel},
+		{scheduler.RequeueNo, scheduler.RequeueDefault, policy.ActionCancel},
+		{scheduler.RequeueNo, scheduler.RequeueYes, policy.ActionRequeue},
+		{scheduler.RequeueYes, scheduler.RequeueDefault, policy.ActionRequeue},
+	} {
+		cfg := scheduler.Config{
+			Nodes:      []scheduler.NodeConfig{socketNode("n1", 1, 4, false)},
+			Partitions: []scheduler.PartitionConfig{{Name: "gpu"}},
+			JobRequeue: c.cluster,
+			Policy: &policy.Config{PreemptType: policy.PreemptQOS, PreemptMode: policy.PreemptRequeue,
+				QOS: []policy.QOS{{Name: "urgent", Priority: 100, Preempt: []string{"standby"}}, {Name: "standby"}}},
+		}
+		s, err := scheduler.New(cfg)
+		require.NoError(t, err)
+		victim := mustSubmit(t, s, t0, scheduler.JobSpec{QOS: "standby", Exclusive: true, TimeLimit: time.Hour, Requeue: c.job})
+		mustSchedule(t, s, t0)
+		mustSubmit(t, s, t0.Add(time.Minute), scheduler.JobSpec{QOS: "urgent", Exclusive: true, TimeLimit: time.Hour})
+		cyc := mustSchedule(t, s, t0.Add(time.Minute))
+		require.Len(t, cyc.Preemptions, 1, "%+v", c)
+		assert.Equal(t, victim, cyc.Preemptions[0].Victim)
+		assert.Equal(t, c.want, cyc.Preemptions[0].Action, "cluster %v, job %v", c.cluster, c.job)
+	}
+	_, err := scheduler.New(scheduler.Config{Nodes: []scheduler.NodeConfig{socketNode("n1", 1, 1, false)},
+		Partitions: []scheduler.PartitionConfig{{Name: "gpu"}}, JobRequeue: 7})
+	assert.ErrorIs(t, err, scheduler.ErrInvalidConfig)
+}
+
+// A node failure requeues a job that says nothing (JobRequeue=1) and ends
+// a --no-requeue job in NODE_FAIL.
+func TestDownNodeRequeuesByDefault(t *testing.T) {
+	s := socketCluster(t, false, socketNode("n1", 1, 4, false))
+	plain := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(1), TimeLimit: time.Hour})
+	no := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(1), TimeLimit: time.Hour, Requeue: scheduler.RequeueNo})
+	mustSchedule(t, s, t0)
+	_, err := s.DownNode(t0.Add(time.Minute), "n1", "dead")
+	require.NoError(t, err)
+	j, _ := s.Job(plain)
+	assert.Equal(t, scheduler.JobPending, j.State)
+	assert.Equal(t, 1, j.Restarts)
+	j, _ = s.Job(no)
+	assert.Equal(t, scheduler.JobNodeFail, j.State)
+	_, err = s.Submit(t0.Add(time.Minute), scheduler.JobSpec{Requeue: 9})
+	assert.ErrorIs(t, err, scheduler.ErrInvalidJob)
+}

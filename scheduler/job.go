@@ -133,9 +133,14 @@ type JobSpec struct {
 	// preempted job loses only the work since its last checkpoint, and
 	// victims are chosen to lose the least.
 	CheckpointInterval time.Duration
-	// Requeue makes the job go back to pending, rather than end in
-	// NODE_FAIL, when a node it runs on fails (sbatch --requeue).
-	Requeue bool
+	// Requeue says whether the job may be requeued: go back to pending,
+	// rather than end in NODE_FAIL, when a node it runs on fails, and be
+	// requeued rather than cancelled when preempted under
+	// PreemptMode=REQUEUE. RequeueYes is sbatch --requeue, RequeueNo
+	// --no-requeue; the zero value, RequeueDefault, takes the cluster's
+	// Config.JobRequeue, which like Slurm's JobRequeue makes jobs
+	// requeueable unless they opt out.
+	Requeue RequeueMode
 	// Switches is the count of sbatch --switches=count@max-wait: the most
 	// leaf switches the job wants to span. Zero means no limit.
 	Switches int
@@ -161,6 +166,26 @@ type JobSpec struct {
 	// domains.
 	NVLinkDomain topology.DomainMode
 }
+
+// RequeueMode is whether jobs may be requeued (JobSpec.Requeue, and the
+// cluster default Config.JobRequeue).
+type RequeueMode uint8
+
+// Requeue modes.
+const (
+	// RequeueDefault: on a job, the cluster's Config.JobRequeue decides;
+	// as Config.JobRequeue, Slurm's default JobRequeue=1 (requeueable).
+	RequeueDefault RequeueMode = iota
+	// RequeueYes: requeueable (sbatch --requeue; JobRequeue=1).
+	RequeueYes
+	// RequeueNo: never requeued (sbatch --no-requeue; JobRequeue=0).
+	RequeueNo
+)
+
+var requeueModeNames = [...]string{RequeueDefault: "default", RequeueYes: "requeue", RequeueNo: "no-requeue"}
+
+// String returns the mode's name ("default", "requeue", "no-requeue").
+func (m RequeueMode) String() string { return enumName(m, requeueModeNames[:], "RequeueMode") }
 
 // Job is a read-only snapshot of a job as the scheduler holds it.
 type Job struct {

@@ -72,7 +72,7 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 		c := policy.Candidate{
 			Job: policy.JobID(r.ID), Subject: r.subject, Priority: r.Priority, Start: r.StartTime,
 			LastCheckpoint: r.LastCheckpoint, CheckpointInterval: r.Spec.CheckpointInterval,
-			Requeue: r.Spec.Requeue, CPUs: tot[gres.CPU],
+			Requeue: s.requeueable(r), CPUs: tot[gres.CPU],
 		}
 		if hasGPU {
 			c.GPUs = tot.At(gpuID)

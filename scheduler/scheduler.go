@@ -71,6 +71,8 @@ type Scheduler struct {
 	arrays   map[JobID]*array
 	maxArray int
 	cycleNo  uint64 // numbers cycles, for per-cycle caches
+	// noRequeue is Config.JobRequeue=RequeueNo (JobRequeue=0).
+	noRequeue bool
 
 	// scratch sets reused by Schedule
 	avail, cand, fit topology.NodeSet
@@ -173,6 +175,7 @@ func New(cfg Config) (*Scheduler, error) {
 		arrays:     make(map[JobID]*array),
 		maxArray:   max(cfg.MaxArraySize, 0),
 		minJobAge:  cfg.MinJobAge,
+		noRequeue:  cfg.JobRequeue == RequeueNo,
 	}
 	n := len(cfg.Nodes)
 	s.usable = topology.FullNodeSet(n)
@@ -511,6 +514,8 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		return nil, fmt.Errorf("%w: Segment %d out of range", ErrInvalidJob, spec.Segment)
 	case spec.Nice < -priority.MaxNice || spec.Nice > priority.MaxNice:
 		return nil, fmt.Errorf("%w: Nice %d out of range [-%d, %d]", ErrInvalidJob, spec.Nice, priority.MaxNice, priority.MaxNice)
+	case spec.Requeue > RequeueNo:
+		return nil, fmt.Errorf("%w: Requeue %v unknown", ErrInvalidJob, spec.Requeue)
 	case spec.NVLinkDomain > topology.DomainBalanced:
 		return nil, fmt.Errorf("%w: NVLinkDomain %d unknown", ErrInvalidJob, spec.NVLinkDomain)
 	}
@@ -1014,8 +1019,9 @@ func (s *Scheduler) applyAdmin(now time.Time, i int, st adminState, reason strin
 	s.last = now
 }
 
-// DownNode marks a node DOWN. Every job running on it ends: a job that
-// asked for Requeue goes back to the queue, the others end in NODE_FAIL.
+// DownNode marks a node DOWN. Every job running on it ends: a
+// requeueable job (JobSpec.Requeue, by default Config.JobRequeue) goes
+// back to the queue, the others end in NODE_FAIL.
 // It returns the affected jobs in start order, so the caller can kill them
 // on their other nodes.
 func (s *Scheduler) DownNode(now time.Time, name, reason string) ([]JobID, error) {
@@ -1026,7 +1032,7 @@ func (s *Scheduler) DownNode(now time.Time, name, reason string) ([]JobID, error
 	affected := slices.Clone(s.nodes[i].jobs)
 	for _, id := range affected {
 		j := s.jobs[id]
-		if j.Spec.Requeue {
+		if s.requeueable(j) {
 			s.requeue(j, policy.ReasonNodeDown)
 			s.logRequeue(now, j)
 			continue
@@ -1036,6 +1042,18 @@ func (s *Scheduler) DownNode(now time.Time, name, reason string) ([]JobID, error
 	}
 	s.applyAdmin(now, i, adminDown, reason)
 	return affected, nil
+}
+
+// requeueable reports whether job j may be requeued: its own
+// JobSpec.Requeue, or the cluster's Config.JobRequeue when it gives none.
+func (s *Scheduler) requeueable(j *job) bool {
+	switch j.Spec.Requeue {
+	case RequeueYes:
+		return true
+	case RequeueNo:
+		return false
+	}
+	return !s.noRequeue
 }
 
 // Counts returns how many jobs are pending and running.
