@@ -165,7 +165,8 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 			// Not evaluated by the main pass (behind a blocked job):
 			// its own limits and dependencies are checked now.
 			if r := s.checkPolicy(now, j); r != policy.ReasonNone {
-				j.Reason, consider = r, false
+				s.setReason(j, r)
+				consider = false
 			}
 		}
 		// A recent estimate that has not come stands (EstimateInterval):
@@ -173,6 +174,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		// gives it a reservation.
 		keep := consider && b.estimateEvery > 0 && j.ExpectedStart.After(now) && now.Sub(j.EstimatedAt) < b.estimateEvery
 		if !keep {
+			s.notePending(j)
 			j.clearEstimate()
 		}
 		if !consider {
@@ -230,11 +232,11 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		// Limits are checked against the usage of every job started so
 		// far, this pass included; a job they hold keeps its slot empty.
 		if r := s.checkPolicy(now, j); r != policy.ReasonNone {
-			j.Reason = r
+			s.setReason(j, r)
 			continue
 		}
 		if r := s.checkExclusiveLimits(now, j, e.Nodes); r != policy.ReasonNone {
-			j.Reason = r
+			s.setReason(j, r)
 			continue
 		}
 		quality := 1.0
@@ -244,6 +246,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		// The profile counts TRES, not where devices sit: a node the plan
 		// chose may still refuse the job's per-socket or binding choice
 		// (allocate then changes nothing and the job keeps waiting).
+		s.touch(j)
 		limit := j.TimeLimit
 		j.TimeLimit = e.TimeLimit
 		if err := s.allocate(now, j, e.Nodes, quality, time.Time{}); err != nil {
@@ -261,6 +264,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		if j.State != JobPending {
 			continue
 		}
+		s.notePending(j)
 		switch e.Status {
 		case backfill.StatusReserved, backfill.StatusEstimated:
 			j.ExpectedStart, j.EstimatedAt = e.Start, now

@@ -152,17 +152,40 @@ func (s *Scheduler) allowedNodes(sh *shape) topology.NodeSet {
 // resources removes its partition's nodes from the rest of the cycle, so
 // nothing behind it overtakes it; jobs pending for their own constraints
 // (begin time, partition limits) block no one.
+//
+// Schedule is all-or-nothing: when it returns an error (a fair-share
+// source or the backfill planner failing), the scheduler is exactly as it
+// was before the call — no job started, ended or changed, no counter
+// moved — and the returned Cycle is empty. The cycle's changes are
+// journaled as it makes them and taken back on error (see journal).
 func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 	if err := s.tick(now); err != nil {
 		return Cycle{}, err
 	}
+	s.begin()
+	cyc, err := s.schedule(now)
+	if err == nil && s.cycleFault != nil {
+		err = s.cycleFault()
+	}
+	if err != nil {
+		s.rollback()
+		return Cycle{}, err
+	}
+	s.commit()
+	// Forgetting old finished jobs takes nothing back: done once the
+	// cycle stands.
+	s.purge(now)
+	return cyc, nil
+}
+
+// schedule is Schedule's cycle, journaled by its caller.
+func (s *Scheduler) schedule(now time.Time) (Cycle, error) {
 	if err := s.refreshPriorities(now); err != nil {
 		return Cycle{}, err
 	}
 	s.last = now
 	s.cycleNo++
 	cyc := Cycle{Now: now}
-	s.purge(now)
 	s.endExpired(now, &cyc)
 	s.resumeSuspended(now, &cyc)
 
@@ -185,7 +208,7 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 			cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: copyAlloc(j.Alloc), TimeLimit: j.TimeLimit})
 			return true
 		}
-		j.Reason = r
+		s.setReason(j, r)
 		cyc.Pending = append(cyc.Pending, Pending{Job: j.ID, Reason: r, Priority: j.Priority})
 		pend = append(pend, j)
 		return true
@@ -206,6 +229,7 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 	for _, j := range s.rekey {
 		if j.State == JobPending {
 			s.pending.Delete(j)
+			s.touch(j)
 			j.preemptFirst = true
 			s.pending.ReplaceOrInsert(j)
 		}
@@ -274,6 +298,7 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 		// Behind a higher-priority job of its partition that could not
 		// start: Slurm's main scheduler moves on without testing limits.
 		if j.EligibleTime.IsZero() {
+			s.notePending(j)
 			j.EligibleTime = now
 		}
 		return policy.ReasonPriority
@@ -282,6 +307,7 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked []bool, cyc *Cycle) 
 		return r
 	}
 	if j.EligibleTime.IsZero() {
+		s.notePending(j)
 		j.EligibleTime = now
 	}
 	allowed := s.allowedNodes(j.shape) // and j.shape.usable, its size
@@ -523,7 +549,9 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 			Devices: p.devices, DeviceQuality: p.quality, TRES: p.tres,
 		})
 	}
+	s.touch(j)
 	for _, na := range allocs {
+		s.saveNode(na.Node)
 		n := &s.nodes[na.Node]
 		n.markCPUs(na.CPUs)
 		if len(na.Devices) > 0 {
@@ -546,6 +574,7 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 	j.StartTime = now
 	if a := s.arrays[j.ArrayJobID]; a != nil {
 		a.running++
+		s.onUndo(func() { a.running-- })
 	}
 	j.deadline = now.Add(j.TimeLimit)
 	if !killBy.IsZero() && killBy.Before(j.deadline) {

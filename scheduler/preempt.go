@@ -101,6 +101,7 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 			Victim: r.ID, Preemptor: j.ID, Action: v.Action, KillAt: v.KillAt,
 			LostGPUSeconds: v.LostGPUSeconds, LostCPUSeconds: v.LostCPUSeconds,
 		})
+		s.touch(r)
 		r.LostGPUSeconds += v.LostGPUSeconds
 		if v.Action == policy.ActionSuspend {
 			s.suspend(now, r, j.ID)
@@ -112,6 +113,7 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 			// in the queue.
 			ready = false
 			r.preemptedFor = j.ID
+			s.touch(j)
 			j.awaitingVictims++
 			r.preempting = true
 			r.preemptAction = v.Action
@@ -132,8 +134,10 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 
 // endPreempted ends (CANCEL) or requeues (REQUEUE) a preempted job now.
 func (s *Scheduler) endPreempted(now time.Time, r *job, action policy.PreemptAction) {
+	s.touch(r)
 	r.preempting = false
 	if p, ok := s.jobs[r.preemptedFor]; ok && p.awaitingVictims > 0 {
+		s.touch(p)
 		p.awaitingVictims--
 	}
 	r.preemptedFor = 0
@@ -202,9 +206,11 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 // the nodes, its memory and devices stay allocated, and its remaining run
 // time is kept for when it resumes.
 func (s *Scheduler) suspend(now time.Time, r *job, pre JobID) {
+	s.touch(r)
 	r.suspendedCPUs = make([]int64, len(r.Alloc.Nodes))
 	for k := range r.Alloc.Nodes {
 		na := &r.Alloc.Nodes[k]
+		s.saveNode(na.Node)
 		n := &s.nodes[na.Node]
 		n.releaseCPUs(na.CPUs)
 		r.suspendedCPUs[k] = na.TRES[gres.CPU]
@@ -246,8 +252,10 @@ func (s *Scheduler) resumeSuspended(now time.Time, cyc *Cycle) {
 			kept = append(kept, r)
 			continue
 		}
+		s.touch(r)
 		for k := range r.Alloc.Nodes {
 			na := &r.Alloc.Nodes[k]
+			s.saveNode(na.Node)
 			n := &s.nodes[na.Node]
 			var near gres.CoreSet
 			for _, d := range na.Devices {

@@ -86,6 +86,11 @@ type Scheduler struct {
 	pendJobs []*job
 	sum      gres.Vector
 	audit    auditScratch
+	// jr is the undo journal of the cycle running (see journal).
+	jr journal
+	// cycleFault, when set (tests), is called at the end of every cycle;
+	// an error it returns fails the cycle.
+	cycleFault func() error
 }
 
 type partition struct {
@@ -142,6 +147,13 @@ type job struct {
 	// (or requeued, per preemptAction) at its deadline.
 	preempting    bool
 	preemptAction policy.PreemptAction
+	// usageTotal and usageEnd are what the policy usage counts of the
+	// running job (policyStart), for taking a stop back. touched and
+	// viewed are the journal epochs the job and its pending view were
+	// last saved in (see Scheduler.touch).
+	usageTotal      gres.Vector
+	usageEnd        time.Time
+	touched, viewed uint64
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it
@@ -782,6 +794,7 @@ func (s *Scheduler) Requeue(now time.Time, id JobID) error {
 // requeue frees what running (or suspended) job j holds and puts it back
 // in the queue, pending for reason r.
 func (s *Scheduler) requeue(j *job, r policy.Reason) {
+	s.touch(j)
 	s.release(j, false)
 	j.State = JobPending
 	j.Reason = r
@@ -800,6 +813,7 @@ func (s *Scheduler) requeue(j *job, r policy.Reason) {
 // suspended) and leaves it in terminal state st, ended at the time at.
 // With MinJobAge it is noted for purge, in the order jobs finish.
 func (s *Scheduler) endJob(j *job, st JobState, at time.Time) {
+	s.touch(j)
 	if j.State == JobPending {
 		s.pending.Delete(j)
 		s.policyStop(j, false, true)
@@ -820,6 +834,7 @@ func (s *Scheduler) endJob(j *job, st JobState, at time.Time) {
 func (s *Scheduler) release(j *job, ended bool) {
 	s.policyStop(j, true, ended)
 	for _, na := range j.Alloc.Nodes {
+		s.saveNode(na.Node)
 		n := &s.nodes[na.Node]
 		n.releaseCPUs(na.CPUs)
 		if n.devs != nil && len(na.Devices) > 0 {
@@ -845,6 +860,7 @@ func (s *Scheduler) release(j *job, ended bool) {
 	}
 	if a := s.arrays[j.ArrayJobID]; a != nil {
 		a.running--
+		s.onUndo(func() { a.running++ })
 	}
 	s.noteEnded(j)
 	if j.State == JobSuspended {
