@@ -209,3 +209,77 @@ func TestDownNodeRequeuesByDefault(t *testing.T) {
 	_, err = s.Submit(t0.Add(time.Minute), scheduler.JobSpec{Requeue: 9})
 	assert.ErrorIs(t, err, scheduler.ErrInvalidJob)
 }
+
+// gpusOf sums the GPU counts of an allocation per node.
+func gpusOf(a scheduler.Allocation) []int {
+	out := make([]int, len(a.Nodes))
+	for k, na := range a.Nodes {
+		out[k] = len(na.Devices)
+	}
+	return out
+}
+
+// GRESPerJob (sbatch --gpus) is the job's total, spread over its nodes as
+// they can hold it, each taking at least one: -N2 --gpus=5 takes and is
+// charged 5 GPUs, not 2 × ceil(5/2) = 6.
+func TestGRESPerJobTakesTheTotal(t *testing.T) {
+	for _, bf := range []bool{false, true} {
+		s := socketCluster(t, bf, socketNode("n1", 2, 4, false), socketNode("n2", 2, 4, false))
+		id := mustSubmit(t, s, t0, scheduler.JobSpec{Nodes: 2, GRESPerJob: gpus(5), TimeLimit: time.Hour})
+		cyc := mustSchedule(t, s, t0)
+		require.Len(t, cyc.Starts, 1, "bf=%v", bf)
+		j, _ := s.Job(id)
+		gpu := s.Registry().MustLookup("gres/gpu")
+		assert.Equal(t, int64(5), j.Alloc.Total().At(gpu))
+		n := 0
+		for _, c := range gpusOf(j.Alloc) {
+			assert.Positive(t, c, "every node takes at least one")
+			n += c
+		}
+		assert.Equal(t, 5, n)
+		var free int64
+		for _, ni := range s.Nodes() {
+			free += ni.Free.At(gpu)
+		}
+		assert.Equal(t, int64(16-5), free, "charged what it holds")
+	}
+}
+
+// -N4 --gpus=8 fits nodes with 5, 1, 1 and 1 free GPUs: the total fits
+// though ceil(8/4) = 2 per node does not.
+func TestGRESPerJobFitsUnevenNodes(t *testing.T) {
+	for _, bf := range []bool{false, true} {
+		var nodes []scheduler.NodeConfig
+		for _, n := range []string{"n1", "n2", "n3", "n4"} {
+			nodes = append(nodes, socketNode(n, 2, 4, false))
+		}
+		s := socketCluster(t, bf, nodes...)
+		for _, use := range []int64{3, 7, 7, 7} {
+			mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(use), TimeLimit: 10 * time.Hour})
+		}
+		cyc := mustSchedule(t, s, t0)
+		require.Len(t, cyc.Starts, 4)
+		id := mustSubmit(t, s, t0, scheduler.JobSpec{Nodes: 4, GRESPerJob: gpus(8), TimeLimit: time.Hour})
+		cyc = mustSchedule(t, s, t0)
+		require.Len(t, cyc.Starts, 1, "bf=%v: %+v", bf, cyc.Pending)
+		assert.Equal(t, id, cyc.Starts[0].Job)
+		assert.Equal(t, []int{5, 1, 1, 1}, gpusOf(cyc.Starts[0].Alloc))
+		// A second such job finds no GPU left: it waits.
+		next := mustSubmit(t, s, t0, scheduler.JobSpec{Nodes: 4, GRESPerJob: gpus(4), TimeLimit: time.Hour})
+		cyc = mustSchedule(t, s, t0)
+		assert.Empty(t, cyc.Starts)
+		assert.Equal(t, policy.ReasonResources, reasonOf(cyc, next))
+	}
+}
+
+// Submit rejects a GRESPerJob smaller than the node count (each node
+// takes at least one) or larger than the job's nodes could ever hold.
+func TestSubmitRejectsGRESPerJobNoNodesHold(t *testing.T) {
+	s := socketCluster(t, false, socketNode("n1", 2, 4, false), socketNode("n2", 2, 4, false))
+	_, err := s.Submit(t0, scheduler.JobSpec{Nodes: 2, GRESPerJob: gpus(1)})
+	assert.ErrorIs(t, err, scheduler.ErrInvalidJob)
+	_, err = s.Submit(t0, scheduler.JobSpec{Nodes: 2, GRESPerJob: gpus(17)})
+	assert.ErrorIs(t, err, scheduler.ErrUnsatisfiable)
+	_, err = s.Submit(t0, scheduler.JobSpec{Nodes: 2, GRESPerJob: gpus(16)})
+	assert.NoError(t, err)
+}

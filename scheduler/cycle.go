@@ -401,7 +401,7 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 	if cand.Count() < j.nodes {
 		return nil, 0
 	}
-	if s.graph == nil {
+	if s.graph == nil && len(j.extra) == 0 {
 		out := s.placed[:0]
 		for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
 			if s.fitsNow(j, i) {
@@ -413,6 +413,21 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 		}
 		s.placed = out
 		return nil, 0
+	}
+	if s.graph == nil {
+		// A GRESPerJob total: the first nodes that hold it, or those with
+		// the most of it free.
+		var fit []int
+		for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
+			if s.fitsNow(j, i) {
+				fit = append(fit, i)
+			}
+		}
+		s.placed = s.spreadNodes(j, fit, s.placed)
+		if s.placed == nil {
+			return nil, 0
+		}
+		return s.placed, 1
 	}
 	s.fit.Reset()
 	k := 0
@@ -433,6 +448,22 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 		return nil, 0
 	}
 	s.placed = p.Nodes.AppendTo(s.placed[:0])
+	if _, ok := s.spreadExtra(j, s.placed); !ok {
+		// The least-spread nodes do not hold the GRESPerJob total: the
+		// graph chooses among the nodes that do.
+		nodes := s.spreadNodes(j, s.fit.AppendTo(nil), nil)
+		if nodes == nil {
+			return nil, 0
+		}
+		s.fit.Reset()
+		for _, i := range nodes {
+			s.fit.Add(i)
+		}
+		if p, err = s.graph.Select(s.fit, j.nodes, j.constraints()); err != nil || !p.Met {
+			return nil, 0
+		}
+		s.placed = p.Nodes.AppendTo(s.placed[:0])
+	}
 	return s.placed, p.Quality.Score
 }
 
@@ -458,6 +489,16 @@ type nodePlan struct {
 // when the node cannot host the job now. The plan's CPU and TRES slices
 // come from buf (nil: allocated).
 func (s *Scheduler) planNode(j *job, n *node, buf *allocBuf) (nodePlan, bool) {
+	return s.planNodeFor(j, n, buf, nil)
+}
+
+// planNodeFor is planNode for the job's request on this node: req, or
+// (nil) its per-node request.
+func (s *Scheduler) planNodeFor(j *job, n *node, buf *allocBuf, req *nodeReq) (nodePlan, bool) {
+	perNode, devReq := j.perNode, j.devReq
+	if req != nil {
+		perNode, devReq = req.vec, req.devReq
+	}
 	p := nodePlan{quality: 1}
 	if j.Spec.Exclusive {
 		if len(n.jobs) > 0 {
@@ -470,16 +511,16 @@ func (s *Scheduler) planNode(j *job, n *node, buf *allocBuf) (nodePlan, bool) {
 		p.devices = n.freeDevices()
 		return p, true
 	}
-	if !j.perNode.Fits(n.free) {
+	if !perNode.Fits(n.free) {
 		return p, false
 	}
 	p.tres = buf.vector(s.reg.Len())
-	p.tres[gres.CPU] = j.perNode[gres.CPU]
-	p.tres[gres.Mem] = j.perNode[gres.Mem]
+	p.tres[gres.CPU] = perNode[gres.CPU]
+	p.tres[gres.Mem] = perNode[gres.Mem]
 	p.tres[gres.Node] = 1
 	var near, freeCores gres.CoreSet
 	devs := n.devs
-	for _, r := range j.devReq {
+	for _, r := range devReq {
 		if devs == nil || !n.hasDevices(r.Name) {
 			// A count-only GRES (shards, MPS, licenses on the node):
 			// counted, no device indices.
@@ -489,7 +530,7 @@ func (s *Scheduler) planNode(j *job, n *node, buf *allocBuf) (nodePlan, bool) {
 			}
 			continue
 		}
-		if devs == n.devs && len(j.devReq) > 1 {
+		if devs == n.devs && len(devReq) > 1 {
 			devs = devs.Clone() // dry run: later requests must not reuse these devices
 		}
 		if freeCores.IsEmpty() && n.hasAffinity {
@@ -521,9 +562,9 @@ func (s *Scheduler) planNode(j *job, n *node, buf *allocBuf) (nodePlan, bool) {
 		}
 	}
 	slices.Sort(p.devices)
-	k := int(j.perNode[gres.CPU])
+	k := int(perNode[gres.CPU])
 	p.cpus = n.freeCPUsInto(buf.cpuIDs(k), k, near, j.Spec.EnforceBinding && !near.IsEmpty())
-	if len(p.cpus) < int(j.perNode[gres.CPU]) {
+	if len(p.cpus) < k {
 		return p, false // not enough CPUs close to the devices (enforce-binding)
 	}
 	return p, true
@@ -538,9 +579,17 @@ func (s *Scheduler) planNode(j *job, n *node, buf *allocBuf) (nodePlan, bool) {
 func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64, killBy time.Time) error {
 	allocs := make([]NodeAlloc, 0, len(nodes))
 	buf := s.newAllocBuf(j, nodes)
-	for _, i := range nodes {
+	reqs, ok := s.spreadExtra(j, nodes) // nil without a GRESPerJob beyond one per node
+	if !ok {
+		return fmt.Errorf("%w: nodes %v do not hold job %d's GRESPerJob", errCannotHost, nodes, j.ID)
+	}
+	for k, i := range nodes {
 		n := &s.nodes[i]
-		p, ok := s.planNode(j, n, buf)
+		var req *nodeReq
+		if reqs != nil {
+			req = &reqs[k]
+		}
+		p, ok := s.planNodeFor(j, n, buf, req)
 		if !ok || !n.canTake(p) {
 			return fmt.Errorf("%w: node %s for job %d", errCannotHost, n.cfg.Name, j.ID)
 		}

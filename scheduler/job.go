@@ -95,8 +95,12 @@ type JobSpec struct {
 	GRESPerNode []gres.Request
 	// GRESPerTask is, per task, the GRES each task needs (--gpus-per-task).
 	GRESPerTask []gres.Request
-	// GRESPerJob is the job-wide total (sbatch --gpus); it is spread over
-	// the nodes, each node taking ceil(total/Nodes).
+	// GRESPerJob is the job-wide total (sbatch --gpus), as in Slurm: every
+	// node of the job takes at least one (so the total must be at least
+	// Nodes), and the rest goes to the nodes as they can hold it, filling
+	// them in node order. The job is charged exactly the total. The
+	// backfill plan, which books one request per node, counts
+	// ceil(total/Nodes) on each.
 	GRESPerJob []gres.Request
 	// CPUsPerGPU is sbatch --cpus-per-gpu: each node gets at least this
 	// many CPUs per GPU it holds.
@@ -200,7 +204,8 @@ type Job struct {
 	// TimeLimit is the effective limit (the job's, or the partition's default).
 	TimeLimit time.Duration
 	// PerNode is the TRES the job needs on each of its nodes (before
-	// Exclusive widens it to whole nodes).
+	// Exclusive widens it to whole nodes); a GRESPerJob counts one per
+	// node here, the rest being spread at placement (see Alloc).
 	PerNode gres.Vector
 	// Priority is the job's scheduling priority (higher first). Zero under
 	// the FCFS policy, which orders by submit time.

@@ -116,8 +116,11 @@ func runTwins(t *testing.T, seed uint64, steps int, variant func(*scheduler.Conf
 			if rng.IntN(2) == 0 {
 				spec.GRESPerNode = []gres.Request{{Name: "gpu", Count: int64(1 + rng.IntN(8))}}
 			}
-			if rng.IntN(6) == 0 {
+			switch rng.IntN(6) {
+			case 0:
 				spec.GPUsPerSocket, spec.GRESPerNode = 1+rng.IntN(2), nil
+			case 1:
+				spec.GRESPerJob, spec.GRESPerNode = []gres.Request{{Name: "gpu", Count: int64(spec.Nodes + rng.IntN(9))}}, nil
 			}
 			array := ""
 			if rng.IntN(6) == 0 {

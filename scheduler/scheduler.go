@@ -3,7 +3,6 @@ package scheduler
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/btree"
@@ -154,6 +153,12 @@ type job struct {
 	usageTotal      gres.Vector
 	usageEnd        time.Time
 	touched, viewed uint64
+	// extra is the GRESPerJob beyond one per node, spread over the nodes
+	// at placement (see spreadExtra), and extraTotal its TRES; tpn is the
+	// tasks per node.
+	extra      []gres.Request
+	extraTotal gres.Vector
+	tpn        int64
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it
@@ -540,7 +545,6 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		return nil, fmt.Errorf("%w: Tasks %d fewer than Nodes %d", ErrInvalidJob, tasks, nodes)
 	}
 	tpn := int64((tasks + nodes - 1) / nodes)
-	cpt := int64(max(spec.CPUsPerTask, 1))
 	j := &job{part: pi, tier: p.cfg.PriorityTier, nodes: nodes}
 	j.Spec = spec
 	j.Partition = p.cfg.Name
@@ -567,71 +571,46 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		spec.Exclusive = true // OverSubscribe=EXCLUSIVE
 		j.Spec.Exclusive = true
 	}
-	devReq, err := mergeDeviceRequests(spec, int64(nodes), tpn)
+	devReq, extra, err := mergeDeviceRequests(spec, int64(nodes), tpn)
 	if err != nil {
 		return nil, err
 	}
-	j.devReq = devReq
-	var gpus int64 // GPUs per node, for --cpus-per-gpu and --mem-per-gpu
-	for _, r := range devReq {
-		if strings.EqualFold(r.Name, "gpu") {
-			gpus += r.Count
-		}
-	}
-	if gpus > 1<<16 {
-		return nil, fmt.Errorf("%w: %d GPUs per node is out of range", ErrInvalidJob, gpus)
-	}
+	j.devReq, j.extra, j.tpn = devReq, extra, tpn
 	// The per-node request and the backfill profile's view of it (bfPer,
 	// see bfPerNode) share one array.
 	nv := s.reg.Len()
 	both := make(gres.Vector, 2*nv)
 	v := both[:nv:nv]
-	v[gres.CPU] = max(tpn*cpt, gpus*int64(spec.CPUsPerGPU))
-	var defMemGPU int64
-	if hasPP && spec.CPUsPerGPU == 0 {
-		// The partition's DefCpuPerGPU / DefMemPerGPU.
-		c, m := pp.GPUDefaults(gpus)
-		v[gres.CPU] = max(v[gres.CPU], c)
-		defMemGPU = m
-	}
-	if v[gres.CPU] > gres.MaxCount {
-		return nil, fmt.Errorf("%w: %d CPUs per node overflows", ErrInvalidJob, v[gres.CPU])
-	}
-	v[gres.Mem] = spec.MemPerNodeMiB
-	if spec.MemPerGPUMiB > 0 {
-		v[gres.Mem] = gpus * spec.MemPerGPUMiB
-	} else if v[gres.Mem] == 0 {
-		v[gres.Mem] = defMemGPU
-	}
-	if v[gres.Mem] == 0 && p.cfg.DefMemPerCPU > 0 {
-		if p.cfg.DefMemPerCPU > gres.MaxCount/v[gres.CPU] {
-			return nil, fmt.Errorf("%w: default memory %d MiB/CPU × %d CPUs overflows", ErrInvalidJob, p.cfg.DefMemPerCPU, v[gres.CPU])
-		}
-		v[gres.Mem] = p.cfg.DefMemPerCPU * v[gres.CPU]
-	}
-	v[gres.Node] = 1
-	for _, r := range devReq {
-		id, ok := s.reg.Lookup(deviceTRES(r.Name, r.Type))
-		if !ok {
-			what := r.Name
-			if r.Type != "" {
-				what += ":" + r.Type
-			}
-			return nil, fmt.Errorf("%w: %w: GRES %q: no node in the cluster has it", ErrInvalidJob, ErrUnsatisfiable, what)
-		}
-		v[id] += r.Count
-		if r.Type != "" {
-			v[s.reg.MustLookup(deviceTRES(r.Name, ""))] += r.Count
-		}
+	if err := s.nodeVector(j, devReq, v); err != nil {
+		return nil, err
 	}
 	j.perNode = v
 	j.bfPer = both[nv:]
-	copy(j.bfPer, v)
+	if len(extra) == 0 {
+		copy(j.bfPer, v)
+	} else {
+		// The profile holds one request per node: there the job's
+		// --gpus is spread evenly, ceil(total/nodes) on each, so that
+		// the plan never counts it smaller than it is.
+		even := slices.Clone(extra)
+		for k := range even {
+			even[k].Count = (even[k].Count + int64(nodes) - 1) / int64(nodes)
+		}
+		if err := s.nodeVector(j, addRequests(devReq, even), j.bfPer); err != nil {
+			return nil, err
+		}
+		if j.extraTotal, err = s.requestVector(extra); err != nil {
+			return nil, err
+		}
+	}
 	j.bfPer[gres.Node] = 0
 	j.shape = s.shapeOf(pi, v, spec.Exclusive)
 	if c := j.shape.capable.Count(); c < nodes {
 		return nil, fmt.Errorf("%w: %w: needs %d node(s) with %s in partition %q, only %d exist",
 			ErrInvalidJob, ErrUnsatisfiable, nodes, s.reg.FormatTRES(v), p.cfg.Name, c)
+	}
+	if err := s.perJobFeasible(j); err != nil {
+		return nil, err
 	}
 	if spec.GPUsPerSocket > 0 {
 		k := 0
@@ -657,16 +636,18 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 
 // mergeDeviceRequests folds the per-node, per-task and per-job GRES of a
 // spec into one per-node list, merged by (name, type), in a stable order.
-func mergeDeviceRequests(spec JobSpec, nodes, tpn int64) ([]gres.Request, error) {
-	var out []gres.Request
-	add := func(r gres.Request, mult int64, div int64, field string) error {
+// A per-job request (--gpus) counts one per node there (every node of the
+// job takes at least one); what it asks beyond that is returned in extra,
+// to be spread over the nodes as they can hold it (see spreadExtra).
+func mergeDeviceRequests(spec JobSpec, nodes, tpn int64) (out, extra []gres.Request, err error) {
+	add := func(r gres.Request, mult int64, field string) error {
 		if r.Name == "" {
 			return fmt.Errorf("%w: %s: GRES with empty name", ErrInvalidJob, field)
 		}
 		if r.Count < 0 || r.Count > gres.MaxCount {
 			return fmt.Errorf("%w: %s: GRES %s count %d out of range", ErrInvalidJob, field, r.Name, r.Count)
 		}
-		c := (r.Count + div - 1) / div
+		c := r.Count
 		if c != 0 && mult > gres.MaxCount/c {
 			return fmt.Errorf("%w: %s: GRES %s count %d × %d tasks overflows", ErrInvalidJob, field, r.Name, r.Count, mult)
 		}
@@ -686,24 +667,36 @@ func mergeDeviceRequests(spec JobSpec, nodes, tpn int64) ([]gres.Request, error)
 		return nil
 	}
 	for _, r := range spec.GRESPerNode {
-		if err := add(r, 1, 1, "GRESPerNode"); err != nil {
-			return nil, err
+		if err := add(r, 1, "GRESPerNode"); err != nil {
+			return nil, nil, err
 		}
 	}
 	for _, r := range spec.GRESPerTask {
-		if err := add(r, tpn, 1, "GRESPerTask"); err != nil {
-			return nil, err
+		if err := add(r, tpn, "GRESPerTask"); err != nil {
+			return nil, nil, err
 		}
 	}
 	for _, r := range spec.GRESPerJob {
-		if err := add(r, 1, nodes, "GRESPerJob"); err != nil {
-			return nil, err
+		if r.Count > 0 && r.Count < nodes {
+			return nil, nil, fmt.Errorf("%w: GRESPerJob: GRES %s count %d is fewer than the job's %d nodes (each node takes at least one)",
+				ErrInvalidJob, r.Name, r.Count, nodes)
+		}
+		if r.Count > gres.MaxCount {
+			return nil, nil, fmt.Errorf("%w: GRESPerJob: GRES %s count %d out of range", ErrInvalidJob, r.Name, r.Count)
+		}
+		one := r
+		one.Count = min(r.Count, 1)
+		if err := add(one, 1, "GRESPerJob"); err != nil {
+			return nil, nil, err
+		}
+		if more := r.Count - nodes; more > 0 {
+			extra = addRequests(extra, []gres.Request{{Name: r.Name, Type: r.Type, Count: more}})
 		}
 	}
 	if spec.GPUsPerSocket > 0 {
 		per := gres.Request{Name: "gpu", Count: int64(spec.GPUsPerSocket) * int64(max(spec.SocketsPerNode, 1))}
-		if err := add(per, 1, 1, "GPUsPerSocket"); err != nil {
-			return nil, err
+		if err := add(per, 1, "GPUsPerSocket"); err != nil {
+			return nil, nil, err
 		}
 	}
 	slices.SortStableFunc(out, func(a, b gres.Request) int {
@@ -716,7 +709,7 @@ func mergeDeviceRequests(spec JobSpec, nodes, tpn int64) ([]gres.Request, error)
 		}
 		return 0
 	})
-	return out, nil
+	return out, extra, nil
 }
 
 // Cancel ends a pending or running job as CANCELLED, freeing its resources.
@@ -1077,13 +1070,17 @@ func (s *Scheduler) Counts() (pending, running int) {
 	return s.pending.Len(), s.running.Len()
 }
 
-// totalRequest returns the job's whole request, perNode × nodes, as the
-// limit checks and the priority engine see it. The request is fixed at
-// submit, so it is computed once; callers only read it.
+// totalRequest returns the job's whole request, perNode × nodes plus the
+// GRESPerJob spread over them, as the limit checks and the priority
+// engine see it. The request is fixed at submit, so it is computed once;
+// callers only read it.
 func (j *job) totalRequest() (gres.Vector, error) {
 	if j.total == nil {
 		t, err := j.perNode.Scale(int64(j.nodes))
 		if err != nil {
+			return nil, err
+		}
+		if err := t.AddInPlace(j.extraTotal); err != nil {
 			return nil, err
 		}
 		j.total = t
