@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/topology"
 )
 
 // socketNode is a node of sockets × perSocket GPUs, GPU i on socket
@@ -282,4 +283,32 @@ func TestSubmitRejectsGRESPerJobNoNodesHold(t *testing.T) {
 	assert.ErrorIs(t, err, scheduler.ErrUnsatisfiable)
 	_, err = s.Submit(t0, scheduler.JobSpec{Nodes: 2, GRESPerJob: gpus(16)})
 	assert.NoError(t, err)
+}
+
+// With a topology, when the least-spread nodes cannot hold a GRESPerJob
+// total, the job goes to nodes that can.
+func TestGRESPerJobWithTopologyTakesNodesThatHoldIt(t *testing.T) {
+	var nodes []scheduler.NodeConfig
+	for _, n := range []string{"a1", "a2", "b1", "b2"} {
+		nodes = append(nodes, socketNode(n, 2, 4, false))
+	}
+	s, err := scheduler.New(scheduler.Config{
+		Nodes:      nodes,
+		Partitions: []scheduler.PartitionConfig{{Name: "gpu"}},
+		Topology: &topology.Config{Switches: []topology.SwitchConfig{
+			{Name: "sa", Nodes: []string{"a1", "a2"}}, {Name: "sb", Nodes: []string{"b1", "b2"}},
+			{Name: "spine", Switches: []string{"sa", "sb"}},
+		}},
+	})
+	require.NoError(t, err)
+	for _, use := range []int64{7, 7} { // a1 and a2 keep one GPU free each
+		mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(use), TimeLimit: 10 * time.Hour})
+	}
+	require.Len(t, mustSchedule(t, s, t0).Starts, 2)
+	id := mustSubmit(t, s, t0, scheduler.JobSpec{Nodes: 2, GRESPerJob: gpus(6), TimeLimit: time.Hour})
+	cyc := mustSchedule(t, s, t0)
+	require.Len(t, cyc.Starts, 1)
+	assert.Equal(t, id, cyc.Starts[0].Job)
+	assert.Equal(t, []string{"b1", "b2"}, cyc.Starts[0].Alloc.NodeNames())
+	assert.Equal(t, []int{5, 1}, gpusOf(cyc.Starts[0].Alloc))
 }
