@@ -312,3 +312,33 @@ func TestGRESPerJobWithTopologyTakesNodesThatHoldIt(t *testing.T) {
 	assert.Equal(t, []string{"b1", "b2"}, cyc.Starts[0].Alloc.NodeNames())
 	assert.Equal(t, []int{5, 1}, gpusOf(cyc.Starts[0].Alloc))
 }
+
+// Preemption judges a --gpus-per-socket preemptor by the same per-socket
+// choice: a victim whose GPUs would not give it the sockets it needs is
+// not preempted for nothing.
+func TestPreemptionUsesPerSocketChoice(t *testing.T) {
+	cfg := scheduler.Config{
+		Nodes:      []scheduler.NodeConfig{socketNode("n1", 2, 2, false)},
+		Partitions: []scheduler.PartitionConfig{{Name: "gpu"}},
+		Policy: &policy.Config{PreemptType: policy.PreemptQOS, PreemptMode: policy.PreemptCancel,
+			QOS: []policy.QOS{{Name: "urgent", Priority: 100, Preempt: []string{"standby"}}, {Name: "standby"}, {Name: "normal"}}},
+	}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	victim := mustSubmit(t, s, t0, scheduler.JobSpec{QOS: "standby", GRESPerNode: gpus(1), TimeLimit: time.Hour})
+	keeper := mustSubmit(t, s, t0, scheduler.JobSpec{QOS: "normal", GPUsPerSocket: 2, TimeLimit: time.Hour})
+	cyc := mustSchedule(t, s, t0)
+	require.Len(t, cyc.Starts, 2)
+	jv, _ := s.Job(victim)
+	jk, _ := s.Job(keeper)
+	require.Equal(t, []int{0}, jv.Alloc.Nodes[0].Devices)
+	require.Equal(t, []int{2, 3}, jk.Alloc.Nodes[0].Devices)
+	// Socket 1 is the keeper's: freeing GPU 0 gives no second socket.
+	urgent := mustSubmit(t, s, t0.Add(time.Minute), scheduler.JobSpec{QOS: "urgent", GPUsPerSocket: 1, SocketsPerNode: 2, TimeLimit: time.Hour})
+	cyc = mustSchedule(t, s, t0.Add(time.Minute))
+	assert.Empty(t, cyc.Preemptions)
+	assert.Empty(t, cyc.Starts)
+	assert.Equal(t, policy.ReasonResources, reasonOf(cyc, urgent))
+	jv, _ = s.Job(victim)
+	assert.Equal(t, scheduler.JobRunning, jv.State)
+}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
@@ -154,8 +155,10 @@ func (s *Scheduler) endPreempted(now time.Time, r *job, action policy.PreemptAct
 func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet, vs []policy.Victim, cjobs []*job) bool {
 	extra := map[int]gres.Vector{}
 	busy := map[int]int{} // node → jobs left on it
+	shares := map[int][]freedAlloc{}
 	for _, v := range vs {
 		for _, na := range cjobs[v.Index].Alloc.Nodes {
+			shares[na.Node] = append(shares[na.Node], freedAlloc{na: na, suspend: v.Action == policy.ActionSuspend})
 			e, ok := extra[na.Node]
 			if !ok {
 				e = s.reg.NewVector()
@@ -183,6 +186,10 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 				f, _ := n.free.Add(e)
 				f[gres.Node] = n.free[gres.Node]
 				ok = j.perNode.Fits(f)
+				if ok && (j.Spec.EnforceBinding || j.Spec.GPUsPerSocket > 0) {
+					// Where the freed devices sit decides, as in fitsNow.
+					ok = s.fitsFreed(j, n, f, shares[i])
+				}
 			}
 		} else {
 			ok = s.fitsNow(j, i)
@@ -200,6 +207,34 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 		return err == nil && p.Met
 	}
 	return true
+}
+
+// freedAlloc is a victim's share of a node, and whether it is only
+// suspended (lending its CPUs, keeping its devices).
+type freedAlloc struct {
+	na      NodeAlloc
+	suspend bool
+}
+
+// fitsFreed reports whether the job's choice of CPUs and devices on node
+// n succeeds once the victims' shares are freed (free resources f). It
+// plans on a copy of the node: n is not changed.
+func (s *Scheduler) fitsFreed(j *job, n *node, f gres.Vector, victims []freedAlloc) bool {
+	tmp := *n
+	tmp.free = f
+	tmp.cpuUsed = slices.Clone(n.cpuUsed)
+	if n.devs != nil {
+		d := *n.devs
+		tmp.devs = &d
+	}
+	for _, v := range victims {
+		tmp.releaseCPUs(v.na.CPUs)
+		if !v.suspend && tmp.devs != nil && len(v.na.Devices) > 0 {
+			_ = tmp.devs.Release(v.na.Devices) // held by the victim: in use
+		}
+	}
+	_, ok := s.planNode(j, &tmp, nil)
+	return ok
 }
 
 // suspend suspends running job r for preemptor pre: its CPUs go back to
