@@ -165,7 +165,8 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 			// Not evaluated by the main pass (behind a blocked job):
 			// its own limits and dependencies are checked now.
 			if r := s.checkPolicy(now, j); r != policy.ReasonNone {
-				j.Reason, consider = r, false
+				s.setReason(j, r)
+				consider = false
 			}
 		}
 		// A recent estimate that has not come stands (EstimateInterval):
@@ -173,6 +174,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		// gives it a reservation.
 		keep := consider && b.estimateEvery > 0 && j.ExpectedStart.After(now) && now.Sub(j.EstimatedAt) < b.estimateEvery
 		if !keep {
+			s.notePending(j)
 			j.clearEstimate()
 		}
 		if !consider {
@@ -227,28 +229,31 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	for _, k := range plan.Starts {
 		e := &plan.Entries[k]
 		j := pjobs[k]
-		for _, i := range e.Nodes {
-			if !s.fitsNow(j, i) {
-				return fmt.Errorf("scheduler: backfill started job %d on node %s, which cannot host it", j.ID, s.nodes[i].cfg.Name)
-			}
-		}
 		// Limits are checked against the usage of every job started so
 		// far, this pass included; a job they hold keeps its slot empty.
 		if r := s.checkPolicy(now, j); r != policy.ReasonNone {
-			j.Reason = r
+			s.setReason(j, r)
 			continue
 		}
 		if r := s.checkExclusiveLimits(now, j, e.Nodes); r != policy.ReasonNone {
-			j.Reason = r
+			s.setReason(j, r)
 			continue
 		}
-		s.pending.Delete(j)
-		j.TimeLimit = e.TimeLimit
 		quality := 1.0
 		if s.graph != nil {
 			quality = s.graph.Quality(topology.NodeSetOf(len(s.nodes), e.Nodes...), j.Spec.NVLinkDomain).Score
 		}
-		s.allocate(now, j, e.Nodes, quality, time.Time{})
+		// The profile counts TRES, not where devices sit: a node the plan
+		// chose may still refuse the job's per-socket or binding choice
+		// (allocate then changes nothing and the job keeps waiting).
+		s.touch(j)
+		limit := j.TimeLimit
+		j.TimeLimit = e.TimeLimit
+		if err := s.allocate(now, j, e.Nodes, quality, time.Time{}); err != nil {
+			j.TimeLimit = limit
+			continue
+		}
+		s.pending.Delete(j)
 		j.Backfilled = true
 		s.running.ReplaceOrInsert(j)
 		cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: copyAlloc(j.Alloc), TimeLimit: j.TimeLimit, Backfill: true})
@@ -259,6 +264,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		if j.State != JobPending {
 			continue
 		}
+		s.notePending(j)
 		switch e.Status {
 		case backfill.StatusReserved, backfill.StatusEstimated:
 			j.ExpectedStart, j.EstimatedAt = e.Start, now

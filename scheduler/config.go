@@ -90,6 +90,13 @@ type Config struct {
 	// to the jobs in flight. Zero keeps every
 	// finished job, as MinJobAge=0 does in Slurm (whose default is 300 s).
 	MinJobAge time.Duration
+	// JobRequeue is Slurm's JobRequeue: whether a job that does not say
+	// (JobSpec.Requeue is RequeueDefault) may be requeued after a node
+	// failure or on preemption in REQUEUE mode. The zero value,
+	// RequeueDefault, is Slurm's default JobRequeue=1, as is RequeueYes;
+	// RequeueNo is JobRequeue=0 (such jobs end in NODE_FAIL, and are
+	// cancelled where REQUEUE preemption would requeue them).
+	JobRequeue RequeueMode
 	// Registry is the TRES registry the scheduler indexes vectors by. Nil
 	// means a new one. Policy limits (policy.ParseTRESLimits) are built
 	// against a registry: build it with NewRegistry(cfg.Nodes), parse the
@@ -265,6 +272,9 @@ func (c *Config) validate() (*topology.Graph, error) {
 	if len(c.Nodes) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", ErrInvalidConfig)
 	}
+	if c.JobRequeue > RequeueNo {
+		return nil, fmt.Errorf("%w: JobRequeue %v unknown", ErrInvalidConfig, c.JobRequeue)
+	}
 	names := make(map[string]int, len(c.Nodes))
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
@@ -329,11 +339,11 @@ func (c *Config) validate() (*topology.Graph, error) {
 		if p.State > PartitionInactive {
 			return nil, fmt.Errorf("%w: partition %q: bad state %d", ErrInvalidConfig, p.Name, p.State)
 		}
-		if p.MaxTime < 0 || p.MaxTime > MaxTimeLimit {
-			return nil, fmt.Errorf("%w: partition %q: MaxTime %v out of range", ErrInvalidConfig, p.Name, p.MaxTime)
+		if p.MaxTime < 0 || (p.MaxTime > 0 && p.MaxTime < time.Second) || p.MaxTime > MaxTimeLimit {
+			return nil, fmt.Errorf("%w: partition %q: MaxTime %v out of range: 0 (unlimited) or [1s, %v]", ErrInvalidConfig, p.Name, p.MaxTime, MaxTimeLimit)
 		}
-		if p.DefaultTime < 0 || p.DefaultTime > MaxTimeLimit {
-			return nil, fmt.Errorf("%w: partition %q: DefaultTime %v out of range", ErrInvalidConfig, p.Name, p.DefaultTime)
+		if p.DefaultTime < 0 || (p.DefaultTime > 0 && p.DefaultTime < time.Second) || p.DefaultTime > MaxTimeLimit {
+			return nil, fmt.Errorf("%w: partition %q: DefaultTime %v out of range: 0 (MaxTime) or [1s, %v]", ErrInvalidConfig, p.Name, p.DefaultTime, MaxTimeLimit)
 		}
 		if p.MaxTime > 0 && p.DefaultTime > p.MaxTime {
 			return nil, fmt.Errorf("%w: partition %q: DefaultTime %v exceeds MaxTime %v", ErrInvalidConfig, p.Name, p.DefaultTime, p.MaxTime)

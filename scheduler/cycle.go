@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -157,17 +158,40 @@ func (s *Scheduler) allowedNodes(sh *shape) topology.NodeSet {
 // A job that a MAGNETIC reservation admits without naming it is first
 // tried inside the reservation in the reservation jobs' turn, exempt from
 // its partition's block, and then, outside, in its own place.
+//
+// Schedule is all-or-nothing: when it returns an error (a fair-share
+// source or the backfill planner failing), the scheduler is exactly as it
+// was before the call — no job started, ended or changed, no counter
+// moved — and the returned Cycle is empty. The cycle's changes are
+// journaled as it makes them and taken back on error (see journal).
 func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 	if err := s.tick(now); err != nil {
 		return Cycle{}, err
 	}
+	s.begin()
+	cyc, err := s.schedule(now)
+	if err == nil && s.cycleFault != nil {
+		err = s.cycleFault()
+	}
+	if err != nil {
+		s.rollback()
+		return Cycle{}, err
+	}
+	s.commit()
+	// Forgetting old finished jobs takes nothing back: done once the
+	// cycle stands.
+	s.purge(now)
+	return cyc, nil
+}
+
+// schedule is Schedule's cycle, journaled by its caller.
+func (s *Scheduler) schedule(now time.Time) (Cycle, error) {
 	if err := s.refreshPriorities(now); err != nil {
 		return Cycle{}, err
 	}
 	s.last = now
 	s.cycleNo++
 	cyc := Cycle{Now: now}
-	s.purge(now)
 	s.endExpired(now, &cyc)
 	s.resumeSuspended(now, &cyc)
 
@@ -205,7 +229,7 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 			cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: copyAlloc(j.Alloc), TimeLimit: j.TimeLimit})
 			return true
 		}
-		j.Reason = r
+		s.setReason(j, r)
 		cyc.Pending = append(cyc.Pending, Pending{Job: j.ID, Reason: r, Priority: j.Priority})
 		pend = append(pend, j)
 		return true
@@ -226,6 +250,7 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 	for _, j := range s.rekey {
 		if j.State == JobPending {
 			s.pending.Delete(j)
+			s.touch(j)
 			j.preemptFirst = true
 			s.pending.ReplaceOrInsert(j)
 		}
@@ -361,6 +386,7 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 	}
 	if j.EligibleTime.IsZero() {
 		// Begin time passed, dependencies satisfied: the age clock starts.
+		s.notePending(j)
 		j.EligibleTime = now
 	}
 	if (j.Spec.Reservation == "" && !magnetic && blocked.parts[j.part]) || (j.Spec.Reservation != "" && blocked.resv[j.Spec.Reservation]) {
@@ -396,8 +422,13 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 		if r := s.checkExclusiveLimits(now, j, nodes); r != policy.ReasonNone {
 			return r
 		}
-		s.allocate(now, j, nodes, quality, resvEnd) // killed at its reservation's end, if any
-		return policy.ReasonNone
+		// Killed at its reservation's end, if any. The nodes were chosen
+		// by the predicate allocate plans with (fitsNow), so it fails only
+		// on a state the filter did not foresee; the job then waits.
+		if err := s.allocate(now, j, nodes, quality, resvEnd); err == nil {
+			return policy.ReasonNone
+		}
+		nodes = nil
 	}
 	// Resources, also when nodes are held back by a blocked job of
 	// another partition: Priority means a higher-priority job waits in
@@ -460,7 +491,10 @@ func (s *Scheduler) fitsNow(j *job, i int) bool {
 	if !j.perNode.Fits(n.free) {
 		return false
 	}
-	if j.Spec.EnforceBinding {
+	if j.Spec.EnforceBinding || j.Spec.GPUsPerSocket > 0 {
+		// Counts do not see where the free devices sit (near which CPUs,
+		// on which socket): the choice itself decides, so that the node
+		// filter and allocate agree.
 		_, ok := s.planNode(j, n, nil)
 		return ok
 	}
@@ -480,7 +514,7 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 	if cand.Count() < j.nodes {
 		return nil, 0
 	}
-	if s.graph == nil {
+	if s.graph == nil && len(j.extra) == 0 {
 		out := s.placed[:0]
 		for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
 			if s.fitsNow(j, i) {
@@ -492,6 +526,21 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 		}
 		s.placed = out
 		return nil, 0
+	}
+	if s.graph == nil {
+		// A GRESPerJob total: the first nodes that hold it, or those with
+		// the most of it free.
+		var fit []int
+		for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
+			if s.fitsNow(j, i) {
+				fit = append(fit, i)
+			}
+		}
+		s.placed = s.spreadNodes(j, fit, s.placed)
+		if s.placed == nil {
+			return nil, 0
+		}
+		return s.placed, 1
 	}
 	s.fit.Reset()
 	k := 0
@@ -512,6 +561,22 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 		return nil, 0
 	}
 	s.placed = p.Nodes.AppendTo(s.placed[:0])
+	if _, ok := s.spreadExtra(j, s.placed); !ok {
+		// The least-spread nodes do not hold the GRESPerJob total: the
+		// graph chooses among the nodes that do.
+		nodes := s.spreadNodes(j, s.fit.AppendTo(nil), nil)
+		if nodes == nil {
+			return nil, 0
+		}
+		s.fit.Reset()
+		for _, i := range nodes {
+			s.fit.Add(i)
+		}
+		if p, err = s.graph.Select(s.fit, j.nodes, j.constraints()); err != nil || !p.Met {
+			return nil, 0
+		}
+		s.placed = p.Nodes.AppendTo(s.placed[:0])
+	}
 	return s.placed, p.Quality.Score
 }
 
@@ -555,6 +620,16 @@ type nodePlan struct {
 // when the node cannot host the job now. The plan's CPU and TRES slices
 // come from buf (nil: allocated).
 func (s *Scheduler) planNode(j *job, n *node, buf *allocBuf) (nodePlan, bool) {
+	return s.planNodeFor(j, n, buf, nil)
+}
+
+// planNodeFor is planNode for the job's request on this node: req, or
+// (nil) its per-node request.
+func (s *Scheduler) planNodeFor(j *job, n *node, buf *allocBuf, req *nodeReq) (nodePlan, bool) {
+	perNode, devReq := j.perNode, j.devReq
+	if req != nil {
+		perNode, devReq = req.vec, req.devReq
+	}
 	p := nodePlan{quality: 1}
 	if j.Spec.Exclusive {
 		if len(n.jobs) > 0 {
@@ -567,16 +642,16 @@ func (s *Scheduler) planNode(j *job, n *node, buf *allocBuf) (nodePlan, bool) {
 		p.devices = n.freeDevices()
 		return p, true
 	}
-	if !j.perNode.Fits(n.free) {
+	if !perNode.Fits(n.free) {
 		return p, false
 	}
 	p.tres = buf.vector(s.reg.Len())
-	p.tres[gres.CPU] = j.perNode[gres.CPU]
-	p.tres[gres.Mem] = j.perNode[gres.Mem]
+	p.tres[gres.CPU] = perNode[gres.CPU]
+	p.tres[gres.Mem] = perNode[gres.Mem]
 	p.tres[gres.Node] = 1
 	var near, freeCores gres.CoreSet
 	devs := n.devs
-	for _, r := range j.devReq {
+	for _, r := range devReq {
 		if devs == nil || !n.hasDevices(r.Name) {
 			// A count-only GRES (shards, MPS, licenses on the node):
 			// counted, no device indices.
@@ -586,7 +661,7 @@ func (s *Scheduler) planNode(j *job, n *node, buf *allocBuf) (nodePlan, bool) {
 			}
 			continue
 		}
-		if devs == n.devs && len(j.devReq) > 1 {
+		if devs == n.devs && len(devReq) > 1 {
 			devs = devs.Clone() // dry run: later requests must not reuse these devices
 		}
 		if freeCores.IsEmpty() && n.hasAffinity {
@@ -618,9 +693,9 @@ func (s *Scheduler) planNode(j *job, n *node, buf *allocBuf) (nodePlan, bool) {
 		}
 	}
 	slices.Sort(p.devices)
-	k := int(j.perNode[gres.CPU])
+	k := int(perNode[gres.CPU])
 	p.cpus = n.freeCPUsInto(buf.cpuIDs(k), k, near, j.Spec.EnforceBinding && !near.IsEmpty())
-	if len(p.cpus) < int(j.perNode[gres.CPU]) {
+	if len(p.cpus) < k {
 		return p, false // not enough CPUs close to the devices (enforce-binding)
 	}
 	return p, true
@@ -629,30 +704,41 @@ func (s *Scheduler) planNode(j *job, n *node, buf *allocBuf) (nodePlan, bool) {
 // allocate commits the job to the given nodes: CPUs, memory and device
 // indices on each, then marks it running, ending at its time limit or at
 // killBy when that is earlier (a reservation's end; zero for none), and
-// counts it in the policy usage. quality is the placement's score.
-func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64, killBy time.Time) {
+// counts it in the policy usage. quality is the placement's score. Every
+// node is planned before any is changed: when one cannot host the job
+// (ErrCannotHost) nothing changes and the job stays pending.
+func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64, killBy time.Time) error {
 	allocs := make([]NodeAlloc, 0, len(nodes))
 	buf := s.newAllocBuf(j, nodes)
-	for _, i := range nodes {
+	reqs, ok := s.spreadExtra(j, nodes) // nil without a GRESPerJob beyond one per node
+	if !ok {
+		return fmt.Errorf("%w: nodes %v do not hold job %d's GRESPerJob", errCannotHost, nodes, j.ID)
+	}
+	for k, i := range nodes {
 		n := &s.nodes[i]
-		p, ok := s.planNode(j, n, buf)
-		if !ok {
-			panic(fmt.Sprintf("scheduler: node %s was chosen for job %d but cannot host it", n.cfg.Name, j.ID))
+		var req *nodeReq
+		if reqs != nil {
+			req = &reqs[k]
 		}
-		n.markCPUs(p.cpus)
-		if len(p.devices) > 0 {
-			if err := n.devs.Allocate(p.devices); err != nil {
-				panic(fmt.Sprintf("scheduler: allocating devices %v of job %d on %s: %v", p.devices, j.ID, n.cfg.Name, err))
-			}
+		p, ok := s.planNodeFor(j, n, buf, req)
+		if !ok || !n.canTake(p) {
+			return fmt.Errorf("%w: node %s for job %d", errCannotHost, n.cfg.Name, j.ID)
 		}
-		if err := n.charge(p.tres); err != nil {
-			panic(fmt.Sprintf("scheduler: node %s over-allocated by job %d: %v", n.cfg.Name, j.ID, err))
-		}
-		n.jobs = append(n.jobs, j.ID)
 		allocs = append(allocs, NodeAlloc{
 			Node: i, Name: n.cfg.Name, CPUs: p.cpus, MemoryMiB: p.tres[gres.Mem],
 			Devices: p.devices, DeviceQuality: p.quality, TRES: p.tres,
 		})
+	}
+	s.touch(j)
+	for _, na := range allocs {
+		s.saveNode(na.Node)
+		n := &s.nodes[na.Node]
+		n.markCPUs(na.CPUs)
+		if len(na.Devices) > 0 {
+			_ = n.devs.Allocate(na.Devices) // free and healthy: checked by canTake
+		}
+		_ = n.charge(na.TRES) // fits the free TRES: checked by canTake
+		n.jobs = append(n.jobs, j.ID)
 	}
 	j.Alloc = Allocation{Nodes: allocs, Quality: quality}
 	var weights gres.BillingWeights // none: billing is the CPU count
@@ -668,6 +754,7 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 	j.StartTime = now
 	if a := s.arrays[j.ArrayJobID]; a != nil {
 		a.running++
+		s.onUndo(func() { a.running-- })
 	}
 	j.deadline = now.Add(j.TimeLimit)
 	if !killBy.IsZero() && killBy.Before(j.deadline) {
@@ -675,6 +762,31 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 	}
 	s.noteStarted(j)
 	s.policyStart(j, s.sum)
+	return nil
+}
+
+// errCannotHost is allocate's error for a node that cannot host the job
+// it was chosen for; the cycle leaves the job pending.
+var errCannotHost = errors.New("scheduler: node cannot host the job")
+
+// canTake reports whether the node can take plan p now: its CPUs and
+// devices free (and the devices healthy), its TRES within the free TRES.
+func (n *node) canTake(p nodePlan) bool {
+	for _, c := range p.cpus {
+		if c < 0 || c >= n.cfg.CPUs || n.cpuUsed[c>>6]&(1<<uint(c&63)) != 0 {
+			return false
+		}
+	}
+	for _, d := range p.devices {
+		if n.devs == nil || n.devs.InUse(d) || !n.devs.IsHealthy(d) {
+			return false
+		}
+	}
+	k := p.tres[gres.Node]
+	p.tres[gres.Node] = 0
+	ok := p.tres.Fits(n.free)
+	p.tres[gres.Node] = k
+	return ok
 }
 
 // allocBuf hands out the CPU-id and TRES slices of one job's allocation
@@ -721,6 +833,28 @@ func (b *allocBuf) cpuIDs(k int) []int {
 	return cut(&b.cpus, k)[:0]
 }
 
+// socketsCapable reports whether node n has, counting every GPU it has
+// (in use or not, healthy or not), the SocketsPerNode sockets of
+// GPUsPerSocket GPUs the job asks for: whether it could ever host it.
+func socketsCapable(j *job, n *node) bool {
+	if j.Spec.GPUsPerSocket == 0 {
+		return true
+	}
+	count := map[int]int{}
+	for _, d := range n.cfg.Devices.Devices {
+		if strings.EqualFold(d.Name, "gpu") && d.Socket >= 0 {
+			count[d.Socket]++
+		}
+	}
+	k := 0
+	for _, c := range count {
+		if c >= j.Spec.GPUsPerSocket {
+			k++
+		}
+	}
+	return k >= max(j.Spec.SocketsPerNode, 1)
+}
+
 // choosePerSocket chooses a --gpus-per-socket request: GPUsPerSocket
 // best-connected free GPUs from each of SocketsPerNode distinct sockets
 // (those with the most free GPUs first, then the lowest socket), plus any
@@ -751,14 +885,21 @@ func (s *Scheduler) choosePerSocket(j *job, n *node, devs *gres.NodeDevices, tot
 	})
 	work := devs.Clone()
 	out := gres.Placement{Quality: 1}
+	var others []int
 	for _, sk := range order[:sockets] {
-		var cores gres.CoreSet
+		// The choice sees only this socket's free GPUs: the others are
+		// taken in a copy (devices need not declare their CPUs for this).
+		others = others[:0]
 		for _, d := range n.cfg.Devices.Devices {
-			if d.Socket == sk {
-				cores = cores.Union(d.Cores)
+			if d.Socket != sk && !work.InUse(d.Index) && work.IsHealthy(d.Index) {
+				others = append(others, d.Index)
 			}
 		}
-		pl, err := work.Choose(gres.DeviceRequest{Name: "gpu", Count: per, Cores: cores, EnforceBinding: !cores.IsEmpty()})
+		sock := work.Clone()
+		if err := sock.Allocate(others); err != nil {
+			return gres.Placement{}, err
+		}
+		pl, err := sock.Choose(gres.DeviceRequest{Name: "gpu", Count: per})
 		if err != nil {
 			return gres.Placement{}, err
 		}

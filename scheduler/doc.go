@@ -12,7 +12,10 @@
 // grace over), the preemptions to carry out, every pending job with its
 // Slurm reason and expected start, and an audit record of every decision.
 // An event that is invalid returns an error wrapping one of the package's
-// sentinel errors and changes nothing.
+// sentinel errors and changes nothing. Schedule is all-or-nothing too: a
+// cycle that fails (a fair-share source or the backfill planner
+// refusing) is taken back from an undo journal, and the scheduler is left
+// exactly as it was before the call.
 //
 // Each cycle runs, in order: end expired jobs; recompute priorities when
 // PriorityCalcPeriod has passed; a main pass over the queue in Slurm's

@@ -233,7 +233,12 @@ func (sc *scenario) submit(args map[string]string, flags []string) string {
 		spec.BeginTime = at(v)
 	}
 	spec.Exclusive = slices.Contains(flags, "excl")
-	spec.Requeue = slices.Contains(flags, "requeue")
+	switch {
+	case slices.Contains(flags, "requeue"):
+		spec.Requeue = scheduler.RequeueYes
+	case slices.Contains(flags, "norequeue"):
+		spec.Requeue = scheduler.RequeueNo
+	}
 	id, err := sc.s.Submit(at(args["at"]), spec)
 	if err != nil {
 		return "error: " + err.Error()

@@ -95,8 +95,12 @@ type JobSpec struct {
 	GRESPerNode []gres.Request
 	// GRESPerTask is, per task, the GRES each task needs (--gpus-per-task).
 	GRESPerTask []gres.Request
-	// GRESPerJob is the job-wide total (sbatch --gpus); it is spread over
-	// the nodes, each node taking ceil(total/Nodes).
+	// GRESPerJob is the job-wide total (sbatch --gpus), as in Slurm: every
+	// node of the job takes at least one (so the total must be at least
+	// Nodes), and the rest goes to the nodes as they can hold it, filling
+	// them in node order. The job is charged exactly the total. The
+	// backfill plan, which books one request per node, counts
+	// ceil(total/Nodes) on each.
 	GRESPerJob []gres.Request
 	// CPUsPerGPU is sbatch --cpus-per-gpu: each node gets at least this
 	// many CPUs per GPU it holds.
@@ -107,7 +111,9 @@ type JobSpec struct {
 	// GPUsPerSocket and SocketsPerNode are sbatch --gpus-per-socket and
 	// --sockets-per-node: on each node the job takes GPUsPerSocket GPUs
 	// from each of SocketsPerNode distinct sockets (devices of the node's
-	// inventory carry their socket). SocketsPerNode zero means 1.
+	// inventory carry their socket). SocketsPerNode zero means 1. A node
+	// is a candidate only when its free, healthy GPUs allow that choice;
+	// Submit rejects a request no node's sockets could ever hold.
 	GPUsPerSocket, SocketsPerNode int
 	// EnforceBinding is --gres-flags=enforce-binding: the job's CPUs on a
 	// node must all be close to (share affinity with) its devices there.
@@ -115,9 +121,11 @@ type JobSpec struct {
 	EnforceBinding bool
 	// TimeMin is sbatch --time-min: with backfill, the job may start with
 	// a limit as short as this to fit a gap; it then runs as long as the
-	// plan allows, up to TimeLimit.
+	// plan allows, up to TimeLimit. Zero means none; otherwise at least
+	// one second and at most the job's time limit.
 	TimeMin time.Duration
-	// TimeLimit is sbatch -t. Zero means the partition's DefaultTime.
+	// TimeLimit is sbatch -t. Zero means the partition's DefaultTime;
+	// otherwise at least one second (Submit rejects less).
 	TimeLimit time.Duration
 	// BeginTime is sbatch --begin: the job is not eligible before it.
 	BeginTime time.Time
@@ -129,9 +137,14 @@ type JobSpec struct {
 	// preempted job loses only the work since its last checkpoint, and
 	// victims are chosen to lose the least.
 	CheckpointInterval time.Duration
-	// Requeue makes the job go back to pending, rather than end in
-	// NODE_FAIL, when a node it runs on fails (sbatch --requeue).
-	Requeue bool
+	// Requeue says whether the job may be requeued: go back to pending,
+	// rather than end in NODE_FAIL, when a node it runs on fails, and be
+	// requeued rather than cancelled when preempted under
+	// PreemptMode=REQUEUE. RequeueYes is sbatch --requeue, RequeueNo
+	// --no-requeue; the zero value, RequeueDefault, takes the cluster's
+	// Config.JobRequeue, which like Slurm's JobRequeue makes jobs
+	// requeueable unless they opt out.
+	Requeue RequeueMode
 	// Switches is the count of sbatch --switches=count@max-wait: the most
 	// leaf switches the job wants to span. Zero means no limit.
 	Switches int
@@ -162,6 +175,26 @@ type JobSpec struct {
 	NVLinkDomain topology.DomainMode
 }
 
+// RequeueMode is whether jobs may be requeued (JobSpec.Requeue, and the
+// cluster default Config.JobRequeue).
+type RequeueMode uint8
+
+// Requeue modes.
+const (
+	// RequeueDefault: on a job, the cluster's Config.JobRequeue decides;
+	// as Config.JobRequeue, Slurm's default JobRequeue=1 (requeueable).
+	RequeueDefault RequeueMode = iota
+	// RequeueYes: requeueable (sbatch --requeue; JobRequeue=1).
+	RequeueYes
+	// RequeueNo: never requeued (sbatch --no-requeue; JobRequeue=0).
+	RequeueNo
+)
+
+var requeueModeNames = [...]string{RequeueDefault: "default", RequeueYes: "requeue", RequeueNo: "no-requeue"}
+
+// String returns the mode's name ("default", "requeue", "no-requeue").
+func (m RequeueMode) String() string { return enumName(m, requeueModeNames[:], "RequeueMode") }
+
 // Job is a read-only snapshot of a job as the scheduler holds it.
 type Job struct {
 	ID   JobID
@@ -175,7 +208,8 @@ type Job struct {
 	// TimeLimit is the effective limit (the job's, or the partition's default).
 	TimeLimit time.Duration
 	// PerNode is the TRES the job needs on each of its nodes (before
-	// Exclusive widens it to whole nodes).
+	// Exclusive widens it to whole nodes); a GRESPerJob counts one per
+	// node here, the rest being spread at placement (see Alloc).
 	PerNode gres.Vector
 	// Priority is the job's scheduling priority (higher first). Zero under
 	// the FCFS policy, which orders by submit time.

@@ -77,6 +77,10 @@ type node struct {
 	reason      string
 	since       time.Time
 	jobs        []JobID // running jobs, in start order
+	// touched is the journal epoch the node was last saved in, at
+	// saved among the journal's node saves (see Scheduler.saveNode).
+	touched uint64
+	saved   int
 }
 
 func (n *node) state() NodeState {

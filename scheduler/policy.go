@@ -286,9 +286,22 @@ func (s *Scheduler) policyStart(j *job, total gres.Vector) {
 	if s.pol == nil {
 		return
 	}
-	s.pol.singletons[[2]string{j.Spec.User, j.Spec.Name}]++
+	k := [2]string{j.Spec.User, j.Spec.Name}
+	s.pol.singletons[k]++
 	if err := s.pol.usage.StartJob(policy.JobID(j.ID), total, len(j.Alloc.Nodes), j.deadline); err != nil {
 		panic(fmt.Sprintf("scheduler: policy usage: start job %d: %v", j.ID, err))
+	}
+	j.usageTotal, j.usageEnd = total.Clone(), j.deadline
+	s.onUndo(func() {
+		s.dropSingleton(k)
+		_ = s.pol.usage.StopJob(policy.JobID(j.ID)) // counted a moment ago
+	})
+}
+
+// dropSingleton counts one running job fewer for the singleton key k.
+func (s *Scheduler) dropSingleton(k [2]string) {
+	if s.pol.singletons[k]--; s.pol.singletons[k] <= 0 {
+		delete(s.pol.singletons, k)
 	}
 }
 
@@ -298,11 +311,9 @@ func (s *Scheduler) policyStop(j *job, wasRunning, ended bool) {
 	if s.pol == nil {
 		return
 	}
+	k := [2]string{j.Spec.User, j.Spec.Name}
 	if wasRunning {
-		k := [2]string{j.Spec.User, j.Spec.Name}
-		if s.pol.singletons[k]--; s.pol.singletons[k] <= 0 {
-			delete(s.pol.singletons, k)
-		}
+		s.dropSingleton(k)
 	}
 	var err error
 	switch {
@@ -314,6 +325,21 @@ func (s *Scheduler) policyStop(j *job, wasRunning, ended bool) {
 	if err != nil && !errors.Is(err, policy.ErrUnknownJob) {
 		panic(fmt.Sprintf("scheduler: policy usage: stop job %d: %v", j.ID, err))
 	}
+	if err != nil || !s.jr.on {
+		return
+	}
+	// Taking the stop back counts the job as it was counted: submitted,
+	// and running with what policyStart gave the usage.
+	id, sub, total, end, nodes := policy.JobID(j.ID), j.subject, j.usageTotal, j.usageEnd, len(j.Alloc.Nodes)
+	s.onUndo(func() {
+		if ended {
+			_ = s.pol.usage.AddJob(id, sub) // removed a moment ago
+		}
+		if wasRunning {
+			s.pol.singletons[k]++
+			_ = s.pol.usage.StartJob(id, total, nodes, end)
+		}
+	})
 }
 
 // AddReservation creates an advance reservation. Nodes may be given

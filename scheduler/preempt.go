@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
@@ -72,7 +73,7 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 		c := policy.Candidate{
 			Job: policy.JobID(r.ID), Subject: r.subject, Priority: r.Priority, Start: r.StartTime,
 			LastCheckpoint: r.LastCheckpoint, CheckpointInterval: r.Spec.CheckpointInterval,
-			Requeue: r.Spec.Requeue, CPUs: tot[gres.CPU],
+			Requeue: s.requeueable(r), CPUs: tot[gres.CPU],
 		}
 		if hasGPU {
 			c.GPUs = tot.At(gpuID)
@@ -101,6 +102,7 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 			Victim: r.ID, Preemptor: j.ID, Action: v.Action, KillAt: v.KillAt,
 			LostGPUSeconds: v.LostGPUSeconds, LostCPUSeconds: v.LostCPUSeconds,
 		})
+		s.touch(r)
 		r.LostGPUSeconds += v.LostGPUSeconds
 		if v.Action == policy.ActionSuspend {
 			s.suspend(now, r, j.ID)
@@ -112,6 +114,7 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 			// in the queue.
 			ready = false
 			r.preemptedFor = j.ID
+			s.touch(j)
 			j.awaitingVictims++
 			r.preempting = true
 			r.preemptAction = v.Action
@@ -132,8 +135,10 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 
 // endPreempted ends (CANCEL) or requeues (REQUEUE) a preempted job now.
 func (s *Scheduler) endPreempted(now time.Time, r *job, action policy.PreemptAction) {
+	s.touch(r)
 	r.preempting = false
 	if p, ok := s.jobs[r.preemptedFor]; ok && p.awaitingVictims > 0 {
+		s.touch(p)
 		p.awaitingVictims--
 	}
 	r.preemptedFor = 0
@@ -150,8 +155,10 @@ func (s *Scheduler) endPreempted(now time.Time, r *job, action policy.PreemptAct
 func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet, vs []policy.Victim, cjobs []*job) bool {
 	extra := map[int]gres.Vector{}
 	busy := map[int]int{} // node → jobs left on it
+	shares := map[int][]freedAlloc{}
 	for _, v := range vs {
 		for _, na := range cjobs[v.Index].Alloc.Nodes {
+			shares[na.Node] = append(shares[na.Node], freedAlloc{na: na, suspend: v.Action == policy.ActionSuspend})
 			e, ok := extra[na.Node]
 			if !ok {
 				e = s.reg.NewVector()
@@ -179,6 +186,10 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 				f, _ := n.free.Add(e)
 				f[gres.Node] = n.free[gres.Node]
 				ok = j.perNode.Fits(f)
+				if ok && (j.Spec.EnforceBinding || j.Spec.GPUsPerSocket > 0) {
+					// Where the freed devices sit decides, as in fitsNow.
+					ok = s.fitsFreed(j, n, f, shares[i])
+				}
 			}
 		} else {
 			ok = s.fitsNow(j, i)
@@ -198,13 +209,43 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 	return true
 }
 
+// freedAlloc is a victim's share of a node, and whether it is only
+// suspended (lending its CPUs, keeping its devices).
+type freedAlloc struct {
+	na      NodeAlloc
+	suspend bool
+}
+
+// fitsFreed reports whether the job's choice of CPUs and devices on node
+// n succeeds once the victims' shares are freed (free resources f). It
+// plans on a copy of the node: n is not changed.
+func (s *Scheduler) fitsFreed(j *job, n *node, f gres.Vector, victims []freedAlloc) bool {
+	tmp := *n
+	tmp.free = f
+	tmp.cpuUsed = slices.Clone(n.cpuUsed)
+	if n.devs != nil {
+		d := *n.devs
+		tmp.devs = &d
+	}
+	for _, v := range victims {
+		tmp.releaseCPUs(v.na.CPUs)
+		if !v.suspend && tmp.devs != nil && len(v.na.Devices) > 0 {
+			_ = tmp.devs.Release(v.na.Devices) // held by the victim: in use
+		}
+	}
+	_, ok := s.planNode(j, &tmp, nil)
+	return ok
+}
+
 // suspend suspends running job r for preemptor pre: its CPUs go back to
 // the nodes, its memory and devices stay allocated, and its remaining run
 // time is kept for when it resumes.
 func (s *Scheduler) suspend(now time.Time, r *job, pre JobID) {
+	s.touch(r)
 	r.suspendedCPUs = make([]int64, len(r.Alloc.Nodes))
 	for k := range r.Alloc.Nodes {
 		na := &r.Alloc.Nodes[k]
+		s.saveNode(na.Node)
 		n := &s.nodes[na.Node]
 		n.releaseCPUs(na.CPUs)
 		r.suspendedCPUs[k] = na.TRES[gres.CPU]
@@ -246,8 +287,10 @@ func (s *Scheduler) resumeSuspended(now time.Time, cyc *Cycle) {
 			kept = append(kept, r)
 			continue
 		}
+		s.touch(r)
 		for k := range r.Alloc.Nodes {
 			na := &r.Alloc.Nodes[k]
+			s.saveNode(na.Node)
 			n := &s.nodes[na.Node]
 			var near gres.CoreSet
 			for _, d := range na.Devices {

@@ -32,7 +32,7 @@ func TestPreemptionChoosesLeastLostWork(t *testing.T) {
 	s := newPreemptMixed(t, policy.PreemptRequeue, 0)
 	var standby []scheduler.JobID
 	for range 4 {
-		standby = append(standby, mustSubmit(t, s, t0, scheduler.JobSpec{User: "bob", QOS: "standby", Exclusive: true, Requeue: true, TimeLimit: 10 * time.Hour}))
+		standby = append(standby, mustSubmit(t, s, t0, scheduler.JobSpec{User: "bob", QOS: "standby", Exclusive: true, Requeue: scheduler.RequeueYes, TimeLimit: 10 * time.Hour}))
 	}
 	mustSchedule(t, s, t0)
 	// Job 3 checkpointed a minute ago: preempting it loses least.
@@ -152,7 +152,7 @@ func TestPreemptorWaitingForGraceGoesFirst(t *testing.T) {
 	s, err := scheduler.New(cfg)
 	require.NoError(t, err)
 	for range 2 { // both h100 nodes, partition h100 (tier 2)
-		mustSubmit(t, s, t0, scheduler.JobSpec{QOS: "standby", Partition: "h100", Exclusive: true, Requeue: true, TimeLimit: 4 * time.Hour})
+		mustSubmit(t, s, t0, scheduler.JobSpec{QOS: "standby", Partition: "h100", Exclusive: true, Requeue: scheduler.RequeueYes, TimeLimit: 4 * time.Hour})
 	}
 	mustSchedule(t, s, t0)
 	urgent := mustSubmit(t, s, t0.Add(time.Minute), scheduler.JobSpec{QOS: "urgent", GRESPerNode: typed("h100", 8), TimeLimit: time.Hour})

@@ -116,6 +116,7 @@ func (s *Scheduler) refreshPriorities(now time.Time) error {
 	if p == nil || (!p.lastCalc.IsZero() && now.Sub(p.lastCalc) < p.cfg.CalcPeriod) {
 		return nil
 	}
+	s.notePrioState()
 	if p.cfg.FairShare != nil {
 		assocs, err := p.cfg.FairShare.FairShareTree(now)
 		if err != nil {
@@ -124,12 +125,14 @@ func (s *Scheduler) refreshPriorities(now time.Time) error {
 		if err := p.updateTree(assocs); err != nil {
 			return fmt.Errorf("scheduler: fair-share tree: %w", err)
 		}
+		s.notePrioTree()
 	}
 	p.lastCalc = now
 	jobs := make([]*job, 0, s.pending.Len())
 	s.pending.Ascend(func(j *job) bool { jobs = append(jobs, j); return true })
 	s.pending.Clear(false)
 	for _, j := range jobs {
+		s.notePriority(j)
 		if err := s.computePriority(now, j); err != nil {
 			// Inputs were validated at submit; restore the queue and report.
 			for _, j := range jobs {

@@ -47,7 +47,7 @@ func runRandom(t *testing.T, seed uint64, steps int, variant func(*scheduler.Con
 				Nodes:     1 + rng.IntN(2),
 				TimeLimit: time.Duration(1+rng.IntN(120)) * time.Minute,
 				Exclusive: rng.IntN(6) == 0,
-				Requeue:   rng.IntN(2) == 0,
+				Requeue:   [...]scheduler.RequeueMode{scheduler.RequeueYes, scheduler.RequeueNo}[rng.IntN(2)],
 				User:      []string{"ann", "bob", "cy"}[rng.IntN(3)],
 				QOS:       []string{"normal", "high"}[rng.IntN(2)],
 			}

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/btree"
@@ -71,6 +70,8 @@ type Scheduler struct {
 	arrays   map[JobID]*array
 	maxArray int
 	cycleNo  uint64 // numbers cycles, for per-cycle caches
+	// noRequeue is Config.JobRequeue=RequeueNo (JobRequeue=0).
+	noRequeue bool
 
 	// scratch sets reused by Schedule
 	avail, cand, fit topology.NodeSet
@@ -84,6 +85,11 @@ type Scheduler struct {
 	pendJobs []*job
 	sum      gres.Vector
 	audit    auditScratch
+	// jr is the undo journal of the cycle running (see journal).
+	jr journal
+	// cycleFault, when set (tests), is called at the end of every cycle;
+	// an error it returns fails the cycle.
+	cycleFault func() error
 }
 
 type partition struct {
@@ -143,6 +149,19 @@ type job struct {
 	// preemptRank is the job's policy.Subject.PreemptRank: a job that may
 	// preempt another ranks above it and is considered first.
 	preemptRank int
+	// usageTotal and usageEnd are what the policy usage counts of the
+	// running job (policyStart), for taking a stop back. touched and
+	// viewed are the journal epochs the job and its pending view were
+	// last saved in (see Scheduler.touch).
+	usageTotal      gres.Vector
+	usageEnd        time.Time
+	touched, viewed uint64
+	// extra is the GRESPerJob beyond one per node, spread over the nodes
+	// at placement (see spreadExtra), and extraTotal its TRES; tpn is the
+	// tasks per node.
+	extra      []gres.Request
+	extraTotal gres.Vector
+	tpn        int64
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it
@@ -176,6 +195,7 @@ func New(cfg Config) (*Scheduler, error) {
 		arrays:     make(map[JobID]*array),
 		maxArray:   max(cfg.MaxArraySize, 0),
 		minJobAge:  cfg.MinJobAge,
+		noRequeue:  cfg.JobRequeue == RequeueNo,
 	}
 	n := len(cfg.Nodes)
 	s.usable = topology.FullNodeSet(n)
@@ -491,10 +511,11 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		return nil, fmt.Errorf("%w: CheckpointInterval %v is negative", ErrInvalidJob, spec.CheckpointInterval)
 	case spec.CPUsPerGPU < 0 || spec.CPUsPerGPU > 1<<16:
 		return nil, fmt.Errorf("%w: CPUsPerGPU %d out of range [0, 65536]", ErrInvalidJob, spec.CPUsPerGPU)
-	case spec.TimeLimit < 0 || spec.TimeLimit > MaxTimeLimit:
-		return nil, fmt.Errorf("%w: TimeLimit %v out of range [0, %v]", ErrInvalidJob, spec.TimeLimit, MaxTimeLimit)
-	case spec.TimeMin < 0 || (spec.TimeMin > 0 && spec.TimeLimit > 0 && spec.TimeMin > spec.TimeLimit):
-		return nil, fmt.Errorf("%w: TimeMin %v must be in [0, TimeLimit %v]", ErrInvalidJob, spec.TimeMin, spec.TimeLimit)
+	case spec.TimeLimit < 0 || (spec.TimeLimit > 0 && spec.TimeLimit < time.Second) || spec.TimeLimit > MaxTimeLimit:
+		// A limit under a second cannot be planned (nor run: Slurm counts whole minutes).
+		return nil, fmt.Errorf("%w: TimeLimit %v out of range: 0 (the partition's default) or [1s, %v]", ErrInvalidJob, spec.TimeLimit, MaxTimeLimit)
+	case spec.TimeMin < 0 || (spec.TimeMin > 0 && spec.TimeMin < time.Second):
+		return nil, fmt.Errorf("%w: TimeMin %v out of range: 0 (none) or at least 1s", ErrInvalidJob, spec.TimeMin)
 	case spec.Switches < 0 || spec.Switches > MaxNodesPerJob:
 		return nil, fmt.Errorf("%w: Switches %d out of range", ErrInvalidJob, spec.Switches)
 	case spec.SwitchesMaxWait < 0:
@@ -503,6 +524,8 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		return nil, fmt.Errorf("%w: Segment %d out of range", ErrInvalidJob, spec.Segment)
 	case spec.Nice < -priority.MaxNice || spec.Nice > priority.MaxNice:
 		return nil, fmt.Errorf("%w: Nice %d out of range [-%d, %d]", ErrInvalidJob, spec.Nice, priority.MaxNice, priority.MaxNice)
+	case spec.Requeue > RequeueNo:
+		return nil, fmt.Errorf("%w: Requeue %v unknown", ErrInvalidJob, spec.Requeue)
 	case spec.NVLinkDomain > topology.DomainBalanced:
 		return nil, fmt.Errorf("%w: NVLinkDomain %d unknown", ErrInvalidJob, spec.NVLinkDomain)
 	}
@@ -515,7 +538,6 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		return nil, fmt.Errorf("%w: Tasks %d fewer than Nodes %d", ErrInvalidJob, tasks, nodes)
 	}
 	tpn := int64((tasks + nodes - 1) / nodes)
-	cpt := int64(max(spec.CPUsPerTask, 1))
 	j := &job{part: pi, tier: p.cfg.PriorityTier, nodes: nodes}
 	j.Spec = spec
 	j.Partition = p.cfg.Name
@@ -529,6 +551,9 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 			j.TimeLimit = unlimitedPlanTime
 		}
 	}
+	if spec.TimeMin > j.TimeLimit {
+		return nil, fmt.Errorf("%w: TimeMin %v exceeds the time limit %v", ErrInvalidJob, spec.TimeMin, j.TimeLimit)
+	}
 	// The partition's policy (OverSubscribe, DefCpuPerGPU, DefMemPerGPU).
 	var pp policy.Partition
 	hasPP := false
@@ -539,71 +564,58 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		spec.Exclusive = true // OverSubscribe=EXCLUSIVE
 		j.Spec.Exclusive = true
 	}
-	devReq, err := mergeDeviceRequests(spec, int64(nodes), tpn)
+	devReq, extra, err := mergeDeviceRequests(spec, int64(nodes), tpn)
 	if err != nil {
 		return nil, err
 	}
-	j.devReq = devReq
-	var gpus int64 // GPUs per node, for --cpus-per-gpu and --mem-per-gpu
-	for _, r := range devReq {
-		if strings.EqualFold(r.Name, "gpu") {
-			gpus += r.Count
-		}
-	}
-	if gpus > 1<<16 {
-		return nil, fmt.Errorf("%w: %d GPUs per node is out of range", ErrInvalidJob, gpus)
-	}
+	j.devReq, j.extra, j.tpn = devReq, extra, tpn
 	// The per-node request and the backfill profile's view of it (bfPer,
 	// see bfPerNode) share one array.
 	nv := s.reg.Len()
 	both := make(gres.Vector, 2*nv)
 	v := both[:nv:nv]
-	v[gres.CPU] = max(tpn*cpt, gpus*int64(spec.CPUsPerGPU))
-	var defMemGPU int64
-	if hasPP && spec.CPUsPerGPU == 0 {
-		// The partition's DefCpuPerGPU / DefMemPerGPU.
-		c, m := pp.GPUDefaults(gpus)
-		v[gres.CPU] = max(v[gres.CPU], c)
-		defMemGPU = m
-	}
-	if v[gres.CPU] > gres.MaxCount {
-		return nil, fmt.Errorf("%w: %d CPUs per node overflows", ErrInvalidJob, v[gres.CPU])
-	}
-	v[gres.Mem] = spec.MemPerNodeMiB
-	if spec.MemPerGPUMiB > 0 {
-		v[gres.Mem] = gpus * spec.MemPerGPUMiB
-	} else if v[gres.Mem] == 0 {
-		v[gres.Mem] = defMemGPU
-	}
-	if v[gres.Mem] == 0 && p.cfg.DefMemPerCPU > 0 {
-		if p.cfg.DefMemPerCPU > gres.MaxCount/v[gres.CPU] {
-			return nil, fmt.Errorf("%w: default memory %d MiB/CPU × %d CPUs overflows", ErrInvalidJob, p.cfg.DefMemPerCPU, v[gres.CPU])
-		}
-		v[gres.Mem] = p.cfg.DefMemPerCPU * v[gres.CPU]
-	}
-	v[gres.Node] = 1
-	for _, r := range devReq {
-		id, ok := s.reg.Lookup(deviceTRES(r.Name, r.Type))
-		if !ok {
-			what := r.Name
-			if r.Type != "" {
-				what += ":" + r.Type
-			}
-			return nil, fmt.Errorf("%w: %w: GRES %q: no node in the cluster has it", ErrInvalidJob, ErrUnsatisfiable, what)
-		}
-		v[id] += r.Count
-		if r.Type != "" {
-			v[s.reg.MustLookup(deviceTRES(r.Name, ""))] += r.Count
-		}
+	if err := s.nodeVector(j, devReq, v); err != nil {
+		return nil, err
 	}
 	j.perNode = v
 	j.bfPer = both[nv:]
-	copy(j.bfPer, v)
+	if len(extra) == 0 {
+		copy(j.bfPer, v)
+	} else {
+		// The profile holds one request per node: there the job's
+		// --gpus is spread evenly, ceil(total/nodes) on each, so that
+		// the plan never counts it smaller than it is.
+		even := slices.Clone(extra)
+		for k := range even {
+			even[k].Count = (even[k].Count + int64(nodes) - 1) / int64(nodes)
+		}
+		if err := s.nodeVector(j, addRequests(devReq, even), j.bfPer); err != nil {
+			return nil, err
+		}
+		if j.extraTotal, err = s.requestVector(extra); err != nil {
+			return nil, err
+		}
+	}
 	j.bfPer[gres.Node] = 0
 	j.shape = s.shapeOf(pi, v, spec.Exclusive)
 	if c := j.shape.capable.Count(); c < nodes {
 		return nil, fmt.Errorf("%w: %w: needs %d node(s) with %s in partition %q, only %d exist",
 			ErrInvalidJob, ErrUnsatisfiable, nodes, s.reg.FormatTRES(v), p.cfg.Name, c)
+	}
+	if err := s.perJobFeasible(j); err != nil {
+		return nil, err
+	}
+	if spec.GPUsPerSocket > 0 {
+		k := 0
+		for i := j.shape.capable.Next(0); i >= 0; i = j.shape.capable.Next(i + 1) {
+			if socketsCapable(j, &s.nodes[i]) {
+				k++
+			}
+		}
+		if k < nodes {
+			return nil, fmt.Errorf("%w: %w: GPUsPerSocket %d × SocketsPerNode %d: needs %d node(s) with %d socket(s) of %d GPUs in partition %q, only %d exist",
+				ErrInvalidJob, ErrUnsatisfiable, spec.GPUsPerSocket, max(spec.SocketsPerNode, 1), nodes, max(spec.SocketsPerNode, 1), spec.GPUsPerSocket, p.cfg.Name, k)
+		}
 	}
 	if s.graph != nil {
 		if err := s.graph.Feasible(nodes, j.constraints()); err != nil {
@@ -617,16 +629,18 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 
 // mergeDeviceRequests folds the per-node, per-task and per-job GRES of a
 // spec into one per-node list, merged by (name, type), in a stable order.
-func mergeDeviceRequests(spec JobSpec, nodes, tpn int64) ([]gres.Request, error) {
-	var out []gres.Request
-	add := func(r gres.Request, mult int64, div int64, field string) error {
+// A per-job request (--gpus) counts one per node there (every node of the
+// job takes at least one); what it asks beyond that is returned in extra,
+// to be spread over the nodes as they can hold it (see spreadExtra).
+func mergeDeviceRequests(spec JobSpec, nodes, tpn int64) (out, extra []gres.Request, err error) {
+	add := func(r gres.Request, mult int64, field string) error {
 		if r.Name == "" {
 			return fmt.Errorf("%w: %s: GRES with empty name", ErrInvalidJob, field)
 		}
 		if r.Count < 0 || r.Count > gres.MaxCount {
 			return fmt.Errorf("%w: %s: GRES %s count %d out of range", ErrInvalidJob, field, r.Name, r.Count)
 		}
-		c := (r.Count + div - 1) / div
+		c := r.Count
 		if c != 0 && mult > gres.MaxCount/c {
 			return fmt.Errorf("%w: %s: GRES %s count %d × %d tasks overflows", ErrInvalidJob, field, r.Name, r.Count, mult)
 		}
@@ -646,24 +660,36 @@ func mergeDeviceRequests(spec JobSpec, nodes, tpn int64) ([]gres.Request, error)
 		return nil
 	}
 	for _, r := range spec.GRESPerNode {
-		if err := add(r, 1, 1, "GRESPerNode"); err != nil {
-			return nil, err
+		if err := add(r, 1, "GRESPerNode"); err != nil {
+			return nil, nil, err
 		}
 	}
 	for _, r := range spec.GRESPerTask {
-		if err := add(r, tpn, 1, "GRESPerTask"); err != nil {
-			return nil, err
+		if err := add(r, tpn, "GRESPerTask"); err != nil {
+			return nil, nil, err
 		}
 	}
 	for _, r := range spec.GRESPerJob {
-		if err := add(r, 1, nodes, "GRESPerJob"); err != nil {
-			return nil, err
+		if r.Count > 0 && r.Count < nodes {
+			return nil, nil, fmt.Errorf("%w: GRESPerJob: GRES %s count %d is fewer than the job's %d nodes (each node takes at least one)",
+				ErrInvalidJob, r.Name, r.Count, nodes)
+		}
+		if r.Count > gres.MaxCount {
+			return nil, nil, fmt.Errorf("%w: GRESPerJob: GRES %s count %d out of range", ErrInvalidJob, r.Name, r.Count)
+		}
+		one := r
+		one.Count = min(r.Count, 1)
+		if err := add(one, 1, "GRESPerJob"); err != nil {
+			return nil, nil, err
+		}
+		if more := r.Count - nodes; more > 0 {
+			extra = addRequests(extra, []gres.Request{{Name: r.Name, Type: r.Type, Count: more}})
 		}
 	}
 	if spec.GPUsPerSocket > 0 {
 		per := gres.Request{Name: "gpu", Count: int64(spec.GPUsPerSocket) * int64(max(spec.SocketsPerNode, 1))}
-		if err := add(per, 1, 1, "GPUsPerSocket"); err != nil {
-			return nil, err
+		if err := add(per, 1, "GPUsPerSocket"); err != nil {
+			return nil, nil, err
 		}
 	}
 	slices.SortStableFunc(out, func(a, b gres.Request) int {
@@ -676,7 +702,7 @@ func mergeDeviceRequests(spec JobSpec, nodes, tpn int64) ([]gres.Request, error)
 		}
 		return 0
 	})
-	return out, nil
+	return out, extra, nil
 }
 
 // Cancel ends a pending or running job as CANCELLED, freeing its resources.
@@ -754,6 +780,7 @@ func (s *Scheduler) Requeue(now time.Time, id JobID) error {
 // requeue frees what running (or suspended) job j holds and puts it back
 // in the queue, pending for reason r.
 func (s *Scheduler) requeue(j *job, r policy.Reason) {
+	s.touch(j)
 	s.release(j, false)
 	j.State = JobPending
 	j.Reason = r
@@ -772,6 +799,7 @@ func (s *Scheduler) requeue(j *job, r policy.Reason) {
 // suspended) and leaves it in terminal state st, ended at the time at.
 // With MinJobAge it is noted for purge, in the order jobs finish.
 func (s *Scheduler) endJob(j *job, st JobState, at time.Time) {
+	s.touch(j)
 	if j.State == JobPending {
 		s.pending.Delete(j)
 		s.policyStop(j, false, true)
@@ -792,6 +820,7 @@ func (s *Scheduler) endJob(j *job, st JobState, at time.Time) {
 func (s *Scheduler) release(j *job, ended bool) {
 	s.policyStop(j, true, ended)
 	for _, na := range j.Alloc.Nodes {
+		s.saveNode(na.Node)
 		n := &s.nodes[na.Node]
 		n.releaseCPUs(na.CPUs)
 		if n.devs != nil && len(na.Devices) > 0 {
@@ -817,6 +846,7 @@ func (s *Scheduler) release(j *job, ended bool) {
 	}
 	if a := s.arrays[j.ArrayJobID]; a != nil {
 		a.running--
+		s.onUndo(func() { a.running++ })
 	}
 	s.noteEnded(j)
 	if j.State == JobSuspended {
@@ -991,8 +1021,9 @@ func (s *Scheduler) applyAdmin(now time.Time, i int, st adminState, reason strin
 	s.last = now
 }
 
-// DownNode marks a node DOWN. Every job running on it ends: a job that
-// asked for Requeue goes back to the queue, the others end in NODE_FAIL.
+// DownNode marks a node DOWN. Every job running on it ends: a
+// requeueable job (JobSpec.Requeue, by default Config.JobRequeue) goes
+// back to the queue, the others end in NODE_FAIL.
 // It returns the affected jobs in start order, so the caller can kill them
 // on their other nodes.
 func (s *Scheduler) DownNode(now time.Time, name, reason string) ([]JobID, error) {
@@ -1003,7 +1034,7 @@ func (s *Scheduler) DownNode(now time.Time, name, reason string) ([]JobID, error
 	affected := slices.Clone(s.nodes[i].jobs)
 	for _, id := range affected {
 		j := s.jobs[id]
-		if j.Spec.Requeue {
+		if s.requeueable(j) {
 			s.requeue(j, policy.ReasonNodeDown)
 			s.logRequeue(now, j)
 			continue
@@ -1015,18 +1046,34 @@ func (s *Scheduler) DownNode(now time.Time, name, reason string) ([]JobID, error
 	return affected, nil
 }
 
+// requeueable reports whether job j may be requeued: its own
+// JobSpec.Requeue, or the cluster's Config.JobRequeue when it gives none.
+func (s *Scheduler) requeueable(j *job) bool {
+	switch j.Spec.Requeue {
+	case RequeueYes:
+		return true
+	case RequeueNo:
+		return false
+	}
+	return !s.noRequeue
+}
+
 // Counts returns how many jobs are pending and running.
 func (s *Scheduler) Counts() (pending, running int) {
 	return s.pending.Len(), s.running.Len()
 }
 
-// totalRequest returns the job's whole request, perNode × nodes, as the
-// limit checks and the priority engine see it. The request is fixed at
-// submit, so it is computed once; callers only read it.
+// totalRequest returns the job's whole request, perNode × nodes plus the
+// GRESPerJob spread over them, as the limit checks and the priority
+// engine see it. The request is fixed at submit, so it is computed once;
+// callers only read it.
 func (j *job) totalRequest() (gres.Vector, error) {
 	if j.total == nil {
 		t, err := j.perNode.Scale(int64(j.nodes))
 		if err != nil {
+			return nil, err
+		}
+		if err := t.AddInPlace(j.extraTotal); err != nil {
 			return nil, err
 		}
 		j.total = t

@@ -306,8 +306,8 @@ func TestFinishStates(t *testing.T) {
 
 func TestDownNodeFailsOrRequeues(t *testing.T) {
 	s := newMixed(t)
-	plain := mustSubmit(t, s, t0, scheduler.JobSpec{Partition: "h100", Nodes: 2, GRESPerNode: gpus(2)})
-	requeue := mustSubmit(t, s, t0, scheduler.JobSpec{Partition: "h100", GRESPerNode: gpus(2), Requeue: true})
+	plain := mustSubmit(t, s, t0, scheduler.JobSpec{Partition: "h100", Nodes: 2, GRESPerNode: gpus(2), Requeue: scheduler.RequeueNo})
+	requeue := mustSubmit(t, s, t0, scheduler.JobSpec{Partition: "h100", GRESPerNode: gpus(2), Requeue: scheduler.RequeueYes})
 	mustSchedule(t, s, t0)
 	affected, err := s.DownNode(t0.Add(time.Minute), "h100-01", "gpu fell off the bus")
 	require.NoError(t, err)

@@ -39,7 +39,7 @@ func preemptNode(mode policy.PreemptMode, grace time.Duration) scheduler.Config 
 // qosJob is a whole-node (4 CPU) job of the given QOS.
 func qosJob(name, qos string, submit, run, limit int) sim.Job {
 	j := job(name, submit, 1, run, limit)
-	j.Spec.QOS, j.Spec.CPUsPerTask, j.Spec.Requeue = qos, 4, true
+	j.Spec.QOS, j.Spec.CPUsPerTask, j.Spec.Requeue = qos, 4, scheduler.RequeueYes
 	return j
 }
 
@@ -218,7 +218,10 @@ func TestRunPreemptionRandom(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			for i := range jobs {
 				jobs[i].Spec.QOS = "standby"
-				jobs[i].Spec.Requeue = rng.IntN(4) != 0
+				jobs[i].Spec.Requeue = scheduler.RequeueYes
+				if rng.IntN(4) == 0 {
+					jobs[i].Spec.Requeue = scheduler.RequeueNo
+				}
 				if rng.IntN(3) == 0 {
 					jobs[i].Spec.QOS = "urgent"
 				}

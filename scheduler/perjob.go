@@ -1,0 +1,248 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/policy"
+)
+
+// A job's GRESPerJob (sbatch --gpus) is its total, not a per-node count:
+// each of its nodes takes at least one (what perNode and devReq count),
+// and the rest (job.extra) goes to the nodes as they can hold it, in node
+// order, so that -N2 --gpus=5 takes 5 GPUs (3 + 2, or 4 + 1 where one node
+// has only 2 free), and -N4 --gpus=8 fits nodes with 5, 1, 1 and 1 free
+// GPUs. Placement, the allocation and its charge follow the spread; the
+// backfill profile, which holds one request per node, counts
+// ceil(total/nodes) on each (never less than the job takes).
+
+// nodeVector writes into v (zeroed, of the registry's length) the TRES
+// job j needs on one node holding the devices devReq: its CPUs (per task,
+// or per GPU with --cpus-per-gpu or the partition's DefCpuPerGPU), memory
+// (--mem, --mem-per-gpu, DefMemPerGPU or DefMemPerCPU), node, and GRES.
+func (s *Scheduler) nodeVector(j *job, devReq []gres.Request, v gres.Vector) error {
+	spec := &j.Spec
+	p := &s.parts[j.part]
+	var pp policy.Partition
+	hasPP := false
+	if s.pol != nil {
+		pp, hasPP = s.pol.p.Partition(p.cfg.Name)
+	}
+	var gpus int64 // GPUs per node, for --cpus-per-gpu and --mem-per-gpu
+	for _, r := range devReq {
+		if strings.EqualFold(r.Name, "gpu") {
+			gpus += r.Count
+		}
+	}
+	if gpus > 1<<16 {
+		return fmt.Errorf("%w: %d GPUs per node is out of range", ErrInvalidJob, gpus)
+	}
+	cpt := int64(max(spec.CPUsPerTask, 1))
+	v[gres.CPU] = max(j.tpn*cpt, gpus*int64(spec.CPUsPerGPU))
+	var defMemGPU int64
+	if hasPP && spec.CPUsPerGPU == 0 {
+		// The partition's DefCpuPerGPU / DefMemPerGPU.
+		c, m := pp.GPUDefaults(gpus)
+		v[gres.CPU] = max(v[gres.CPU], c)
+		defMemGPU = m
+	}
+	if v[gres.CPU] > gres.MaxCount {
+		return fmt.Errorf("%w: %d CPUs per node overflows", ErrInvalidJob, v[gres.CPU])
+	}
+	v[gres.Mem] = spec.MemPerNodeMiB
+	if spec.MemPerGPUMiB > 0 {
+		v[gres.Mem] = gpus * spec.MemPerGPUMiB
+	} else if v[gres.Mem] == 0 {
+		v[gres.Mem] = defMemGPU
+	}
+	if v[gres.Mem] == 0 && p.cfg.DefMemPerCPU > 0 {
+		if p.cfg.DefMemPerCPU > gres.MaxCount/v[gres.CPU] {
+			return fmt.Errorf("%w: default memory %d MiB/CPU × %d CPUs overflows", ErrInvalidJob, p.cfg.DefMemPerCPU, v[gres.CPU])
+		}
+		v[gres.Mem] = p.cfg.DefMemPerCPU * v[gres.CPU]
+	}
+	v[gres.Node] = 1
+	return s.addRequestTRES(v, devReq)
+}
+
+// addRequestTRES adds the GRES of reqs to v (a typed request counts in its
+// untyped TRES too).
+func (s *Scheduler) addRequestTRES(v gres.Vector, reqs []gres.Request) error {
+	for _, r := range reqs {
+		id, ok := s.reg.Lookup(deviceTRES(r.Name, r.Type))
+		if !ok {
+			what := r.Name
+			if r.Type != "" {
+				what += ":" + r.Type
+			}
+			return fmt.Errorf("%w: %w: GRES %q: no node in the cluster has it", ErrInvalidJob, ErrUnsatisfiable, what)
+		}
+		v[id] += r.Count
+		if r.Type != "" {
+			v[s.reg.MustLookup(deviceTRES(r.Name, ""))] += r.Count
+		}
+	}
+	return nil
+}
+
+// requestVector returns the GRES of reqs as a TRES vector.
+func (s *Scheduler) requestVector(reqs []gres.Request) (gres.Vector, error) {
+	v := s.reg.NewVector()
+	return v, s.addRequestTRES(v, reqs)
+}
+
+// addRequests returns a new list: a's requests plus b's, merged by (name,
+// type), typed requests first.
+func addRequests(a, b []gres.Request) []gres.Request {
+	out := slices.Clone(a)
+next:
+	for _, r := range b {
+		for k := range out {
+			if out[k].Name == r.Name && out[k].Type == r.Type {
+				out[k].Count += r.Count
+				continue next
+			}
+		}
+		out = append(out, r)
+	}
+	slices.SortStableFunc(out, func(x, y gres.Request) int {
+		switch {
+		case (x.Type == "") == (y.Type == ""):
+			return 0
+		case x.Type != "":
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// perJobFeasible rejects a job whose GRESPerJob no set of its partition's
+// capable nodes could ever hold: for each request, the job's nodes with
+// the most of that GRES must hold the total.
+func (s *Scheduler) perJobFeasible(j *job) error {
+	if len(j.extra) == 0 {
+		return nil
+	}
+	caps := make([]int64, 0, j.shape.capable.Count())
+	for _, r := range j.extra {
+		id := s.reg.MustLookup(deviceTRES(r.Name, r.Type))
+		caps = caps[:0]
+		for i := j.shape.capable.Next(0); i >= 0; i = j.shape.capable.Next(i + 1) {
+			caps = append(caps, s.nodes[i].capacity[id])
+		}
+		slices.SortFunc(caps, func(a, b int64) int { return int(b - a) })
+		var room int64
+		for _, c := range caps[:min(j.nodes, len(caps))] {
+			room += c
+		}
+		if need := j.perNode[id]*int64(j.nodes) + j.extraTotal[id]; room < need {
+			return fmt.Errorf("%w: %w: GRESPerJob needs %d %s on %d node(s) of partition %q, at most %d fit",
+				ErrInvalidJob, ErrUnsatisfiable, need, s.reg.Name(id), j.nodes, j.Partition, room)
+		}
+	}
+	return nil
+}
+
+// nodeReq is a job's request on one node when it differs from node to
+// node (a GRESPerJob spread): its TRES and device requests.
+type nodeReq struct {
+	vec    gres.Vector
+	devReq []gres.Request
+}
+
+// spreadExtra shares the job's GRESPerJob beyond one per node over the
+// given nodes, as their free resources allow, in node order, and returns
+// each node's request. It reports false when the nodes cannot hold the
+// total. A job without such a request gets nil, true.
+func (s *Scheduler) spreadExtra(j *job, nodes []int) ([]nodeReq, bool) {
+	if len(j.extra) == 0 {
+		return nil, true
+	}
+	left := make([]gres.Vector, len(nodes)) // what each node has beyond the job's minimum
+	for k, i := range nodes {
+		f, err := s.nodes[i].free.Sub(j.perNode)
+		if err != nil {
+			return nil, false
+		}
+		left[k] = f
+	}
+	take := make([][]gres.Request, len(nodes))
+	for _, r := range j.extra { // typed first, so untyped takes what is left
+		id := s.reg.MustLookup(deviceTRES(r.Name, r.Type))
+		untyped := id
+		if r.Type != "" {
+			untyped = s.reg.MustLookup(deviceTRES(r.Name, ""))
+		}
+		rest := r.Count
+		for k := range nodes {
+			c := min(rest, left[k][id], left[k][untyped])
+			if c <= 0 {
+				continue
+			}
+			left[k][id] -= c
+			if untyped != id {
+				left[k][untyped] -= c
+			}
+			take[k] = append(take[k], gres.Request{Name: r.Name, Type: r.Type, Count: c})
+			if rest -= c; rest == 0 {
+				break
+			}
+		}
+		if rest > 0 {
+			return nil, false
+		}
+	}
+	reqs := make([]nodeReq, len(nodes))
+	for k := range nodes {
+		reqs[k].devReq = addRequests(j.devReq, take[k])
+		reqs[k].vec = s.reg.NewVector()
+		if err := s.nodeVector(j, reqs[k].devReq, reqs[k].vec); err != nil {
+			return nil, false
+		}
+		if !reqs[k].vec.Fits(s.nodes[nodes[k]].free) && !j.Spec.Exclusive {
+			return nil, false // more GPUs brought more CPUs or memory than the node has
+		}
+	}
+	return reqs, true
+}
+
+// spreadNodes chooses, among the nodes of fit (which each hold the job's
+// minimum), j.nodes that hold its GRESPerJob total: the first that do in
+// node order, or else those with the most of it free. It returns them in
+// out (emptied first), or nil.
+func (s *Scheduler) spreadNodes(j *job, fit []int, out []int) []int {
+	out = append(out[:0], fit[:min(j.nodes, len(fit))]...)
+	if len(out) < j.nodes {
+		return nil
+	}
+	if _, ok := s.spreadExtra(j, out); ok {
+		return out
+	}
+	spare := func(i int) int64 {
+		var n int64
+		for _, r := range j.extra {
+			n += s.nodes[i].free[s.reg.MustLookup(deviceTRES(r.Name, r.Type))]
+		}
+		return n
+	}
+	by := slices.Clone(fit)
+	slices.SortStableFunc(by, func(a, b int) int {
+		sa, sb := spare(a), spare(b)
+		switch {
+		case sa > sb:
+			return -1
+		case sa < sb:
+			return 1
+		}
+		return a - b
+	})
+	out = append(out[:0], by[:j.nodes]...)
+	slices.Sort(out)
+	if _, ok := s.spreadExtra(j, out); ok {
+		return out
+	}
+	return nil
+}
