@@ -73,6 +73,11 @@
 // and not released) holds its resources until the first grid point after
 // now. With a 1 s resolution the whole plan is exact.
 //
+// The price of exact ends: running jobs add one change point per distinct
+// end second (up to one per running job) rather than one per grid step,
+// which makes profiles and plans of large clusters with many running jobs
+// dearer (see docs/bench/backfill.md).
+//
 // The sweep stops at the latest acceptable start (the window end) and
 // reports FitNever when no change point is left, since nothing changes
 // after the last one. A NodeChooser plugs in topology-aware selection; the
