@@ -36,7 +36,8 @@ const maxOriginUnix = posInf / 4
 //     those that began before now keep holding what remains of them until
 //     their end.
 //
-// Stored ends stay on the resolution grid as they were booked; the new
+// Stored ends stay as they were booked (exact, or on the grid for
+// reservations that started after the origin of their plan); the new
 // origin may be off the grid, as NewProfile's may. Advancing to the
 // current origin is a no-op; to an earlier time (or the zero time) it is
 // an error wrapping ErrInvalidTime that leaves p unchanged. An overdue

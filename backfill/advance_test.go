@@ -16,7 +16,8 @@ import (
 
 // ---- the reference model's side of Advance, AddStarted and the bulk releases ----
 
-// endOf mirrors Profile.endOf at the model's origin.
+// endOf mirrors Profile.endOf at the model's origin: exact seconds, an
+// overdue end at the first grid point after the origin.
 func (m *naive) endOf(t time.Time) int64 {
 	if t.IsZero() {
 		return posInf
@@ -26,9 +27,18 @@ func (m *naive) endOf(t time.Time) int64 {
 		s++
 	}
 	if s <= m.origin {
-		s = m.origin + 1
+		return ceilTo(m.origin+1, m.res)
 	}
-	return ceilTo(s, m.res)
+	return s
+}
+
+// endAt mirrors Profile.endAt: a start at the origin ends exactly, a later
+// one on the grid.
+func (m *naive) endAt(t, d int64) int64 {
+	if t <= m.origin {
+		return t + d
+	}
+	return ceilTo(t+d, m.res)
 }
 
 // advance mirrors Profile.Advance: overdue running jobs hold until the

@@ -28,9 +28,7 @@
 // change point lists the nodes that change there and carries two
 // summaries of the slot up to the next change point: the exact set of
 // idle nodes, and per block of 64 nodes an upper bound of their free
-// vectors. Every stored end is rounded up to the resolution grid
-// (bf_resolution), so a window of W holds at most W/resolution change
-// points whatever the number of jobs. Clone is copy-on-write (the btrees
+// vectors. Clone is copy-on-write (the btrees
 // clone in O(1), node timelines and change points are copied when first
 // written), so explanations and what-if questions plan on clones.
 //
@@ -49,6 +47,36 @@
 //     drop out when their feasible-start interval ends (a heap). The first
 //     time at which N allowed nodes are feasible and the NodeChooser
 //     accepts a choice is the answer.
+//
+// # Exact times and the resolution grid
+//
+// The profile decides with exact seconds, as Slurm does: a running job
+// releases its resources at its exact end (start + time limit; a fraction
+// of a second counts as the whole second), a job that starts now holds
+// them until exactly now + its limit, and begin times and maintenance
+// windows are taken to the second. So an expected start is the exact
+// second its blocker ends (as squeue --start shows it), and a lower job
+// is backfilled only if, with exact times, it ends by the time a
+// reservation needs its resources: a job ending one second after the
+// blocker is refused.
+//
+// The resolution (bf_resolution) only rounds the end of a future
+// reservation — a planned job that starts after now — up to the grid
+// (multiples of the resolution in Unix time): it holds its resources up
+// to resolution − 1 s longer than it needs, which keeps the number of
+// change points that reservations add to any window W below W/resolution
+// whatever the number of planned jobs. Rounding only ever makes the plan
+// more cautious: it can refuse a backfill that exact times would allow
+// (one that overlaps only the rounded tail), or plan a job behind a
+// reservation a little later than exact times would, never let through a
+// job that exact times would refuse. An overdue running job (past its end
+// and not released) holds its resources until the first grid point after
+// now. With a 1 s resolution the whole plan is exact.
+//
+// The price of exact ends: running jobs add one change point per distinct
+// end second (up to one per running job) rather than one per grid step,
+// which makes profiles and plans of large clusters with many running jobs
+// dearer (see docs/bench/backfill.md).
 //
 // The sweep stops at the latest acceptable start (the window end) and
 // reports FitNever when no change point is left, since nothing changes
@@ -83,13 +111,16 @@
 // job starts later than the first start time it was given; in EASY mode no
 // job that held a reservation starts later than that reservation; with
 // priority order (not FCFS) a reservation only moves when a job of higher
-// priority arrives. No node is ever over-allocated. These hold exactly
-// when the plan is exact: event times on the resolution grid (or a 1 s
-// resolution). Otherwise rounding ends up to the grid makes resources free
-// up to one step earlier than planned, a re-plan may place higher-priority
-// jobs differently, and rarely a reservation moves later (2 of 15,000 jobs
-// with a 60 s grid and 7 s event times in a test) — as in Slurm, which
-// also re-plans from scratch every cycle.
+// priority arrives. No node is ever over-allocated. In EASY mode these
+// hold for event times at arbitrary seconds with any resolution; in
+// conservative mode exactly with a 1 s resolution. With a coarser grid a
+// reserved job's end rounded up frees resources earlier in fact than in
+// the plan, a re-plan may then place a job ahead of a later reservation
+// differently, and rarely that reservation moves later (1 of about 5,000
+// conservative jobs with a 60 s grid and arbitrary event seconds in a
+// test) — as in Slurm, which also re-plans from scratch every cycle. No
+// start ever delays a reservation of the plan that made it (tested after
+// every cycle in the scheduler, with exact times).
 //
 // # Calling it from a scheduler
 //

@@ -27,8 +27,9 @@ type simRun struct {
 
 // simWorkload makes a small random cluster (cpu and gpu per node, some
 // nodes without GPUs) and jobs mixing partial single-node, partial
-// multi-node and exclusive whole-node requests over two partitions. All
-// times are multiples of res.
+// multi-node and exclusive whole-node requests over two partitions. Time
+// limits and submissions are arbitrary seconds, at the scale of res (a
+// limit of up to 40 steps, submissions over 180 steps).
 func simWorkload(rng *rand.Rand, res int64) ([]NodeState, []simJob) {
 	n := 2 + rng.IntN(5)
 	nodes := make([]NodeState, n)
@@ -45,7 +46,7 @@ func simWorkload(rng *rand.Rand, res int64) ([]NodeState, []simJob) {
 	var jobs []simJob
 	for id := 1; id <= 6+rng.IntN(20); id++ {
 		allowed := parts[rng.IntN(2)]
-		j := Job{ID: JobID(id), Allowed: allowed, TimeLimit: time.Duration(res*int64(1+rng.IntN(40))) * time.Second}
+		j := Job{ID: JobID(id), Allowed: allowed, TimeLimit: time.Duration(1+rng.Int64N(40*res)) * time.Second}
 		switch k := rng.IntN(10); {
 		case k < 5: // partial single node
 			j.Nodes, j.PerNode = 1, vec(int64(1+rng.IntN(4)), int64(rng.IntN(32)), int64(rng.IntN(3)))
@@ -64,7 +65,7 @@ func simWorkload(rng *rand.Rand, res int64) ([]NodeState, []simJob) {
 			continue
 		}
 		j.Nodes = min(j.Nodes, capable)
-		jobs = append(jobs, simJob{Job: j, submit: res * int64(rng.IntN(180)), prio: rng.IntN(5)})
+		jobs = append(jobs, simJob{Job: j, submit: rng.Int64N(180 * res), prio: rng.IntN(5)})
 	}
 	return nodes, jobs
 }
@@ -91,7 +92,7 @@ func simulate(t *testing.T, cfg Config, nodes []NodeState, jobs []simJob, fcfs b
 		}
 		return cmp.Compare(a.ID, b.ID)
 	}
-	base := int64(1_750_000_000 / 3600 * 3600)
+	base := int64(1_750_000_000/3600*3600 + 17) // off every grid but 1 s
 	actual, given, first = map[JobID]int64{}, map[JobID][]givenResv{}, map[JobID]int64{}
 	var running []simRun
 	var pending []simJob
@@ -184,10 +185,16 @@ func checkActualUsage(t *testing.T, nodes []NodeState, running []simRun) {
 
 // TestBackfillGuarantee is the invariant that defines backfill, over
 // thousands of seeded workloads in FCFS order with every job running
-// exactly its time limit: with conservative backfill no job starts later
-// than the first start time it was given; with EASY (k = 1 and k = 2) no
-// job that held a reservation starts later than that reservation. Nothing
-// is ever over-allocated, in the plans or in the simulated cluster.
+// exactly its time limit, limits and submissions at arbitrary seconds (off
+// the resolution grid): with EASY (k = 1 and k = 2) no job that held a
+// reservation starts later than that reservation; with conservative
+// backfill on a 1 s grid no job starts later than the first start time it
+// was given. On a coarser grid a conservative reservation behind another
+// reservation, whose rounded-up end frees resources earlier in fact than
+// in the plan, may rarely move later when a re-plan places a job ahead of
+// it differently (see the package documentation): at most one job in a
+// thousand. Nothing is ever over-allocated, in the plans or in the
+// simulated cluster.
 func TestBackfillGuarantee(t *testing.T) {
 	iters := 1500
 	if testing.Short() {
@@ -202,6 +209,7 @@ func TestBackfillGuarantee(t *testing.T) {
 		{Window: 30 * 24 * time.Hour, BusyNodes: true},
 	}
 	exact, backfilled := 0, 0
+	coarse, moved := 0, 0 // conservative jobs on a coarse grid, and those that moved later
 	for seed := range iters {
 		rng := rand.New(rand.NewPCG(uint64(seed), 99))
 		cfg := cfgs[seed%len(cfgs)]
@@ -216,6 +224,13 @@ func TestBackfillGuarantee(t *testing.T) {
 		actual, given, first := simulate(t, cfg, nodes, jobs, true)
 		for _, j := range jobs {
 			a := actual[j.ID]
+			if cfg.Mode == Conservative && cfg.withDefaults().Resolution > time.Second {
+				coarse++
+				if f, ok := first[j.ID]; !ok || a > f || slices.ContainsFunc(given[j.ID], func(g givenResv) bool { return a > g.start }) {
+					moved++
+					continue
+				}
+			}
 			if cfg.Mode == Conservative {
 				f, ok := first[j.ID]
 				require.True(t, ok, "seed %d: job %d got a start time when first planned", seed, j.ID)
@@ -243,7 +258,10 @@ func TestBackfillGuarantee(t *testing.T) {
 	}
 	require.Positive(t, exact)
 	require.Positive(t, backfilled, "some jobs were backfilled")
-	t.Logf("%d conservative starts exactly at their first estimate; %d backfill overtakes", exact, backfilled)
+	require.Positive(t, coarse)
+	require.LessOrEqual(t, moved*1000, coarse, "conservative reservations on a coarse grid that moved later: %d of %d jobs", moved, coarse)
+	t.Logf("%d conservative starts exactly at their first estimate; %d backfill overtakes; %d of %d conservative jobs on a 60 s grid moved later",
+		exact, backfilled, moved, coarse)
 }
 
 // TestBackfillGuaranteePriority states the weaker guarantee that holds

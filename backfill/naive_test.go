@@ -13,7 +13,7 @@ import (
 )
 
 // naive is a reference model of a Profile: a list of intervals, summed on
-// demand. Times are profile seconds already on the grid.
+// demand. Times are profile seconds, as the profile stores them.
 type naive struct {
 	origin, res int64
 	caps, base  [][]int64
@@ -107,7 +107,7 @@ func (m *naive) earliest(n int, req []int64, excl bool, allowed topology.NodeSet
 		if t > latest {
 			break
 		}
-		dur := ceilTo(t+d, m.res) - t
+		dur := m.endAt(t, d) - t
 		var feas []int
 		for i := range m.caps {
 			if !allowed.Has(i) || !okVec(m.caps[i], req) {
@@ -458,9 +458,7 @@ func runOps(t *testing.T, rng *rand.Rand, p *Profile, m *naive, steps int, idp *
 			if rng.IntN(3) == 0 {
 				off := rng.Int64N(8 * res)
 				earliest = time.Unix(m.origin+off, 0)
-				if off > 0 {
-					t0 = ceilTo(m.origin+off, res)
-				}
+				t0 = m.origin + off
 			}
 			var latest time.Time
 			lat := int64(posInf)
@@ -478,7 +476,7 @@ func runOps(t *testing.T, rng *rand.Rand, p *Profile, m *naive, steps int, idp *
 			}
 			require.Equal(t, wt, fit.Start.Unix(), "step %d start", step)
 			require.Equal(t, wn, fit.Nodes, "step %d nodes", step)
-			require.Equal(t, ceilTo(wt+d, res), fit.End.Unix(), "step %d end", step)
+			require.Equal(t, m.endAt(wt, d), fit.End.Unix(), "step %d end", step)
 			if rng.IntN(3) == 0 {
 				continue
 			}
@@ -490,14 +488,15 @@ func runOps(t *testing.T, rng *rand.Rand, p *Profile, m *naive, steps int, idp *
 					u = m.caps[i]
 				}
 				allocs[x] = Alloc{Node: i, Use: expandTo(p, u)}
-				m.items = append(m.items, naiveItem{id: nextID, kind: kindReserved, node: i, use: slices.Clone(u), s: wt, e: ceilTo(wt+d, res)})
+				m.items = append(m.items, naiveItem{id: nextID, kind: kindReserved, node: i, use: slices.Clone(u), s: wt, e: m.endAt(wt, d)})
 			}
 			require.NoError(t, p.Reserve(Reservation{ID: nextID, Start: fit.Start, End: fit.End, Allocs: allocs}))
 		case op < 6: // arbitrary reservation: succeeds iff the model says it fits
 			nextID++
 			s := m.origin + rng.Int64N(8*res)
 			e := s + 1 + rng.Int64N(6*res)
-			ps, pe := max(m.origin, s/res*res), ceilTo(e, res)
+			ps := max(m.origin, s)
+			pe := m.endAt(ps, e-ps)
 			var allocs []Alloc
 			ok := true
 			var items []naiveItem
@@ -547,7 +546,7 @@ func runOps(t *testing.T, rng *rand.Rand, p *Profile, m *naive, steps int, idp *
 			nextID++
 			s := m.origin + rng.Int64N(8*res)
 			e := s + 1 + rng.Int64N(6*res)
-			ps, pe := max(m.origin, s/res*res), ceilTo(e, res)
+			ps, pe := max(m.origin, s), e // blocks are exact
 			i := rng.IntN(p.n)
 			require.NoError(t, p.Block(nextID, time.Unix(s, 0), time.Unix(e, 0), []int{i}))
 			m.items = append(m.items, naiveItem{id: nextID, kind: kindBlock, node: i, use: slices.Clone(m.caps[i]), s: ps, e: pe})

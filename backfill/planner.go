@@ -51,8 +51,13 @@ type Config struct {
 	// Window is bf_window: jobs that cannot start within it get no
 	// reservation and no estimate. 0 means 24 h; at most 30 days.
 	Window time.Duration
-	// Resolution is bf_resolution, the profile's time grid. 0 means 60 s;
-	// [1 s, 1 h], whole seconds. Build profiles with Planner.NewProfile so
+	// Resolution is bf_resolution, the profile's time grid: the end of
+	// a reservation for a future start is rounded up to it, which only
+	// makes the plan more cautious; every decision and expected start is
+	// otherwise taken with exact seconds (running jobs' ends, starts now,
+	// begin times), so a backfilled job never delays a reservation by
+	// even a second. 0 means 60 s; [1 s, 1 h], whole seconds; 1 s makes
+	// the whole plan exact. Build profiles with Planner.NewProfile so
 	// they share it.
 	Resolution time.Duration
 	// MaxJobTest is bf_max_job_test: stop after testing this many jobs
@@ -823,12 +828,13 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		e.Status, e.Reason = StatusEstimated, noResv
 		return nil
 	}
-	end := p.ceilRes(t + d)
+	end := p.endAt(t, d)
 	if t == p.origin {
 		// A start holds its resources until Now + TimeLimit, which is a
-		// second later than the grid's count when Now has a fraction of
-		// a second: book that, where the profile allows it, so that the
-		// booking is exactly the running job (AddStarted then keeps it).
+		// second later than the origin's count when Now has a fraction
+		// of a second: book that, where the profile allows it, so that
+		// the booking is exactly the running job (AddStarted then keeps
+		// it).
 		if e2 := p.endOf(e.End); e2 > end {
 			// Its own last reservation must not stand in the way:
 			// release it (this start replaces it anyway).

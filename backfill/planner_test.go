@@ -515,7 +515,7 @@ func TestWindowNeverAndEarliest(t *testing.T) {
 	assert.Equal(t, StatusNeverFits, plan.Entries[0].Status)
 	assert.Equal(t, ReasonUnavailable, plan.Entries[0].Reason)
 
-	// Earliest inside the window is honoured and rounded up to the grid.
+	// Earliest inside the window is honoured to the second (off the grid).
 	pl, err = NewPlanner(Config{})
 	require.NoError(t, err)
 	prof, err = pl.NewProfile(t0, cluster(1, vec(1, 1, 0)), nil)
@@ -523,7 +523,11 @@ func TestWindowNeverAndEarliest(t *testing.T) {
 	plan, err = pl.Plan(prof, []Job{{ID: 1, Nodes: 1, PerNode: vec(1, 1, 0), TimeLimit: mins(10), Earliest: t0.Add(90 * time.Second)}})
 	require.NoError(t, err)
 	assert.Equal(t, StatusReserved, plan.Entries[0].Status)
-	assert.Equal(t, t0.Add(2*time.Minute), plan.Entries[0].Start)
+	assert.Equal(t, t0.Add(90*time.Second), plan.Entries[0].Start)
+	assert.Equal(t, t0.Add(11*time.Minute+30*time.Second), plan.Entries[0].End, "start plus limit")
+	r, ok := prof.Reservation(1)
+	require.True(t, ok)
+	assert.Equal(t, t0.Add(12*time.Minute), r.End, "a future reservation ends on the grid")
 }
 
 func TestChooser(t *testing.T) {
@@ -662,6 +666,10 @@ func TestErrorsAreSentinels(t *testing.T) {
 	assert.True(t, errors.Is(fmt.Errorf("wrapped: %w", err), target))
 }
 
+// TestProfileRounding checks where the resolution grid applies: running
+// jobs end exactly (off the grid), a fit starts at such an end to the
+// second, and only a future reservation's end is rounded up to the grid;
+// an overdue job holds until the first grid point after now.
 func TestProfileRounding(t *testing.T) {
 	now := t0.Add(25 * time.Second) // not on the 60 s grid
 	p, err := NewProfile(now, cluster(1, vec(1, 1, 0)), []Running{
@@ -672,11 +680,20 @@ func TestProfileRounding(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, steps, 2)
 	assert.Equal(t, now, steps[0].Start)
-	assert.Equal(t, t0.Add(2*time.Minute), steps[1].Start, "end rounded up to the grid")
+	assert.Equal(t, now.Add(90*time.Second), steps[1].Start, "a running job ends exactly")
 	fit, err := p.EarliestFit(Request{Nodes: 1, PerNode: vec(1, 1, 0), Duration: 61 * time.Second})
 	require.NoError(t, err)
-	assert.Equal(t, t0.Add(2*time.Minute), fit.Start)
-	assert.Equal(t, t0.Add(4*time.Minute), fit.End)
+	assert.Equal(t, now.Add(90*time.Second), fit.Start, "the exact end of the blocker")
+	assert.Equal(t, t0.Add(3*time.Minute), fit.End, "a reservation's end rounded up to the grid")
+	require.NoError(t, p.Reserve(Reservation{ID: 2, Start: fit.Start, End: fit.Start.Add(61 * time.Second), Allocs: []Alloc{{Node: 0, Use: vec(1, 1, 0)}}}))
+	r2, ok := p.Reservation(2)
+	require.True(t, ok)
+	assert.Equal(t, fit.Start, r2.Start)
+	assert.Equal(t, fit.End, r2.End)
+	fit, err = p.EarliestFit(Request{Nodes: 1, PerNode: vec(1, 1, 0), Duration: time.Minute, Earliest: now.Add(7 * time.Second)})
+	require.NoError(t, err)
+	assert.Equal(t, FitFound, fit.Status)
+	assert.Equal(t, t0.Add(3*time.Minute), fit.Start, "after the reservation's rounded end")
 	r, ok := p.Reservation(1)
 	require.True(t, ok)
 	assert.Equal(t, now, r.Start)
@@ -951,16 +968,18 @@ func TestReserveFit(t *testing.T) {
 		checkProfile(t, p, nil)
 		checkNoOverAllocation(t, p)
 	}
-	// Whole nodes 1 and 2 now (node 0 runs job 1 until 12:30:20, 12:31 on
-	// the grid); then nodes 0 and 1 once the first reservation ends.
+	// Whole nodes 1 and 2 now (node 0 runs job 1 until 12:30:20); then
+	// nodes 0 and 1 once the first, a start, ends exactly 45 minutes from
+	// now; the second, a future reservation, ends on the grid.
 	r, ok := p.Reservation(10)
 	require.True(t, ok)
 	assert.Equal(t, now, r.Start)
-	assert.Equal(t, t0.Add(mins(46)), r.End, "45 minutes from now, rounded up to the grid")
+	assert.Equal(t, now.Add(mins(45)), r.End, "a start ends exactly")
 	assert.Equal(t, vec(4, 4, 2), r.Allocs[0].Use, "exclusive takes the whole node")
 	assert.Equal(t, []int{1, 2}, []int{r.Allocs[0].Node, r.Allocs[1].Node})
 	r, _ = p.Reservation(11)
-	assert.Equal(t, t0.Add(mins(46)), r.Start)
+	assert.Equal(t, now.Add(mins(45)), r.Start)
+	assert.Equal(t, t0.Add(mins(91)), r.End, "12:45:20 + 45 min, rounded up to the grid")
 	assert.Equal(t, []int{0, 1}, []int{r.Allocs[0].Node, r.Allocs[1].Node})
 	assert.ErrorIs(t, p.ReserveFit(20, req, Fit{Status: FitNever}), ErrInvalidRequest)
 }

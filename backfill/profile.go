@@ -18,7 +18,8 @@ import (
 type JobID uint64
 
 // DefaultResolution is Slurm's bf_resolution default (60 s): the grid to
-// which a profile rounds the end of every interval it stores.
+// which a profile rounds up the end of every future reservation (see
+// ProfileOptions.Resolution).
 const DefaultResolution = 60 * time.Second
 
 // MaxDuration is the longest interval a profile accepts (100 years); use a
@@ -60,8 +61,9 @@ type Alloc struct {
 
 // Running is a job that holds resources now and releases them at End, its
 // start plus its time limit. A zero End means the job never ends (no time
-// limit); an End at or before the profile's origin (an overdue job) is
-// treated as ending one resolution step after the origin.
+// limit). End is taken exactly (to the second); an End at or before the
+// profile's origin (an overdue job) is treated as the first grid point
+// after the origin.
 type Running struct {
 	ID     JobID
 	End    time.Time
@@ -87,12 +89,16 @@ type Step struct {
 // ProfileOptions configures a Profile. The zero value means Slurm's
 // defaults.
 type ProfileOptions struct {
-	// Resolution is the time grid (bf_resolution). Every stored end time
-	// is rounded up to a multiple of it (resources are assumed busy a
-	// little longer), and start times other than the origin fall on it,
-	// which bounds the number of distinct change points in any window to
-	// window/Resolution. Zero means DefaultResolution; it must be between
-	// 1 s and 1 h and a whole number of seconds.
+	// Resolution is the time grid (bf_resolution). The end of a
+	// reservation that starts after the origin is rounded up to a
+	// multiple of it (its resources are held a little longer: the plan
+	// only gets more cautious), which bounds the change points that
+	// reservations add to any window to window/Resolution. Everything
+	// else is exact to the second: running jobs' ends, starts at the
+	// origin and their ends, reservation starts, begin times and blocks.
+	// An overdue running job holds until the first grid point after the
+	// origin. Zero means DefaultResolution; it must be between 1 s and
+	// 1 h and a whole number of seconds.
 	Resolution time.Duration
 }
 
@@ -530,18 +536,31 @@ func (p *Profile) Clone() *Profile {
 	return &c
 }
 
-// endOf converts an end time to profile seconds: rounded up to the
-// resolution grid, never at or before the origin (overdue ends move one
-// step past it); the zero time means never.
+// endOf converts an end time to profile seconds exactly (a fraction of
+// a second counts as the whole second: resources are held a little
+// longer, never shorter), never at or before the origin: an overdue end
+// moves to the first grid point after it. The zero time means never.
 func (p *Profile) endOf(t time.Time) int64 {
 	if t.IsZero() {
 		return posInf
 	}
 	s := ceilUnix(t)
 	if s <= p.origin {
-		s = p.origin + 1
+		return p.ceilRes(p.origin + 1)
 	}
-	return p.ceilRes(s)
+	return s
+}
+
+// resvEnd is the stored end of a reservation over [start, end) in profile
+// seconds: exact for one that starts at the origin (a start, which becomes
+// the running job), otherwise rounded up to the resolution grid. Rounding
+// only ever holds resources longer than the plan needs, so that it makes
+// the plan more cautious, never less.
+func (p *Profile) resvEnd(start, end int64) int64 {
+	if start <= p.origin {
+		return end
+	}
+	return p.ceilRes(end)
 }
 
 // ceilUnix is t in Unix seconds, rounded up to a whole second.
@@ -556,19 +575,19 @@ func ceilUnix(t time.Time) int64 {
 // ceilSecs is d in seconds, rounded up to a whole second.
 func ceilSecs(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
 
-// startOf converts a start time to profile seconds: rounded down to the
-// grid (resources are taken a little earlier), but not before the origin.
+// startOf converts a start time to profile seconds: exact, a fraction of a
+// second dropped (resources are taken a little earlier), but not before
+// the origin. The zero time means the origin.
 func (p *Profile) startOf(t time.Time) int64 {
 	if t.IsZero() {
 		return p.origin
 	}
-	s := p.floorRes(t.Unix())
-	return max(s, p.origin)
+	return max(t.Unix(), p.origin)
 }
 
 func (p *Profile) ceilRes(s int64) int64 {
-	if s >= posInf {
-		return posInf
+	if s >= posInf || p.res == 1 {
+		return s
 	}
 	q := s / p.res
 	if q*p.res < s {
@@ -578,6 +597,9 @@ func (p *Profile) ceilRes(s int64) int64 {
 }
 
 func (p *Profile) floorRes(s int64) int64 {
+	if p.res == 1 {
+		return s
+	}
 	q := s / p.res
 	if q*p.res > s {
 		q--
@@ -623,9 +645,10 @@ func (p *Profile) AddRunning(r Running) error {
 	return nil
 }
 
-// Reserve books r's resources over [r.Start, r.End): the start is rounded
-// down to the resolution grid (but not before the origin), the end rounded
-// up. It fails, leaving p unchanged, when the ID is taken, an Alloc is
+// Reserve books r's resources over [r.Start, r.End): from the start's
+// whole second (but not before the origin) to the end, rounded up to the
+// resolution grid unless the reservation starts at the origin (a start:
+// its end is the running job's, exact). It fails, leaving p unchanged, when the ID is taken, an Alloc is
 // malformed, or some node lacks the free resources for part of the
 // interval (ErrOverAllocation).
 func (p *Profile) Reserve(r Reservation) error {
@@ -644,8 +667,8 @@ func (p *Profile) Reserve(r Reservation) error {
 	if !r.End.After(p.nowT) {
 		return fmt.Errorf("%w: reservation %d: End %v not after the profile origin %v", ErrInvalidTime, r.ID, r.End, p.nowT)
 	}
-	start, end := p.startOf(r.Start), p.endOf(r.End)
-	e, err := p.newEntry(r.ID, kindReserved, start, end, r.Allocs)
+	start := p.startOf(r.Start)
+	e, err := p.newEntry(r.ID, kindReserved, start, p.resvEnd(start, p.endOf(r.End)), r.Allocs)
 	if err != nil {
 		return fmt.Errorf("reservation %d: %w", r.ID, err)
 	}

@@ -41,12 +41,13 @@ type Request struct {
 	// job must run in …). A set of length 0 means every node; otherwise
 	// its length must equal the profile's node count.
 	Allowed topology.NodeSet
-	// Duration is the wall time (the time limit); at least 1 s. The
-	// interval reserved is rounded up to the resolution grid.
+	// Duration is the wall time (the time limit); at least 1 s. A start
+	// at the origin reserves exactly it; a later start reserves up to the
+	// first grid point at or after its end.
 	Duration time.Duration
 	// Earliest is the earliest acceptable start (begin time, start of an
-	// advance reservation …); zero means the origin. Later times are
-	// rounded up to the resolution grid.
+	// advance reservation …), to the second (a fraction rounds up); zero
+	// means the origin.
 	Earliest time.Time
 	// Latest is the latest acceptable start (the backfill window's end);
 	// zero means no limit.
@@ -95,8 +96,9 @@ type Fit struct {
 	// Start is the earliest start; the profile's Now when the job can
 	// start immediately.
 	Start time.Time
-	// End is the end of the interval a reservation would take (Start +
-	// Duration rounded up to the resolution grid).
+	// End is the end of the interval a reservation would take: Start +
+	// Duration for a start at the profile's origin, else rounded up to
+	// the resolution grid.
 	End time.Time
 	// Nodes are the chosen nodes in increasing order for the default
 	// chooser, in the chooser's order otherwise.
@@ -298,12 +300,13 @@ func (p *Profile) EarliestFit(r Request) (Fit, error) {
 	if res.st != FitFound {
 		return Fit{Status: res.st}, nil
 	}
-	return Fit{Status: FitFound, Start: p.timeOf(res.t), End: p.timeOf(p.ceilRes(res.t + q.d)), Nodes: res.nodes}, nil
+	return Fit{Status: FitFound, Start: p.timeOf(res.t), End: p.timeOf(p.endAt(res.t, q.d)), Nodes: res.nodes}, nil
 }
 
 // ReserveFit books under id what EarliestFit returned for req: fit.Nodes
 // over [fit.Start, fit.End) — req.Duration from fit.Start, rounded up to the
-// grid; from fit.Start + req.Duration when fit.End is zero — each with
+// grid unless fit.Start is the origin; from fit.Start + req.Duration when
+// fit.End is zero — each with
 // req.PerNode, or whole nodes when req.Exclusive. Booking fit.End rather
 // than fit.Start + req.Duration matters when fit.Start is a Now with a
 // fraction of a second, which the profile counts from its whole second.
@@ -371,9 +374,7 @@ func (p *Profile) fillQuery(q *query, r *Request) (*query, error) {
 	}
 	q.t0 = p.origin
 	if !r.Earliest.IsZero() {
-		if e := ceilUnix(r.Earliest); e > p.origin {
-			q.t0 = p.ceilRes(e)
-		}
+		q.t0 = max(ceilUnix(r.Earliest), p.origin)
 	}
 	q.latest = posInf
 	if !r.Latest.IsZero() {
@@ -427,9 +428,25 @@ func (p *Profile) capable(q *query) int {
 	return c
 }
 
+// endAt is the end of the interval a job of raw duration d starting at t
+// reserves: exactly t+d for a start at the origin (the job starts now and
+// ends then), else the first grid point at or after t+d (a reservation,
+// held a little longer than it needs).
+func (p *Profile) endAt(t, d int64) int64 { return p.resvEnd(t, t+d) }
+
 // durAt is the length of the interval a job of raw duration d starting at
-// t reserves: up to the next grid point at or after t+d.
-func (p *Profile) durAt(t, d int64) int64 { return p.ceilRes(t+d) - t }
+// t reserves (see endAt).
+func (p *Profile) durAt(t, d int64) int64 { return p.endAt(t, d) - t }
+
+// lastStart is the latest start after the origin at which a job of raw
+// duration d reserves no time at or after x (its end rounded up to the
+// grid at most x): floorRes(x) - d; posInf for x = posInf.
+func (p *Profile) lastStart(x, d int64) int64 {
+	if x >= posInf {
+		return posInf
+	}
+	return p.floorRes(x) - d
+}
 
 // violation returns the first time ≥ t at which node i cannot hold the
 // request (free below req, or not idle for exclusive requests), or posInf
@@ -514,18 +531,18 @@ func (p *Profile) search(q *query) (result, error) {
 	F.Reset()
 	count := 0
 	sc.heap = sc.heap[:0]
-	dA := p.ceilRes(q.d) // reserved length for starts on the grid
+	// A node stays feasible from where it becomes so until lastStart of
+	// its first violation: the reserved end of a later start is on the
+	// grid. Violations are looked for up to the end a start at the latest
+	// would reserve.
 	bound := int64(posInf)
 	if q.latest < posInf {
-		bound = q.latest + dA
+		bound = p.endAt(max(q.latest, p.origin+1), q.d)
 	}
 	add := func(i int, x int64) {
 		F.Add(i)
 		count++
-		u := int64(posInf)
-		if x < posInf {
-			u = x - dA
-		}
+		u := p.lastStart(x, q.d)
 		sc.u[i] = u
 		if u < posInf {
 			heapPush(&sc.heap, hitem{u: u, node: int32(i)})
@@ -669,6 +686,7 @@ func (p *Profile) search(q *query) (result, error) {
 			}
 		}
 		added := false
+		end := p.endAt(t, q.d)
 		g := q.ghost
 		lists := [2][]int32{nodes, nil}
 		if all {
@@ -692,7 +710,7 @@ func (p *Profile) search(q *query) (result, error) {
 						continue
 					}
 				}
-				if x := p.violation(i, t, max(bound, t+dA), q); x >= t+dA {
+				if x := p.violation(i, t, max(bound, end), q); x >= end {
 					add(i, x)
 					added = true
 				}

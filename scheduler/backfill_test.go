@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -234,4 +235,59 @@ func TestRequeuedJobKeepsNoStalePlan(t *testing.T) {
 	ex, err := s.Explain(t0.Add(3*time.Minute), head, scheduler.ExplainOptions{})
 	require.NoError(t, err)
 	require.NotEqual(t, scheduler.EstimateReserved, ex.Estimate.Source, "%+v", ex.Estimate)
+}
+
+// TestBackfillNeverDelaysReservationBySeconds is the scenario of a
+// reserved job whose blocker ends off the bf_resolution grid (the default
+// 60 s): a lower job that would end even one second after the blocker
+// must not be backfilled in front of it, and the reserved job's expected
+// start is the blocker's exact end, not the next grid point (squeue
+// --start shows the exact second). One that ends at the blocker's end or
+// before fits the gap and starts.
+func TestBackfillNeverDelaysReservationBySeconds(t *testing.T) {
+	base := time.Date(2026, 1, 5, 18, 10, 44, 0, time.UTC) // not a whole minute
+	for _, late := range []int{-20, 0, 1, 16, 17, 46, 58, 59, 76} {
+		t.Run(fmt.Sprintf("ends%+ds", late), func(t *testing.T) {
+			s, err := scheduler.New(scheduler.Config{
+				Nodes:      []scheduler.NodeConfig{{Name: "n1", CPUs: 8, MemoryMiB: 32 * 1024}},
+				Partitions: []scheduler.PartitionConfig{{Name: "batch", MaxTime: 24 * time.Hour}},
+				Backfill:   &backfill.Config{Mode: backfill.EASY},
+			})
+			require.NoError(t, err)
+			at := base.Add(30 * time.Second)
+			first := mustSubmit(t, s, at, scheduler.JobSpec{CPUsPerTask: 4, TimeLimit: 10 * time.Minute})
+			cyc := mustSchedule(t, s, at)
+			require.Len(t, cyc.Starts, 1)
+			firstEnd := at.Add(10 * time.Minute) // 18:21:14
+
+			at = base.Add(31 * time.Second)
+			wide := mustSubmit(t, s, at, scheduler.JobSpec{CPUsPerTask: 8, TimeLimit: time.Hour})
+			limit := firstEnd.Add(time.Duration(late) * time.Second).Sub(at)
+			narrow := mustSubmit(t, s, at, scheduler.JobSpec{CPUsPerTask: 4, TimeLimit: limit})
+			cyc = mustSchedule(t, s, at)
+
+			jw, _ := s.Job(wide)
+			assert.Equal(t, firstEnd, jw.ExpectedStart, "the 8-CPU job waits exactly for job %d's end", first)
+			var shown time.Time
+			for _, p := range cyc.Pending {
+				if p.Job == wide {
+					shown = p.ExpectedStart
+				}
+			}
+			assert.Equal(t, firstEnd, shown, "Pending.ExpectedStart")
+			ex, err := s.Explain(at, wide, scheduler.ExplainOptions{})
+			require.NoError(t, err)
+			require.NotNil(t, ex.Estimate)
+			assert.Equal(t, firstEnd, ex.Estimate.Start, "Explain's estimate")
+
+			jn, _ := s.Job(narrow)
+			if late > 0 {
+				assert.Empty(t, cyc.Starts, "a job ending %d s after the blocker would delay the reservation", late)
+				assert.Equal(t, scheduler.JobPending, jn.State)
+				return
+			}
+			require.Len(t, cyc.Starts, 1, "a job ending %d s after the blocker fits the gap", late)
+			assert.Equal(t, narrow, cyc.Starts[0].Job)
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"regexp"
@@ -32,7 +33,7 @@ func runRandom(t *testing.T, seed uint64, steps int, variant func(*scheduler.Con
 	for _, f := range after {
 		f(s)
 	}
-	now := clustertest.Epoch
+	now := clustertest.Epoch.Add(13 * time.Second) // off the minute, as are the limits and windows below
 	var log []string
 	var ids []scheduler.JobID
 	startedAt := map[scheduler.JobID]time.Time{}
@@ -45,14 +46,14 @@ func runRandom(t *testing.T, seed uint64, steps int, variant func(*scheduler.Con
 		case k < 40:
 			spec := scheduler.JobSpec{
 				Nodes:     1 + rng.IntN(2),
-				TimeLimit: time.Duration(1+rng.IntN(120)) * time.Minute,
+				TimeLimit: time.Duration(60+rng.IntN(7141)) * time.Second, // 1 to 120 min, to the second
 				Exclusive: rng.IntN(6) == 0,
 				Requeue:   [...]scheduler.RequeueMode{scheduler.RequeueYes, scheduler.RequeueNo}[rng.IntN(2)],
 				User:      []string{"ann", "bob", "cy"}[rng.IntN(3)],
 				QOS:       []string{"normal", "high"}[rng.IntN(2)],
 			}
 			if rng.IntN(5) == 0 {
-				spec.TimeMin = spec.TimeLimit / 2
+				spec.TimeMin = (spec.TimeLimit / 2).Truncate(time.Second)
 			}
 			spec.CPUsPerTask = 1 + rng.IntN(16)
 			spec.MemPerNodeMiB = int64(rng.IntN(200)) * clustertest.GiB
@@ -126,8 +127,8 @@ func runRandom(t *testing.T, seed uint64, steps int, variant func(*scheduler.Con
 			nodes := topology.NewNodeSet(len(nodeNames))
 			nodes.Add(rng.IntN(len(nodeNames)))
 			name := fmt.Sprintf("maint-%d", step)
-			err = s.AddReservation(now, policy.Reservation{Name: name, Start: now.Add(time.Duration(rng.IntN(180)) * time.Minute),
-				Duration: time.Duration(10+rng.IntN(120)) * time.Minute, Nodes: nodes, Users: []string{"root"},
+			err = s.AddReservation(now, policy.Reservation{Name: name, Start: now.Add(time.Duration(rng.IntN(180*60)) * time.Second),
+				Duration: time.Duration(600+rng.IntN(7200)) * time.Second, Nodes: nodes, Users: []string{"root"},
 				Flags: policy.ResvMaint | policy.ResvIgnoreJobs})
 			if err == nil {
 				resvs = append(resvs, name)
@@ -401,4 +402,176 @@ func TestEstimateIntervalDecidesTheSame(t *testing.T) {
 			require.Positive(t, differ, "some estimates stood")
 		}
 	})
+}
+
+// TestBackfillNeverDelaysAReservation runs random workloads whose time
+// limits, arrivals and early ends are arbitrary seconds (from a base off
+// the minute) under EASY and conservative backfill with the default 60 s
+// bf_resolution, and checks after every cycle, with exact times, that no
+// job the backfill pass started pushes a reserved job later than its
+// reservation: each reserved job's expected start is no later than the
+// earliest start exact times allow it without the lower-priority jobs the
+// pass started (the higher-priority reservations held as the plan holds
+// them, their ends on the grid), and it still fits there with them.
+func TestBackfillNeverDelaysAReservation(t *testing.T) {
+	seeds := 40
+	if testing.Short() {
+		seeds = 10
+	}
+	for _, mode := range []backfill.Mode{backfill.EASY, backfill.Conservative} {
+		t.Run(mode.String(), func(t *testing.T) {
+			checked, backfilled := 0, 0
+			for seed := range uint64(seeds) {
+				c, b := runNoDelay(t, seed, mode)
+				checked, backfilled = checked+c, backfilled+b
+			}
+			require.Positive(t, backfilled, "the workloads backfill")
+			require.Positive(t, checked, "the workloads hold reservations")
+			t.Logf("%d reservations checked, %d backfilled starts", checked, backfilled)
+		})
+	}
+}
+
+// runNoDelay is one workload of TestBackfillNeverDelaysAReservation; it
+// returns the reservations it checked and the backfilled starts.
+func runNoDelay(t *testing.T, seed uint64, mode backfill.Mode) (checked, backfilled int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 15))
+	var nodes []scheduler.NodeConfig
+	for i := range 3 {
+		nodes = append(nodes, scheduler.NodeConfig{Name: fmt.Sprintf("n%d", i), CPUs: 8, MemoryMiB: 32 * 1024})
+	}
+	const res = 60 * time.Second // the default bf_resolution
+	s, err := scheduler.New(scheduler.Config{
+		Nodes:      nodes,
+		Partitions: []scheduler.PartitionConfig{{Name: "batch", MaxTime: 24 * time.Hour}},
+		Backfill:   &backfill.Config{Mode: mode},
+	})
+	require.NoError(t, err)
+	now := clustertest.Epoch.Add(17 * time.Second)
+	ends := map[scheduler.JobID]time.Time{} // when each running job finishes
+	for range 80 {
+		next := now.Add(time.Duration(1+rng.IntN(400)) * time.Second)
+		for _, end := range ends {
+			if end.Before(next) {
+				next = end
+			}
+		}
+		now = next
+		for id, end := range ends {
+			if !end.After(now) {
+				require.NoError(t, s.Finish(now, id, 0))
+				delete(ends, id)
+			}
+		}
+		for range rng.IntN(3) {
+			spec := scheduler.JobSpec{Nodes: 1 + rng.IntN(2), CPUsPerTask: 1 + rng.IntN(8),
+				MemPerNodeMiB: int64(rng.IntN(16)) * 1024, TimeLimit: time.Duration(1+rng.IntN(7200)) * time.Second}
+			spec.Exclusive = rng.IntN(5) == 0
+			mustSubmit(t, s, now, spec)
+		}
+		cyc := mustSchedule(t, s, now)
+		for _, st := range cyc.Starts {
+			j, _ := s.Job(st.Job)
+			end := now.Add(j.TimeLimit)
+			if rng.IntN(4) == 0 { // some end early
+				end = now.Add(time.Duration(1+rng.Int64N(int64(j.TimeLimit/time.Second))) * time.Second)
+			}
+			ends[st.Job] = end
+			if st.Backfill {
+				backfilled++
+			}
+		}
+		checked += checkNoDelay(t, s, now, mode, res, fmt.Sprintf("seed %d at %v", seed, now))
+	}
+	return checked, backfilled
+}
+
+// checkNoDelay checks every reserved job of the last cycle at now (see
+// TestBackfillNeverDelaysAReservation) and returns how many it checked.
+// Under FCFS, queue order is ID order; under EASY the first job with an
+// expected start holds the reservation, under conservative every one.
+func checkNoDelay(t *testing.T, s *scheduler.Scheduler, now time.Time, mode backfill.Mode, res time.Duration, where string) int {
+	t.Helper()
+	infos := s.Nodes()
+	index := map[string]int{}
+	states := make([]backfill.NodeState, len(infos))
+	for i, n := range infos {
+		index[n.Name] = n.Index
+		c := n.Capacity.Clone()
+		c[gres.Node] = 0
+		states[i] = backfill.NodeState{Capacity: c}
+	}
+	use := func(v gres.Vector) gres.Vector {
+		u := v.Clone()
+		u[gres.Node] = 0
+		return u
+	}
+	jobs := s.Jobs()
+	slices.SortFunc(jobs, func(x, y scheduler.Job) int { return cmp.Compare(x.ID, y.ID) })
+	var reserved []scheduler.Job
+	for _, j := range jobs {
+		if j.State == scheduler.JobPending && !j.ExpectedStart.IsZero() && j.ExpectedStart.After(now) {
+			reserved = append(reserved, j)
+			if mode == backfill.EASY || len(reserved) == 4 { // conservative: the first few
+				break
+			}
+		}
+	}
+	// profile holds the running jobs (without the ones this cycle's
+	// backfill pass started below R in queue order, unless all) and the
+	// reservations above R, with ends on the grid as the plan books them.
+	profile := func(r scheduler.Job, all bool) *backfill.Profile {
+		var running []backfill.Running
+		for _, j := range jobs {
+			if j.State != scheduler.JobRunning || (!all && j.Backfilled && j.StartTime.Equal(now) && j.ID > r.ID) {
+				continue
+			}
+			run := backfill.Running{ID: backfill.JobID(j.ID), End: j.StartTime.Add(j.TimeLimit)}
+			for _, na := range j.Alloc.Nodes {
+				run.Allocs = append(run.Allocs, backfill.Alloc{Node: na.Node, Use: use(na.TRES)})
+			}
+			running = append(running, run)
+		}
+		p, err := backfill.NewProfile(now, states, running, backfill.ProfileOptions{Resolution: time.Second})
+		require.NoError(t, err, where)
+		for _, h := range reserved {
+			if h.ID >= r.ID {
+				break
+			}
+			end := h.ExpectedStart.Add(h.TimeLimit)
+			if rem := time.Duration(end.Unix()) * time.Second % res; rem != 0 {
+				end = end.Add(res - rem)
+			}
+			require.NoError(t, p.Reserve(reservationOf(h, states, index, h.ExpectedStart, end, use)), "%s: job %d's reservation", where, h.ID)
+		}
+		return p
+	}
+	for _, r := range reserved {
+		// Its own end may be on the grid, up to res - 1 s later.
+		fit, err := profile(r, false).EarliestFit(backfill.Request{Nodes: len(r.PlannedNodes), PerNode: use(r.PerNode),
+			Exclusive: r.Spec.Exclusive, Duration: r.TimeLimit + res - time.Second})
+		require.NoError(t, err, where)
+		require.Equal(t, backfill.FitFound, fit.Status, where)
+		require.False(t, r.ExpectedStart.After(fit.Start), "%s: job %d reserved at %v, but exact times let it start at %v without the jobs backfilled below it",
+			where, r.ID, r.ExpectedStart, fit.Start)
+		with := profile(r, true)
+		require.NoError(t, with.Reserve(reservationOf(r, states, index, r.ExpectedStart, r.ExpectedStart.Add(r.TimeLimit), use)),
+			"%s: job %d no longer fits its reservation at %v on %v", where, r.ID, r.ExpectedStart, r.PlannedNodes)
+	}
+	return len(reserved)
+}
+
+// reservationOf is pending job j booked over [start, end) on its planned
+// nodes: its per-node request, or the whole node when exclusive.
+func reservationOf(j scheduler.Job, states []backfill.NodeState, index map[string]int, start, end time.Time, use func(gres.Vector) gres.Vector) backfill.Reservation {
+	r := backfill.Reservation{ID: backfill.JobID(j.ID), Start: start, End: end}
+	for _, name := range j.PlannedNodes {
+		u := use(j.PerNode)
+		if j.Spec.Exclusive {
+			u = states[index[name]].Capacity
+		}
+		r.Allocs = append(r.Allocs, backfill.Alloc{Node: index[name], Use: u})
+	}
+	return r
 }
