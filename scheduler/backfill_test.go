@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/internal/clustertest"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
@@ -290,4 +291,45 @@ func TestBackfillNeverDelaysReservationBySeconds(t *testing.T) {
 			assert.Equal(t, narrow, cyc.Starts[0].Job)
 		})
 	}
+}
+
+// TestCounterfactualNowMeansNow: with exact end times, a job whose start
+// is seconds after the time asked about does not start "now", even when
+// Explain is asked after the last pass and the gap is under one backfill
+// resolution step: its what-ifs are offered (here another GPU type that
+// starts it at once) and none that starts later is called immediate.
+func TestCounterfactualNowMeansNow(t *testing.T) {
+	base := time.Date(2026, 1, 5, 18, 10, 44, 0, time.UTC)
+	node := func(name, typ string) scheduler.NodeConfig {
+		return scheduler.NodeConfig{Name: name, CPUs: 8, MemoryMiB: 32 * 1024,
+			GRES: []gres.Request{{Name: "gpu", Type: typ, Count: 2}}}
+	}
+	s, err := scheduler.New(scheduler.Config{
+		Nodes:      []scheduler.NodeConfig{node("n1", "a100"), node("n2", "h100")},
+		Partitions: []scheduler.PartitionConfig{{Name: "batch", MaxTime: 24 * time.Hour}},
+		Backfill:   &backfill.Config{Mode: backfill.EASY},
+	})
+	require.NoError(t, err)
+	a100 := []gres.Request{{Name: "gpu", Type: "a100", Count: 2}}
+	mustSubmit(t, s, base, scheduler.JobSpec{CPUsPerTask: 8, TimeLimit: 10 * time.Minute, GRESPerNode: a100})
+	require.Len(t, mustSchedule(t, s, base).Starts, 1)
+	end := base.Add(10 * time.Minute)
+	x := mustSubmit(t, s, base.Add(time.Second), scheduler.JobSpec{CPUsPerTask: 8, TimeLimit: time.Hour, GRESPerNode: a100})
+	mustSchedule(t, s, base.Add(time.Second))
+
+	asked := end.Add(-9 * time.Second)
+	ex, err := s.Explain(asked, x, scheduler.ExplainOptions{Counterfactuals: true})
+	require.NoError(t, err)
+	require.NotNil(t, ex.Estimate)
+	require.Equal(t, end, ex.Estimate.Start, "it waits for the a100 node, 9 s")
+	offered := false
+	for _, cf := range ex.Counterfactuals {
+		if cf.Now {
+			assert.False(t, cf.Start.After(asked), "%s is called immediate but starts %s after %s", cf, cf.Start.Sub(asked), asked)
+		}
+		if cf.Kind == scheduler.CounterGPUType && cf.GPUType == "h100" && cf.Now {
+			offered = true
+		}
+	}
+	assert.True(t, offered, "switching to the free h100 node starts it now, 9 s sooner:\n%s", ex)
 }

@@ -1326,9 +1326,10 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 			ref = fit.Start
 		}
 	}
-	immediate := func(t time.Time) bool {
-		return !t.After(now) || (now.After(p.Now()) && t.Sub(now) < p.Resolution())
-	}
+	// immediate: a start at or before now. The plan keeps exact times
+	// (backfill rounds only a future reservation's end, later), so a start
+	// even a second after now is not now.
+	immediate := func(t time.Time) bool { return !t.After(now) }
 	better := func(t time.Time) bool { return ref.IsZero() || t.Before(ref) }
 	if !ref.IsZero() && immediate(ref) {
 		return nil // it starts now as it is
