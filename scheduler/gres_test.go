@@ -147,3 +147,29 @@ func TestDeviceHealth(t *testing.T) {
 	assert.ErrorIs(t, s.SetDeviceHealth(t0.Add(5*time.Minute), "dgx01", 42, false, ""), gres.ErrUnknownDevice)
 	assert.ErrorIs(t, s.SetDeviceHealth(t0.Add(5*time.Minute), "nope", 0, false, ""), scheduler.ErrUnknownNode)
 }
+
+// TestSubmitRejectsMalformedGRESName checks that Submit validates GRES
+// names and types by gres's one rule: Name "gpu:h100" used to be charged as
+// a count-only TRES gres/gpu:h100, so two jobs got the same GPUs, and a
+// count-like type ("2") could never match a device.
+func TestSubmitRejectsMalformedGRESName(t *testing.T) {
+	s, err := scheduler.New(clustertest.DGX())
+	require.NoError(t, err)
+	for _, q := range []gres.Request{{Name: "gpu:h100", Count: 2}, {Name: "gpu", Type: "2", Count: 3}, {Name: "", Count: 1}} {
+		for _, spec := range []scheduler.JobSpec{
+			{GRESPerNode: []gres.Request{q}},
+			{GRESPerTask: []gres.Request{q}},
+			{GRESPerJob: []gres.Request{q}},
+		} {
+			_, err := s.Submit(t0, spec)
+			require.ErrorIs(t, err, scheduler.ErrInvalidJob, "%+v", spec)
+			require.ErrorIs(t, err, gres.ErrInvalidGRES, "%+v", spec)
+		}
+	}
+	assert.Empty(t, s.Jobs(), "a rejected submit queues nothing")
+	// The well-formed spelling of the same request is accepted and takes devices.
+	mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: []gres.Request{{Name: "gpu", Type: "h100", Count: 2}}})
+	cyc := mustSchedule(t, s, t0)
+	require.Len(t, cyc.Starts, 1)
+	assert.Len(t, cyc.Starts[0].Alloc.Nodes[0].Devices, 2)
+}

@@ -627,11 +627,8 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 func mergeDeviceRequests(spec JobSpec, nodes, tpn int64) ([]gres.Request, error) {
 	var out []gres.Request
 	add := func(r gres.Request, mult int64, div int64, field string) error {
-		if r.Name == "" {
-			return fmt.Errorf("%w: %s: GRES with empty name", ErrInvalidJob, field)
-		}
-		if r.Count < 0 || r.Count > gres.MaxCount {
-			return fmt.Errorf("%w: %s: GRES %s count %d out of range", ErrInvalidJob, field, r.Name, r.Count)
+		if err := r.Validate(); err != nil { // gres's one rule for names, types and counts
+			return fmt.Errorf("%w: %s: %w", ErrInvalidJob, field, err)
 		}
 		c := (r.Count + div - 1) / div
 		if c != 0 && mult > gres.MaxCount/c {
