@@ -528,7 +528,7 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 		weights = s.pol.p.BillingWeights(j.Partition)
 	}
 	s.sum = j.Alloc.sumInto(s.sum)
-	j.Alloc.Billing = weights.Billable(s.sum, gres.BillingSum)
+	j.Alloc.Billing = weights.Billable(s.sum, s.billMode)
 	j.bfUse = nil // the profile's view of the allocation is recomputed
 	j.clearEstimate()
 	j.State = JobRunning

@@ -67,6 +67,8 @@ type Scheduler struct {
 	policyVersion string
 	// suspended lists the SUSPENDED jobs, in suspension order.
 	suspended []*job
+	// billMode is how billing weights combine (Config.BillingMode).
+	billMode gres.BillingMode
 	// arrays holds the job arrays by array job ID; maxArray bounds indices.
 	arrays   map[JobID]*array
 	maxArray int
@@ -174,6 +176,7 @@ func New(cfg Config) (*Scheduler, error) {
 		maxArray:   max(cfg.MaxArraySize, 0),
 		minJobAge:  cfg.MinJobAge,
 	}
+	s.billMode, _ = cfg.billingMode() // validate checked it
 	n := len(cfg.Nodes)
 	s.usable = topology.FullNodeSet(n)
 	s.avail = topology.NewNodeSet(n)
