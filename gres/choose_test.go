@@ -194,8 +194,9 @@ func TestChooseGoldenFile(t *testing.T) {
 	assert.Equal(t, string(want), b.String())
 }
 
-// TestChooseIsOptimalOnFixtures checks every choice on the 8-GPU fixtures
-// against every subset of eligible devices: no subset scores better, and
+// TestChooseIsOptimalOnFixtures checks every choice on the 8-GPU fixtures,
+// in both DeviceOrders, against every subset of eligible devices: no subset
+// scores better in that order, and
 // an equal one never has lower indices.
 func TestChooseIsOptimalOnFixtures(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -216,6 +217,7 @@ func TestChooseIsOptimalOnFixtures(t *testing.T) {
 			if trial%2 == 1 {
 				req.Cores = gputest.SocketCores(rng.IntN(2))
 			}
+			req.Order = gres.DeviceOrder(trial / 2 % 2) // both orders, with and without cores
 			p, err := s.Choose(req)
 			if err != nil {
 				require.ErrorIs(t, err, gres.ErrInsufficientDevices)
@@ -234,7 +236,7 @@ func TestChooseIsOptimalOnFixtures(t *testing.T) {
 				}
 				q, err := s.Evaluate(set, req)
 				require.NoError(t, err)
-				c := p.Score.Compare(q.Score)
+				c := p.Score.CompareIn(q.Score, req.Order)
 				require.GreaterOrEqual(t, c, 0, "used=%v req=%d chose %v %+v, but %v scores %+v", used, req.Count, p.Devices, p.Score, set, q.Score)
 				if c == 0 {
 					require.LessOrEqual(t, slices.Compare(p.Devices, set), 0, "ties go to the lowest indices")
@@ -374,10 +376,42 @@ func TestChooseRequestErrors(t *testing.T) {
 	assert.ErrorIs(t, err, gres.ErrInsufficientDevices)
 	_, err = s.Choose(gres.DeviceRequest{Name: "gpu", Count: 9})
 	assert.ErrorIs(t, err, gres.ErrInsufficientDevices)
+	_, err = s.Choose(gres.DeviceRequest{Name: "gpu", Count: 1, Order: gres.AffinityFirst + 1})
+	assert.ErrorIs(t, err, gres.ErrInvalidRequest, "unknown order")
 	_, err = s.Evaluate([]int{0, 0}, gres.DeviceRequest{Name: "gpu"})
 	assert.ErrorIs(t, err, gres.ErrInvalidRequest)
 	_, err = s.Evaluate([]int{9}, gres.DeviceRequest{Name: "gpu"})
 	assert.ErrorIs(t, err, gres.ErrUnknownDevice)
+}
+
+// TestChooseAffinityFirstPrefersJobSocket checks the two DeviceOrders on
+// PCIeA100Pairs with GPUs 0 and 2 in use, for a 2-GPU job on socket 0's
+// cores: NVLinkFirst (the default) takes the bridged pair 4,5 on socket 1;
+// AffinityFirst, Slurm's order, takes 1 and 3 next to the job's cores
+// though no NVLink joins them. With EnforceBinding both orders agree.
+func TestChooseAffinityFirstPrefersJobSocket(t *testing.T) {
+	s, err := gres.NewNodeDevices(gputest.PCIeA100Pairs())
+	require.NoError(t, err)
+	require.NoError(t, s.Allocate([]int{0, 2}))
+	req := gres.DeviceRequest{Name: "gpu", Count: 2, Cores: gputest.SocketCores(0)}
+	def, err := s.Choose(req)
+	require.NoError(t, err)
+	assert.Equal(t, []int{4, 5}, def.Devices, "NVLink first")
+	req.Order = gres.AffinityFirst
+	slurm, err := s.Choose(req)
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 3}, slurm.Devices, "the job's socket first")
+	assert.Positive(t, def.Score.Compare(slurm.Score))
+	assert.Positive(t, slurm.Score.CompareIn(def.Score, gres.AffinityFirst))
+	req.EnforceBinding = true
+	for _, o := range []gres.DeviceOrder{gres.NVLinkFirst, gres.AffinityFirst} {
+		req.Order = o
+		p, err := s.Choose(req)
+		require.NoError(t, err)
+		assert.Equal(t, []int{1, 3}, p.Devices, "%v with enforce-binding", o)
+	}
+	assert.Equal(t, "nvlink-first", gres.NVLinkFirst.String())
+	assert.Equal(t, "affinity-first", gres.AffinityFirst.String())
 }
 
 func TestPlacementQuality(t *testing.T) {

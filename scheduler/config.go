@@ -113,6 +113,16 @@ type Config struct {
 	// Priority.Engine.Flags choose the mode, as in slurm.conf; a non-zero
 	// BillingMode that disagrees with those flags is an error.
 	BillingMode gres.BillingMode
+	// GPUOrder is how a node's devices are chosen for a job
+	// (gres.DeviceRequest.Order): gres.NVLinkFirst, the zero value and
+	// Sluice's default, takes the best NVLink-connected devices first and
+	// those close to the node's free CPUs second; gres.AffinityFirst is
+	// Slurm's order, devices close to the job's socket first, then NVLink.
+	// Sluice's default deviates from Slurm on purpose (peer bandwidth
+	// usually matters more than a socket hop); choose AffinityFirst for
+	// Slurm's placements. With EnforceBinding both orders take only close
+	// devices.
+	GPUOrder gres.DeviceOrder
 }
 
 // billingMode is the mode Alloc.Billing uses: BillingMode, or the one
@@ -398,6 +408,9 @@ func (c *Config) validate() (*topology.Graph, error) {
 	}
 	if _, err := c.billingMode(); err != nil {
 		return nil, err
+	}
+	if c.GPUOrder > gres.AffinityFirst {
+		return nil, fmt.Errorf("%w: unknown GPUOrder %v", ErrInvalidConfig, c.GPUOrder)
 	}
 	return g, nil
 }

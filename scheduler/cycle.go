@@ -468,7 +468,7 @@ func (s *Scheduler) planNode(j *job, n *node, buf *allocBuf) (nodePlan, bool) {
 			pl, err = s.choosePerSocket(j, n, devs, int(r.Count))
 		} else {
 			pl, err = devs.Choose(gres.DeviceRequest{Name: r.Name, Type: r.Type, Count: int(r.Count),
-				Cores: freeCores, EnforceBinding: j.Spec.EnforceBinding})
+				Cores: freeCores, EnforceBinding: j.Spec.EnforceBinding, Order: s.gpuOrder})
 		}
 		if err != nil {
 			return p, false

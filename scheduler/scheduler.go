@@ -69,6 +69,7 @@ type Scheduler struct {
 	suspended []*job
 	// billMode is how billing weights combine (Config.BillingMode).
 	billMode gres.BillingMode
+	gpuOrder gres.DeviceOrder // Config.GPUOrder
 	// arrays holds the job arrays by array job ID; maxArray bounds indices.
 	arrays   map[JobID]*array
 	maxArray int
@@ -177,6 +178,7 @@ func New(cfg Config) (*Scheduler, error) {
 		minJobAge:  cfg.MinJobAge,
 	}
 	s.billMode, _ = cfg.billingMode() // validate checked it
+	s.gpuOrder = cfg.GPUOrder
 	n := len(cfg.Nodes)
 	s.usable = topology.FullNodeSet(n)
 	s.avail = topology.NewNodeSet(n)
