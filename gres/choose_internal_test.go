@@ -9,7 +9,7 @@ import (
 )
 
 // randomTopo builds a random but structured inventory (sockets, PCIe
-// switches, NVLink islands or NVSwitch) without importing gputest (which
+// switches, NVLink islands or NVSwitch) without importing gpuserver (which
 // imports this package).
 func randomTopo(t testing.TB, rng *rand.Rand, n int) *NodeDevices {
 	t.Helper()

@@ -7,11 +7,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/internal/gputest"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 )
 
 func TestInventoryValidate(t *testing.T) {
-	base := func() gres.Inventory { return gputest.PCIeA100Pairs() }
+	base := func() gres.Inventory { return gpuserver.PCIeA100Pairs() }
 	tests := []struct {
 		name   string
 		mutate func(inv *gres.Inventory)
@@ -97,7 +97,7 @@ func TestInventorySetLinkAndClone(t *testing.T) {
 
 func mixedNode(t testing.TB) *gres.NodeDevices {
 	t.Helper()
-	inv := gputest.PCIeA100Pairs()
+	inv := gpuserver.PCIeA100Pairs()
 	for i := 4; i < 8; i++ {
 		inv.Devices[i].Type = "H100" // names and types are case-insensitive
 	}
@@ -203,7 +203,7 @@ func TestNodeDevicesHealth(t *testing.T) {
 }
 
 func TestInventoryTRES(t *testing.T) {
-	inv := gputest.PCIeA100Pairs()
+	inv := gpuserver.PCIeA100Pairs()
 	for i := 4; i < 8; i++ {
 		inv.Devices[i].Type = ""
 	}

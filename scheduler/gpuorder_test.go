@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 	"github.com/sluicehq/sluice/internal/clustertest"
-	"github.com/sluicehq/sluice/internal/gputest"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
@@ -25,7 +25,7 @@ func TestGPUOrderAffinityFirstPrefersFreeSocket(t *testing.T) {
 	}{{gres.NVLinkFirst, []int{0, 1}}, {gres.AffinityFirst, []int{5, 7}}} {
 		t.Run(tt.order.String(), func(t *testing.T) {
 			cfg := scheduler.Config{
-				Nodes:      []scheduler.NodeConfig{{Name: "a100", CPUs: 128, MemoryMiB: 512 * clustertest.GiB, Devices: gputest.PCIeA100Pairs()}},
+				Nodes:      []scheduler.NodeConfig{{Name: "a100", CPUs: 128, MemoryMiB: 512 * clustertest.GiB, Devices: gpuserver.PCIeA100Pairs()}},
 				Partitions: []scheduler.PartitionConfig{{Name: "gpu"}},
 				GPUOrder:   tt.order,
 			}

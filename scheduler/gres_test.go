@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 	"github.com/sluicehq/sluice/internal/clustertest"
-	"github.com/sluicehq/sluice/internal/gputest"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
 )
@@ -31,12 +31,12 @@ func TestCPUsCloseToGPUs(t *testing.T) {
 	require.Len(t, cyc.Starts, 2)
 	j, _ := s.Job(second)
 	na := j.Alloc.Nodes[0]
-	inv := gputest.DGXH100()
+	inv := gpuserver.DGXH100()
 	sock := inv.Devices[na.Devices[0]].Socket
 	for _, d := range na.Devices {
 		assert.Equal(t, sock, inv.Devices[d].Socket, "a 4-GPU job stays on one socket's GPUs")
 	}
-	allIn(t, na.CPUs, sock*gputest.CoresPerSocket, sock*gputest.CoresPerSocket+gputest.CoresPerSocket-1)
+	allIn(t, na.CPUs, sock*gpuserver.CoresPerSocket, sock*gpuserver.CoresPerSocket+gpuserver.CoresPerSocket-1)
 }
 
 func TestEnforceBinding(t *testing.T) {
@@ -58,7 +58,7 @@ func TestEnforceBinding(t *testing.T) {
 	require.Equal(t, scheduler.JobRunning, j.State)
 	allIn(t, j.Alloc.Nodes[0].CPUs, 64, 127)
 	for _, d := range j.Alloc.Nodes[0].Devices {
-		assert.Equal(t, 1, gputest.DGXH100().Devices[d].Socket)
+		assert.Equal(t, 1, gpuserver.DGXH100().Devices[d].Socket)
 	}
 	// Socket 1 now has 48 CPUs and 4 GPUs free; socket 0 none of its CPUs.
 	// A bound job needing 4 GPUs and 60 CPUs cannot start; unbound it can.
