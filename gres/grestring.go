@@ -99,7 +99,9 @@ func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 // In a two-part element the second part is a count when it is all digits
 // with an optional K/M/G/T/P suffix (×1024ⁿ, as Slurm allows), else a
 // type: "gpu:2" is a count, "gpu:a100" a type (and "gpu:1g" the count
-// 1024³ — write MIG types in full, "gpu:1g.10gb:1"). Names and types are
+// 1024³ — write MIG types in full, "gpu:1g.10gb:1"); by the same rule a
+// type that reads as a count is malformed ("gpu:2:3"; see ValidateName).
+// Names and types are
 // case-insensitive and returned in lower case. A count of 0 is accepted
 // (Slurm's gpu:0 asks for none) and adds nothing to the TRES. "" and "none"
 // mean no GRES (nil). Naming the same name:type twice is an error.
