@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/internal/gputest"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 )
 
 func benchChoose(b *testing.B, inv gres.Inventory, used []int, req gres.DeviceRequest) {
@@ -29,11 +29,11 @@ func benchChoose(b *testing.B, inv gres.Inventory, used []int, req gres.DeviceRe
 // target: under 2 µs) for each request size, on an idle node and on a
 // fragmented one, with and without CPU binding.
 func BenchmarkChooseGPUs(b *testing.B) {
-	cores := gputest.SocketCores(1)
+	cores := gpuserver.SocketCores(1)
 	for _, fx := range []struct {
 		name string
 		inv  gres.Inventory
-	}{{"DGXH100", gputest.DGXH100()}, {"PCIeA100Pairs", gputest.PCIeA100Pairs()}} {
+	}{{"DGXH100", gpuserver.DGXH100()}, {"PCIeA100Pairs", gpuserver.PCIeA100Pairs()}} {
 		for _, k := range []int{1, 2, 4, 8} {
 			b.Run(fmt.Sprintf("%s/idle/k=%d", fx.name, k), func(b *testing.B) {
 				benchChoose(b, fx.inv, nil, gres.DeviceRequest{Name: "gpu", Count: k})
@@ -61,10 +61,10 @@ func BenchmarkChooseGPUsLarge(b *testing.B) {
 		inv  gres.Inventory
 		used []int
 	}{
-		{"DGX2-16", gputest.DGX2(), nil},
-		{"DGX2-16/used=0,3,9", gputest.DGX2(), []int{0, 3, 9}},
-		{"NVL72", gputest.NVL72(), nil},
-		{"NVL72/used=every5th", gputest.NVL72(), every(72, 5)},
+		{"DGX2-16", gpuserver.DGX2(), nil},
+		{"DGX2-16/used=0,3,9", gpuserver.DGX2(), []int{0, 3, 9}},
+		{"NVL72", gpuserver.NVL72(), nil},
+		{"NVL72/used=every5th", gpuserver.NVL72(), every(72, 5)},
 	} {
 		for _, k := range []int{2, 4, 8, 16, 36} {
 			if k > len(fx.inv.Devices)-len(fx.used) {
@@ -150,7 +150,7 @@ func BenchmarkBillable(b *testing.B) {
 // BenchmarkNodeDevicesFree is the per-node filter a scheduler runs over
 // every candidate node.
 func BenchmarkNodeDevicesFree(b *testing.B) {
-	s, err := gres.NewNodeDevices(gputest.DGXH100())
+	s, err := gres.NewNodeDevices(gpuserver.DGXH100())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func BenchmarkNodeDevicesFree(b *testing.B) {
 }
 
 func BenchmarkNodeDevicesAllocateRelease(b *testing.B) {
-	s, err := gres.NewNodeDevices(gputest.DGXH100())
+	s, err := gres.NewNodeDevices(gpuserver.DGXH100())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func BenchmarkNodeDevicesAllocateRelease(b *testing.B) {
 }
 
 func BenchmarkNewNodeDevices(b *testing.B) {
-	inv := gputest.DGXH100()
+	inv := gpuserver.DGXH100()
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := gres.NewNodeDevices(inv); err != nil {

@@ -20,6 +20,39 @@ type DeviceRequest struct {
 	// EnforceBinding (--gres-flags=enforce-binding) restricts the choice to
 	// devices close to Cores; without Cores it has no effect.
 	EnforceBinding bool
+	// Order ranks NVLink against CPU affinity; the zero value is
+	// NVLinkFirst. See DeviceOrder.
+	Order DeviceOrder
+}
+
+// DeviceOrder says which of NVLink connectivity and CPU affinity Choose
+// ranks first. The criteria after them (PCIe closeness, what is left
+// behind, lowest indices) are the same in both orders.
+type DeviceOrder uint8
+
+const (
+	// NVLinkFirst (the default) maximises NVLink lanes among the chosen
+	// devices first and CPU affinity (devices close to DeviceRequest.Cores)
+	// second: a 2-GPU job takes an NVLink-bridged pair on the other socket
+	// rather than two unbridged GPUs next to its cores. This deviates from
+	// Slurm on purpose: for most multi-GPU jobs peer bandwidth matters more
+	// than a socket hop on the host side.
+	NVLinkFirst DeviceOrder = iota
+	// AffinityFirst is Slurm's order (cons_tres): devices close to the
+	// job's cores (its socket) first, and among those the best NVLink
+	// connectivity. Sites that want Slurm's placements choose it.
+	AffinityFirst
+)
+
+// String returns "nvlink-first" or "affinity-first".
+func (o DeviceOrder) String() string {
+	switch o {
+	case NVLinkFirst:
+		return "nvlink-first"
+	case AffinityFirst:
+		return "affinity-first"
+	}
+	return fmt.Sprintf("DeviceOrder(%d)", uint8(o))
 }
 
 // Score is the placement quality of a set of devices for a request, made of
@@ -43,10 +76,18 @@ type Score struct {
 }
 
 // Compare returns -1, 0 or +1 as a is worse than, equal to or better than
-// b, comparing NVLink, then Affinity, then PCIe, then LeftoverNVLink, then
-// LeftoverPCIe.
-func (a Score) Compare(b Score) int {
-	return cmp.Or(cmp.Compare(a.NVLink, b.NVLink), cmp.Compare(a.Affinity, b.Affinity),
+// b in Choose's default order (NVLinkFirst): NVLink, then Affinity, then
+// PCIe, then LeftoverNVLink, then LeftoverPCIe.
+func (a Score) Compare(b Score) int { return a.CompareIn(b, NVLinkFirst) }
+
+// CompareIn is Compare in the given order: with AffinityFirst, Affinity
+// is compared before NVLink.
+func (a Score) CompareIn(b Score, o DeviceOrder) int {
+	first, second := cmp.Compare(a.NVLink, b.NVLink), cmp.Compare(a.Affinity, b.Affinity)
+	if o == AffinityFirst {
+		first, second = second, first
+	}
+	return cmp.Or(first, second,
 		cmp.Compare(a.PCIe, b.PCIe), cmp.Compare(a.LeftoverNVLink, b.LeftoverNVLink),
 		cmp.Compare(a.LeftoverPCIe, b.LeftoverPCIe))
 }
@@ -76,7 +117,9 @@ const maxSeeds = 24
 //  1. NVLink lanes summed over the chosen pairs (NVSwitch pairs count the
 //     GPU's full lane count);
 //  2. the number of chosen devices close to req.Cores (CPU affinity; with
-//     EnforceBinding only close devices are eligible at all);
+//     EnforceBinding only close devices are eligible at all) — with
+//     req.Order AffinityFirst, Slurm's order, this comes first and NVLink
+//     second;
 //  3. host-side closeness summed over the chosen pairs: same board, same
 //     PCIe switch (PIX), switch tree (PXB), host bridge, same NUMA node,
 //     same socket, across sockets;
@@ -96,11 +139,18 @@ const maxSeeds = 24
 // affinity and PCIe score on about 98% of random instances.
 //
 // It fails with ErrInsufficientDevices when fewer than Count eligible
-// devices are free, and ErrInvalidRequest for a negative Count or empty
-// Name.
+// devices are free, and ErrInvalidRequest for a negative Count, an empty
+// Name or an unknown Order.
 func (s *NodeDevices) Choose(req DeviceRequest) (Placement, error) {
 	if req.Count < 0 || req.Name == "" {
 		return Placement{}, fmt.Errorf("%w: name %q count %d", ErrInvalidRequest, req.Name, req.Count)
+	}
+	if req.Order > AffinityFirst {
+		return Placement{}, fmt.Errorf("%w: %v", ErrInvalidRequest, req.Order)
+	}
+	aff := int64(1) << affShift // a close device's bonus: below one NVLink lane
+	if req.Order == AffinityFirst {
+		aff = 1 << affFirstShift // above every NVLink sum
 	}
 	if req.Count == 0 {
 		return Placement{Quality: 1}, nil
@@ -143,7 +193,7 @@ func (s *NodeDevices) Choose(req DeviceRequest) (Placement, error) {
 	freePos := free.appendPositions(freeBuf[:0])
 	for i, p := range cand {
 		if !req.Cores.IsEmpty() && !far.has(int(p)) {
-			pri1[i] = 1 << affShift
+			pri1[i] = aff
 		}
 		var deg int64
 		row := t.w[int(p)*n : int(p)*n+n]

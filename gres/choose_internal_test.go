@@ -9,7 +9,7 @@ import (
 )
 
 // randomTopo builds a random but structured inventory (sockets, PCIe
-// switches, NVLink islands or NVSwitch) without importing gputest (which
+// switches, NVLink islands or NVSwitch) without importing gpuserver (which
 // imports this package).
 func randomTopo(t testing.TB, rng *rand.Rand, n int) *NodeDevices {
 	t.Helper()
@@ -108,13 +108,14 @@ func objective(w []int64, n int, cand []uint8, pri1, sec1 []int64, set []uint8) 
 }
 
 // TestGreedyVersusExact runs both searches on random instances small
-// enough for exact search and checks that greedy is never better than
+// enough for exact search, with both DeviceOrders' affinity bonuses, and
+// checks that greedy is never better than
 // exact (exact is optimal) and matches its primary objective in the vast
 // majority of cases. The observed agreement is logged.
 func TestGreedyVersusExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	trials, samePrimary, sameBoth := 0, 0, 0
-	for range 400 {
+	for trial := range 400 {
 		n := 6 + rng.IntN(10)
 		s := randomTopo(t, rng, n)
 		cand := freeCandidates(s)
@@ -127,6 +128,9 @@ func TestGreedyVersusExact(t *testing.T) {
 		for i := range cand {
 			if rng.IntN(3) == 0 {
 				pri1[i] = 1 << affShift
+				if trial%2 == 1 { // AffinityFirst's bonus
+					pri1[i] = 1 << affFirstShift
+				}
 			}
 		}
 		exact, greedy := make([]uint8, k), make([]uint8, k)

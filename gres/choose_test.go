@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/internal/gputest"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -45,7 +45,7 @@ func runChooseCases(t *testing.T, inv gres.Inventory, cases []chooseCase) {
 			}
 			req := gres.DeviceRequest{Name: "gpu", Count: tc.k, EnforceBinding: tc.enforce}
 			if tc.socket >= 0 {
-				req.Cores = gputest.SocketCores(tc.socket)
+				req.Cores = gpuserver.SocketCores(tc.socket)
 			}
 			p, err := s.Choose(req)
 			if tc.want == nil {
@@ -62,7 +62,7 @@ func runChooseCases(t *testing.T, inv gres.Inventory, cases []chooseCase) {
 // DGX-H100: every pair has 18 NVSwitch lanes, so host locality (socket /
 // NUMA), CPU affinity and what is left behind decide.
 func TestChooseGoldenDGXH100(t *testing.T) {
-	runChooseCases(t, gputest.DGXH100(), []chooseCase{
+	runChooseCases(t, gpuserver.DGXH100(), []chooseCase{
 		{"idle k=1 lowest index", nil, nil, 1, -1, false, []int{0}},
 		{"idle k=2 same NUMA", nil, nil, 2, -1, false, []int{0, 1}},
 		{"idle k=4 one socket", nil, nil, 4, -1, false, []int{0, 1, 2, 3}},
@@ -82,7 +82,7 @@ func TestChooseGoldenDGXH100(t *testing.T) {
 // DGX-A100: NVSwitch all-to-all (12 lanes); PCIe pairs (0,1), (2,3)…
 // share a switch tree (PXB).
 func TestChooseGoldenDGXA100(t *testing.T) {
-	runChooseCases(t, gputest.DGXA100(), []chooseCase{
+	runChooseCases(t, gpuserver.DGXA100(), []chooseCase{
 		{"idle k=2 PCIe pair", nil, nil, 2, -1, false, []int{0, 1}},
 		{"k=2 a whole PXB pair, not 1+2", []int{0}, nil, 2, -1, false, []int{2, 3}},
 		{"k=1 the used GPU's partner", []int{0}, nil, 1, -1, false, []int{1}},
@@ -95,7 +95,7 @@ func TestChooseGoldenDGXA100(t *testing.T) {
 
 // 8 × A100 PCIe with NVLink bridges in pairs: only the pairs have NVLink.
 func TestChooseGoldenPCIePairs(t *testing.T) {
-	runChooseCases(t, gputest.PCIeA100Pairs(), []chooseCase{
+	runChooseCases(t, gpuserver.PCIeA100Pairs(), []chooseCase{
 		{"idle k=2 a bridged pair", nil, nil, 2, -1, false, []int{0, 1}},
 		{"k=2 a bridged pair, not two orphans", []int{0, 2}, nil, 2, -1, false, []int{4, 5}},
 		{"k=1 an orphan, keeping pairs whole", []int{0, 2}, nil, 1, -1, false, []int{1}},
@@ -111,7 +111,7 @@ func TestChooseGoldenPCIePairs(t *testing.T) {
 // 8 × L40S with no NVLink, two NUMA domains: PCIe switch pairs and CPU
 // affinity decide.
 func TestChooseGoldenTwoNUMA(t *testing.T) {
-	runChooseCases(t, gputest.PCIeTwoNUMA(), []chooseCase{
+	runChooseCases(t, gpuserver.PCIeTwoNUMA(), []chooseCase{
 		{"idle k=2 same switch", nil, nil, 2, -1, false, []int{0, 1}},
 		{"idle k=2 on the job's socket", nil, nil, 2, 1, false, []int{4, 5}},
 		{"idle k=4 one NUMA node", nil, nil, 4, -1, false, []int{0, 1, 2, 3}},
@@ -125,7 +125,7 @@ func TestChooseGoldenTwoNUMA(t *testing.T) {
 
 // Two 4-GPU NVLink islands: a small job must not strand an island.
 func TestChooseGoldenTwoQuads(t *testing.T) {
-	runChooseCases(t, gputest.TwoQuads(), []chooseCase{
+	runChooseCases(t, gpuserver.TwoQuads(), []chooseCase{
 		{"k=2 finishes the broken island", []int{4, 5}, nil, 2, -1, false, []int{6, 7}},
 		{"k=2 again: the broken island, not a fresh one", []int{0, 1}, nil, 2, -1, false, []int{2, 3}},
 		{"k=1 the used GPU's switch partner", []int{4}, nil, 1, -1, false, []int{5}},
@@ -136,7 +136,7 @@ func TestChooseGoldenTwoQuads(t *testing.T) {
 }
 
 func TestChooseGoldenGB200(t *testing.T) {
-	runChooseCases(t, gputest.GB200Node(), []chooseCase{
+	runChooseCases(t, gpuserver.GB200Node(), []chooseCase{
 		{"idle k=2 one Grace", nil, nil, 2, -1, false, []int{0, 1}},
 		{"idle k=2 on the job's Grace", nil, nil, 2, 1, false, []int{2, 3}},
 		{"k=2 the intact Grace", []int{0}, nil, 2, -1, false, []int{2, 3}},
@@ -153,9 +153,9 @@ func TestChooseGoldenFile(t *testing.T) {
 		name string
 		inv  gres.Inventory
 	}{
-		{"DGXH100", gputest.DGXH100()}, {"DGXA100", gputest.DGXA100()},
-		{"PCIeA100Pairs", gputest.PCIeA100Pairs()}, {"PCIeTwoNUMA", gputest.PCIeTwoNUMA()},
-		{"TwoQuads", gputest.TwoQuads()}, {"GB200Node", gputest.GB200Node()}, {"DGX2", gputest.DGX2()},
+		{"DGXH100", gpuserver.DGXH100()}, {"DGXA100", gpuserver.DGXA100()},
+		{"PCIeA100Pairs", gpuserver.PCIeA100Pairs()}, {"PCIeTwoNUMA", gpuserver.PCIeTwoNUMA()},
+		{"TwoQuads", gpuserver.TwoQuads()}, {"GB200Node", gpuserver.GB200Node()}, {"DGX2", gpuserver.DGX2()},
 	}
 	usedPatterns := [][]int{nil, {0}, {1}, {0, 2}, {0, 5}, {1, 2, 4}, {0, 1, 2}, {3, 4, 7}}
 	var b strings.Builder
@@ -172,7 +172,7 @@ func TestChooseGoldenFile(t *testing.T) {
 					req := gres.DeviceRequest{Name: "gpu", Count: k}
 					cores := "-"
 					if sock >= 0 {
-						req.Cores, cores = gputest.SocketCores(sock), fmt.Sprint(sock)
+						req.Cores, cores = gpuserver.SocketCores(sock), fmt.Sprint(sock)
 					}
 					p, err := s.Choose(req)
 					if err != nil {
@@ -194,13 +194,14 @@ func TestChooseGoldenFile(t *testing.T) {
 	assert.Equal(t, string(want), b.String())
 }
 
-// TestChooseIsOptimalOnFixtures checks every choice on the 8-GPU fixtures
-// against every subset of eligible devices: no subset scores better, and
+// TestChooseIsOptimalOnFixtures checks every choice on the 8-GPU fixtures,
+// in both DeviceOrders, against every subset of eligible devices: no subset
+// scores better in that order, and
 // an equal one never has lower indices.
 func TestChooseIsOptimalOnFixtures(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, inv := range []gres.Inventory{gputest.DGXH100(), gputest.DGXA100(), gputest.PCIeA100Pairs(),
-		gputest.PCIeTwoNUMA(), gputest.TwoQuads(), gputest.GB200Node()} {
+	for _, inv := range []gres.Inventory{gpuserver.DGXH100(), gpuserver.DGXA100(), gpuserver.PCIeA100Pairs(),
+		gpuserver.PCIeTwoNUMA(), gpuserver.TwoQuads(), gpuserver.GB200Node()} {
 		n := len(inv.Devices)
 		for trial := range 40 {
 			s, err := gres.NewNodeDevices(inv)
@@ -214,8 +215,9 @@ func TestChooseIsOptimalOnFixtures(t *testing.T) {
 			require.NoError(t, s.Allocate(used))
 			req := gres.DeviceRequest{Name: "gpu", Count: 1 + rng.IntN(n)}
 			if trial%2 == 1 {
-				req.Cores = gputest.SocketCores(rng.IntN(2))
+				req.Cores = gpuserver.SocketCores(rng.IntN(2))
 			}
+			req.Order = gres.DeviceOrder(trial / 2 % 2) // both orders, with and without cores
 			p, err := s.Choose(req)
 			if err != nil {
 				require.ErrorIs(t, err, gres.ErrInsufficientDevices)
@@ -234,7 +236,7 @@ func TestChooseIsOptimalOnFixtures(t *testing.T) {
 				}
 				q, err := s.Evaluate(set, req)
 				require.NoError(t, err)
-				c := p.Score.Compare(q.Score)
+				c := p.Score.CompareIn(q.Score, req.Order)
 				require.GreaterOrEqual(t, c, 0, "used=%v req=%d chose %v %+v, but %v scores %+v", used, req.Count, p.Devices, p.Score, set, q.Score)
 				if c == 0 {
 					require.LessOrEqual(t, slices.Compare(p.Devices, set), 0, "ties go to the lowest indices")
@@ -260,7 +262,7 @@ func TestChooseProperties(t *testing.T) {
 		if seed%10 == 9 {
 			n = 17 + rng.IntN(48) // large: greedy path too
 		}
-		inv := gputest.Random(rng, n, seed%3 == 0)
+		inv := gpuserver.Random(rng, n, seed%3 == 0)
 		s, err := gres.NewNodeDevices(inv)
 		require.NoError(t, err)
 		owner := map[int]int{} // device -> job
@@ -274,7 +276,7 @@ func TestChooseProperties(t *testing.T) {
 					req.Type = []string{"a100", "h100"}[rng.IntN(2)]
 				}
 				if rng.IntN(2) == 0 {
-					req.Cores = gputest.SocketCores(rng.IntN(2))
+					req.Cores = gpuserver.SocketCores(rng.IntN(2))
 					req.EnforceBinding = rng.IntN(2) == 0
 				}
 				p, err := s.Choose(req)
@@ -358,7 +360,7 @@ func eligibleDevices(s *gres.NodeDevices, req gres.DeviceRequest) []int {
 }
 
 func TestChooseRequestErrors(t *testing.T) {
-	s, err := gres.NewNodeDevices(gputest.DGXH100())
+	s, err := gres.NewNodeDevices(gpuserver.DGXH100())
 	require.NoError(t, err)
 	_, err = s.Choose(gres.DeviceRequest{Name: "gpu", Count: -1})
 	assert.ErrorIs(t, err, gres.ErrInvalidRequest)
@@ -374,14 +376,46 @@ func TestChooseRequestErrors(t *testing.T) {
 	assert.ErrorIs(t, err, gres.ErrInsufficientDevices)
 	_, err = s.Choose(gres.DeviceRequest{Name: "gpu", Count: 9})
 	assert.ErrorIs(t, err, gres.ErrInsufficientDevices)
+	_, err = s.Choose(gres.DeviceRequest{Name: "gpu", Count: 1, Order: gres.AffinityFirst + 1})
+	assert.ErrorIs(t, err, gres.ErrInvalidRequest, "unknown order")
 	_, err = s.Evaluate([]int{0, 0}, gres.DeviceRequest{Name: "gpu"})
 	assert.ErrorIs(t, err, gres.ErrInvalidRequest)
 	_, err = s.Evaluate([]int{9}, gres.DeviceRequest{Name: "gpu"})
 	assert.ErrorIs(t, err, gres.ErrUnknownDevice)
 }
 
+// TestChooseAffinityFirstPrefersJobSocket checks the two DeviceOrders on
+// PCIeA100Pairs with GPUs 0 and 2 in use, for a 2-GPU job on socket 0's
+// cores: NVLinkFirst (the default) takes the bridged pair 4,5 on socket 1;
+// AffinityFirst, Slurm's order, takes 1 and 3 next to the job's cores
+// though no NVLink joins them. With EnforceBinding both orders agree.
+func TestChooseAffinityFirstPrefersJobSocket(t *testing.T) {
+	s, err := gres.NewNodeDevices(gpuserver.PCIeA100Pairs())
+	require.NoError(t, err)
+	require.NoError(t, s.Allocate([]int{0, 2}))
+	req := gres.DeviceRequest{Name: "gpu", Count: 2, Cores: gpuserver.SocketCores(0)}
+	def, err := s.Choose(req)
+	require.NoError(t, err)
+	assert.Equal(t, []int{4, 5}, def.Devices, "NVLink first")
+	req.Order = gres.AffinityFirst
+	slurm, err := s.Choose(req)
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 3}, slurm.Devices, "the job's socket first")
+	assert.Positive(t, def.Score.Compare(slurm.Score))
+	assert.Positive(t, slurm.Score.CompareIn(def.Score, gres.AffinityFirst))
+	req.EnforceBinding = true
+	for _, o := range []gres.DeviceOrder{gres.NVLinkFirst, gres.AffinityFirst} {
+		req.Order = o
+		p, err := s.Choose(req)
+		require.NoError(t, err)
+		assert.Equal(t, []int{1, 3}, p.Devices, "%v with enforce-binding", o)
+	}
+	assert.Equal(t, "nvlink-first", gres.NVLinkFirst.String())
+	assert.Equal(t, "affinity-first", gres.AffinityFirst.String())
+}
+
 func TestPlacementQuality(t *testing.T) {
-	s, err := gres.NewNodeDevices(gputest.PCIeA100Pairs())
+	s, err := gres.NewNodeDevices(gpuserver.PCIeA100Pairs())
 	require.NoError(t, err)
 	best, err := s.Evaluate([]int{0, 1}, gres.DeviceRequest{Name: "gpu"})
 	require.NoError(t, err)
@@ -400,7 +434,7 @@ func TestPlacementQuality(t *testing.T) {
 // whole trays for 4-GPU jobs, affinity honoured, and every choice at least
 // as good as many random sets.
 func TestChooseLargeDomains(t *testing.T) {
-	s, err := gres.NewNodeDevices(gputest.NVL72())
+	s, err := gres.NewNodeDevices(gpuserver.NVL72())
 	require.NoError(t, err)
 	p, err := s.Choose(gres.DeviceRequest{Name: "gpu", Count: 4})
 	require.NoError(t, err)
@@ -409,7 +443,7 @@ func TestChooseLargeDomains(t *testing.T) {
 	p, err = s.Choose(gres.DeviceRequest{Name: "gpu", Count: 4})
 	require.NoError(t, err)
 	assert.Equal(t, []int{2, 3, 6, 7}, p.Devices, "two intact socket pairs (the lowest such)")
-	p, err = s.Choose(gres.DeviceRequest{Name: "gpu", Count: 2, Cores: gputest.SocketCores(20)})
+	p, err = s.Choose(gres.DeviceRequest{Name: "gpu", Count: 2, Cores: gpuserver.SocketCores(20)})
 	require.NoError(t, err)
 	assert.Equal(t, []int{40, 41}, p.Devices, "the GPUs of the job's socket")
 	p, err = s.Choose(gres.DeviceRequest{Name: "gpu", Count: 1})

@@ -40,11 +40,15 @@ func (m devMask) appendPositions(dst []uint8) []uint8 {
 // Pair weights pack NVLink lanes above host-side closeness so that sums
 // compare lexicographically: lanes << nvShift | closeness (0..6). With at
 // most MaxDevices devices, closeness sums stay below 1<<affShift and
-// affinity counts below 1<<(nvShift-affShift).
+// affinity counts below 1<<(nvShift-affShift). For AffinityFirst a close
+// device's bonus is 1<<affFirstShift instead, above any sum of NVLink
+// lanes (at most C(MaxDevices, 2)·MaxNVLinks < 1<<23 lanes, so below
+// 1<<(nvShift+23)); MaxDevices such bonuses stay below 1<<62.
 const (
-	nvShift  = 27
-	affShift = 18
-	lowMask  = 1<<affShift - 1
+	nvShift       = 27
+	affShift      = 18
+	affFirstShift = nvShift + 23
+	lowMask       = 1<<affShift - 1
 )
 
 // group is the set of device positions with one name (typ == "") or one

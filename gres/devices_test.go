@@ -7,11 +7,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/internal/gputest"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 )
 
 func TestInventoryValidate(t *testing.T) {
-	base := func() gres.Inventory { return gputest.PCIeA100Pairs() }
+	base := func() gres.Inventory { return gpuserver.PCIeA100Pairs() }
 	tests := []struct {
 		name   string
 		mutate func(inv *gres.Inventory)
@@ -21,9 +21,9 @@ func TestInventoryValidate(t *testing.T) {
 		{"unsorted", func(inv *gres.Inventory) { inv.Devices[3].Index = 1 }, "increasing index order"},
 		{"negative index", func(inv *gres.Inventory) { inv.Devices[0].Index = -1 }, "index -1"},
 		{"huge index", func(inv *gres.Inventory) { inv.Devices[7].Index = gres.MaxDeviceIndex + 1 }, "index 65536"},
-		{"bad name", func(inv *gres.Inventory) { inv.Devices[1].Name = "g pu" }, `bad name "g pu"`},
-		{"empty name", func(inv *gres.Inventory) { inv.Devices[1].Name = "" }, `bad name ""`},
-		{"bad type", func(inv *gres.Inventory) { inv.Devices[1].Type = "a:b" }, `bad type "a:b"`},
+		{"bad name", func(inv *gres.Inventory) { inv.Devices[1].Name = "g pu" }, `GRES name "g pu"`},
+		{"empty name", func(inv *gres.Inventory) { inv.Devices[1].Name = "" }, `GRES name ""`},
+		{"bad type", func(inv *gres.Inventory) { inv.Devices[1].Type = "a:b" }, `type "a:b"`},
 		{"dup UUID", func(inv *gres.Inventory) { inv.Devices[5].UUID = inv.Devices[4].UUID }, "duplicates device 4"},
 		{"dup bus", func(inv *gres.Inventory) { inv.Devices[5].PCIBusID = inv.Devices[1].PCIBusID }, "PCI bus id"},
 		{"negative memory", func(inv *gres.Inventory) { inv.Devices[2].MemoryMiB = -5 }, "negative memory"},
@@ -97,7 +97,7 @@ func TestInventorySetLinkAndClone(t *testing.T) {
 
 func mixedNode(t testing.TB) *gres.NodeDevices {
 	t.Helper()
-	inv := gputest.PCIeA100Pairs()
+	inv := gpuserver.PCIeA100Pairs()
 	for i := 4; i < 8; i++ {
 		inv.Devices[i].Type = "H100" // names and types are case-insensitive
 	}
@@ -203,7 +203,7 @@ func TestNodeDevicesHealth(t *testing.T) {
 }
 
 func TestInventoryTRES(t *testing.T) {
-	inv := gputest.PCIeA100Pairs()
+	inv := gpuserver.PCIeA100Pairs()
 	for i := 4; i < 8; i++ {
 		inv.Devices[i].Type = ""
 	}

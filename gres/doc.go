@@ -30,7 +30,10 @@
 // request: most NVLink lanes first, then CPU affinity (and, with
 // EnforceBinding, only devices close to the job's cores), then PCIe/NUMA
 // closeness, then what is left behind — so a one-GPU job takes an orphan
-// instead of breaking an NVLink pair. The search is exact when small (all
+// instead of breaking an NVLink pair. Ranking NVLink above CPU affinity
+// deviates from Slurm, which takes devices on the job's socket first;
+// DeviceRequest.Order AffinityFirst gives Slurm's order (NVLinkFirst is
+// the default). The search is exact when small (all
 // 8-GPU requests take well under 2 µs) and greedy with local improvement
 // beyond, so 16- and 72-GPU domains stay in the microseconds; see Choose.
 //

@@ -44,15 +44,12 @@ func (q Request) TRESName() string {
 	return "gres/" + q.Name + ":" + q.Type
 }
 
-// Validate checks that Name and Type are well-formed GRES identifiers
-// (letters, digits, '_', '-', '.'; Name starts with a letter) and Count is
-// in [0, MaxCount].
+// Validate checks that q is a well-formed request: Name and Type by
+// ValidateName, Count in [0, MaxCount]. Every request entering Sluice (the
+// parsers here, the scheduler's JobSpec) is checked by it.
 func (q Request) Validate() error {
-	if !validGRESName(q.Name) {
-		return fmt.Errorf("%w: GRES name %q: want a letter then letters, digits, '_', '-' or '.'", ErrInvalidGRES, q.Name)
-	}
-	if q.Type != "" && !validIdent(q.Type) {
-		return fmt.Errorf("%w: GRES %q: bad type %q", ErrInvalidGRES, q.Name, q.Type)
+	if err := ValidateName(q.Name, q.Type); err != nil {
+		return err
 	}
 	if q.Count < 0 || q.Count > MaxCount {
 		return fmt.Errorf("%w: GRES %s: count %d out of range [0, %d]", ErrOverflow, q.Name, q.Count, MaxCount)
@@ -60,9 +57,35 @@ func (q Request) Validate() error {
 	return nil
 }
 
-func validGRESName(s string) bool {
-	return validIdent(s) && (s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z')
+// ValidateName is the one rule for GRES names and types, applied to
+// requests (Request.Validate, so ParseGRES and RequestVector) and to the devices a
+// node offers (Inventory.Validate) alike. A name is a letter followed by
+// up to 63 letters, digits, '_', '-' or '.'. A type ("" means untyped) is
+// 1–64 of the same characters and must not read as a count (all digits
+// with an optional K/M/G/T/P suffix, such as "2" or "4k"): Slurm's
+// --gres=name[[:type]:count] tells a type from a count by exactly that, so
+// a count-like type could never be requested by name and "gpu:2:3" is
+// malformed rather than two of type "2". Neither may contain ':', ',',
+// '=' or '/', the separators of the GRES and TRES syntaxes: a Name
+// "gpu:a100" is rejected, not read as gpu of type a100. Errors wrap
+// ErrInvalidGRES.
+func ValidateName(name, typ string) error {
+	if !validIdent(name) || !isLetter(name[0]) {
+		return fmt.Errorf("%w: GRES name %q: want a letter then up to 63 letters, digits, '_', '-' or '.'", ErrInvalidGRES, name)
+	}
+	if typ == "" {
+		return nil
+	}
+	if !validIdent(typ) {
+		return fmt.Errorf("%w: GRES %q: type %q: want 1-64 letters, digits, '_', '-' or '.'", ErrInvalidGRES, name, typ)
+	}
+	if isCount(typ) {
+		return fmt.Errorf("%w: GRES %q: type %q reads as a count (name[:type][:count])", ErrInvalidGRES, name, typ)
+	}
+	return nil
 }
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // ParseGRES parses a Slurm GRES request list such as "gpu:h100:2,shard:4".
 // Each comma-separated element is one of
@@ -76,7 +99,9 @@ func validGRESName(s string) bool {
 // In a two-part element the second part is a count when it is all digits
 // with an optional K/M/G/T/P suffix (×1024ⁿ, as Slurm allows), else a
 // type: "gpu:2" is a count, "gpu:a100" a type (and "gpu:1g" the count
-// 1024³ — write MIG types in full, "gpu:1g.10gb:1"). Names and types are
+// 1024³ — write MIG types in full, "gpu:1g.10gb:1"); by the same rule a
+// type that reads as a count is malformed ("gpu:2:3"; see ValidateName).
+// Names and types are
 // case-insensitive and returned in lower case. A count of 0 is accepted
 // (Slurm's gpu:0 asks for none) and adds nothing to the TRES. "" and "none"
 // mean no GRES (nil). Naming the same name:type twice is an error.

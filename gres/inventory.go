@@ -146,6 +146,9 @@ func (inv *Inventory) Validate() error {
 	buses := make(map[string]int, n)
 	numaSocket := make(map[int]int)
 	for i, d := range inv.Devices {
+		if err := ValidateName(d.Name, d.Type); err != nil {
+			return bad("device %d: %w", d.Index, err)
+		}
 		switch {
 		case d.Index < 0 || d.Index > MaxDeviceIndex:
 			return bad("device %d: index %d outside [0, %d]", i, d.Index, MaxDeviceIndex)
@@ -153,10 +156,6 @@ func (inv *Inventory) Validate() error {
 			return bad("device %d: duplicate index %d", i, d.Index)
 		case i > 0 && d.Index < inv.Devices[i-1].Index:
 			return bad("device %d: index %d after %d; devices must be in increasing index order", i, d.Index, inv.Devices[i-1].Index)
-		case !validGRESName(d.Name):
-			return bad("device %d: bad name %q", d.Index, d.Name)
-		case d.Type != "" && !validIdent(d.Type):
-			return bad("device %d: bad type %q", d.Index, d.Type)
 		case d.MemoryMiB < 0:
 			return bad("device %d: negative memory %d", d.Index, d.MemoryMiB)
 		case d.NUMA < -1:

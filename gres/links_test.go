@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/internal/gputest"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 )
 
 func fourGPUs() gres.Inventory {
@@ -37,7 +37,7 @@ func TestLinksRows(t *testing.T) {
 	require.NoError(t, inv.ParseLinksRow(3, "1,0,4,-1"))
 	assert.ErrorIs(t, inv.Validate(), gres.ErrInvalidInventory)
 
-	h := gputest.DGXH100()
+	h := gpuserver.DGXH100()
 	assert.Equal(t, "-1,18,18,18,18,18,18,18", h.FormatLinksRow(0))
 }
 

@@ -469,3 +469,45 @@ func requireParseError(t *testing.T, err, want error, what, token string, offset
 	assert.Equal(t, offset, pe.Offset)
 	assert.Equal(t, what, pe.What)
 }
+
+// TestGRESNamesAndTypesOneRule checks that names and types are validated by
+// one rule wherever they enter: a name with a separator ("gpu:a100") and a
+// type that reads as a count ("gpu:2:3", type "2") are rejected by
+// Request.Validate, ParseGRES, RequestVector and Inventory.Validate alike.
+func TestGRESNamesAndTypesOneRule(t *testing.T) {
+	bad := []gres.Request{
+		{Name: "gpu:a100", Count: 2},
+		{Name: "gpu,shard", Count: 1},
+		{Name: "gres/gpu", Count: 1},
+		{Name: "gpu=2", Count: 1},
+		{Name: "gpu", Type: "2", Count: 3},
+		{Name: "gpu", Type: "4k", Count: 1},
+		{Name: "gpu", Type: "a100:2", Count: 1},
+		{Name: "2gpu", Count: 1},
+	}
+	r := newRegistry(t)
+	for _, q := range bad {
+		err := q.Validate()
+		require.ErrorIs(t, err, gres.ErrInvalidGRES, "%#v", q)
+		require.ErrorIs(t, gres.ValidateName(q.Name, q.Type), gres.ErrInvalidGRES, "%#v", q)
+		_, err = r.RequestVector([]gres.Request{q})
+		require.ErrorIs(t, err, gres.ErrInvalidGRES, "RequestVector %#v", q)
+		inv := gres.Inventory{Devices: []gres.Device{{Index: 0, Name: q.Name, Type: q.Type, NUMA: -1, Socket: -1}}}
+		require.ErrorIs(t, inv.Validate(), gres.ErrInvalidInventory, "inventory %#v", q)
+	}
+	for _, s := range []string{"gpu:2:3", "gpu:4k:1", "gres/gpu:2=3", "gres/gpu:2:3"} {
+		_, err := gres.ParseGRES(s)
+		require.ErrorIs(t, err, gres.ErrInvalidGRES, s)
+	}
+	for _, ok := range []gres.Request{
+		{Name: "gpu", Type: "a100_3g.20gb", Count: 1},
+		{Name: "gpu", Type: "1g.10gb", Count: 1},
+		{Name: "gpu", Type: "h100", Count: 2},
+		{Name: "shard", Count: 0},
+	} {
+		assert.NoError(t, ok.Validate(), "%#v", ok)
+	}
+	q, err := gres.ParseGRES("gpu:1g.10gb:1")
+	require.NoError(t, err)
+	assert.Equal(t, []gres.Request{{Name: "gpu", Type: "1g.10gb", Count: 1}}, q)
+}

@@ -19,8 +19,9 @@ const (
 	// dependencies, begin times and accrue limits (Job.AccrueStart unused).
 	AccrueAlways Flags = 1 << iota
 	// MaxTRES makes billing the maximum of the node TRES instead of the sum.
-	// It is a billing rule (package accounting); the priority engine accepts
-	// and ignores it.
+	// It is a billing rule, applied by the scheduler to a job's billing
+	// (scheduler.Config.BillingMode, gres.BillingMaxTRES); the priority
+	// engine accepts and ignores it.
 	MaxTRES
 	// SmallRelativeToTime divides the job size by its time limit in minutes.
 	SmallRelativeToTime
@@ -45,7 +46,7 @@ const (
 	// NoNormalTRES uses raw TRES counts as the TRES factors.
 	NoNormalTRES
 	// MaxTRESGRES is the billing rule max(cpu, mem, node) + Σ GRES; like
-	// MaxTRES it belongs to accounting and is ignored here.
+	// MaxTRES it is applied by the scheduler and ignored here.
 	MaxTRESGRES
 
 	// NoNormalAll sets every NO_NORMAL_* flag.

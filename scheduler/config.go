@@ -9,6 +9,7 @@ import (
 	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/priority"
 	"github.com/sluicehq/sluice/topology"
 )
 
@@ -109,6 +110,55 @@ type Config struct {
 	// Nil (with no partition policy either) checks no limits: any user,
 	// account and QOS may run.
 	Policy *policy.Config
+	// BillingMode is how a partition's TRESBillingWeights combine into a
+	// job's billing (Allocation.Billing, the billing TRES the ledger
+	// charges), Slurm's PriorityFlags MAX_TRES and MAX_TRES_GRES:
+	// gres.BillingSum (the zero value, Slurm's default) adds every weighted
+	// TRES of the job; gres.BillingMaxTRES takes the largest weighted
+	// node-level TRES (cpu, mem, node, gres/…) plus the sum of the weighted
+	// global ones (licenses); gres.BillingMaxTRESGRES takes the largest of
+	// cpu, mem and node plus the weighted GRES and global TRES. With
+	// BillingMode zero, PriorityFlags MAX_TRES or MAX_TRES_GRES in
+	// Priority.Engine.Flags choose the mode, as in slurm.conf; a non-zero
+	// BillingMode that disagrees with those flags is an error.
+	BillingMode gres.BillingMode
+	// GPUOrder is how a node's devices are chosen for a job
+	// (gres.DeviceRequest.Order): gres.NVLinkFirst, the zero value and
+	// Sluice's default, takes the best NVLink-connected devices first and
+	// those close to the node's free CPUs second; gres.AffinityFirst is
+	// Slurm's order, devices close to the job's socket first, then NVLink.
+	// Sluice's default deviates from Slurm on purpose (peer bandwidth
+	// usually matters more than a socket hop); choose AffinityFirst for
+	// Slurm's placements. With EnforceBinding both orders take only close
+	// devices.
+	GPUOrder gres.DeviceOrder
+}
+
+// billingMode is the mode Alloc.Billing uses: BillingMode, or the one
+// PriorityFlags name. It fails on an unknown mode or on flags and a
+// BillingMode that disagree.
+func (c *Config) billingMode() (gres.BillingMode, error) {
+	m := gres.BillingSum
+	if c.Priority != nil {
+		f := c.Priority.Engine.Flags
+		switch {
+		case f&priority.MaxTRES != 0 && f&priority.MaxTRESGRES != 0:
+			return 0, fmt.Errorf("%w: PriorityFlags MAX_TRES and MAX_TRES_GRES are exclusive", ErrInvalidConfig)
+		case f&priority.MaxTRES != 0:
+			m = gres.BillingMaxTRES
+		case f&priority.MaxTRESGRES != 0:
+			m = gres.BillingMaxTRESGRES
+		}
+	}
+	switch {
+	case c.BillingMode > gres.BillingMaxTRESGRES:
+		return 0, fmt.Errorf("%w: unknown BillingMode %v", ErrInvalidConfig, c.BillingMode)
+	case c.BillingMode == gres.BillingSum:
+		return m, nil
+	case m != gres.BillingSum && m != c.BillingMode:
+		return 0, fmt.Errorf("%w: BillingMode %v disagrees with PriorityFlags (%v)", ErrInvalidConfig, c.BillingMode, m)
+	}
+	return c.BillingMode, nil
 }
 
 // NodeConfig describes one compute node.
@@ -370,6 +420,12 @@ func (c *Config) validate() (*topology.Graph, error) {
 	}
 	if defaults > 1 {
 		return nil, fmt.Errorf("%w: %d partitions marked Default, at most one allowed", ErrInvalidConfig, defaults)
+	}
+	if _, err := c.billingMode(); err != nil {
+		return nil, err
+	}
+	if c.GPUOrder > gres.AffinityFirst {
+		return nil, fmt.Errorf("%w: unknown GPUOrder %v", ErrInvalidConfig, c.GPUOrder)
 	}
 	return g, nil
 }

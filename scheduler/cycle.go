@@ -675,7 +675,7 @@ func (s *Scheduler) planNodeFor(j *job, n *node, buf *allocBuf, req *nodeReq) (n
 			pl, err = s.choosePerSocket(j, n, devs, int(r.Count))
 		} else {
 			pl, err = devs.Choose(gres.DeviceRequest{Name: r.Name, Type: r.Type, Count: int(r.Count),
-				Cores: freeCores, EnforceBinding: j.Spec.EnforceBinding})
+				Cores: freeCores, EnforceBinding: j.Spec.EnforceBinding, Order: s.gpuOrder})
 		}
 		if err != nil {
 			return p, false
@@ -746,7 +746,7 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 		weights = s.pol.p.BillingWeights(j.Partition)
 	}
 	s.sum = j.Alloc.sumInto(s.sum)
-	j.Alloc.Billing = weights.Billable(s.sum, gres.BillingSum)
+	j.Alloc.Billing = weights.Billable(s.sum, s.billMode)
 	j.bfUse = nil // the profile's view of the allocation is recomputed
 	j.clearEstimate()
 	j.State = JobRunning

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 	"github.com/sluicehq/sluice/internal/clustertest"
-	"github.com/sluicehq/sluice/internal/gputest"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
 )
@@ -31,12 +31,12 @@ func TestCPUsCloseToGPUs(t *testing.T) {
 	require.Len(t, cyc.Starts, 2)
 	j, _ := s.Job(second)
 	na := j.Alloc.Nodes[0]
-	inv := gputest.DGXH100()
+	inv := gpuserver.DGXH100()
 	sock := inv.Devices[na.Devices[0]].Socket
 	for _, d := range na.Devices {
 		assert.Equal(t, sock, inv.Devices[d].Socket, "a 4-GPU job stays on one socket's GPUs")
 	}
-	allIn(t, na.CPUs, sock*gputest.CoresPerSocket, sock*gputest.CoresPerSocket+gputest.CoresPerSocket-1)
+	allIn(t, na.CPUs, sock*gpuserver.CoresPerSocket, sock*gpuserver.CoresPerSocket+gpuserver.CoresPerSocket-1)
 }
 
 func TestEnforceBinding(t *testing.T) {
@@ -58,7 +58,7 @@ func TestEnforceBinding(t *testing.T) {
 	require.Equal(t, scheduler.JobRunning, j.State)
 	allIn(t, j.Alloc.Nodes[0].CPUs, 64, 127)
 	for _, d := range j.Alloc.Nodes[0].Devices {
-		assert.Equal(t, 1, gputest.DGXH100().Devices[d].Socket)
+		assert.Equal(t, 1, gpuserver.DGXH100().Devices[d].Socket)
 	}
 	// Socket 1 now has 48 CPUs and 4 GPUs free; socket 0 none of its CPUs.
 	// A bound job needing 4 GPUs and 60 CPUs cannot start; unbound it can.
@@ -146,4 +146,30 @@ func TestDeviceHealth(t *testing.T) {
 
 	assert.ErrorIs(t, s.SetDeviceHealth(t0.Add(5*time.Minute), "dgx01", 42, false, ""), gres.ErrUnknownDevice)
 	assert.ErrorIs(t, s.SetDeviceHealth(t0.Add(5*time.Minute), "nope", 0, false, ""), scheduler.ErrUnknownNode)
+}
+
+// TestSubmitRejectsMalformedGRESName checks that Submit validates GRES
+// names and types by gres's one rule: Name "gpu:h100" used to be charged as
+// a count-only TRES gres/gpu:h100, so two jobs got the same GPUs, and a
+// count-like type ("2") could never match a device.
+func TestSubmitRejectsMalformedGRESName(t *testing.T) {
+	s, err := scheduler.New(clustertest.DGX())
+	require.NoError(t, err)
+	for _, q := range []gres.Request{{Name: "gpu:h100", Count: 2}, {Name: "gpu", Type: "2", Count: 3}, {Name: "", Count: 1}} {
+		for _, spec := range []scheduler.JobSpec{
+			{GRESPerNode: []gres.Request{q}},
+			{GRESPerTask: []gres.Request{q}},
+			{GRESPerJob: []gres.Request{q}},
+		} {
+			_, err := s.Submit(t0, spec)
+			require.ErrorIs(t, err, scheduler.ErrInvalidJob, "%+v", spec)
+			require.ErrorIs(t, err, gres.ErrInvalidGRES, "%+v", spec)
+		}
+	}
+	assert.Empty(t, s.Jobs(), "a rejected submit queues nothing")
+	// The well-formed spelling of the same request is accepted and takes devices.
+	mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: []gres.Request{{Name: "gpu", Type: "h100", Count: 2}}})
+	cyc := mustSchedule(t, s, t0)
+	require.Len(t, cyc.Starts, 1)
+	assert.Len(t, cyc.Starts[0].Alloc.Nodes[0].Devices, 2)
 }

@@ -256,7 +256,8 @@ type Job struct {
 type Allocation struct {
 	Nodes []NodeAlloc
 	// Billing is the allocation's billable TRES (the partition's
-	// TRESBillingWeights over the job's total TRES; the CPU count when the
+	// TRESBillingWeights over the job's total TRES, combined as
+	// Config.BillingMode says; the CPU count when the
 	// partition has no weights), what fair-share usage is charged in.
 	Billing float64
 	// Quality is the network placement quality in (0, 1], 1 being the

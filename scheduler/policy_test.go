@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 	"github.com/sluicehq/sluice/internal/clustertest"
-	"github.com/sluicehq/sluice/internal/gputest"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/topology"
@@ -244,7 +244,7 @@ func TestGPUsPerSocket(t *testing.T) {
 	require.Len(t, j.Alloc.Nodes[0].Devices, 4)
 	perSocket := map[int]int{}
 	for _, d := range j.Alloc.Nodes[0].Devices {
-		perSocket[gputest.DGXH100().Devices[d].Socket]++
+		perSocket[gpuserver.DGXH100().Devices[d].Socket]++
 	}
 	assert.Equal(t, map[int]int{0: 2, 1: 2}, perSocket)
 	_, err = s.Submit(t0, scheduler.JobSpec{SocketsPerNode: 2})

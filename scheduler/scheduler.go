@@ -66,6 +66,9 @@ type Scheduler struct {
 	policyVersion string
 	// suspended lists the SUSPENDED jobs, in suspension order.
 	suspended []*job
+	// billMode is how billing weights combine (Config.BillingMode).
+	billMode gres.BillingMode
+	gpuOrder gres.DeviceOrder // Config.GPUOrder
 	// arrays holds the job arrays by array job ID; maxArray bounds indices.
 	arrays   map[JobID]*array
 	maxArray int
@@ -197,6 +200,8 @@ func New(cfg Config) (*Scheduler, error) {
 		minJobAge:  cfg.MinJobAge,
 		noRequeue:  cfg.JobRequeue == RequeueNo,
 	}
+	s.billMode, _ = cfg.billingMode() // validate checked it
+	s.gpuOrder = cfg.GPUOrder
 	n := len(cfg.Nodes)
 	s.usable = topology.FullNodeSet(n)
 	s.avail = topology.NewNodeSet(n)
@@ -634,11 +639,8 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 // to be spread over the nodes as they can hold it (see spreadExtra).
 func mergeDeviceRequests(spec JobSpec, nodes, tpn int64) (out, extra []gres.Request, err error) {
 	add := func(r gres.Request, mult int64, field string) error {
-		if r.Name == "" {
-			return fmt.Errorf("%w: %s: GRES with empty name", ErrInvalidJob, field)
-		}
-		if r.Count < 0 || r.Count > gres.MaxCount {
-			return fmt.Errorf("%w: %s: GRES %s count %d out of range", ErrInvalidJob, field, r.Name, r.Count)
+		if err := r.Validate(); err != nil { // gres's one rule for names, types and counts
+			return fmt.Errorf("%w: %s: %w", ErrInvalidJob, field, err)
 		}
 		c := r.Count
 		if c != 0 && mult > gres.MaxCount/c {

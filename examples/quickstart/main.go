@@ -32,7 +32,7 @@ import (
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/internal/gputest"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/priority"
 	"github.com/sluicehq/sluice/scheduler"
@@ -61,10 +61,10 @@ var users = []struct{ user, account string }{
 func nodes() []scheduler.NodeConfig {
 	const gib = 1024
 	return []scheduler.NodeConfig{
-		{Name: "h100-01", CPUs: 128, MemoryMiB: 2048 * gib, Devices: gputest.DGXH100()},
-		{Name: "h100-02", CPUs: 128, MemoryMiB: 2048 * gib, Devices: gputest.DGXH100()},
-		{Name: "a100-01", CPUs: 128, MemoryMiB: 1024 * gib, Devices: gputest.PCIeA100Pairs()},
-		{Name: "a100-02", CPUs: 128, MemoryMiB: 1024 * gib, Devices: gputest.PCIeA100Pairs()},
+		{Name: "h100-01", CPUs: 128, MemoryMiB: 2048 * gib, Devices: gpuserver.DGXH100()},
+		{Name: "h100-02", CPUs: 128, MemoryMiB: 2048 * gib, Devices: gpuserver.DGXH100()},
+		{Name: "a100-01", CPUs: 128, MemoryMiB: 1024 * gib, Devices: gpuserver.PCIeA100Pairs()},
+		{Name: "a100-02", CPUs: 128, MemoryMiB: 1024 * gib, Devices: gpuserver.PCIeA100Pairs()},
 	}
 }
 

@@ -4,14 +4,14 @@ import (
 	"fmt"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 	"github.com/sluicehq/sluice/gres/gresdriver"
-	"github.com/sluicehq/sluice/internal/gputest"
 )
 
 // CheckHealthEvents is the health-event contract as a plain function: a
 // driver's batch must name known devices, give reasons and be sorted.
 func ExampleCheckHealthEvents() {
-	inv := gputest.DGXH100()
+	inv := gpuserver.DGXH100()
 	good := []gres.HealthEvent{{Index: 3, UUID: inv.Devices[3].UUID, Reason: "XID 79"}}
 	bad := []gres.HealthEvent{{Index: 9, Reason: "XID 79"}, {Index: 2, UUID: inv.Devices[2].UUID}}
 	fmt.Println(gresdriver.CheckHealthEvents(inv, good))

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 	"github.com/sluicehq/sluice/gres/gresdriver"
-	"github.com/sluicehq/sluice/internal/gputest"
 )
 
 // staticDriver is a pure-Go driver over a fixed inventory with a fault
@@ -26,7 +26,7 @@ type staticDriver struct {
 }
 
 func newStatic() *staticDriver {
-	inv := gputest.DGXA100()
+	inv := gpuserver.DGXA100()
 	d := &staticDriver{disc: gres.Discovery{Inventory: inv}, unready: map[int]bool{}}
 	for _, dv := range inv.Devices {
 		d.disc.Files = append(d.disc.Files, []gres.DeviceFile{{Path: fmt.Sprintf("/dev/accel%d", dv.Index), Kind: gres.CharDevice, Major: 240, Minor: int64(dv.Index)}})
@@ -181,7 +181,7 @@ func setLink(d *gres.Discovery, i, j int, l gres.Link) {
 }
 
 func TestCheckHealthEventsCatches(t *testing.T) {
-	inv := gputest.DGXH100()
+	inv := gpuserver.DGXH100()
 	u := func(i int) string { return inv.Devices[i].UUID }
 	require.NoError(t, gresdriver.CheckHealthEvents(inv, nil))
 	require.NoError(t, gresdriver.CheckHealthEvents(inv, []gres.HealthEvent{{Index: 1, UUID: u(1), Reason: "XID 79"}, {Index: 4, UUID: u(4), Healthy: true}}))

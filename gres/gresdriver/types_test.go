@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/internal/gputest"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 )
 
 func TestDeviceFileValidate(t *testing.T) {
@@ -60,7 +60,7 @@ func TestDiscoveryFiles(t *testing.T) {
 	bad = disc
 	bad.CommonFiles = []gres.DeviceFile{{Path: "x"}}
 	require.ErrorIs(t, bad.Validate(), gres.ErrInvalidDeviceFile)
-	noFiles := gres.Discovery{Inventory: gputest.DGXH100()}
+	noFiles := gres.Discovery{Inventory: gpuserver.DGXH100()}
 	require.NoError(t, noFiles.Validate())
 	f, err := noFiles.FilesFor([]int{0})
 	require.NoError(t, err)
@@ -105,7 +105,7 @@ func TestAllocationValidate(t *testing.T) {
 }
 
 func TestApplyHealth(t *testing.T) {
-	nd, err := gres.NewNodeDevices(gputest.GB200Node())
+	nd, err := gres.NewNodeDevices(gpuserver.GB200Node())
 	require.NoError(t, err)
 	reasons := map[int]string{}
 	sum, err := gres.ApplyHealth(nd, reasons, []gres.HealthEvent{{Index: 1, Reason: "XID 79"}, {Index: 2, Reason: "GPU is lost"}})
@@ -130,7 +130,7 @@ func TestApplyHealth(t *testing.T) {
 	assert.NotContains(t, reasons, 2)
 
 	// Without a reasons map the summary still names the devices.
-	nd2, _ := gres.NewNodeDevices(gputest.GB200Node())
+	nd2, _ := gres.NewNodeDevices(gpuserver.GB200Node())
 	sum, err = gres.ApplyHealth(nd2, nil, []gres.HealthEvent{{Index: 3, Reason: "x"}})
 	require.NoError(t, err)
 	assert.Equal(t, "gpu 3: unhealthy", sum.Reason)

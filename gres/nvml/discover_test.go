@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 	"github.com/sluicehq/sluice/gres/nvml/nvmltest"
-	"github.com/sluicehq/sluice/internal/gputest"
 )
 
 // newDriver writes the server's sysfs and procfs into temp dirs and
@@ -46,7 +46,7 @@ var (
 	l40s = gpus.Config{Name: "NVIDIA L40S", MemoryMB: 49152, PciDeviceId: 0x26B910DE}
 )
 
-// TestDiscoverRoundTrip builds mocks from the gputest fixtures and checks
+// TestDiscoverRoundTrip builds mocks from the gpuserver fixtures and checks
 // that discovery reproduces each inventory exactly: identities, memory,
 // bus ids, NUMA, sockets, cores and the whole link matrix (NVSwitch
 // fabrics, NVLink bridges, islands, PCIe levels).
@@ -56,12 +56,12 @@ func TestDiscoverRoundTrip(t *testing.T) {
 		inv   gres.Inventory
 		model gpus.Config
 	}{
-		{"DGXH100", gputest.DGXH100(), gpus.H100_SXM5_80GB},
-		{"DGXA100", gputest.DGXA100(), gpus.A100_SXM4_40GB},
-		{"PCIeA100Pairs", gputest.PCIeA100Pairs(), gpus.A100_PCIE_80GB},
-		{"PCIeTwoNUMA", gputest.PCIeTwoNUMA(), l40s},
-		{"TwoQuads", gputest.TwoQuads(), gpus.A100_SXM4_80GB},
-		{"GB200Node", gputest.GB200Node(), nvmltest.GB200Model()},
+		{"DGXH100", gpuserver.DGXH100(), gpus.H100_SXM5_80GB},
+		{"DGXA100", gpuserver.DGXA100(), gpus.A100_SXM4_40GB},
+		{"PCIeA100Pairs", gpuserver.PCIeA100Pairs(), gpus.A100_PCIE_80GB},
+		{"PCIeTwoNUMA", gpuserver.PCIeTwoNUMA(), l40s},
+		{"TwoQuads", gpuserver.TwoQuads(), gpus.A100_SXM4_80GB},
+		{"GB200Node", gpuserver.GB200Node(), nvmltest.GB200Model()},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -83,7 +83,7 @@ func TestDiscoverRandomRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 1))
 	checked := 0
 	for iter := range 24 {
-		inv := gputest.Random(rng, 1+rng.IntN(16), false)
+		inv := gpuserver.Random(rng, 1+rng.IntN(16), false)
 		srv, err := nvmltest.New(inv, gpus.A100_SXM4_80GB)
 		if errors.Is(err, nvmltest.ErrNotRepresentable) {
 			continue // e.g. more than 36 NVLinks on one GPU

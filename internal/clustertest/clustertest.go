@@ -7,7 +7,7 @@ package clustertest
 import (
 	"time"
 
-	"github.com/sluicehq/sluice/internal/gputest"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/sim"
 )
@@ -18,7 +18,7 @@ const GiB = 1024
 // DGXNode returns one DGX-H100-like node: 2×56 cores, 2 TiB, 8 h100 GPUs
 // connected all-to-all through NVSwitch.
 func DGXNode(name string) scheduler.NodeConfig {
-	return scheduler.NodeConfig{Name: name, CPUs: 112, MemoryMiB: 2048 * GiB, Devices: gputest.DGXH100()}
+	return scheduler.NodeConfig{Name: name, CPUs: 112, MemoryMiB: 2048 * GiB, Devices: gpuserver.DGXH100()}
 }
 
 // DGX returns a one-node cluster (a DGX-H100-like server) with one
@@ -39,8 +39,8 @@ func Mixed4() scheduler.Config {
 		Nodes: []scheduler.NodeConfig{
 			DGXNode("h100-01"),
 			DGXNode("h100-02"),
-			{Name: "a100-01", CPUs: 64, MemoryMiB: 512 * GiB, Devices: gputest.PCIeA100Pairs()},
-			{Name: "a100-02", CPUs: 64, MemoryMiB: 512 * GiB, Devices: gputest.PCIeA100Pairs()},
+			{Name: "a100-01", CPUs: 64, MemoryMiB: 512 * GiB, Devices: gpuserver.PCIeA100Pairs()},
+			{Name: "a100-02", CPUs: 64, MemoryMiB: 512 * GiB, Devices: gpuserver.PCIeA100Pairs()},
 		},
 		Partitions: []scheduler.PartitionConfig{
 			{Name: "gpu", Default: true, MaxTime: 24 * time.Hour, DefaultTime: time.Hour},

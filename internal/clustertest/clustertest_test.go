@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/gres/gpuserver"
 	"github.com/sluicehq/sluice/internal/clustertest"
-	"github.com/sluicehq/sluice/internal/gputest"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
@@ -22,13 +22,13 @@ func TestStandardCluster(t *testing.T) {
 	require.Len(t, cfg.Nodes, clustertest.StandardNodes)
 	var h100, gb200 []string
 	for i, n := range cfg.Nodes {
-		kind, devs := "a", gputest.PCIeA100Pairs()
+		kind, devs := "a", gpuserver.PCIeA100Pairs()
 		switch {
 		case i < clustertest.StandardH100:
-			kind, devs = "h", gputest.DGXH100()
+			kind, devs = "h", gpuserver.DGXH100()
 			h100 = append(h100, n.Name)
 		case i >= clustertest.StandardH100+clustertest.StandardA100:
-			kind, devs = "g", gputest.GB200Node()
+			kind, devs = "g", gpuserver.GB200Node()
 			gb200 = append(gb200, n.Name)
 		}
 		require.Equal(t, scheduler.NodeConfig{Name: fmt.Sprintf("%s%05d", kind, i), CPUs: 128, MemoryMiB: 2048 * clustertest.GiB, Devices: devs}, n)

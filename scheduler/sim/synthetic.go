@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/internal/gputest"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
@@ -238,7 +238,7 @@ func SyntheticCluster(nodes int) (scheduler.Config, error) {
 	h100 := (nodes - gb) / 2
 	cfg := scheduler.Config{Nodes: make([]scheduler.NodeConfig, 0, nodes)}
 	var h100Names, gbNames []string
-	h100Inv, a100Inv, gbInv := gputest.DGXH100(), gputest.PCIeA100Pairs(), gputest.GB200Node()
+	h100Inv, a100Inv, gbInv := gpuserver.DGXH100(), gpuserver.PCIeA100Pairs(), gpuserver.GB200Node()
 	for i := range nodes {
 		nc := scheduler.NodeConfig{CPUs: 128, MemoryMiB: 2048 * 1024}
 		switch {

@@ -19,7 +19,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/internal/gputest"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 )
 
 // ErrNotRepresentable reports an inventory the mock cannot reproduce.
@@ -138,21 +138,21 @@ func New(inv gres.Inventory, model gpus.Config) (*Server, error) {
 	return s, nil
 }
 
-// DGXH100 returns a mock DGX H100 (internal/gputest.DGXH100: 8 × H100 SXM5
+// DGXH100 returns a mock DGX H100 (gpuserver.DGXH100: 8 × H100 SXM5
 // on one NVSwitch fabric, 18 lanes each, two sockets).
-func DGXH100() *Server { return must(New(gputest.DGXH100(), gpus.H100_SXM5_80GB)) }
+func DGXH100() *Server { return must(New(gpuserver.DGXH100(), gpus.H100_SXM5_80GB)) }
 
 // DGXA100 returns a mock DGX A100 (8 × A100 SXM4 40 GB, 12 lanes each into
 // the NVSwitch fabric, PCIe pairs, two sockets).
-func DGXA100() *Server { return must(New(gputest.DGXA100(), gpus.A100_SXM4_40GB)) }
+func DGXA100() *Server { return must(New(gpuserver.DGXA100(), gpus.A100_SXM4_40GB)) }
 
 // PCIeA100Pairs returns a mock 8 × A100 PCIe server with NVLink bridges
 // joining GPUs in pairs (12 direct lanes per pair).
-func PCIeA100Pairs() *Server { return must(New(gputest.PCIeA100Pairs(), gpus.A100_PCIE_80GB)) }
+func PCIeA100Pairs() *Server { return must(New(gpuserver.PCIeA100Pairs(), gpus.A100_PCIE_80GB)) }
 
-// GB200 returns a mock GB200 NVL72 compute tray (gputest.GB200Node: 4 ×
+// GB200 returns a mock GB200 NVL72 compute tray (gpuserver.GB200Node: 4 ×
 // GB200 on the rack's NVSwitch fabric, 18 lanes each, two Grace sockets).
-func GB200() *Server { return must(New(gputest.GB200Node(), GB200Model())) }
+func GB200() *Server { return must(New(gpuserver.GB200Node(), GB200Model())) }
 
 // GB200Model returns a GPU model for GB200 (go-nvml has no GB200 mock
 // config): name "NVIDIA GB200", 186 GB, no MIG profiles.

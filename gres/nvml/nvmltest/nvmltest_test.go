@@ -10,17 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/internal/gputest"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 )
 
 func TestNotRepresentable(t *testing.T) {
-	inv := gputest.DGXH100()
+	inv := gpuserver.DGXH100()
 	inv.Devices = inv.Devices[1:] // indices 1..7
 	inv.Links = nil
 	_, err := New(inv, gpus.H100_SXM5_80GB)
 	require.ErrorIs(t, err, ErrNotRepresentable)
 
-	inv = gputest.DGXH100()
+	inv = gpuserver.DGXH100()
 	inv.Links[0][1].NVLinks, inv.Links[1][0].NVLinks = 12, 12 // not min(18, 18)
 	_, err = New(inv, gpus.H100_SXM5_80GB)
 	require.ErrorIs(t, err, ErrNotRepresentable)

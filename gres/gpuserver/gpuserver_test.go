@@ -1,7 +1,6 @@
-package gputest_test
+package gpuserver_test
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -9,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/internal/gputest"
+	"github.com/sluicehq/sluice/gres/gpuserver"
 )
 
 func TestFixturesAreValidAndShaped(t *testing.T) {
@@ -21,14 +20,14 @@ func TestFixturesAreValidAndShaped(t *testing.T) {
 		nvlinks func(a, b int) int // expected lanes between indices a and b
 		switchd bool
 	}{
-		{"DGXH100", gputest.DGXH100(), 8, "h100", func(a, b int) int { return 18 }, true},
-		{"DGXA100", gputest.DGXA100(), 8, "a100", func(a, b int) int { return 12 }, true},
-		{"PCIeA100Pairs", gputest.PCIeA100Pairs(), 8, "a100", func(a, b int) int { return pick(a/2 == b/2, 12) }, false},
-		{"GB200Node", gputest.GB200Node(), 4, "gb200", func(a, b int) int { return 18 }, true},
-		{"PCIeTwoNUMA", gputest.PCIeTwoNUMA(), 8, "l40s", func(a, b int) int { return 0 }, false},
-		{"TwoQuads", gputest.TwoQuads(), 8, "a100", func(a, b int) int { return pick(a/4 == b/4, 4) }, false},
-		{"DGX2", gputest.DGX2(), 16, "v100", func(a, b int) int { return 6 }, true},
-		{"NVL72", gputest.NVL72(), 72, "gb200", func(a, b int) int { return 18 }, true},
+		{"DGXH100", gpuserver.DGXH100(), 8, "h100", func(a, b int) int { return 18 }, true},
+		{"DGXA100", gpuserver.DGXA100(), 8, "a100", func(a, b int) int { return 12 }, true},
+		{"PCIeA100Pairs", gpuserver.PCIeA100Pairs(), 8, "a100", func(a, b int) int { return pick(a/2 == b/2, 12) }, false},
+		{"GB200Node", gpuserver.GB200Node(), 4, "gb200", func(a, b int) int { return 18 }, true},
+		{"PCIeTwoNUMA", gpuserver.PCIeTwoNUMA(), 8, "l40s", func(a, b int) int { return 0 }, false},
+		{"TwoQuads", gpuserver.TwoQuads(), 8, "a100", func(a, b int) int { return pick(a/4 == b/4, 4) }, false},
+		{"DGX2", gpuserver.DGX2(), 16, "v100", func(a, b int) int { return 6 }, true},
+		{"NVL72", gpuserver.NVL72(), 72, "gb200", func(a, b int) int { return 18 }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,7 +40,7 @@ func TestFixturesAreValidAndShaped(t *testing.T) {
 				assert.Equal(t, tt.typ, d.Type)
 				assert.Positive(t, d.MemoryMiB)
 				assert.Equal(t, d.Socket, d.NUMA)
-				assert.True(t, d.Cores.Equal(gputest.SocketCores(d.Socket)))
+				assert.True(t, d.Cores.Equal(gpuserver.SocketCores(d.Socket)))
 				sockets[d.Socket] = true
 				for j := range tt.inv.Devices {
 					if i == j {
@@ -63,10 +62,10 @@ func TestFixturesAreValidAndShaped(t *testing.T) {
 		})
 	}
 	// Fresh copies: modifying one does not affect the next.
-	a := gputest.DGXH100()
+	a := gpuserver.DGXH100()
 	a.Devices[0].Type = "x"
 	a.Links[0][1].NVLinks = 1
-	b := gputest.DGXH100()
+	b := gpuserver.DGXH100()
 	assert.Equal(t, "h100", b.Devices[0].Type)
 	assert.Equal(t, 18, b.Links[0][1].NVLinks)
 }
@@ -79,14 +78,14 @@ func pick(cond bool, v int) int {
 }
 
 func TestPCIeLevelsOfPairsFixture(t *testing.T) {
-	inv := gputest.PCIeA100Pairs()
+	inv := gpuserver.PCIeA100Pairs()
 	assert.Equal(t, gres.PCIePIX, inv.Link(0, 1).PCIe)
 	assert.Equal(t, gres.PCIePXB, inv.Link(0, 2).PCIe)
 	assert.Equal(t, gres.PCIeSYS, inv.Link(0, 4).PCIe)
-	a := gputest.DGXA100()
+	a := gpuserver.DGXA100()
 	assert.Equal(t, gres.PCIePXB, a.Link(2, 3).PCIe)
 	assert.Equal(t, gres.PCIeNODE, a.Link(1, 2).PCIe)
-	n := gputest.PCIeTwoNUMA()
+	n := gpuserver.PCIeTwoNUMA()
 	assert.Equal(t, gres.PCIePIX, n.Link(6, 7).PCIe)
 	assert.Equal(t, gres.PCIeNODE, n.Link(5, 6).PCIe)
 }
@@ -94,20 +93,24 @@ func TestPCIeLevelsOfPairsFixture(t *testing.T) {
 func TestRandomIsValidAndDeterministic(t *testing.T) {
 	for seed := range 500 {
 		n := 1 + seed%64
-		inv := gputest.Random(rand.New(rand.NewPCG(uint64(seed), 1)), n, seed%2 == 0)
+		inv := gpuserver.Random(rand.New(rand.NewPCG(uint64(seed), 1)), n, seed%2 == 0)
 		require.NoError(t, inv.Validate(), "seed %d", seed)
 		require.Len(t, inv.Devices, n)
-		again := gputest.Random(rand.New(rand.NewPCG(uint64(seed), 1)), n, seed%2 == 0)
+		again := gpuserver.Random(rand.New(rand.NewPCG(uint64(seed), 1)), n, seed%2 == 0)
 		require.Equal(t, inv, again, "seed %d", seed)
 	}
-	assert.Len(t, gputest.Random(rand.New(rand.NewPCG(1, 1)), 500, false).Devices, 64, "clamped")
-	assert.Len(t, gputest.Random(rand.New(rand.NewPCG(1, 1)), 0, false).Devices, 1, "clamped")
+	assert.Len(t, gpuserver.Random(rand.New(rand.NewPCG(1, 1)), 500, false).Devices, 64, "clamped")
+	assert.Len(t, gpuserver.Random(rand.New(rand.NewPCG(1, 1)), 0, false).Devices, 1, "clamped")
 }
 
-func ExampleDGXH100() {
-	node, _ := gres.NewNodeDevices(gputest.DGXH100())
-	_ = node.Allocate([]int{0})
-	p, _ := node.Choose(gres.DeviceRequest{Name: "gpu", Count: 4})
-	fmt.Println(p.Devices, node.Free("gpu", "h100"))
-	// Output: [4 5 6 7] 7
+func TestSocketCores(t *testing.T) {
+	c := gpuserver.SocketCores(1)
+	assert.Equal(t, 64, c.Count())
+	assert.True(t, c.Has(64) && c.Has(127) && !c.Has(63) && !c.Has(128))
+	for _, s := range []int{-1, 1024, 1 << 60} {
+		assert.True(t, gpuserver.SocketCores(s).IsEmpty(), "socket %d", s)
+	}
+	inv := gpuserver.Random(nil, 4, false)
+	require.NoError(t, inv.Validate(), "a nil rng draws from a fixed seed")
+	assert.Equal(t, inv, gpuserver.Random(nil, 4, false))
 }
