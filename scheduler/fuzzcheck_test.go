@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/policy"
 )
 
 // This file holds FuzzScheduler's checks: the digest of the observable
@@ -140,8 +141,18 @@ func fzInvariants(s *Scheduler, cyc *Cycle) error {
 					return fmt.Errorf("node %s: device %d held by job %d is listed free", n.Name, d, j.ID)
 				}
 			}
-			if hasGPU && int(gpu) < len(na.TRES) && na.TRES[gpu] != int64(len(na.Devices)) {
-				return fmt.Errorf("job %d: node %s: charged %d gres/gpu for device indices %v", j.ID, n.Name, na.TRES[gpu], na.Devices)
+			// Every fuzzed node's devices are gpus of one type: the
+			// untyped and the typed gpu TRES both count the devices.
+			for k := range na.TRES {
+				if nm := s.reg.Name(gres.ID(k)); strings.HasPrefix(nm, "gres/gpu") && n.Capacity[k] > 0 && na.TRES[k] != int64(len(na.Devices)) {
+					return fmt.Errorf("job %d: node %s: charged %d %s for device indices %v", j.ID, n.Name, na.TRES[k], nm, na.Devices)
+				}
+			}
+			for k := range j.PerNode {
+				// A suspended job has lent its CPUs.
+				if k < len(na.TRES) && gres.ID(k) != gres.Node && !(j.State == JobSuspended && gres.ID(k) == gres.CPU) && na.TRES[k] < j.PerNode[k] {
+					return fmt.Errorf("job %d: node %s: holds %d %s, its request is %d per node", j.ID, n.Name, na.TRES[k], s.reg.Name(gres.ID(k)), j.PerNode[k])
+				}
 			}
 			if err := sum[na.Node].AddInPlace(na.TRES); err != nil {
 				return fmt.Errorf("node %s: summing allocations: %w", n.Name, err)
@@ -174,6 +185,9 @@ func fzInvariants(s *Scheduler, cyc *Cycle) error {
 		if int64(len(hold[i].cpu))+n.Free[gres.CPU] != n.Capacity[gres.CPU] {
 			return fmt.Errorf("node %s: %d CPU ids held, %d free, capacity %d", n.Name, len(hold[i].cpu), n.Free[gres.CPU], n.Capacity[gres.CPU])
 		}
+		if hasGPU && n.Capacity[gpu] > 0 && int64(len(n.FreeDevices)) != n.Free[gpu] {
+			return fmt.Errorf("node %s: free devices %v but %d gres/gpu free", n.Name, n.FreeDevices, n.Free[gpu])
+		}
 		for _, id := range n.Jobs {
 			if j := byID[id]; j == nil || (j.State != JobRunning && j.State != JobSuspended) {
 				return fmt.Errorf("node %s lists job %d, which does not run", n.Name, id)
@@ -183,11 +197,30 @@ func fzInvariants(s *Scheduler, cyc *Cycle) error {
 	if p, r := s.Counts(); p != pend || r != run {
 		return fmt.Errorf("Counts() = %d pending, %d running; Jobs() has %d and %d", p, r, pend, run)
 	}
+	for ji := range jobs {
+		j := &jobs[ji]
+		if j.State != JobRunning || len(j.Spec.GRESPerJob) != 1 || j.Spec.GRESPerJob[0].Name != "gpu" || !hasGPU {
+			continue
+		}
+		// --gpus is the job's total (Slurm), not a per-node share rounded up.
+		var got int64
+		for _, na := range j.Alloc.Nodes {
+			got += na.TRES[gpu]
+		}
+		// An exclusive job (its own flag or its partition's) is charged whole nodes.
+		exclusive := j.Spec.Exclusive || s.parts[s.partByName[j.Partition]].cfg.OverSubscribe == policy.OverSubscribeExclusive
+		if want := j.Spec.GRESPerJob[0].Count; got != want && (!exclusive || got < want) {
+			return fmt.Errorf("job %d: GRESPerJob %s but %d gpus allocated on %d nodes", j.ID, j.Spec.GRESPerJob[0], got, len(j.Alloc.Nodes))
+		}
+	}
 	if cyc != nil {
 		for _, st := range cyc.Starts {
 			j := byID[st.Job]
 			if j == nil {
 				continue // forgotten already (MinJobAge)
+			}
+			if err := fzDependencyMet(j, jobs); err != nil {
+				return err
 			}
 			if st.TimeLimit <= 0 {
 				return fmt.Errorf("job %d started with time limit %v", st.Job, st.TimeLimit)
@@ -216,11 +249,15 @@ type fzFailure struct {
 	Step     int
 }
 
-var fzDigits = regexp.MustCompile(`0x[0-9a-f]+|[0-9]+`)
+var (
+	fzDurations = regexp.MustCompile(`[0-9][0-9.]*(ns|µs|us|ms|h|m|s)([0-9.]+(ns|µs|us|ms|h|m|s))*`)
+	fzDigits    = regexp.MustCompile(`0x[0-9a-f]+|[0-9]+`)
+)
 
 // fzKey normalises a message into a failure class: numbers elided, cut
 // short.
 func fzKey(kind string, msg string) string {
+	msg = fzDurations.ReplaceAllString(msg, "<d>")
 	msg = fzDigits.ReplaceAllString(msg, "#")
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]
@@ -311,12 +348,92 @@ func (r *fzRun) step(op fzOp) *fzFailure {
 	if err := fzInvariants(L, a.cyc); err != nil {
 		return fail("invariant after", err.Error())
 	}
+	if op.Kind == fkAddResv {
+		if err := fzReservationClear(L, op.Resv); err != nil {
+			return fail("broken promise in", err.Error())
+		}
+	}
 	r.last = max(r.last, op.At)
 	if r.gen != nil {
 		r.gen.last = r.last
 		r.gen.ids = append(r.gen.ids, a.ids...)
 		if op.Kind == fkAddResv {
 			r.gen.resvs = append(r.gen.resvs, op.Resv.Name)
+		}
+	}
+	return nil
+}
+
+// fzDependencyMet checks, for a job just started, a dependency of one of
+// the simple forms the generator writes ("afterok:A", "afterany:A:B",
+// "afternotok:A"): every job it names — every task, for a job array's ID —
+// has ended as the kind requires. Jobs already forgotten (MinJobAge) are
+// not checked.
+func fzDependencyMet(j *Job, jobs []Job) error {
+	kind, list, ok := strings.Cut(j.Spec.Dependency, ":")
+	if !ok || strings.ContainsAny(list, "?,+") {
+		return nil
+	}
+	for _, f := range strings.Split(list, ":") {
+		var target JobID
+		if _, err := fmt.Sscan(f, &target); err != nil {
+			return nil
+		}
+		var ended, okCount, n int
+		for k := range jobs {
+			o := &jobs[k]
+			if o.ID != target && o.ArrayJobID != target {
+				continue
+			}
+			n++
+			if o.State.Finished() {
+				ended++
+				if o.State == JobCompleted {
+					okCount++
+				}
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		met := true
+		switch kind {
+		case "afterok":
+			met = okCount == n
+		case "afterany":
+			met = ended == n
+		case "afternotok":
+			met = ended == n && okCount < n
+		}
+		if !met {
+			return fmt.Errorf("job %d started with dependency %q unmet: %d of %d jobs of %d ended, %d completed", j.ID, j.Spec.Dependency, ended, n, target, okCount)
+		}
+	}
+	return nil
+}
+
+// fzReservationClear checks a reservation just made on an explicit node
+// list without IGNORE_JOBS (or MAINT): no job running on its nodes may run
+// into its window (Slurm refuses such a reservation).
+func fzReservationClear(s *Scheduler, r fzResv) error {
+	if r.NodeSetLen == 0 || r.Flags&(policy.ResvIgnoreJobs|policy.ResvMaint) != 0 {
+		return nil
+	}
+	pr := r.reservation()
+	start := pr.Start
+	names := map[string]bool{}
+	for _, k := range r.Nodes {
+		names[fzNodeName(k)] = true
+	}
+	for _, j := range s.Jobs() {
+		if j.State != JobRunning || j.Spec.TimeMin != 0 || j.Spec.Reservation != "" {
+			continue // a --time-min or reservation job may end before its TimeLimit
+		}
+		for _, na := range j.Alloc.Nodes {
+			if names[na.Name] && j.StartTime.Add(j.TimeLimit).After(start) {
+				return fmt.Errorf("reservation %q on node %s accepted over running job %d (ends %s, window opens %s)",
+					r.Name, na.Name, j.ID, j.StartTime.Add(j.TimeLimit).Format(time.RFC3339), start.Format(time.RFC3339))
+			}
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/backfill"
@@ -183,6 +184,10 @@ func fzGenCluster(src *fzSource) fzCluster {
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
+	anyGPU := false
+	for _, n := range c.Nodes {
+		anyGPU = anyGPU || n.GPUsPerSocket > 0
+	}
 	np := 1 + src.intn(3)
 	for i := range np {
 		p := fzPart{Tier: src.intn(3)}
@@ -221,6 +226,9 @@ func fzGenCluster(src *fzSource) fzCluster {
 		}
 		if src.intn(4) == 0 {
 			p.Billing = []string{"CPU=1.0,Mem=0.25G", "CPU=1.0,GRES/gpu=2.0", "CPU=0.5"}[src.intn(3)]
+			if !anyGPU && strings.Contains(p.Billing, "gpu") {
+				p.Billing = "CPU=2"
+			}
 		}
 		c.Parts = append(c.Parts, p)
 	}
