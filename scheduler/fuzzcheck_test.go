@@ -199,7 +199,9 @@ func fzInvariants(s *Scheduler, cyc *Cycle) error {
 	}
 	for ji := range jobs {
 		j := &jobs[ji]
-		if j.State != JobRunning || len(j.Spec.GRESPerJob) != 1 || j.Spec.GRESPerJob[0].Name != "gpu" || !hasGPU {
+		sp := &j.Spec
+		if j.State != JobRunning || len(sp.GRESPerJob) != 1 || sp.GRESPerJob[0].Name != "gpu" || sp.GRESPerJob[0].Count <= 0 ||
+			len(sp.GRESPerNode)+len(sp.GRESPerTask) > 0 || sp.GPUsPerSocket != 0 || !hasGPU {
 			continue
 		}
 		// --gpus is the job's total (Slurm), not a per-node share rounded up.
