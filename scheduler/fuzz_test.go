@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // FuzzScheduler and TestFuzzSchedulerEvents drive the scheduler's event
@@ -32,6 +31,8 @@ const (
 	fzRunEvents   = 400
 	fzShortEvents = 3000
 	fzLongEvents  = 1_000_000
+	// fzShrinkReplays bounds the replays spent shrinking one failure.
+	fzShrinkReplays = 1500
 )
 
 // fzDrive runs up to maxEvents events drawn from src on cluster c (until a
@@ -75,10 +76,12 @@ func fzReplay(c fzCluster, ops []fzOp) (*fzRun, *fzFailure) {
 }
 
 // fzShrink looks for a shorter event sequence, and a simpler cluster, that
-// still fail with key, within budget.
-func fzShrink(c fzCluster, ops []fzOp, key string, budget time.Duration) (fzCluster, []fzOp) {
-	deadline := time.Now().Add(budget)
+// still fail with key, replaying at most budget times (a count, not a
+// time, so that a reproduction does not depend on the machine's speed).
+func fzShrink(c fzCluster, ops []fzOp, key string, budget int) (fzCluster, []fzOp) {
+	left := func() bool { return budget > 0 }
 	fails := func(c fzCluster, ops []fzOp) ([]fzOp, bool) {
+		budget--
 		r, f := fzReplay(c, ops)
 		if r == nil || f == nil || f.Key != key {
 			return nil, false
@@ -86,8 +89,8 @@ func fzShrink(c fzCluster, ops []fzOp, key string, budget time.Duration) (fzClus
 		return ops[:f.Step+1], true
 	}
 	ddmin := func(c fzCluster, ops []fzOp) []fzOp {
-		for chunk := len(ops) / 2; chunk >= 1 && time.Now().Before(deadline); chunk /= 2 {
-			for i := 0; i < len(ops) && time.Now().Before(deadline); {
+		for chunk := len(ops) / 2; chunk >= 1 && left(); chunk /= 2 {
+			for i := 0; i < len(ops) && left(); {
 				try := slices.Concat(ops[:i], ops[min(i+chunk, len(ops)):])
 				if got, ok := fails(c, try); ok {
 					ops = got
@@ -115,7 +118,7 @@ func fzShrink(c fzCluster, ops []fzOp, key string, budget time.Duration) (fzClus
 		func(c *fzCluster) { c.Nodes = fzPlainNodes(c.Nodes) },
 	}
 	for _, f := range simpler {
-		if !time.Now().Before(deadline) {
+		if !left() {
 			break
 		}
 		try := fzCloneCluster(c)
@@ -177,9 +180,9 @@ func fzDropLastNode(ns []fzNode, ps []fzPart) ([]fzNode, []fzPart) {
 	return ns[:last], ps
 }
 
-// fzReport shrinks a failure (within budget) and writes it as a Go
+// fzReport shrinks a failure (within budget replays) and writes it as a Go
 // reproduction.
-func fzReport(c fzCluster, ops []fzOp, f *fzFailure, budget time.Duration) string {
+func fzReport(c fzCluster, ops []fzOp, f *fzFailure, budget int) string {
 	c, ops = fzShrink(c, ops[:f.Step+1], f.Key, budget)
 	r, last := fzReplay(c, ops)
 	if last == nil { // cannot happen: fzShrink keeps failing sequences only
@@ -226,7 +229,7 @@ func FuzzScheduler(f *testing.F) {
 			t.Fatalf("generated cluster %#v rejected: %v", c, err)
 		}
 		if fail != nil {
-			t.Fatal(fzReport(c, r.ops, fail, 5*time.Second))
+			t.Fatal(fzReport(c, r.ops, fail, fzShrinkReplays))
 		}
 	})
 }
@@ -277,7 +280,7 @@ func TestFuzzSchedulerEvents(t *testing.T) {
 		}
 		if seen[fail.Key]++; seen[fail.Key] == 1 {
 			order = append(order, fail.Key)
-			t.Errorf("seed %d, event %d: %s", seed, fail.Step, fzReport(c, r.ops, fail, 10*time.Second))
+			t.Errorf("seed %d, event %d: %s", seed, fail.Step, fzReport(c, r.ops, fail, fzShrinkReplays))
 		}
 	}
 	t.Logf("%d events on %d clusters; %d distinct failures", done, runs, len(order))
