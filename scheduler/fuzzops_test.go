@@ -324,7 +324,7 @@ func (g *fzGen) spec() JobSpec {
 		sp.BeginTime = fzEpoch.Add(g.last + time.Duration(s.intn(7200)-1800)*time.Second + time.Duration(s.intn(1000))*time.Millisecond)
 	}
 	sp.Exclusive = s.chance(10)
-	sp.Requeue = s.chance(2)
+	sp.Requeue = fzPick(s, RequeueDefault, RequeueYes, RequeueNo, RequeueDefault, RequeueMode(7))
 	if s.chance(10) {
 		sp.CheckpointInterval = fzPick(s, time.Minute, 17*time.Second, -time.Second, time.Nanosecond)
 	}
