@@ -351,7 +351,7 @@ func (r *fzRun) step(op fzOp) *fzFailure {
 		return fail("invariant after", err.Error())
 	}
 	if op.Kind == fkAddResv {
-		if err := fzReservationClear(L, op.Resv); err != nil {
+		if err := fzReservationClear(L, now, op.Resv); err != nil {
 			return fail("broken promise in", err.Error())
 		}
 	}
@@ -414,15 +414,53 @@ func fzDependencyMet(j *Job, jobs []Job) error {
 	return nil
 }
 
-// fzReservationClear checks a reservation just made on an explicit node
-// list without IGNORE_JOBS (or MAINT): no job running on its nodes may run
-// into its window (Slurm refuses such a reservation).
-func fzReservationClear(s *Scheduler, r fzResv) error {
+// fzReservationClear checks a reservation just made at now on an explicit
+// node list without IGNORE_JOBS (or MAINT): no job running on its nodes
+// may run into one of its windows (Slurm refuses such a reservation). A
+// job's run left is [now, start + time limit); one already past its limit
+// ends at the next cycle and holds nothing. The windows are derived here
+// from the reservation's documented recurrence, not by the policy's code.
+func fzReservationClear(s *Scheduler, now time.Time, r fzResv) error {
 	if r.NodeSetLen == 0 || r.Flags&(policy.ResvIgnoreJobs|policy.ResvMaint) != 0 {
 		return nil
 	}
 	pr := r.reservation()
-	start := pr.Start
+	dur := pr.Duration
+	if !pr.End.IsZero() {
+		dur = pr.End.Sub(pr.Start)
+	}
+	step := time.Duration(0) // no recurrence: one window
+	switch {
+	case pr.Flags.Has(policy.ResvHourly):
+		step = time.Hour
+	case pr.Flags.Has(policy.ResvWeekly):
+		step = 7 * 24 * time.Hour
+	case pr.Flags&(policy.ResvDaily|policy.ResvWeekday|policy.ResvWeekend) != 0:
+		step = 24 * time.Hour
+	}
+	counts := func(w time.Time) bool {
+		wd := w.Weekday()
+		weekend := wd == time.Saturday || wd == time.Sunday
+		switch {
+		case pr.Flags.Has(policy.ResvWeekday):
+			return !weekend
+		case pr.Flags.Has(policy.ResvWeekend):
+			return weekend
+		}
+		return true
+	}
+	// overlaps: the first window that meets [now, end), if any.
+	overlaps := func(end time.Time) (time.Time, bool) {
+		for w := pr.Start; w.Before(end); w = w.Add(step) {
+			if w.Add(dur).After(now) && counts(w) {
+				return w, true
+			}
+			if step == 0 {
+				break
+			}
+		}
+		return time.Time{}, false
+	}
 	names := map[string]bool{}
 	for _, k := range r.Nodes {
 		names[fzNodeName(k)] = true
@@ -431,10 +469,14 @@ func fzReservationClear(s *Scheduler, r fzResv) error {
 		if j.State != JobRunning || j.Spec.TimeMin != 0 || j.Spec.Reservation != "" {
 			continue // a --time-min or reservation job may end before its TimeLimit
 		}
+		end := j.StartTime.Add(j.TimeLimit)
+		if !end.After(now) {
+			continue // past its limit: it ends at the next cycle
+		}
 		for _, na := range j.Alloc.Nodes {
-			if names[na.Name] && j.StartTime.Add(j.TimeLimit).After(start) {
+			if w, ok := overlaps(end); names[na.Name] && ok {
 				return fmt.Errorf("reservation %q on node %s accepted over running job %d (ends %s, window opens %s)",
-					r.Name, na.Name, j.ID, j.StartTime.Add(j.TimeLimit).Format(time.RFC3339), start.Format(time.RFC3339))
+					r.Name, na.Name, j.ID, end.Format(time.RFC3339), w.Format(time.RFC3339))
 			}
 		}
 	}
