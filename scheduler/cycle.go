@@ -667,15 +667,22 @@ func (s *Scheduler) planNodeFor(j *job, n *node, buf *allocBuf, req *nodeReq) (n
 		if freeCores.IsEmpty() && n.hasAffinity {
 			freeCores = n.freeCoreSet()
 		}
-		// Devices close to free CPUs are preferred (required under
-		// enforce-binding), so the job's CPUs can sit next to its devices.
+		// Devices close to free CPUs are preferred, so the job's CPUs can
+		// sit next to its devices. Under enforce-binding only such devices
+		// are eligible, and only sets of them whose free CPUs (with those
+		// of the devices chosen so far) hold the job's CPUs on the node:
+		// the choice, not a count, decides whether the node can host it.
 		var pl gres.Placement
 		var err error
 		if j.Spec.GPUsPerSocket > 0 && r.Name == "gpu" && r.Type == "" {
 			pl, err = s.choosePerSocket(j, n, devs, int(r.Count))
 		} else {
-			pl, err = devs.Choose(gres.DeviceRequest{Name: r.Name, Type: r.Type, Count: int(r.Count),
-				Cores: freeCores, EnforceBinding: j.Spec.EnforceBinding, Order: s.gpuOrder})
+			dr := gres.DeviceRequest{Name: r.Name, Type: r.Type, Count: int(r.Count),
+				Cores: freeCores, EnforceBinding: j.Spec.EnforceBinding, Order: s.gpuOrder}
+			if j.Spec.EnforceBinding {
+				dr.CPUs, dr.BoundCores = int(perNode[gres.CPU]), near
+			}
+			pl, err = devs.Choose(dr)
 		}
 		if err != nil {
 			return p, false
