@@ -480,13 +480,13 @@ func (s *Scheduler) candidates(now time.Time, j *job, magnetic bool) (time.Time,
 	return s.constrainByReservations(now, j, s.cand, magnetic)
 }
 
-// fitsNow reports whether node i can take the job's per-node request now.
-// Counts decide, except under enforce-binding, where the CPUs close to
-// the chosen devices must be free too.
+// fitsNow reports whether node i can take the job's per-node request now
+// (an exclusive job: an idle node where it fits). Counts decide, except
+// under enforce-binding or per socket, where the choice decides.
 func (s *Scheduler) fitsNow(j *job, i int) bool {
 	n := &s.nodes[i]
-	if j.Spec.Exclusive {
-		return len(n.jobs) == 0
+	if j.Spec.Exclusive && len(n.jobs) > 0 {
+		return false // whole nodes: only an idle one, where the request must fit too
 	}
 	if !j.perNode.Fits(n.free) {
 		return false
@@ -630,10 +630,18 @@ func (s *Scheduler) planNodeFor(j *job, n *node, buf *allocBuf, req *nodeReq) (n
 	if req != nil {
 		perNode, devReq = req.vec, req.devReq
 	}
-	p := nodePlan{quality: 1}
 	if j.Spec.Exclusive {
-		if len(n.jobs) > 0 {
+		// The whole node, but only where the job's own request fits its
+		// healthy free resources (and, per socket or bound, the choice
+		// succeeds): an unhealthy device is no part of what it gets.
+		p := nodePlan{quality: 1}
+		if len(n.jobs) > 0 || !perNode.Fits(n.free) {
 			return p, false
+		}
+		if j.Spec.EnforceBinding || j.Spec.GPUsPerSocket > 0 {
+			if _, ok := s.planShare(j, n, nil, perNode, devReq); !ok {
+				return p, false
+			}
 		}
 		p.tres = buf.vector(len(n.free))
 		copy(p.tres, n.free) // everything but unhealthy devices
@@ -642,6 +650,14 @@ func (s *Scheduler) planNodeFor(j *job, n *node, buf *allocBuf, req *nodeReq) (n
 		p.devices = n.freeDevices()
 		return p, true
 	}
+	return s.planShare(j, n, buf, perNode, devReq)
+}
+
+// planShare plans the request perNode (with its device requests devReq)
+// as the job's share of node n: planNodeFor's choice for a job that does
+// not take the whole node.
+func (s *Scheduler) planShare(j *job, n *node, buf *allocBuf, perNode gres.Vector, devReq []gres.Request) (nodePlan, bool) {
+	p := nodePlan{quality: 1}
 	if !perNode.Fits(n.free) {
 		return p, false
 	}
