@@ -108,3 +108,28 @@ func TestExclusiveJobNeedsItsHealthyGPUsPreemptAndIdle(t *testing.T) {
 		assert.Equal(t, int64(1), rep.GPUs[scheduler.IdleFragmented], "cancel=%v: GPUs by class %v", cancel, rep.GPUs)
 	}
 }
+
+// Backfill sees a node with a free unhealthy GPU as whole when the rest of
+// it is free: an exclusive job (here asking for no GPU) gets a reservation
+// at the running job's end, and a lower job that would delay it does not
+// start — as on a node whose devices are all healthy.
+func TestExclusiveJobReservedOnNodeWithUnhealthyDevice(t *testing.T) {
+	for _, sick := range []bool{false, true} {
+		s, err := scheduler.New(scheduler.Config{Nodes: []scheduler.NodeConfig{gpuNode("n0", 1, 4, 2, true)},
+			Partitions: []scheduler.PartitionConfig{{Name: "p"}}, Backfill: &backfill.Config{}})
+		require.NoError(t, err)
+		if sick {
+			require.NoError(t, s.SetDeviceHealth(t0, "n0", 1, false, "xid 79"))
+		}
+		mustSubmit(t, s, t0, scheduler.JobSpec{CPUsPerTask: 2, TimeLimit: time.Hour})
+		mustSchedule(t, s, t0)
+		whole := mustSubmit(t, s, t0, scheduler.JobSpec{Exclusive: true, TimeLimit: time.Hour})
+		late := mustSubmit(t, s, t0, scheduler.JobSpec{CPUsPerTask: 1, TimeLimit: 2 * time.Hour})
+		cyc := mustSchedule(t, s, t0)
+		assert.Empty(t, cyc.Starts, "sick=%v", sick)
+		assert.Equal(t, policy.ReasonResources, reasonOf(cyc, whole), "sick=%v", sick)
+		assert.Equal(t, policy.ReasonPriority, reasonOf(cyc, late), "sick=%v", sick)
+		j, _ := s.Job(whole)
+		assert.Equal(t, t0.Add(time.Hour), j.ExpectedStart, "sick=%v", sick)
+	}
+}
