@@ -23,6 +23,19 @@ type DeviceRequest struct {
 	// Order ranks NVLink against CPU affinity; the zero value is
 	// NVLinkFirst. See DeviceOrder.
 	Order DeviceOrder
+	// CPUs, with EnforceBinding and Cores, is how many CPUs of Cores the
+	// job binds to its devices (--gres-flags=enforce-binding: the job's
+	// CPUs are those local to its devices). Only sets whose devices'
+	// Cores, with BoundCores, hold at least CPUs of Cores are eligible,
+	// and the best of them in Choose's order wins: a 2-GPU job of 5 CPUs
+	// on sockets of 4 free CPUs takes GPUs on two sockets instead of the
+	// best-connected pair on one. A set in which no device's affinity is
+	// known binds no CPUs and meets any count. 0: no requirement beyond
+	// each device being close to Cores.
+	CPUs int
+	// BoundCores are CPUs the job already binds (the Cores of its devices
+	// chosen by earlier requests on the node); they count towards CPUs.
+	BoundCores CoreSet
 }
 
 // DeviceOrder says which of NVLink connectivity and CPU affinity Choose
@@ -138,12 +151,20 @@ const maxSeeds = 24
 // swaps)·k·m) for m candidates, and equal to the exact optimum's NVLink,
 // affinity and PCIe score on about 98% of random instances.
 //
+// With EnforceBinding and a CPU count (req.CPUs), only sets whose
+// devices bind that many of req.Cores are eligible, and the best of them
+// in this order is chosen: the exact search skips the others; the greedy
+// path prefers a bound set, repairs an unbound one by single swaps that
+// bind more CPUs (the best-scoring first) and keeps it bound while it
+// improves it.
+//
 // It fails with ErrInsufficientDevices when fewer than Count eligible
-// devices are free, and ErrInvalidRequest for a negative Count, an empty
-// Name or an unknown Order.
+// devices are free or no set of them binds req.CPUs, and
+// ErrInvalidRequest for a negative Count or CPUs, an empty Name or an
+// unknown Order.
 func (s *NodeDevices) Choose(req DeviceRequest) (Placement, error) {
-	if req.Count < 0 || req.Name == "" {
-		return Placement{}, fmt.Errorf("%w: name %q count %d", ErrInvalidRequest, req.Name, req.Count)
+	if req.Count < 0 || req.Name == "" || req.CPUs < 0 {
+		return Placement{}, fmt.Errorf("%w: name %q count %d CPUs %d", ErrInvalidRequest, req.Name, req.Count, req.CPUs)
 	}
 	if req.Order > AffinityFirst {
 		return Placement{}, fmt.Errorf("%w: %v", ErrInvalidRequest, req.Order)
@@ -170,12 +191,18 @@ func (s *NodeDevices) Choose(req DeviceRequest) (Placement, error) {
 	if m < k {
 		return Placement{}, fmt.Errorf("%w: want %d %s, %d eligible of %d free", ErrInsufficientDevices, k, reqLabel(req), m, avail.count())
 	}
+	bind := s.newBinding(req, c)
 
 	var candBuf [64]uint8
 	var priBuf, secBuf [64]int64
 	var bestBuf [64]uint8
 	var prevBuf [64]int8
 	cand := c.appendPositions(candBuf[:0])
+	if bind != nil {
+		if most := bind.most(cand, k); most < bind.need {
+			return Placement{}, bind.shortErr(k, req, most)
+		}
+	}
 	var pri1, sec1 []int64
 	var best []uint8
 	if m <= 64 {
@@ -203,23 +230,31 @@ func (s *NodeDevices) Choose(req DeviceRequest) (Placement, error) {
 		sec1[i] = -deg
 	}
 
+	found := true
 	switch {
 	case k == m:
 		for i := range best {
 			best[i] = uint8(i)
 		}
 	case k == 1:
-		bi := 0
-		for i := 1; i < m; i++ {
-			if pri1[i] > pri1[bi] || pri1[i] == pri1[bi] && sec1[i] > sec1[bi] {
+		bi := -1
+		for i := range m {
+			if bind != nil && bind.covers(cand[i:i+1]) < bind.need {
+				continue
+			}
+			if bi < 0 || pri1[i] > pri1[bi] || pri1[i] == pri1[bi] && sec1[i] > sec1[bi] {
 				bi = i
 			}
 		}
-		best[0] = uint8(bi)
+		found = bi >= 0
+		best[0] = uint8(max(bi, 0))
 	case m <= 64 && s.exactFeasible(cand, k, &prevBuf):
-		exactSearch(t.w, n, cand, pri1, sec1, prevBuf[:m], best)
+		found = exactSearch(t.w, n, cand, pri1, sec1, prevBuf[:m], best, bind)
 	default:
-		greedySearch(t.w, n, cand, pri1, sec1, best)
+		found = greedySearch(t.w, n, cand, pri1, sec1, best, bind)
+	}
+	if !found {
+		return Placement{}, bind.shortErr(k, req, bind.most(cand, k))
 	}
 
 	var sel devMask
@@ -367,14 +402,19 @@ func (s *NodeDevices) exactFeasible(cand []uint8, k int, prev *[64]int8) bool {
 // device with a lower index) is not in the subset is skipped. This loses
 // nothing: swapping a twin for its lower twin keeps the objective and makes
 // the subset lexicographically smaller, so the lowest-index optimum always
-// takes twins in order.
-func exactSearch(w []int64, n int, cand []uint8, pri1, sec1 []int64, prev []int8, best []uint8) {
+// takes twins in order (twins have the same affinity, so the swap binds
+// the same CPUs).
+//
+// With a binding (nil: none), only subsets that bind enough CPUs count;
+// it reports false when none does.
+func exactSearch(w []int64, n int, cand []uint8, pri1, sec1 []int64, prev []int8, best []uint8, bind *binding) bool {
 	m, k := len(cand), len(best)
 	var idx [65]uint8
 	var pos [64]int
 	var in [64]bool
 	var pp, ps [65]int64
 	bestP, bestS := int64(math.MinInt64), int64(math.MinInt64)
+	found := false
 	d := 0
 	for {
 		i := int(idx[d])
@@ -399,7 +439,8 @@ func exactSearch(w []int64, n int, cand []uint8, pri1, sec1 []int64, prev []int8
 		}
 		P, S := pp[d]+add+pri1[i], ps[d]+add+sec1[i]
 		if d == k-1 {
-			if P > bestP || P == bestP && S > bestS {
+			if (P > bestP || P == bestP && S > bestS) && bind.okLeaf(pos[:d], p) {
+				found = true
 				bestP, bestS = P, S
 				copy(best, idx[:d])
 				best[d] = uint8(i)
@@ -413,12 +454,18 @@ func exactSearch(w []int64, n int, cand []uint8, pri1, sec1 []int64, prev []int8
 		d++
 		idx[d] = uint8(i + 1)
 	}
+	return found
 }
 
 // greedySearch grows a set from several seeds, adding each time the
 // candidate with the best (primary, secondary) gain, keeps the best set,
 // and improves it by best-improvement swaps until none helps.
-func greedySearch(w []int64, n int, cand []uint8, pri1, sec1 []int64, best []uint8) {
+//
+// With a binding (nil: none) a set that binds enough CPUs beats one that
+// does not; when no greedy set does, single swaps that bind more CPUs
+// (the best-scoring first) repair the best one, and the improving swaps
+// keep it bound. It reports false when no bound set was found.
+func greedySearch(w []int64, n int, cand []uint8, pri1, sec1 []int64, best []uint8, bind *binding) bool {
 	m, k := len(cand), len(best)
 	wl := func(i, j int) int64 { return w[int(cand[i])*n+int(cand[j])] }
 
@@ -465,6 +512,7 @@ func greedySearch(w []int64, n int, cand []uint8, pri1, sec1 []int64, best []uin
 	cur := make([]int, 0, k)
 	bestSet := make([]int, 0, k)
 	bestP, bestS := int64(math.MinInt64), int64(math.MinInt64)
+	bestOK := false
 	for _, seed := range seeds {
 		clear(gain)
 		clear(in)
@@ -510,8 +558,9 @@ func greedySearch(w []int64, n int, cand []uint8, pri1, sec1 []int64, best []uin
 			add(bj)
 		}
 		slices.Sort(cur)
-		if P > bestP || P == bestP && (S > bestS || S == bestS && slices.Compare(cur, bestSet) < 0) {
-			bestP, bestS = P, S
+		ok := bind.okIn(cand, in, -1, -1)
+		if ok && !bestOK || ok == bestOK && (P > bestP || P == bestP && (S > bestS || S == bestS && slices.Compare(cur, bestSet) < 0)) {
+			bestP, bestS, bestOK = P, S, ok
 			bestSet = append(bestSet[:0], cur...)
 		}
 	}
@@ -525,6 +574,37 @@ func greedySearch(w []int64, n int, cand []uint8, pri1, sec1 []int64, best []uin
 			gain[x] += wl(i, x)
 		}
 	}
+	swap := func(i, j int) {
+		in[i], in[j] = false, true
+		for x := range m {
+			gain[x] += wl(j, x) - wl(i, x)
+		}
+	}
+	delta := func(i, j int) (dP, dS int64) {
+		g := gain[j] - wl(i, j)
+		return g + pri1[j] - gain[i] - pri1[i], g + sec1[j] - gain[i] - sec1[i]
+	}
+	for !bestOK {
+		// Repair: the swap that binds more CPUs, the best-scoring first.
+		have := bind.coverIn(cand, in, -1, -1)
+		bi, bj := -1, -1
+		var bdP, bdS int64
+		for i := range m {
+			for j := range m {
+				if !in[i] || in[j] {
+					continue
+				}
+				if dP, dS := delta(i, j); (bi < 0 || dP > bdP || dP == bdP && dS > bdS) && bind.coverIn(cand, in, i, j) > have {
+					bi, bj, bdP, bdS = i, j, dP, dS
+				}
+			}
+		}
+		if bi < 0 {
+			return false
+		}
+		swap(bi, bj)
+		bestOK = bind.okIn(cand, in, -1, -1)
+	}
 	for range 4*k + 16 {
 		bi, bj := -1, -1
 		var bdP, bdS int64
@@ -536,10 +616,7 @@ func greedySearch(w []int64, n int, cand []uint8, pri1, sec1 []int64, best []uin
 				if in[j] {
 					continue
 				}
-				g := gain[j] - wl(i, j)
-				dP := g + pri1[j] - gain[i] - pri1[i]
-				dS := g + sec1[j] - gain[i] - sec1[i]
-				if dP > bdP || dP == bdP && dS > bdS {
+				if dP, dS := delta(i, j); (dP > bdP || dP == bdP && dS > bdS) && bind.okIn(cand, in, i, j) {
 					bi, bj, bdP, bdS = i, j, dP, dS
 				}
 			}
@@ -547,10 +624,7 @@ func greedySearch(w []int64, n int, cand []uint8, pri1, sec1 []int64, best []uin
 		if bi < 0 {
 			break
 		}
-		in[bi], in[bj] = false, true
-		for x := range m {
-			gain[x] += wl(bj, x) - wl(bi, x)
-		}
+		swap(bi, bj)
 	}
 	x := 0
 	for i := range m {
@@ -559,4 +633,5 @@ func greedySearch(w []int64, n int, cand []uint8, pri1, sec1 []int64, best []uin
 			x++
 		}
 	}
+	return true
 }

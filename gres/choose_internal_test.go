@@ -134,8 +134,8 @@ func TestGreedyVersusExact(t *testing.T) {
 			}
 		}
 		exact, greedy := make([]uint8, k), make([]uint8, k)
-		exactSearch(s.t.w, n, cand, pri1, sec1, noTwins(m), exact) // plain exhaustive search
-		greedySearch(s.t.w, n, cand, pri1, sec1, greedy)
+		exactSearch(s.t.w, n, cand, pri1, sec1, noTwins(m), exact, nil) // plain exhaustive search
+		greedySearch(s.t.w, n, cand, pri1, sec1, greedy, nil)
 		ep, es := objective(s.t.w, n, cand, pri1, sec1, exact)
 		gp, gs := objective(s.t.w, n, cand, pri1, sec1, greedy)
 		trials++
@@ -168,8 +168,8 @@ func TestTwinPruningIsExact(t *testing.T) {
 		var prevBuf [64]int8
 		require.True(t, s.exactFeasible(cand, k, &prevBuf))
 		pruned, plain := make([]uint8, k), make([]uint8, k)
-		exactSearch(s.t.w, n, cand, pri1, sec1, prevBuf[:m], pruned)
-		exactSearch(s.t.w, n, cand, pri1, sec1, noTwins(m), plain)
+		exactSearch(s.t.w, n, cand, pri1, sec1, prevBuf[:m], pruned, nil)
+		exactSearch(s.t.w, n, cand, pri1, sec1, noTwins(m), plain, nil)
 		require.Equal(t, plain, pruned)
 	}
 }

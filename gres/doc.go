@@ -28,7 +28,8 @@
 // allocated and which are unhealthy, answers free counts without
 // allocating, and Choose picks the best-connected free devices for a
 // request: most NVLink lanes first, then CPU affinity (and, with
-// EnforceBinding, only devices close to the job's cores), then PCIe/NUMA
+// EnforceBinding, only devices close to the job's cores, and with a CPU
+// count only sets of them that bind that many CPUs), then PCIe/NUMA
 // closeness, then what is left behind — so a one-GPU job takes an orphan
 // instead of breaking an NVLink pair. Ranking NVLink above CPU affinity
 // deviates from Slurm, which takes devices on the job's socket first;

@@ -18,20 +18,23 @@ import (
 // i/perSocket, with CPUs 16 per socket close to that socket's GPUs unless
 // noCores.
 func socketNode(name string, sockets, perSocket int, noCores bool) scheduler.NodeConfig {
+	return gpuNode(name, sockets, 16, perSocket, !noCores)
+}
+
+// gpuNode is a node of sockets × cpus CPUs with perSocket GPUs (a100) on
+// each socket, GPU i on socket i/perSocket; with affinity each GPU's CPUs
+// are its socket's.
+func gpuNode(name string, sockets, cpus, perSocket int, affinity bool) scheduler.NodeConfig {
 	inv := gres.Inventory{}
 	for i := range sockets * perSocket {
 		sk := i / perSocket
 		d := gres.Device{Index: i, Name: "gpu", Type: "a100", NUMA: sk, Socket: sk}
-		if !noCores {
-			ids := make([]int, 16)
-			for c := range ids {
-				ids[c] = 16*sk + c
-			}
-			d.Cores, _ = gres.CoreSetOf(ids...)
+		if affinity {
+			d.Cores, _ = gres.CoreRange(cpus*sk, cpus*sk+cpus-1)
 		}
 		inv.Devices = append(inv.Devices, d)
 	}
-	return scheduler.NodeConfig{Name: name, CPUs: 16 * sockets, MemoryMiB: 64 * 1024, Devices: inv}
+	return scheduler.NodeConfig{Name: name, CPUs: cpus * sockets, MemoryMiB: 64 * 1024, Devices: inv}
 }
 
 func socketCluster(t *testing.T, bf bool, nodes ...scheduler.NodeConfig) *scheduler.Scheduler {

@@ -72,7 +72,12 @@ func plannable(r policy.Reason) bool {
 
 // profileNodes returns every node's capacity and free resources for the
 // backfill profile. Node, billing and energy are not shared out per node
-// and stay zero; a node that is down offers nothing. The slice and its
+// and stay zero; a node that is down offers nothing. An unhealthy device
+// is no part of the node's capacity (nor free, nor in a running job's use,
+// see profileUse: it never comes back free): the node is idle (whole, for
+// an exclusive job) when everything else is free, and a request that
+// needs the device does not fit it. The capacity changes only with a
+// device's health, which marks the kept profile stale. The slice and its
 // vectors are reused from cycle to cycle.
 func (s *Scheduler) profileNodes() []backfill.NodeState {
 	b := s.bf
@@ -89,6 +94,16 @@ func (s *Scheduler) profileNodes() []backfill.NodeState {
 	}
 	for i := range s.nodes {
 		n := &s.nodes[i]
+		if n.devs != nil {
+			c := b.nodes[i].Capacity
+			copy(c, n.capacity)
+			c[gres.Node] = 0
+			for _, d := range n.cfg.Devices.Devices {
+				if !n.devs.IsHealthy(d.Index) {
+					n.subDeviceTRES(c, d.Index)
+				}
+			}
+		}
 		f := b.nodes[i].Free[:cap(b.nodes[i].Free)]
 		if n.admin == adminDown {
 			clear(f)

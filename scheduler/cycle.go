@@ -480,13 +480,13 @@ func (s *Scheduler) candidates(now time.Time, j *job, magnetic bool) (time.Time,
 	return s.constrainByReservations(now, j, s.cand, magnetic)
 }
 
-// fitsNow reports whether node i can take the job's per-node request now.
-// Counts decide, except under enforce-binding, where the CPUs close to
-// the chosen devices must be free too.
+// fitsNow reports whether node i can take the job's per-node request now
+// (an exclusive job: an idle node where it fits). Counts decide, except
+// under enforce-binding or per socket, where the choice decides.
 func (s *Scheduler) fitsNow(j *job, i int) bool {
 	n := &s.nodes[i]
-	if j.Spec.Exclusive {
-		return len(n.jobs) == 0
+	if j.Spec.Exclusive && len(n.jobs) > 0 {
+		return false // whole nodes: only an idle one, where the request must fit too
 	}
 	if !j.perNode.Fits(n.free) {
 		return false
@@ -630,10 +630,18 @@ func (s *Scheduler) planNodeFor(j *job, n *node, buf *allocBuf, req *nodeReq) (n
 	if req != nil {
 		perNode, devReq = req.vec, req.devReq
 	}
-	p := nodePlan{quality: 1}
 	if j.Spec.Exclusive {
-		if len(n.jobs) > 0 {
+		// The whole node, but only where the job's own request fits its
+		// healthy free resources (and, per socket or bound, the choice
+		// succeeds): an unhealthy device is no part of what it gets.
+		p := nodePlan{quality: 1}
+		if len(n.jobs) > 0 || !perNode.Fits(n.free) {
 			return p, false
+		}
+		if j.Spec.EnforceBinding || j.Spec.GPUsPerSocket > 0 {
+			if _, ok := s.planShare(j, n, nil, perNode, devReq); !ok {
+				return p, false
+			}
 		}
 		p.tres = buf.vector(len(n.free))
 		copy(p.tres, n.free) // everything but unhealthy devices
@@ -642,6 +650,14 @@ func (s *Scheduler) planNodeFor(j *job, n *node, buf *allocBuf, req *nodeReq) (n
 		p.devices = n.freeDevices()
 		return p, true
 	}
+	return s.planShare(j, n, buf, perNode, devReq)
+}
+
+// planShare plans the request perNode (with its device requests devReq)
+// as the job's share of node n: planNodeFor's choice for a job that does
+// not take the whole node.
+func (s *Scheduler) planShare(j *job, n *node, buf *allocBuf, perNode gres.Vector, devReq []gres.Request) (nodePlan, bool) {
+	p := nodePlan{quality: 1}
 	if !perNode.Fits(n.free) {
 		return p, false
 	}
@@ -667,15 +683,22 @@ func (s *Scheduler) planNodeFor(j *job, n *node, buf *allocBuf, req *nodeReq) (n
 		if freeCores.IsEmpty() && n.hasAffinity {
 			freeCores = n.freeCoreSet()
 		}
-		// Devices close to free CPUs are preferred (required under
-		// enforce-binding), so the job's CPUs can sit next to its devices.
+		// Devices close to free CPUs are preferred, so the job's CPUs can
+		// sit next to its devices. Under enforce-binding only such devices
+		// are eligible, and only sets of them whose free CPUs (with those
+		// of the devices chosen so far) hold the job's CPUs on the node:
+		// the choice, not a count, decides whether the node can host it.
 		var pl gres.Placement
 		var err error
 		if j.Spec.GPUsPerSocket > 0 && r.Name == "gpu" && r.Type == "" {
 			pl, err = s.choosePerSocket(j, n, devs, int(r.Count))
 		} else {
-			pl, err = devs.Choose(gres.DeviceRequest{Name: r.Name, Type: r.Type, Count: int(r.Count),
-				Cores: freeCores, EnforceBinding: j.Spec.EnforceBinding, Order: s.gpuOrder})
+			dr := gres.DeviceRequest{Name: r.Name, Type: r.Type, Count: int(r.Count),
+				Cores: freeCores, EnforceBinding: j.Spec.EnforceBinding, Order: s.gpuOrder}
+			if j.Spec.EnforceBinding {
+				dr.CPUs, dr.BoundCores = int(perNode[gres.CPU]), near
+			}
+			pl, err = devs.Choose(dr)
 		}
 		if err != nil {
 			return p, false

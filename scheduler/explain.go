@@ -169,7 +169,8 @@ const idleNode = "idle node"
 type Deficit struct {
 	TRES    string
 	PerNode int64
-	// Nodes is how many allowed nodes have PerNode of it free now.
+	// Nodes is how many allowed nodes have PerNode of it free now (of a
+	// whole-node request: how many idle nodes).
 	Nodes int
 }
 
@@ -905,6 +906,8 @@ func (s *Scheduler) resourceNeed(now time.Time, j *job, allowed topology.NodeSet
 		n := &s.nodes[i]
 		if len(n.jobs) == 0 {
 			idle++
+		} else if j.Spec.Exclusive {
+			continue // whole nodes: a busy node offers nothing
 		}
 		for k, d := range dims {
 			if n.free[d] >= j.perNode[d] {
@@ -921,7 +924,10 @@ func (s *Scheduler) resourceNeed(now time.Time, j *job, allowed topology.NodeSet
 		need.Deficits = append(need.Deficits, Deficit{TRES: idleNode, PerNode: 1, Nodes: idle})
 	}
 	for k, d := range dims {
-		if counts[k] < j.nodes && !j.Spec.Exclusive { // whole nodes: idleness is what counts
+		// Whole nodes: the idle nodes are counted, and a resource is short
+		// where enough nodes are idle but too few of them hold the request
+		// (an unhealthy GPU, say).
+		if counts[k] < j.nodes && (!j.Spec.Exclusive || idle >= j.nodes) {
 			need.Deficits = append(need.Deficits, Deficit{TRES: s.reg.Name(d), PerNode: j.perNode[d], Nodes: counts[k]})
 		}
 	}

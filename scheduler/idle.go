@@ -311,12 +311,12 @@ func (s *Scheduler) reservedIdle(i int, now time.Time, prof *backfill.Profile, h
 }
 
 // fitsFree reports whether the group's per-node request fits node n's
-// free resources now (a whole idle node for an exclusive request).
+// free resources now (for an exclusive request, on a whole idle node).
 func (g *idleGroup) fitsFree(n *node) bool {
-	if g.excl {
-		return len(n.jobs) == 0
+	if g.excl && len(n.jobs) > 0 {
+		return false
 	}
-	return g.perNode.Fits(n.free)
+	return g.perNode.Fits(n.free) // an exclusive request too: unhealthy devices are not free
 }
 
 // demandClass classifies node i's remaining idle GPUs (gpu set) or CPUs

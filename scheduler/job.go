@@ -117,7 +117,10 @@ type JobSpec struct {
 	GPUsPerSocket, SocketsPerNode int
 	// EnforceBinding is --gres-flags=enforce-binding: the job's CPUs on a
 	// node must all be close to (share affinity with) its devices there.
-	// Without it, close CPUs are preferred but not required.
+	// The devices are chosen among the sets whose free close CPUs hold the
+	// job's CPUs (the best-connected such set), so a 2-GPU job needing
+	// more CPUs than one socket has free gets GPUs on two sockets. Without
+	// it, close CPUs are preferred but not required.
 	EnforceBinding bool
 	// TimeMin is sbatch --time-min: with backfill, the job may start with
 	// a limit as short as this to fit a gap; it then runs as long as the
@@ -130,7 +133,9 @@ type JobSpec struct {
 	// BeginTime is sbatch --begin: the job is not eligible before it.
 	BeginTime time.Time
 	// Exclusive asks for whole nodes (sbatch --exclusive): the job's nodes
-	// run nothing else and it is charged all their resources.
+	// run nothing else and it is charged all their resources. A node is
+	// taken only where the job's own request fits its healthy free
+	// resources: an unhealthy GPU is neither given nor counted.
 	Exclusive bool
 	// CheckpointInterval is the period at which the job saves its state
 	// (zero: never, unless it reports checkpoints with Checkpoint). A

@@ -200,7 +200,16 @@ func (n *node) freeDevices() []int {
 	return out
 }
 
-// deviceTRES adds the TRES of the given devices to v.
+// subDeviceTRES takes the TRES of device d out of v.
+func (n *node) subDeviceTRES(v gres.Vector, d int) {
+	ids := n.devTRES[d]
+	v[ids[0]]--
+	if ids[1] >= 0 {
+		v[ids[1]]--
+	}
+}
+
+// addDeviceTRES adds the TRES of the given devices to v.
 func (n *node) addDeviceTRES(v gres.Vector, idx []int) {
 	for _, d := range idx {
 		ids := n.devTRES[d]

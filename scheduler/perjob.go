@@ -202,8 +202,10 @@ func (s *Scheduler) spreadExtra(j *job, nodes []int) ([]nodeReq, bool) {
 		if err := s.nodeVector(j, reqs[k].devReq, reqs[k].vec); err != nil {
 			return nil, false
 		}
-		if !reqs[k].vec.Fits(s.nodes[nodes[k]].free) && !j.Spec.Exclusive {
-			return nil, false // more GPUs brought more CPUs or memory than the node has
+		if !reqs[k].vec.Fits(s.nodes[nodes[k]].free) {
+			// More GPUs brought more CPUs or memory than the node has (an
+			// exclusive job too: its request must fit what it widens).
+			return nil, false
 		}
 	}
 	return reqs, true

@@ -158,7 +158,7 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 	shares := map[int][]freedAlloc{}
 	for _, v := range vs {
 		for _, na := range cjobs[v.Index].Alloc.Nodes {
-			shares[na.Node] = append(shares[na.Node], freedAlloc{na: na, suspend: v.Action == policy.ActionSuspend})
+			shares[na.Node] = append(shares[na.Node], freedAlloc{job: cjobs[v.Index].ID, na: na, suspend: v.Action == policy.ActionSuspend})
 			e, ok := extra[na.Node]
 			if !ok {
 				e = s.reg.NewVector()
@@ -180,16 +180,14 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 		n := &s.nodes[i]
 		ok := false
 		if e, freed := extra[i]; freed {
-			if j.Spec.Exclusive {
-				ok = busy[i] == 0
-			} else {
-				f, _ := n.free.Add(e)
-				f[gres.Node] = n.free[gres.Node]
-				ok = j.perNode.Fits(f)
-				if ok && (j.Spec.EnforceBinding || j.Spec.GPUsPerSocket > 0) {
-					// Where the freed devices sit decides, as in fitsNow.
-					ok = s.fitsFreed(j, n, f, shares[i])
-				}
+			// An exclusive job needs the node idle once the victims are
+			// gone, and its own request must fit there, as in fitsNow.
+			f, _ := n.free.Add(e)
+			f[gres.Node] = n.free[gres.Node]
+			ok = (!j.Spec.Exclusive || busy[i] == 0) && j.perNode.Fits(f)
+			if ok && (j.Spec.EnforceBinding || j.Spec.GPUsPerSocket > 0) {
+				// Where the freed devices sit decides, as in fitsNow.
+				ok = s.fitsFreed(j, n, f, shares[i])
 			}
 		} else {
 			ok = s.fitsNow(j, i)
@@ -209,9 +207,10 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 	return true
 }
 
-// freedAlloc is a victim's share of a node, and whether it is only
+// freedAlloc is a victim's share of a node (of job), and whether it is only
 // suspended (lending its CPUs, keeping its devices).
 type freedAlloc struct {
+	job     JobID
 	na      NodeAlloc
 	suspend bool
 }
@@ -227,10 +226,14 @@ func (s *Scheduler) fitsFreed(j *job, n *node, f gres.Vector, victims []freedAll
 		d := *n.devs
 		tmp.devs = &d
 	}
+	tmp.jobs = slices.Clone(n.jobs)
 	for _, v := range victims {
 		tmp.releaseCPUs(v.na.CPUs)
-		if !v.suspend && tmp.devs != nil && len(v.na.Devices) > 0 {
-			_ = tmp.devs.Release(v.na.Devices) // held by the victim: in use
+		if !v.suspend {
+			if tmp.devs != nil && len(v.na.Devices) > 0 {
+				_ = tmp.devs.Release(v.na.Devices) // held by the victim: in use
+			}
+			tmp.removeJob(v.job)
 		}
 	}
 	_, ok := s.planNode(j, &tmp, nil)
