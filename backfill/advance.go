@@ -25,7 +25,8 @@ const maxOriginUnix = posInf / 4
 //
 //   - each node's free resources at the origin are those it had at now:
 //     the change points at or before now are dropped, and the one in force
-//     at now becomes the origin's, with its summaries;
+//     at now becomes the origin's; so do the summaries of the grid slots
+//     before now's, whose own summary is the one in force at now;
 //   - a running job whose end is at or before now (overdue: the caller has
 //     not released it yet) is treated as NewProfile treats one: it holds
 //     its resources until the first grid point after now — one resolution
@@ -293,10 +294,10 @@ func (p *Profile) releaseKind(k entryKind, keep *JobID) int {
 // (rather than one pass per interval). Then the breakpoints that appeared
 // are registered with the change points, and only after them those that
 // disappeared (one change-point look-up per time each), so that change
-// points are first only added and every one created copies summaries that
-// are still right for all the nodes it does not list. Last, the summaries
-// of the change points the releases span are restored, node by node or in
-// one sweep.
+// points are first only added and every grid slot that gets its first
+// one copies a summary that still holds for all the nodes it does not
+// list. Last, the summaries of the grid slots the releases span are
+// restored, node by node or in one sweep.
 func (p *Profile) releaseAll(es []*entry) {
 	if len(es) == 0 {
 		return

@@ -156,10 +156,12 @@ type cowToken struct{ _ byte }
 //
 // Layout: each node has its own small sorted timeline; a google/btree
 // indexes the global change points (every time where any node's free
-// vector changes), and each change point carries two summaries used to
-// skip infeasible nodes without reading their timelines: the set of fully
-// idle nodes and, per block of 64 nodes, an upper bound on their free
-// vectors. See the package documentation for the search.
+// vector changes, exact to the second), and another one the summaries,
+// one per grid slot that holds a change point, used to skip infeasible
+// nodes without reading their timelines: a superset of the nodes idle at
+// some moment of the slot and, per block of 64 nodes, an upper bound on
+// their free vectors over it. See the package documentation for the
+// search.
 //
 // Clone is copy-on-write and cheap (O(nodes) pointer copies), so
 // explanations and what-if questions can plan on a clone.
@@ -998,8 +1000,8 @@ func (p *Profile) cpRemoveAll(t int64, gone []int32) {
 }
 
 // change adds sign*use (per alloc) to the free resources of the entry's
-// nodes over [s, e), keeping timelines canonical and change-point
-// summaries valid. Callers have checked the result stays sensible.
+// nodes over [s, e), keeping timelines canonical and the summaries
+// valid. Callers have checked the result stays sensible.
 func (p *Profile) change(nodes []int32, use []int64, s, e int64, sign int64) {
 	s = max(s, p.origin)
 	if e <= s {
@@ -1041,8 +1043,8 @@ func (p *Profile) applyTL(nodes []int32, use []int64, s, e int64, sign int64) {
 			}
 		}
 	}
-	// The change point at s first: one created at e copies its
-	// predecessor's summaries, which may be s's.
+	// The change point at s first: a summary created for e's slot copies
+	// its predecessor's, which may be the one created for s's.
 	p.cpAddAll(s, atS)
 	p.cpAddAll(e, atE)
 	sc.atS, sc.atE = atS, atE
