@@ -114,8 +114,9 @@ func (p *Profile) Advance(now time.Time) error {
 	}
 	p.cps.ReplaceOrInsert(ncp)
 	// The summaries whose ranges end at or before now go; the one whose
-	// range holds now stays (its range only shrinks) and becomes the
-	// summary of now's grid slot (no other lies between).
+	// range holds now stays (its range only shrinks) and starts at now,
+	// the first change point of its slot; if now's slot has a summary
+	// that starts later, that one takes its aggregates instead.
 	keep := p.sumFloor(o)
 	for {
 		sm, _ := p.sums.Min()
@@ -124,8 +125,19 @@ func (p *Profile) Advance(now time.Time) error {
 		}
 		p.sums.DeleteMin()
 	}
-	if g := p.floorRes(o); keep.t != g {
-		p.mutSum(keep).t = g
+	var nx *summary
+	p.sumProbe.t = o + 1
+	p.sums.AscendGreaterOrEqual(p.sumProbe, func(sm *summary) bool {
+		nx = sm
+		return false
+	})
+	if nx != nil && nx.t < p.floorRes(o)+p.res {
+		nx = p.mutSum(nx)
+		nx.merge(keep)
+		p.sums.Delete(keep)
+		nx.t = o
+	} else if keep.t != o {
+		p.mutSum(keep).t = o
 	}
 	p.origin, p.nowT = o, now
 

@@ -233,7 +233,7 @@ func checkProfile(t *testing.T, p *Profile, m *naive) {
 		}
 		sm := p.sumFloor(cp.t)
 		require.NotNil(t, sm, "change point %d has a summary", cp.t-p.origin)
-		require.Equal(t, p.floorRes(cp.t), sm.t, "change point %d: its grid slot has a summary", cp.t-p.origin)
+		require.Equal(t, p.floorRes(cp.t), p.floorRes(sm.t), "change point %d: its grid slot has a summary", cp.t-p.origin)
 		return true
 	})
 	checkSummaries(t, p)
@@ -585,9 +585,13 @@ func checkSummaries(t *testing.T, p *Profile) {
 	a := p.a
 	first, ok := p.sums.Min()
 	require.True(t, ok, "a profile has a summary")
-	require.Equal(t, p.floorRes(p.origin), first.t, "the first summary is the origin's grid slot's")
+	require.Equal(t, p.origin, first.t, "the first summary starts at the origin")
 	p.sums.Ascend(func(sm *summary) bool {
-		require.Equal(t, p.floorRes(sm.t), sm.t, "summary at %d is on the grid", sm.t-p.origin)
+		_, isCP := p.cpGet(sm.t)
+		require.True(t, isCP, "summary at %d starts at a change point", sm.t-p.origin)
+		if prev := p.cpFloor(sm.t - 1); prev != nil && p.floorRes(prev.t) == p.floorRes(sm.t) {
+			require.Failf(t, "summary not at its slot's first change point", "at %d, change point at %d", sm.t-p.origin, prev.t-p.origin)
+		}
 		lo, hi := max(sm.t, p.origin), p.sumEnd(sm.t)
 		for i := range p.n {
 			tl := p.tls[i]

@@ -989,6 +989,7 @@ func (p *Profile) cpRemoveAll(t int64, gone []int32) {
 	if left < len(cp.nodes) {
 		if left == 0 {
 			p.cps.Delete(cp)
+			p.sumDropped(t)
 		} else {
 			cp = p.mutCP(cp)
 			cp.nodes = slices.DeleteFunc(cp.nodes, func(i int32) bool { return sc.mark[i] })

@@ -254,6 +254,7 @@ type scratch struct {
 	heap         []hitem
 	sums         []*summary
 	probes       []*summary
+	win          []*summary // the sweep's sumWindow
 	rel          relBufs
 	plan         *planScratch
 	idle         []int
@@ -751,14 +752,10 @@ func (p *Profile) search(q *query) (result, error) {
 		}
 	}
 	done := false
-	var sm *summary               // the summary of the change point's slot
-	smEnd := int64(math.MinInt64) // the end of its range
+	win := sumWindow{p: p, buf: sc.win[:0]}
 	p.probeB.t = t0 + 1
 	p.cps.AscendGreaterOrEqual(p.probeB, func(cp *changePoint) bool {
-		if cp.t >= smEnd {
-			sm = p.sumFloor(cp.t)
-			smEnd = p.sumEnd(sm.t)
-		}
+		sm := win.at(cp.t)
 		for vi < nv && virt[vi] < cp.t {
 			if done = step(virt[vi], nil, nil, true); done {
 				return false
@@ -775,6 +772,8 @@ func (p *Profile) search(q *query) (result, error) {
 	for ; !done && vi < nv; vi++ {
 		done = step(virt[vi], nil, nil, true)
 	}
+	clear(win.buf)
+	sc.win = win.buf[:0]
 	if ferr != nil {
 		return result{}, ferr
 	}

@@ -14,9 +14,11 @@ import (
 // job's exact end), while the summaries every booking must update over
 // the time it spans are bounded by one per grid slot.
 //
-// A summary at t (a grid point) covers [max(t, origin), t') where t' is
-// the next summary's t (forever for the last one); every grid slot that
-// holds a change point has one, the origin's included (the first). Its aggregates are conservative over the whole range, so that a
+// Every grid slot that holds a change point has one summary, which starts
+// at the slot's first change point (the origin for the origin's slot) and
+// covers the time up to the next summary's start (forever for the last
+// one): with one change point in a slot it describes exactly the state
+// there, as a summary per change point would. Its aggregates are conservative over the whole range, so that a
 // summary can only rule a node out or let the search look closer, never
 // accept one:
 //
@@ -45,8 +47,8 @@ func (p *Profile) buildSummaries(cps []*changePoint) {
 	p.sums = btree.NewG(btreeDeg, sumLess)
 	var sums []*summary
 	for _, cp := range cps {
-		if t := p.floorRes(cp.t); len(sums) == 0 || sums[len(sums)-1].t != t {
-			sums = append(sums, p.newSummary(t))
+		if len(sums) == 0 || p.floorRes(cp.t) != p.floorRes(sums[len(sums)-1].t) {
+			sums = append(sums, p.newSummary(cp.t))
 		}
 	}
 	for _, sm := range sums {
@@ -74,17 +76,102 @@ func (p *Profile) sumEnd(t int64) int64 {
 	return out
 }
 
-// sumEnsure makes sure t's grid slot has a summary (t after the origin, a
-// new change point's time). A new one copies the summary whose range held
-// the slot: that range held the new one's, so the copy stays
-// conservative.
+// sumWindow hands a sweep over ascending times the summary whose range
+// holds each, reading the summaries a batch at a time instead of looking
+// each up.
+type sumWindow struct {
+	p     *Profile
+	buf   []*summary
+	x     int
+	end   bool // buf reaches the last summary
+	batch int  // summaries read at the next fill (doubling: most sweeps stop early)
+}
+
+// at returns the summary whose range holds t (t ≥ origin); successive
+// calls must not go back in time.
+func (w *sumWindow) at(t int64) *summary {
+	if len(w.buf) == 0 {
+		w.fill(w.p.sumFloor(t))
+	}
+	for {
+		for w.x+1 < len(w.buf) && w.buf[w.x+1].t <= t {
+			w.x++
+		}
+		if w.x+1 < len(w.buf) || w.end {
+			return w.buf[w.x]
+		}
+		w.fill(w.buf[w.x])
+	}
+}
+
+// fill reads from and the summaries after it.
+func (w *sumWindow) fill(from *summary) {
+	w.batch = min(max(2*w.batch, 4), 64)
+	w.buf, w.x = append(w.buf[:0], from), 0
+	w.p.sumProbe.t = from.t + 1
+	w.p.sums.AscendGreaterOrEqual(w.p.sumProbe, func(sm *summary) bool {
+		w.buf = append(w.buf, sm)
+		return len(w.buf) < w.batch
+	})
+	w.end = len(w.buf) < w.batch
+}
+
+// sumEnsure keeps the summaries right for a change point just created at
+// t (after the origin). If t's slot has no summary, a new one starts at t,
+// a copy of the summary whose range held t (so it stays conservative); if
+// the slot's summary starts later, it now starts at t and takes in the
+// aggregates of the summary whose range [t, its old start) was part of.
 func (p *Profile) sumEnsure(t int64) {
+	fl := p.sumFloor(t)
 	g := p.floorRes(t)
-	fl := p.sumFloor(g)
-	if fl.t == g {
+	if fl.t >= g {
+		return // the slot's summary starts before t
+	}
+	var nx *summary
+	p.sumProbe.t = t + 1
+	p.sums.AscendGreaterOrEqual(p.sumProbe, func(sm *summary) bool {
+		nx = sm
+		return false
+	})
+	if nx != nil && nx.t < g+p.res {
+		nx = p.mutSum(nx)
+		nx.merge(fl)
+		nx.t = t // no summary lies between t and its old start
 		return
 	}
-	p.sums.ReplaceOrInsert(&summary{t: g, owner: p.cow, idle: fl.idle.Clone(), bmax: slices.Clone(fl.bmax)})
+	p.sums.ReplaceOrInsert(&summary{t: t, owner: p.cow, idle: fl.idle.Clone(), bmax: slices.Clone(fl.bmax)})
+}
+
+// merge widens sm's aggregates to cover o's too.
+func (sm *summary) merge(o *summary) {
+	sm.idle.UnionWith(o.idle)
+	for j, v := range o.bmax {
+		sm.bmax[j] = max(sm.bmax[j], v)
+	}
+}
+
+// sumDropped keeps the summaries right for the change point at t (after
+// the origin) just deleted: a summary that started there starts at the
+// slot's next change point, or goes when there is none. Nothing changes
+// between t and that point any more, so the time continues the previous
+// summary's range, whose aggregates already cover that state.
+func (p *Profile) sumDropped(t int64) {
+	p.sumProbe.t = t
+	sm, ok := p.sums.Get(p.sumProbe)
+	if !ok {
+		return
+	}
+	var next *changePoint
+	p.probeA.t = t
+	p.cps.AscendGreaterOrEqual(p.probeA, func(cp *changePoint) bool {
+		next = cp
+		return false
+	})
+	if next != nil && next.t < p.floorRes(t)+p.res {
+		p.mutSum(sm).t = next.t // no summary lies between
+		return
+	}
+	p.sums.Delete(sm)
 }
 
 // mutSum returns sm made writable (copied when shared with a clone).
