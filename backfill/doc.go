@@ -28,10 +28,10 @@
 // each listing the nodes that change there. The summaries the search
 // uses to skip nodes are kept per grid slot (bf_resolution), one for
 // every slot that holds a change point, in a second btree; each covers
-// the time from its slot's start to the next summary's and holds two
-// conservative aggregates over it: a superset of the nodes idle at some
-// moment of it, and per block of 64 nodes an upper bound of their free
-// vectors. A summary can only rule a node out, never accept one (the
+// the time from its slot's first change point to the next summary's and
+// holds two conservative aggregates over it: a superset of the nodes idle
+// at some moment of it, and per block of 64 nodes an upper bound of their
+// free vectors. A summary can only rule a node out, never accept one (the
 // timelines decide), and a booking updates one summary per grid slot it
 // spans however many exact change points lie in it. Clone is
 // copy-on-write (the btrees clone in O(1), node timelines, change points

@@ -227,6 +227,19 @@ func (p *Profile) rangeOf(sums []*summary, x int, next int64) (lo, hi int64) {
 func (p *Profile) updateSummaries(nodes []int32, use []int64, s, e int64, sign int64) {
 	a := p.a
 	sums, next := p.sumsIn(s, e)
+	// Taking resources: a node is not idle where the booking holds
+	// something on it, and block maxima stay upper bounds. Only the first
+	// and last summaries can lie partly outside [s, e) and need the
+	// node's timeline; those in [full0, full1) lie inside.
+	full0, full1 := 0, len(sums)
+	if sign < 0 {
+		if lo, _ := p.rangeOf(sums, 0, next); lo < s {
+			full0 = 1
+		}
+		if _, hi := p.rangeOf(sums, len(sums)-1, next); hi > e {
+			full1 = len(sums) - 1
+		}
+	}
 	for x, nd := range nodes {
 		if isZero(use[x*a : (x+1)*a]) {
 			continue
@@ -236,13 +249,12 @@ func (p *Profile) updateSummaries(nodes []int32, use []int64, s, e int64, sign i
 			p.refreshNode(i, sums, next)
 			continue
 		}
-		// Taking resources: a node is not idle where the booking holds
-		// something on it, and block maxima stay upper bounds. Only the
-		// slots the booking covers in part need the node's timeline.
-		for y, sm := range sums {
-			if lo, hi := p.rangeOf(sums, y, next); lo >= s && hi <= e {
-				sm.idle.Remove(i)
-			} else if sm.idle.Has(i) {
+		for y := full0; y < full1; y++ {
+			sums[y].idle.Remove(i)
+		}
+		for _, y := range [...]int{0, len(sums) - 1} {
+			if (y < full0 || y >= full1) && sums[y].idle.Has(i) {
+				_, hi := p.rangeOf(sums, y, next)
 				p.refreshNode(i, sums[y:y+1], hi)
 			}
 		}
