@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/btree"
-	"github.com/sluicehq/sluice/topology"
 )
 
 // maxOriginUnix bounds the origin (in Unix seconds, about 18 billion years)
@@ -26,7 +25,8 @@ const maxOriginUnix = posInf / 4
 //
 //   - each node's free resources at the origin are those it had at now:
 //     the change points at or before now are dropped, and the one in force
-//     at now becomes the origin's, with its summaries;
+//     at now becomes the origin's; so do the summaries of the grid slots
+//     before now's, whose own summary is the one in force at now;
 //   - a running job whose end is at or before now (overdue: the caller has
 //     not released it yet) is treated as NewProfile treats one: it holds
 //     its resources until the first grid point after now — one resolution
@@ -110,9 +110,35 @@ func (p *Profile) Advance(now time.Time) error {
 	if last.owner == p.cow {
 		last.t, last.nodes = o, last.nodes[:0]
 	} else {
-		ncp = p.copyCP(last, o, nil)
+		ncp = p.copyCP(o, nil)
 	}
 	p.cps.ReplaceOrInsert(ncp)
+	// The summaries whose ranges end at or before now go; the one whose
+	// range holds now stays (its range only shrinks) and starts at now,
+	// the first change point of its slot; if now's slot has a summary
+	// that starts later, that one takes its aggregates instead.
+	keep := p.sumFloor(o)
+	for {
+		sm, _ := p.sums.Min()
+		if sm.t >= keep.t {
+			break
+		}
+		p.sums.DeleteMin()
+	}
+	var nx *summary
+	p.sumProbe.t = o + 1
+	p.sums.AscendGreaterOrEqual(p.sumProbe, func(sm *summary) bool {
+		nx = sm
+		return false
+	})
+	if nx != nil && nx.t < p.floorRes(o)+p.res {
+		nx = p.mutSum(nx)
+		nx.merge(keep)
+		p.sums.Delete(keep)
+		nx.t = o
+	} else if keep.t != o {
+		p.mutSum(keep).t = o
+	}
 	p.origin, p.nowT = o, now
 
 	for _, e := range expired {
@@ -280,10 +306,10 @@ func (p *Profile) releaseKind(k entryKind, keep *JobID) int {
 // (rather than one pass per interval). Then the breakpoints that appeared
 // are registered with the change points, and only after them those that
 // disappeared (one change-point look-up per time each), so that change
-// points are first only added and every one created copies summaries that
-// are still right for all the nodes it does not list. Last, the summaries
-// of the change points the releases span are restored, node by node or in
-// one sweep.
+// points are first only added and every grid slot that gets its first
+// one copies a summary that still holds for all the nodes it does not
+// list. Last, the summaries of the grid slots the releases span are
+// restored, node by node or in one sweep.
 func (p *Profile) releaseAll(es []*entry) {
 	if len(es) == 0 {
 		return
@@ -348,34 +374,39 @@ func (p *Profile) releaseAll(es []*entry) {
 	if len(unions) == 0 {
 		return
 	}
-	cps := p.cpsIn(lo, hi)
-	defer p.putCPs(cps)
-	if len(cps) == 0 {
-		return
-	}
+	sums, next := p.sumsIn(lo, hi)
+	defer p.putSums(sums)
 	// Refreshing node by node costs one scattered update per node and
-	// change point it spans; recomputing every summary in [lo, hi) in one
+	// summary it spans; recomputing every summary in [lo, hi) in one
 	// sweep costs a pass over every node plus a sequential rewrite of
-	// each change point's summaries. Take the cheaper.
-	at := func(t int64) int {
-		x, _ := slices.BinarySearchFunc(cps, t, func(cp *changePoint, t int64) int { return cmp.Compare(cp.t, t) })
-		return x
+	// each summary. Take the cheaper.
+	at := func(t int64) int { // the summary whose range holds t
+		x, found := slices.BinarySearchFunc(sums, t, func(sm *summary, t int64) int { return cmp.Compare(sm.t, t) })
+		if !found {
+			x--
+		}
+		return max(x, 0)
 	}
 	pairs := 0
 	for x := range unions {
 		u := &unions[x]
-		x0, x1 := at(u.s), at(u.e)
-		u.s, u.e = int64(x0), int64(x1) // now indices into cps
+		x0, x1 := at(u.s), len(sums)
+		if u.e < next {
+			x1 = at(u.e-1) + 1
+		}
+		u.s, u.e = int64(x0), int64(x1) // now indices into sums
 		pairs += x1 - x0
 	}
-	if pairs > sweepFactor*(p.n+len(cps)*(p.n/blockBits+p.nblocks()*p.a)/8) {
-		p.resummarize(cps)
+	if pairs > sweepFactor*(p.n+len(sums)*(p.n/blockBits+p.nblocks()*p.a)/8) {
+		p.resummarize(sums, next)
 		return
 	}
 	for _, u := range unions {
-		if u.s < u.e {
-			p.refreshNode(int(u.node), cps[u.s:u.e])
+		end := next
+		if int(u.e) < len(sums) {
+			end = sums[u.e].t
 		}
+		p.refreshNode(int(u.node), sums[u.s:u.e], end)
 	}
 }
 
@@ -499,56 +530,6 @@ func (p *Profile) releaseOnNode(i int, ps []relPart, rb *relBufs) {
 // scale, a sweep over a change point costs about as much as three times
 // the 64-bit words of its summaries refreshed one node at a time.
 const sweepFactor = 3
-
-// resummarize recomputes exactly the summaries of cps, a run of writable
-// change points that are consecutive in the profile (or all of them, for
-// NewProfile), from the timelines: one pass over every node to find its
-// free amounts at the first, then only the nodes each later one lists.
-func (p *Profile) resummarize(cps []*changePoint) {
-	a, n := p.a, p.n
-	cur := make([]int64, n*a)
-	segIdx := make([]int32, n)
-	idle := topology.NewNodeSet(n)
-	t0 := cps[0].t
-	for i := range n {
-		tl := p.tls[i]
-		k := tl.seg(t0)
-		segIdx[i] = int32(k)
-		copy(cur[i*a:(i+1)*a], tl.free[k*a:(k+1)*a])
-		if equalVec(cur[i*a:(i+1)*a], p.caps[i*a:(i+1)*a]) {
-			idle.Add(i)
-		}
-	}
-	nb := p.nblocks()
-	bmax := make([]int64, nb*a)
-	for b := range nb {
-		p.blockMaxFrom(cur, b, bmax[b*a:(b+1)*a])
-	}
-	var dirty []int
-	for c, cp := range cps {
-		if c > 0 {
-			dirty = dirty[:0]
-			for _, nd := range cp.nodes {
-				i := int(nd)
-				segIdx[i]++
-				k := int(segIdx[i])
-				copy(cur[i*a:(i+1)*a], p.tls[i].free[k*a:(k+1)*a])
-				if equalVec(cur[i*a:(i+1)*a], p.caps[i*a:(i+1)*a]) {
-					idle.Add(i)
-				} else {
-					idle.Remove(i)
-				}
-				dirty = append(dirty, i/blockBits)
-			}
-			slices.Sort(dirty)
-			for _, b := range slices.Compact(dirty) {
-				p.blockMaxFrom(cur, b, bmax[b*a:(b+1)*a])
-			}
-		}
-		cp.idle.CopyFrom(idle)
-		copy(cp.bmax, bmax)
-	}
-}
 
 // addEntry inserts e into the entries and, once built, their index.
 func (p *Profile) addEntry(e *entry) {

@@ -24,13 +24,19 @@
 //
 // Layout (a hybrid): each node has its own small sorted timeline (times
 // and free vectors); a github.com/google/btree indexes the global change
-// points — the times at which any node's free vector changes — and each
-// change point lists the nodes that change there and carries two
-// summaries of the slot up to the next change point: the exact set of
-// idle nodes, and per block of 64 nodes an upper bound of their free
-// vectors. Clone is copy-on-write (the btrees
-// clone in O(1), node timelines and change points are copied when first
-// written), so explanations and what-if questions plan on clones.
+// points — the exact seconds at which any node's free vector changes —
+// each listing the nodes that change there. The summaries the search
+// uses to skip nodes are kept per grid slot (bf_resolution), one for
+// every slot that holds a change point, in a second btree; each covers
+// the time from its slot's first change point to the next summary's and
+// holds two conservative aggregates over it: a superset of the nodes idle
+// at some moment of it, and per block of 64 nodes an upper bound of their
+// free vectors. A summary can only rule a node out, never accept one (the
+// timelines decide), and a booking updates one summary per grid slot it
+// spans however many exact change points lie in it. Clone is
+// copy-on-write (the btrees clone in O(1), node timelines, change points
+// and summaries are copied when first written), so explanations and
+// what-if questions plan on clones.
 //
 // The earliest-fit search for N nodes × a per-node vector for a duration D
 // from a time t0:
@@ -43,7 +49,8 @@
 //     is feasible if x ≥ t0+D, until x−D.
 //  2. Sweep the later change points in time order. A node can only become
 //     feasible at a time where its own free resources change, so only the
-//     nodes listed at each change point are re-examined; feasible nodes
+//     nodes listed at each change point are re-examined (those that the
+//     summary of its grid slot does not rule out); feasible nodes
 //     drop out when their feasible-start interval ends (a heap). The first
 //     time at which N allowed nodes are feasible and the NodeChooser
 //     accepts a choice is the answer.
@@ -73,10 +80,11 @@
 // and not released) holds its resources until the first grid point after
 // now. With a 1 s resolution the whole plan is exact.
 //
-// The price of exact ends: running jobs add one change point per distinct
-// end second (up to one per running job) rather than one per grid step,
-// which makes profiles and plans of large clusters with many running jobs
-// dearer (see docs/bench/backfill.md).
+// Exact ends cost change points: running jobs add one per distinct end
+// second (up to one per running job) rather than one per grid step. The
+// summaries, kept per grid slot, bound what that costs bookings (see
+// docs/bench/backfill.md); the sweep still visits every exact change
+// point.
 //
 // The sweep stops at the latest acceptable start (the window end) and
 // reports FitNever when no change point is left, since nothing changes

@@ -187,8 +187,9 @@ func okVec(free, req []int64) bool {
 }
 
 // checkProfile verifies p against the model and p's internal invariants:
-// canonical timelines, change points = union of breakpoints, exact idle
-// sets and block maxima that bound the free vectors from above.
+// canonical timelines, change points = union of breakpoints, a summary
+// for every change point's grid slot, conservative summaries (see
+// checkSummaries).
 func checkProfile(t *testing.T, p *Profile, m *naive) {
 	t.Helper()
 	a := p.a
@@ -230,22 +231,12 @@ func checkProfile(t *testing.T, p *Profile, m *naive) {
 			slices.Sort(got)
 			require.Equal(t, want, got, "change point %d nodes", cp.t-p.origin)
 		}
-		for i := range p.n {
-			tl := p.tls[i]
-			k := tl.seg(cp.t)
-			f := tl.free[k*a : (k+1)*a]
-			if equalVec(f, p.caps[i*a:(i+1)*a]) != cp.idle.Has(i) {
-				require.Failf(t, "wrong idle bit", "node %d at %d", i, cp.t-p.origin)
-			}
-			b := i / blockBits
-			for x := range a {
-				if cp.bmax[b*a+x] < f[x] {
-					require.Failf(t, "bmax below a free amount", "block %d dim %d at %d: %d < %d", b, x, cp.t-p.origin, cp.bmax[b*a+x], f[x])
-				}
-			}
-		}
+		sm := p.sumFloor(cp.t)
+		require.NotNil(t, sm, "change point %d has a summary", cp.t-p.origin)
+		require.Equal(t, p.floorRes(cp.t), p.floorRes(sm.t), "change point %d: its grid slot has a summary", cp.t-p.origin)
 		return true
 	})
+	checkSummaries(t, p)
 	require.Equal(t, len(bps)+1, seen, "one change point per breakpoint time plus the origin")
 
 	// Entries: none is over; the index, once built, holds exactly them.
@@ -583,5 +574,41 @@ func FuzzProfile(f *testing.F) {
 		checkProfile(t, p, m)
 		nextID := JobID(1000)
 		runOps(t, rng, p, m, int(steps%48), &nextID)
+	})
+}
+
+// checkSummaries verifies that p's summaries are conservative over their
+// ranges: every node idle at some moment of a summary's range is in its
+// idle set, and its block's maximum bounds its free vector throughout.
+func checkSummaries(t *testing.T, p *Profile) {
+	t.Helper()
+	a := p.a
+	first, ok := p.sums.Min()
+	require.True(t, ok, "a profile has a summary")
+	require.Equal(t, p.origin, first.t, "the first summary starts at the origin")
+	p.sums.Ascend(func(sm *summary) bool {
+		_, isCP := p.cpGet(sm.t)
+		require.True(t, isCP, "summary at %d starts at a change point", sm.t-p.origin)
+		if prev := p.cpFloor(sm.t - 1); prev != nil && p.floorRes(prev.t) == p.floorRes(sm.t) {
+			require.Failf(t, "summary not at its slot's first change point", "at %d, change point at %d", sm.t-p.origin, prev.t-p.origin)
+		}
+		lo, hi := max(sm.t, p.origin), p.sumEnd(sm.t)
+		for i := range p.n {
+			tl := p.tls[i]
+			b := i / blockBits
+			for k := tl.seg(lo); k < len(tl.times) && tl.times[k] < hi; k++ {
+				f := tl.free[k*a : (k+1)*a]
+				at := max(tl.times[k], lo) - p.origin
+				if equalVec(f, p.caps[i*a:(i+1)*a]) && !sm.idle.Has(i) {
+					require.Failf(t, "idle node missing from a summary", "node %d at %d (summary at %d)", i, at, sm.t-p.origin)
+				}
+				for x := range a {
+					if sm.bmax[b*a+x] < f[x] {
+						require.Failf(t, "bmax below a free amount", "block %d dim %d at %d: %d < %d", b, x, at, sm.bmax[b*a+x], f[x])
+					}
+				}
+			}
+		}
+		return true
 	})
 }

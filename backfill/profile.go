@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/btree"
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/topology"
 )
 
 // JobID identifies one entry of a Profile: a running job, a planned job's
@@ -133,19 +132,12 @@ type timeline struct {
 }
 
 // changePoint is a time at which at least one node's free resources change
-// (or the origin), with summaries of every node's free resources over the
-// slot [t, next change point):
-//
-//   - idle: the nodes whose free resources equal their capacity (exact);
-//   - bmax: per block of 64 nodes, the element-wise maximum of the nodes'
-//     free vectors — an upper bound (reservations lower free amounts without
-//     lowering it; scans tighten it again).
+// (or the origin). It is exact to the second; the summaries the search
+// uses to skip nodes are kept per grid slot instead (see summary).
 type changePoint struct {
 	t     int64
 	owner *cowToken
 	nodes []int32 // nodes with a breakpoint at t (empty for the origin)
-	idle  topology.NodeSet
-	bmax  []int64
 }
 
 // cowToken marks ownership for copy-on-write; it has a non-zero size so
@@ -164,10 +156,12 @@ type cowToken struct{ _ byte }
 //
 // Layout: each node has its own small sorted timeline; a google/btree
 // indexes the global change points (every time where any node's free
-// vector changes), and each change point carries two summaries used to
-// skip infeasible nodes without reading their timelines: the set of fully
-// idle nodes and, per block of 64 nodes, an upper bound on their free
-// vectors. See the package documentation for the search.
+// vector changes, exact to the second), and another one the summaries,
+// one per grid slot that holds a change point, used to skip infeasible
+// nodes without reading their timelines: a superset of the nodes idle at
+// some moment of the slot and, per block of 64 nodes, an upper bound on
+// their free vectors over it. See the package documentation for the
+// search.
 //
 // Clone is copy-on-write and cheap (O(nodes) pointer copies), so
 // explanations and what-if questions can plan on a clone.
@@ -191,14 +185,23 @@ type Profile struct {
 	caps   []int64   // n*a, immutable, shared by clones
 	tls    []*timeline
 	cps    *btree.BTreeG[*changePoint]
-	ents   *btree.BTreeG[*entry]
+	// sums are the summaries, one per grid slot holding a change point
+	// (at least), see summary.
+	sums *btree.BTreeG[*summary]
+	ents *btree.BTreeG[*entry]
 	// idx orders the entries by (kind, end, id), for Advance and
 	// ReleaseReservations. Nil until one of them first needs it; then kept
 	// up to date by every change to ents.
 	idx *btree.BTreeG[*entry]
 	cow *cowToken
 
+	// plainScan makes searches ignore the summaries (a plain exact scan
+	// of the timelines); tests set it to check that the summaries never
+	// change a decision.
+	plainScan bool
+
 	probeA, probeB *changePoint
+	sumProbe       *summary
 	entProbe       *entry
 	sc             *scratch
 }
@@ -245,6 +248,7 @@ func NewProfile(now time.Time, nodes []NodeState, running []Running, opts Profil
 		cow:      new(cowToken),
 		probeA:   &changePoint{},
 		probeB:   &changePoint{},
+		sumProbe: &summary{},
 		entProbe: &entry{},
 	}
 	if err := p.initDims(nodes); err != nil {
@@ -373,15 +377,11 @@ func NewProfile(now time.Time, nodes []NodeState, running []Running, opts Profil
 		}
 		cps = append(cps, cp)
 	}
-	nb := p.nblocks()
-	for _, cp := range cps {
-		cp.idle, cp.bmax = topology.NewNodeSet(p.n), make([]int64, nb*a)
-	}
-	p.resummarize(cps)
 	p.cps = btree.NewG(btreeDeg, cpLess)
 	for _, cp := range cps {
 		p.cps.ReplaceOrInsert(cp)
 	}
+	p.buildSummaries(cps)
 
 	p.ents = btree.NewG(btreeDeg, entLess)
 	for _, e := range ents {
@@ -525,13 +525,14 @@ func (p *Profile) Clone() *Profile {
 	c := *p
 	c.tls = slices.Clone(p.tls)
 	c.cps = p.cps.Clone()
+	c.sums = p.sums.Clone()
 	c.ents = p.ents.Clone()
 	if p.idx != nil {
 		c.idx = p.idx.Clone()
 	}
 	p.cow = new(cowToken)
 	c.cow = new(cowToken)
-	c.probeA, c.probeB, c.entProbe = &changePoint{}, &changePoint{}, &entry{}
+	c.probeA, c.probeB, c.sumProbe, c.entProbe = &changePoint{}, &changePoint{}, &summary{}, &entry{}
 	c.sc = nil
 	return &c
 }
@@ -891,10 +892,16 @@ func (p *Profile) cpGet(t int64) (*changePoint, bool) {
 
 // cpFloor returns the change point with the greatest time ≤ t.
 func (p *Profile) cpFloor(t int64) *changePoint {
-	var out *changePoint
 	p.probeA.t = t
-	p.cps.DescendLessOrEqual(p.probeA, func(cp *changePoint) bool {
-		out = cp
+	return floorItem(p.cps, p.probeA)
+}
+
+// floorItem returns the greatest item of tr at or below probe (the zero
+// value when there is none).
+func floorItem[T any](tr *btree.BTreeG[T], probe T) T {
+	var out T
+	tr.DescendLessOrEqual(probe, func(x T) bool {
+		out = x
 		return false
 	})
 	return out
@@ -904,28 +911,30 @@ func (p *Profile) mutCP(cp *changePoint) *changePoint {
 	if cp.owner == p.cow {
 		return cp
 	}
-	c := p.copyCP(cp, cp.t, slices.Clone(cp.nodes))
+	c := p.copyCP(cp.t, slices.Clone(cp.nodes))
 	p.cps.ReplaceOrInsert(c)
 	return c
 }
 
-// copyCP returns a change point of this profile at t listing nodes, with
-// cp's summaries (the caller inserts it).
-func (p *Profile) copyCP(cp *changePoint, t int64, nodes []int32) *changePoint {
-	return &changePoint{t: t, owner: p.cow, nodes: nodes, idle: cp.idle.Clone(), bmax: slices.Clone(cp.bmax)}
+// copyCP returns a change point of this profile at t listing nodes (the
+// caller inserts it).
+func (p *Profile) copyCP(t int64, nodes []int32) *changePoint {
+	return &changePoint{t: t, owner: p.cow, nodes: nodes}
 }
 
 // cpAddAll records that nodes have a new breakpoint at t (a booking's
-// start or end), looking the change point up once and creating it (with
-// its predecessor's summaries) when needed.
+// start or end), looking the change point up once and creating it when
+// needed, with a summary for its grid slot when the slot has none (see
+// sumEnsure).
 func (p *Profile) cpAddAll(t int64, nodes []int32) {
 	if len(nodes) == 0 {
 		return
 	}
 	cp, ok := p.cpGet(t)
 	if !ok {
-		cp = p.copyCP(p.cpFloor(t), t, nil)
+		cp = &changePoint{t: t, owner: p.cow}
 		p.cps.ReplaceOrInsert(cp)
+		p.sumEnsure(t)
 	} else {
 		cp = p.mutCP(cp)
 	}
@@ -980,6 +989,7 @@ func (p *Profile) cpRemoveAll(t int64, gone []int32) {
 	if left < len(cp.nodes) {
 		if left == 0 {
 			p.cps.Delete(cp)
+			p.sumDropped(t)
 		} else {
 			cp = p.mutCP(cp)
 			cp.nodes = slices.DeleteFunc(cp.nodes, func(i int32) bool { return sc.mark[i] })
@@ -991,8 +1001,8 @@ func (p *Profile) cpRemoveAll(t int64, gone []int32) {
 }
 
 // change adds sign*use (per alloc) to the free resources of the entry's
-// nodes over [s, e), keeping timelines canonical and change-point
-// summaries valid. Callers have checked the result stays sensible.
+// nodes over [s, e), keeping timelines canonical and the summaries
+// valid. Callers have checked the result stays sensible.
 func (p *Profile) change(nodes []int32, use []int64, s, e int64, sign int64) {
 	s = max(s, p.origin)
 	if e <= s {
@@ -1005,7 +1015,8 @@ func (p *Profile) change(nodes []int32, use []int64, s, e int64, sign int64) {
 
 // applyTL adds sign*use to the nodes' timelines over [s, e) (s ≥ origin,
 // e > s), splitting them at s and e and registering new breakpoints with
-// the change points (which copy their predecessor's summaries).
+// the change points (a grid slot that gets its first change point copies
+// its predecessor's summary).
 func (p *Profile) applyTL(nodes []int32, use []int64, s, e int64, sign int64) {
 	a := p.a
 	sc := p.scratch()
@@ -1033,8 +1044,8 @@ func (p *Profile) applyTL(nodes []int32, use []int64, s, e int64, sign int64) {
 			}
 		}
 	}
-	// The change point at s first: one created at e copies its
-	// predecessor's summaries, which may be s's.
+	// The change point at s first: a summary created for e's slot copies
+	// its predecessor's, which may be the one created for s's.
 	p.cpAddAll(s, atS)
 	p.cpAddAll(e, atE)
 	sc.atS, sc.atE = atS, atE
@@ -1060,89 +1071,6 @@ func (p *Profile) mergeTL(nodes []int32, use []int64, s, e int64) {
 	p.cpRemoveAll(e, atE)
 	p.cpRemoveAll(s, atS)
 	sc.atS, sc.atE = atS, atE
-}
-
-// cpsIn returns the change points in [s, e), made writable (copied when
-// shared with a clone), in a scratch slice the caller must hand back with
-// putCPs.
-func (p *Profile) cpsIn(s, e int64) []*changePoint {
-	sc := p.scratch()
-	cps := sc.cps[:0]
-	p.probeA.t = s
-	collect := func(cp *changePoint) bool { cps = append(cps, cp); return true }
-	if e < posInf {
-		p.probeB.t = e
-		p.cps.AscendRange(p.probeA, p.probeB, collect)
-	} else {
-		p.cps.AscendGreaterOrEqual(p.probeA, collect)
-	}
-	for c := range cps {
-		cps[c] = p.mutCP(cps[c])
-	}
-	sc.cps = nil // in use; putCPs returns it
-	return cps
-}
-
-func (p *Profile) putCPs(cps []*changePoint) {
-	clear(cps)
-	p.sc.cps = cps[:0]
-}
-
-// updateSummaries fixes the idle sets and block maxima of the change
-// points in [s, e) after a change of sign on the given nodes.
-func (p *Profile) updateSummaries(nodes []int32, use []int64, s, e int64, sign int64) {
-	a := p.a
-	cps := p.cpsIn(s, e)
-	if sign < 0 {
-		for _, cp := range cps {
-			for x, nd := range nodes {
-				if !isZero(use[x*a : (x+1)*a]) {
-					cp.idle.Remove(int(nd))
-				}
-			}
-		}
-	} else if len(cps) > 0 {
-		for x, nd := range nodes {
-			if !isZero(use[x*a : (x+1)*a]) {
-				p.refreshNode(int(nd), cps)
-			}
-		}
-	}
-	p.putCPs(cps)
-}
-
-// refreshNode sets node i's idle bit at each of the (writable, ascending)
-// change points cps from its timeline, and raises its block's maximum at
-// each to its free amounts there. Right after node i's free amounts went
-// up (a release) this restores both summaries.
-func (p *Profile) refreshNode(i int, cps []*changePoint) {
-	a := p.a
-	tl := p.tls[i]
-	capI := p.caps[i*a : (i+1)*a]
-	b := i / blockBits
-	x := 0
-	for k := tl.seg(cps[0].t); x < len(cps); k++ {
-		f := tl.free[k*a : (k+1)*a]
-		idle := equalVec(f, capI)
-		next := int64(posInf)
-		if k+1 < len(tl.times) {
-			next = tl.times[k+1]
-		}
-		for ; x < len(cps) && cps[x].t < next; x++ {
-			cp := cps[x]
-			if idle {
-				cp.idle.Add(i)
-			} else {
-				cp.idle.Remove(i)
-			}
-			bm := cp.bmax[b*a : (b+1)*a]
-			for j, v := range f {
-				if v > bm[j] {
-					bm[j] = v
-				}
-			}
-		}
-	}
 }
 
 // ---- vector helpers on active dimensions ----

@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -251,8 +252,9 @@ type scratch struct {
 	f, tmp, full topology.NodeSet
 	u            []int64
 	heap         []hitem
-	cps          []*changePoint
-	probes       []*changePoint
+	sums         []*summary
+	probes       []*summary
+	win          []*summary // the sweep's sumWindow
 	rel          relBufs
 	plan         *planScratch
 	idle         []int
@@ -586,16 +588,17 @@ func (p *Profile) search(q *query) (result, error) {
 			return lowest(i + 1), nil
 		}
 	}
-	s0 := p.cpFloor(t0)
+	s0 := p.sumFloor(t0)
+	s0End := int64(math.MinInt64) // the end of s0's range, once needed
 	// The probe slots, found when a block passes s0's summaries.
-	var probes []*changePoint
+	var probes []*summary
 	probed := false
-	probe := func() []*changePoint {
+	probe := func() []*summary {
 		if !probed {
 			probed = true
 			probes = sc.probes[:0]
 			for _, off := range [...]int64{d0 / 4, d0 / 2, 3 * d0 / 4, d0 - 1} {
-				pr := p.cpFloor(t0 + off)
+				pr := p.sumFloor(t0 + off)
 				if pr != s0 && !slices.Contains(probes, pr) {
 					probes = append(probes, pr)
 				}
@@ -607,9 +610,11 @@ func (p *Profile) search(q *query) (result, error) {
 	if q.excl {
 		cand := sc.tmp
 		cand.CopyFrom(q.allowed)
-		cand.IntersectWith(s0.idle)
-		for _, pr := range probe() {
-			cand.IntersectWith(pr.idle)
+		if !p.plainScan {
+			cand.IntersectWith(s0.idle)
+			for _, pr := range probe() {
+				cand.IntersectWith(pr.idle)
+			}
 		}
 		if g := q.ghost; g != nil { // the idle sets count the ghost
 			for _, nd := range g.e.nodes {
@@ -647,7 +652,10 @@ func (p *Profile) search(q *query) (result, error) {
 				}
 			}
 			if !anyAtT0 && !ghostB {
-				p.tightenBlock(s0, b)
+				if s0End == math.MinInt64 {
+					s0End = p.sumEnd(s0.t)
+				}
+				p.tightenBlock(s0, s0End, b)
 			}
 		}
 	}
@@ -671,9 +679,10 @@ func (p *Profile) search(q *query) (result, error) {
 		ferr error
 	)
 	// step examines time t: the nodes listed (a change point's, nil for a
-	// ghost's own time), and every ghost node when all is set. It
-	// reports whether the sweep is over (res set, or ferr).
-	step := func(t int64, nodes []int32, cp *changePoint, all bool) bool {
+	// ghost's own time) with the summary sm of t's slot, and every ghost
+	// node when all is set. It reports whether the sweep is over (res
+	// set, or ferr).
+	step := func(t int64, nodes []int32, sm *summary, all bool) bool {
 		if t > q.latest {
 			res.st = FitBeyondLatest
 			return true
@@ -701,12 +710,14 @@ func (p *Profile) search(q *query) (result, error) {
 				// Cheap rejections from the slot's summaries before
 				// reading the node's timeline (a ghost node, the only
 				// kind a ghost's own time lists, bypasses them).
-				if g == nil || g.pos[i] < 0 {
+				if p.plainScan {
+					// No summaries: the timeline decides.
+				} else if g == nil || g.pos[i] < 0 {
 					if q.excl {
-						if !cp.idle.Has(i) {
+						if !sm.idle.Has(i) {
 							continue
 						}
-					} else if b := i / blockBits; !q.fits(cp.bmax[b*a : (b+1)*a]) {
+					} else if b := i / blockBits; !q.fits(sm.bmax[b*a : (b+1)*a]) {
 						continue
 					}
 				}
@@ -741,8 +752,10 @@ func (p *Profile) search(q *query) (result, error) {
 		}
 	}
 	done := false
+	win := sumWindow{p: p, buf: sc.win[:0]}
 	p.probeB.t = t0 + 1
 	p.cps.AscendGreaterOrEqual(p.probeB, func(cp *changePoint) bool {
+		sm := win.at(cp.t)
 		for vi < nv && virt[vi] < cp.t {
 			if done = step(virt[vi], nil, nil, true); done {
 				return false
@@ -753,12 +766,14 @@ func (p *Profile) search(q *query) (result, error) {
 		if all {
 			vi++
 		}
-		done = step(cp.t, cp.nodes, cp, all)
+		done = step(cp.t, cp.nodes, sm, all)
 		return !done
 	})
 	for ; !done && vi < nv; vi++ {
 		done = step(virt[vi], nil, nil, true)
 	}
+	clear(win.buf)
+	sc.win = win.buf[:0]
 	if ferr != nil {
 		return result{}, ferr
 	}
@@ -769,7 +784,10 @@ func (p *Profile) search(q *query) (result, error) {
 // blockMayFit reports whether the summaries allow some node of block b to
 // hold the request at slot s0 and at every probe slot (which probe finds
 // when first asked).
-func (p *Profile) blockMayFit(s0 *changePoint, probe func() []*changePoint, b int, q *query) bool {
+func (p *Profile) blockMayFit(s0 *summary, probe func() []*summary, b int, q *query) bool {
+	if p.plainScan {
+		return true
+	}
 	a := p.a
 	if !q.fits(s0.bmax[b*a : (b+1)*a]) {
 		return false
@@ -780,28 +798,6 @@ func (p *Profile) blockMayFit(s0 *changePoint, probe func() []*changePoint, b in
 		}
 	}
 	return true
-}
-
-// tightenBlock recomputes block b's exact maximum at cp when p owns cp
-// (a shared change point is left alone: the other profile may rely on
-// the looser bound).
-func (p *Profile) tightenBlock(cp *changePoint, b int) {
-	if cp.owner != p.cow {
-		return
-	}
-	a := p.a
-	bm := cp.bmax[b*a : (b+1)*a]
-	for x := range bm {
-		bm[x] = -1 << 62
-	}
-	for i := b * blockBits; i < min((b+1)*blockBits, p.n); i++ {
-		tl := p.tls[i]
-		k := tl.seg(cp.t)
-		f := tl.free[k*a : (k+1)*a]
-		for x := range bm {
-			bm[x] = max(bm[x], f[x])
-		}
-	}
 }
 
 // choose applies the request's chooser to the feasible set at time t.
