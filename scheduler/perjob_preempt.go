@@ -1,0 +1,60 @@
+package scheduler
+
+import (
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// withFree runs fn with the free resources of the nodes in free replaced
+// by the given vectors (what they would have free once some jobs are gone,
+// or over some time window), then puts the nodes' own back. It lets the
+// main pass's own predicates — spreadNodes and spreadExtra, which read a
+// node's free resources — judge a state that is not the present one, so
+// that preemption and Explain decide a GRESPerJob job by the very rule
+// placement uses. Nothing else of the node is replaced (the Scheduler is
+// not safe for concurrent use, and fn must not change nodes).
+func (s *Scheduler) withFree(free map[int]gres.Vector, fn func() bool) bool {
+	saved := make(map[int]gres.Vector, len(free))
+	for i, f := range free {
+		saved[i] = s.nodes[i].free
+		s.nodes[i].free = f
+	}
+	defer func() {
+		for i, f := range saved {
+			s.nodes[i].free = f
+		}
+	}()
+	return fn()
+}
+
+// choosePerJob reports whether the main pass (place) would find nodes for
+// job j among fit, every node of which holds the job's per-node minimum:
+// with a topology, the graph's choice under the job's constraints, else
+// (or when those nodes do not hold the GRESPerJob total) the nodes
+// spreadNodes picks; the total must then spread over them (spreadExtra).
+// It reads the nodes' free resources as they are (see withFree).
+func (s *Scheduler) choosePerJob(j *job, fit topology.NodeSet) bool {
+	if fit.Count() < j.nodes {
+		return false
+	}
+	if s.graph == nil {
+		return s.spreadNodes(j, fit.AppendTo(nil), nil) != nil
+	}
+	p, err := s.graph.Select(fit, j.nodes, j.constraints())
+	if err != nil || !p.Met {
+		return false
+	}
+	if _, ok := s.spreadExtra(j, p.Nodes.AppendTo(nil)); ok {
+		return true
+	}
+	nodes := s.spreadNodes(j, fit.AppendTo(nil), nil)
+	if nodes == nil {
+		return false
+	}
+	sub := topology.NewNodeSet(len(s.nodes))
+	for _, i := range nodes {
+		sub.Add(i)
+	}
+	p, err = s.graph.Select(sub, j.nodes, j.constraints())
+	return err == nil && p.Met
+}
