@@ -27,34 +27,38 @@ func (s *Scheduler) withFree(free map[int]gres.Vector, fn func() bool) bool {
 	return fn()
 }
 
-// choosePerJob reports whether the main pass (place) would find nodes for
-// job j among fit, every node of which holds the job's per-node minimum:
-// with a topology, the graph's choice under the job's constraints, else
-// (or when those nodes do not hold the GRESPerJob total) the nodes
-// spreadNodes picks; the total must then spread over them (spreadExtra).
-// It reads the nodes' free resources as they are (see withFree).
-func (s *Scheduler) choosePerJob(j *job, fit topology.NodeSet) bool {
+// choosePerJob returns the nodes the main pass (place) would choose for
+// job j among fit, every node of which holds the job's per-node minimum,
+// or nil: with a topology, the graph's choice under the job's
+// constraints, else (or when those nodes do not hold the GRESPerJob
+// total) the nodes spreadNodes picks; the total must then spread over
+// them (spreadExtra). It reads the nodes' free resources as they are (see
+// withFree).
+func (s *Scheduler) choosePerJob(j *job, fit topology.NodeSet) []int {
 	if fit.Count() < j.nodes {
-		return false
+		return nil
 	}
 	if s.graph == nil {
-		return s.spreadNodes(j, fit.AppendTo(nil), nil) != nil
+		return s.spreadNodes(j, fit.AppendTo(nil), nil)
 	}
 	p, err := s.graph.Select(fit, j.nodes, j.constraints())
 	if err != nil || !p.Met {
-		return false
+		return nil
 	}
-	if _, ok := s.spreadExtra(j, p.Nodes.AppendTo(nil)); ok {
-		return true
+	nodes := p.Nodes.AppendTo(nil)
+	if _, ok := s.spreadExtra(j, nodes); ok {
+		return nodes
 	}
-	nodes := s.spreadNodes(j, fit.AppendTo(nil), nil)
+	nodes = s.spreadNodes(j, fit.AppendTo(nil), nil)
 	if nodes == nil {
-		return false
+		return nil
 	}
 	sub := topology.NewNodeSet(len(s.nodes))
 	for _, i := range nodes {
 		sub.Add(i)
 	}
-	p, err = s.graph.Select(sub, j.nodes, j.constraints())
-	return err == nil && p.Met
+	if p, err = s.graph.Select(sub, j.nodes, j.constraints()); err != nil || !p.Met {
+		return nil
+	}
+	return p.Nodes.AppendTo(nil)
 }

@@ -211,7 +211,7 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 	if len(j.extra) > 0 {
 		// A GRESPerJob total: the nodes place would choose, and the total
 		// spread over them, on the freed resources — not only one per node.
-		return s.withFree(freed, func() bool { return s.choosePerJob(j, fit) })
+		return s.withFree(freed, func() bool { return s.choosePerJob(j, fit) != nil })
 	}
 	if s.graph != nil {
 		p, err := s.graph.Select(fit, j.nodes, j.constraints())
