@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -39,6 +40,14 @@ func perJobExplainScenario(t *testing.T, mode *backfill.Mode, ahead bool, target
 	return s, id, t1
 }
 
+// counterfactualOf returns the explanation's what-if of kind k, or nil.
+func counterfactualOf(ex scheduler.Explanation, k scheduler.CounterfactualKind) *scheduler.Counterfactual {
+	if i := slices.IndexFunc(ex.Counterfactuals, func(c scheduler.Counterfactual) bool { return c.Kind == k }); i >= 0 {
+		return &ex.Counterfactuals[i]
+	}
+	return nil
+}
+
 func perJobModes() []*backfill.Mode {
 	easy, cons := backfill.EASY, backfill.Conservative
 	return []*backfill.Mode{nil, &easy, &cons}
@@ -67,12 +76,7 @@ func TestCounterfactualFewerGPUsForGRESPerJobIsTrue(t *testing.T) {
 				require.Equal(t, scheduler.JobPending, j.State)
 				ex, err := s.Explain(t1, id, scheduler.ExplainOptions{Counterfactuals: true})
 				require.NoError(t, err)
-				var cf *scheduler.Counterfactual
-				for k := range ex.Counterfactuals {
-					if ex.Counterfactuals[k].Kind == scheduler.CounterGPUs {
-						cf = &ex.Counterfactuals[k]
-					}
-				}
+				cf := counterfactualOf(ex, scheduler.CounterGPUs)
 				if ahead {
 					// The job ahead holds the nodes back (no backfill:
 					// strict order) or only the backfill pass, which
@@ -114,10 +118,8 @@ func TestExplainResourceBlockerForGRESPerJobMeasuresTheTotal(t *testing.T) {
 			ex, err := s.Explain(t1, id, scheduler.ExplainOptions{})
 			require.NoError(t, err)
 			var b *scheduler.Blocker
-			for k := range ex.Blockers {
-				if ex.Blockers[k].Kind == scheduler.BlockerResources {
-					b = &ex.Blockers[k]
-				}
+			if k := slices.IndexFunc(ex.Blockers, func(b scheduler.Blocker) bool { return b.Kind == scheduler.BlockerResources }); k >= 0 {
+				b = &ex.Blockers[k]
 			}
 			require.NotNil(t, b, "no resource blocker:\n%s", ex)
 			assert.Equal(t, policy.ReasonResources, b.Reason)
@@ -132,4 +134,49 @@ func TestExplainResourceBlockerForGRESPerJobMeasuresTheTotal(t *testing.T) {
 			assert.Contains(t, fmt.Sprint(need), "8 in all, 2 node(s) hold at most 5 free")
 		})
 	}
+}
+
+// Explain's "another GPU type" what-if for a GRESPerJob job keeps the
+// job's total (--gpus=h100:6, not one h100 per node): the a100 nodes are
+// busy, the h100 nodes free; replayed, the changed job starts now with 6
+// GPUs.
+func TestCounterfactualGPUTypeForGRESPerJobKeepsTheTotal(t *testing.T) {
+	h100 := func(name string) scheduler.NodeConfig {
+		n := socketNode(name, 2, 2, false)
+		for k := range n.Devices.Devices {
+			n.Devices.Devices[k].Type = "h100"
+		}
+		return n
+	}
+	build := func(target scheduler.JobSpec) (*scheduler.Scheduler, scheduler.JobID) {
+		s, err := scheduler.New(scheduler.Config{
+			Nodes:      []scheduler.NodeConfig{socketNode("a1", 2, 2, false), socketNode("a2", 2, 2, false), h100("h1"), h100("h2")},
+			Partitions: []scheduler.PartitionConfig{{Name: "gpu", Default: true}},
+		})
+		require.NoError(t, err)
+		mustSubmit(t, s, t0, scheduler.JobSpec{Nodes: 2, GRESPerNode: typed("a100", 4), TimeLimit: 10 * time.Hour})
+		require.Len(t, mustSchedule(t, s, t0).Starts, 1)
+		id := mustSubmit(t, s, t0.Add(time.Minute), target)
+		mustSchedule(t, s, t0.Add(time.Minute))
+		return s, id
+	}
+	t1 := t0.Add(time.Minute)
+	s, id := build(scheduler.JobSpec{Nodes: 2, GRESPerJob: typed("a100", 6), TimeLimit: time.Hour})
+	ex, err := s.Explain(t1, id, scheduler.ExplainOptions{Counterfactuals: true})
+	require.NoError(t, err)
+	cf := counterfactualOf(ex, scheduler.CounterGPUType)
+	require.NotNil(t, cf, "no GPU-type what-if:\n%s", ex)
+	assert.Equal(t, "h100", cf.GPUType)
+	assert.True(t, cf.Now, "%s", cf)
+	assert.Equal(t, typed("h100", 6), cf.Spec.GRESPerJob)
+	assert.Empty(t, cf.Spec.GRESPerNode)
+	s2, id2 := build(cf.Spec)
+	j2, _ := s2.Job(id2)
+	require.Equal(t, scheduler.JobRunning, j2.State, "the what-if is not true")
+	assert.Equal(t, t1, j2.StartTime)
+	got := 0
+	for _, c := range gpusOf(j2.Alloc) {
+		got += c
+	}
+	assert.Equal(t, 6, got)
 }
