@@ -143,9 +143,14 @@ type Blocker struct {
 // ResourceNeed is what a job needs now against what the cluster has free.
 type ResourceNeed struct {
 	// Nodes is the node count needed; PerNode the per-node request
-	// (formatted TRES), or whole nodes when Exclusive.
+	// (formatted TRES), or whole nodes when Exclusive. For a GRESPerJob
+	// (--gpus) job PerNode holds one of each such GRES per node (the
+	// least a node takes) and PerJob the job's totals, spread over its
+	// nodes as they can hold them; PerJob is empty for other jobs and for
+	// Exclusive ones (whole idle nodes are what counts).
 	Nodes     int
 	PerNode   string
+	PerJob    string
 	Exclusive bool
 	// Constraint is the topology constraint in words ("on one leaf
 	// switch"), empty when none.
@@ -172,6 +177,11 @@ type Deficit struct {
 	// Nodes is how many allowed nodes have PerNode of it free now (of a
 	// whole-node request: how many idle nodes).
 	Nodes int
+	// Total and Room, for a GRESPerJob total that the nodes holding the
+	// job's per-node request cannot hold (Nodes of them): the job's total
+	// and the most that as many nodes as the job needs hold free now.
+	// Both are zero for a per-node deficit.
+	Total, Room int64
 }
 
 // AheadJob is a higher-priority job that holds resources in the plan.
@@ -254,7 +264,8 @@ type CounterfactualKind uint8
 const (
 	// CounterTimeLimit: the largest time limit with which the job starts now.
 	CounterTimeLimit CounterfactualKind = iota
-	// CounterGPUs: fewer GPUs per node.
+	// CounterGPUs: fewer GPUs per node, or fewer in all for a GRESPerJob
+	// (--gpus) job (its Spec keeps the total form).
 	CounterGPUs
 	// CounterPartition: another partition.
 	CounterPartition
@@ -282,8 +293,9 @@ type Counterfactual struct {
 	Kind CounterfactualKind
 	// Spec is the changed request (not for CounterFairShare).
 	Spec JobSpec
-	// TimeLimit, GPUs (per node), Partition and GPUType hold the changed
-	// value of their kind.
+	// TimeLimit, GPUs (per node; the job's total for a GRESPerJob
+	// (--gpus) job, whose Spec keeps that form), Partition and GPUType
+	// hold the changed value of their kind.
 	TimeLimit time.Duration
 	GPUs      int64
 	Partition string
@@ -892,7 +904,9 @@ func (s *Scheduler) staticBlockers(now time.Time, j *job, allowed topology.NodeS
 // short reports that fewer nodes fit than needed; topo that enough fit
 // but no placement meets the topology constraint.
 func (s *Scheduler) resourceNeed(now time.Time, j *job, allowed topology.NodeSet) (need *ResourceNeed, fit topology.NodeSet, short, topo bool) {
-	need = &ResourceNeed{Nodes: j.nodes, PerNode: s.reg.FormatTRES(j.bfPerNode()), Exclusive: j.Spec.Exclusive}
+	per := j.perNode.Clone() // for a GRESPerJob job the minimum; perJobNeed adds its totals
+	per[gres.Node] = 0
+	need = &ResourceNeed{Nodes: j.nodes, PerNode: s.reg.FormatTRES(per), Exclusive: j.Spec.Exclusive}
 	fit = topology.NewNodeSet(len(s.nodes))
 	dims := make([]gres.ID, 0, 8)
 	for d, v := range j.perNode {
@@ -932,6 +946,12 @@ func (s *Scheduler) resourceNeed(now time.Time, j *job, allowed topology.NodeSet
 		}
 	}
 	short = need.FitNow < j.nodes
+	var totalTopo bool // the totals fit the nodes, not the constraint
+	if !j.Spec.Exclusive {
+		var totalShort bool
+		totalShort, totalTopo = s.perJobNeed(j, fit, need)
+		short = short || totalShort
+	}
 	c := j.constraints()
 	if s.graph == nil || c == (topology.Constraints{}) {
 		return need, fit, short, false
@@ -943,8 +963,8 @@ func (s *Scheduler) resourceNeed(now time.Time, j *job, allowed topology.NodeSet
 	need.Placeable = s.placeable(fit, c)
 	if need.FitNow >= j.nodes {
 		p, err := s.graph.Select(fit, j.nodes, c)
-		topo = err != nil || !p.Met
-		if !topo {
+		topo = err != nil || !p.Met || (!short && totalTopo)
+		if err == nil && p.Met {
 			need.Placeable = max(need.Placeable, j.nodes)
 		}
 	}
@@ -1340,11 +1360,23 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 	if !ref.IsZero() && immediate(ref) {
 		return nil // it starts now as it is
 	}
-	// try plans a changed job: its earliest fit on the plan.
+	// try plans a changed job: its earliest fit on the plan. A GRESPerJob
+	// job that the plan (ceil(total/nodes) per node) does not start now is
+	// placed by the main pass's rule, on its total, where the main pass
+	// would give it the turn (no earlier in the queue than j: the jobs
+	// ahead of j are all the jobs ahead of it).
 	try := func(x *job, d time.Duration) (backfill.Fit, error) {
-		fit, err := p.EarliestFit(s.requestFor(now, x, s.jobAllowed(x), d, ctx.partStart))
+		allowedX := s.jobAllowed(x)
+		req := s.requestFor(now, x, allowedX, d, ctx.partStart)
+		fit, err := p.EarliestFit(req)
 		if err != nil {
 			return fit, fmt.Errorf("scheduler: explain job %d: %w", j.ID, err)
+		}
+		if len(x.extra) > 0 && !x.Spec.Exclusive && (fit.Status != backfill.FitFound || !immediate(fit.Start)) &&
+			immediate(req.Earliest) && x.tier >= j.tier && s.mainPassTurn(j, allowedX) {
+			if nodes := s.perJobFitAt(p, x, allowedX, now, d); nodes != nil {
+				fit = backfill.Fit{Status: backfill.FitFound, Start: now, End: now.Add(d), Nodes: nodes}
+			}
 		}
 		return fit, nil
 	}
@@ -1404,12 +1436,23 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 		}
 	}
 
-	// 2. Fewer GPUs per node.
+	// 2. Fewer GPUs per node, or in all for a GRESPerJob (--gpus) job
+	// (halved down to one per node).
 	gi, g := gpuRequest(j)
-	if gate.resources && gi >= 0 && g >= 2 {
+	typ := ""
+	if gi >= 0 {
+		typ = j.devReq[gi].Type
+	}
+	least := int64(1)
+	ptyp, total, perJob := perJobGPUs(j)
+	if perJob {
+		typ, g, least = ptyp, total, int64(j.nodes)
+	}
+	if gate.resources && gi >= 0 && g > least {
 		var found []Counterfactual
-		for c := g / 2; c >= 1; c /= 2 {
-			spec := withGPUs(j.Spec, j.devReq[gi].Type, c)
+		for c, last := max(g/2, least), false; !last; c = max(c/2, least) {
+			last = c == least
+			spec := withGPUs(j.Spec, typ, c, perJob)
 			fit, ok, err := tryVariant(spec)
 			if err != nil {
 				return err
@@ -1456,15 +1499,15 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 		}
 	}
 
-	// 4. Another GPU type.
-	if gate.resources && gi >= 0 && j.devReq[gi].Type != "" {
+	// 4. Another GPU type (as many GPUs, per node or in all).
+	if gate.resources && gi >= 0 && typ != "" {
 		tries := 0
 		for _, name := range s.reg.Names() {
-			typ, ok := strings.CutPrefix(name, "gres/gpu:")
-			if !ok || strings.EqualFold(typ, j.devReq[gi].Type) || tries == maxTypeTries {
+			other, ok := strings.CutPrefix(name, "gres/gpu:")
+			if !ok || strings.EqualFold(other, typ) || tries == maxTypeTries {
 				continue
 			}
-			spec := withGPUs(j.Spec, typ, g)
+			spec := withGPUs(j.Spec, other, g, perJob)
 			fit, ok, err := tryVariant(spec)
 			if err != nil {
 				return err
@@ -1475,7 +1518,7 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 			tries++
 			if fit.Status == backfill.FitFound && better(fit.Start) {
 				cf := offer(CounterGPUType, spec, fit)
-				cf.GPUType = typ
+				cf.GPUType = other
 				ex.Counterfactuals = append(ex.Counterfactuals, cf)
 			}
 		}
@@ -1507,8 +1550,9 @@ func gpuRequest(j *job) (int, int64) {
 }
 
 // withGPUs returns spec asking for count GPUs of type typ on every node
-// (as --gres=gpu:typ:count), every other GPU request dropped.
-func withGPUs(spec JobSpec, typ string, count int64) JobSpec {
+// (as --gres=gpu:typ:count), or with perJob count in all (as
+// --gpus=typ:count), every other GPU request dropped.
+func withGPUs(spec JobSpec, typ string, count int64, perJob bool) JobSpec {
 	drop := func(rs []gres.Request) []gres.Request {
 		out := make([]gres.Request, 0, len(rs))
 		for _, r := range rs {
@@ -1523,7 +1567,13 @@ func withGPUs(spec JobSpec, typ string, count int64) JobSpec {
 	}
 	spec.GRESPerTask = drop(spec.GRESPerTask)
 	spec.GRESPerJob = drop(spec.GRESPerJob)
-	spec.GRESPerNode = append(drop(spec.GRESPerNode), gres.Request{Name: "gpu", Type: typ, Count: count})
+	spec.GRESPerNode = drop(spec.GRESPerNode)
+	r := gres.Request{Name: "gpu", Type: typ, Count: count}
+	if perJob {
+		spec.GRESPerJob = append(spec.GRESPerJob, r)
+	} else {
+		spec.GRESPerNode = append(spec.GRESPerNode, r)
+	}
 	return spec
 }
 
@@ -1720,6 +1770,9 @@ func (n *ResourceNeed) String() string {
 	} else {
 		fmt.Fprintf(&b, "needs %d node(s) with %s free", n.Nodes, n.PerNode)
 	}
+	if n.PerJob != "" {
+		fmt.Fprintf(&b, " and %s in all", n.PerJob)
+	}
 	if n.Constraint != "" {
 		fmt.Fprintf(&b, " %s", n.Constraint)
 		fmt.Fprintf(&b, "; %d fit now, a placement can use %d", n.FitNow, min(n.Placeable, n.FitNow))
@@ -1734,6 +1787,10 @@ func (n *ResourceNeed) String() string {
 			}
 			if d.TRES == idleNode {
 				fmt.Fprintf(&b, " %d node(s) idle", d.Nodes)
+				continue
+			}
+			if d.Total > 0 {
+				fmt.Fprintf(&b, " %s — %d in all, %d node(s) hold at most %d free", d.TRES, d.Total, n.Nodes, d.Room)
 				continue
 			}
 			fmt.Fprintf(&b, " %s — %d node(s) have %d free", d.TRES, d.Nodes, d.PerNode)
@@ -1798,7 +1855,11 @@ func (c Counterfactual) describe(now time.Time) string {
 	case CounterTimeLimit:
 		return fmt.Sprintf("with a time limit ≤ %s it starts now (backfill)%s", policy.FormatDuration(c.TimeLimit), where)
 	case CounterGPUs:
-		return fmt.Sprintf("with %d GPU(s) per node it starts %s%s", c.GPUs, when, where)
+		per := "per node"
+		if len(c.Spec.GRESPerJob) > 0 && c.Spec.GRESPerJob[len(c.Spec.GRESPerJob)-1].Name == "gpu" {
+			per = "in all (--gpus)"
+		}
+		return fmt.Sprintf("with %d GPU(s) %s it starts %s%s", c.GPUs, per, when, where)
 	case CounterPartition:
 		return fmt.Sprintf("in partition %s it starts %s%s", c.Partition, when, where)
 	case CounterGPUType:

@@ -151,7 +151,11 @@ func (s *Scheduler) endPreempted(now time.Time, r *job, action policy.PreemptAct
 }
 
 // fitsWithout reports whether j could start on allowed if the given
-// victims' resources were free. It changes nothing.
+// victims' resources were free, by placement's rule: enough nodes hold
+// its per-node request and, for a GRESPerJob (--gpus) total, the nodes
+// place would choose hold the whole total spread over them (choosePerJob),
+// so that victims are taken until the preemptor truly fits. It changes
+// nothing.
 func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet, vs []policy.Victim, cjobs []*job) bool {
 	extra := map[int]gres.Vector{}
 	busy := map[int]int{} // node → jobs left on it
@@ -175,15 +179,17 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 		}
 	}
 	fit := topology.NewNodeSet(len(s.nodes))
+	freed := make(map[int]gres.Vector, len(extra)) // the freed nodes' free resources
 	k := 0
 	for i := allowed.Next(0); i >= 0; i = allowed.Next(i + 1) {
 		n := &s.nodes[i]
 		ok := false
-		if e, freed := extra[i]; freed {
+		if e, isFreed := extra[i]; isFreed {
 			// An exclusive job needs the node idle once the victims are
 			// gone, and its own request must fit there, as in fitsNow.
 			f, _ := n.free.Add(e)
 			f[gres.Node] = n.free[gres.Node]
+			freed[i] = f
 			ok = (!j.Spec.Exclusive || busy[i] == 0) && j.perNode.Fits(f)
 			if ok && (j.Spec.EnforceBinding || j.Spec.GPUsPerSocket > 0) {
 				// Where the freed devices sit decides, as in fitsNow.
@@ -199,6 +205,11 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 	}
 	if k < j.nodes {
 		return false
+	}
+	if len(j.extra) > 0 {
+		// A GRESPerJob total: the nodes place would choose, and the total
+		// spread over them, on the freed resources — not only one per node.
+		return s.withFree(freed, func() bool { return s.choosePerJob(j, fit) != nil })
 	}
 	if s.graph != nil {
 		p, err := s.graph.Select(fit, j.nodes, j.constraints())
