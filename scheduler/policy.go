@@ -132,10 +132,14 @@ func (s *Scheduler) outcome(id policy.JobID) (policy.Outcome, bool) {
 // job (checkPolicy).
 func (s *Scheduler) partitionLimits(j *job) (overTime, outNodes bool) {
 	pc := &s.parts[j.part].cfg
+	overTime = pc.MaxTime > 0 && j.TimeLimit > pc.MaxTime
+	under, over := j.nodes < pc.MinNodes, pc.MaxNodes > 0 && j.nodes > pc.MaxNodes
+	if !overTime && !under && !over {
+		return false, false // within every limit: no flag to look up
+	}
 	ov := j.subject.PartitionOverrides() // zero without a policy
-	overTime = pc.MaxTime > 0 && j.TimeLimit > pc.MaxTime && !ov.Has(policy.QOSPartitionTimeLimit)
-	outNodes = (j.nodes < pc.MinNodes && !ov.Has(policy.QOSPartitionMinNodes)) ||
-		(pc.MaxNodes > 0 && j.nodes > pc.MaxNodes && !ov.Has(policy.QOSPartitionMaxNodes))
+	overTime = overTime && !ov.Has(policy.QOSPartitionTimeLimit)
+	outNodes = (under && !ov.Has(policy.QOSPartitionMinNodes)) || (over && !ov.Has(policy.QOSPartitionMaxNodes))
 	return overTime, outNodes
 }
 
