@@ -268,9 +268,9 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 			j.TimeLimit = limit
 			continue
 		}
-		s.pending.Delete(j)
+		s.mutPending().Delete(j)
 		j.Backfilled = true
-		s.running.ReplaceOrInsert(j)
+		s.mutRunning().ReplaceOrInsert(j)
 		cyc.Starts = append(cyc.Starts, Start{Job: j.ID, Alloc: copyAlloc(j.Alloc), TimeLimit: j.TimeLimit, Backfill: true})
 	}
 	for k := range plan.Entries {

@@ -236,11 +236,11 @@ func (s *Scheduler) schedule(now time.Time) (Cycle, error) {
 	})
 	s.inPass = false
 	for _, j := range started {
-		s.pending.Delete(j)
-		s.running.ReplaceOrInsert(j)
+		s.mutPending().Delete(j)
+		s.mutRunning().ReplaceOrInsert(j)
 	}
 	for _, j := range s.deferred {
-		s.pending.ReplaceOrInsert(j)
+		s.mutPending().ReplaceOrInsert(j)
 		cyc.Pending = append(cyc.Pending, Pending{Job: j.ID, Reason: j.Reason, Priority: j.Priority})
 		pend = append(pend, j)
 	}
@@ -249,10 +249,10 @@ func (s *Scheduler) schedule(now time.Time) (Cycle, error) {
 	s.deferred = s.deferred[:0]
 	for _, j := range s.rekey {
 		if j.State == JobPending {
-			s.pending.Delete(j)
+			s.mutPending().Delete(j)
 			s.touch(j)
 			j.preemptFirst = true
-			s.pending.ReplaceOrInsert(j)
+			s.mutPending().ReplaceOrInsert(j)
 		}
 	}
 	s.rekey = s.rekey[:0]

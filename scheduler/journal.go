@@ -37,7 +37,10 @@ type journal struct {
 	prios []prioSave
 	ints  []int
 	tres  []priority.TRESFactor
-	// Saved whole by begin.
+	i64   []int64
+	u64   []uint64
+	ids   []JobID
+	// Saved by begin, the queues (whole) by their first change.
 	pending, running *btree.BTreeG[*job]
 	last             time.Time
 	cycleNo          uint64
@@ -68,10 +71,11 @@ type undoEntry struct {
 
 // nodeSave is a node's mutable state.
 type nodeSave struct {
-	free    gres.Vector
-	cpuUsed []uint64
-	devs    gres.NodeDevices
-	jobs    []JobID
+	// free, cpuUsed and jobs are kept in the journal's arenas (i64, u64,
+	// ids) at these offsets, so that saving a node allocates nothing
+	// once the arenas have grown.
+	free, cpuUsed, jobs [2]int // offset, length
+	devs                gres.NodeDevices
 }
 
 // pendingView is the part of a pending job each cycle rewrites: its
@@ -108,7 +112,7 @@ func (s *Scheduler) begin() {
 	jr := &s.jr
 	jr.on = true
 	jr.epoch++
-	jr.pending, jr.running = s.pending.Clone(), s.running.Clone()
+	jr.pending, jr.running = nil, nil // saved by mutPending and mutRunning
 	jr.last, jr.cycleNo, jr.done = s.last, s.cycleNo, len(s.done)
 	jr.suspended = append(jr.suspended[:0], s.suspended...)
 	jr.events = s.eventDecisions
@@ -132,6 +136,7 @@ func (jr *journal) reset() {
 	clear(jr.suspended)
 	jr.entries, jr.jobs, jr.nodes, jr.views, jr.prios = jr.entries[:0], jr.jobs[:0], jr.nodes[:0], jr.views[:0], jr.prios[:0]
 	jr.ints, jr.tres, jr.suspended = jr.ints[:0], jr.tres[:0], jr.suspended[:0]
+	jr.i64, jr.u64, jr.ids = jr.i64[:0], jr.u64[:0], jr.ids[:0]
 	jr.pending, jr.running, jr.prio, jr.events = nil, nil, nil, nil
 }
 
@@ -146,7 +151,9 @@ func (s *Scheduler) rollback() {
 		case undoNode:
 			n := &s.nodes[e.i]
 			sv := &jr.nodes[n.saved]
-			n.free, n.cpuUsed, n.jobs = sv.free, sv.cpuUsed, sv.jobs
+			copy(n.free, jr.i64[sv.free[0]:sv.free[0]+sv.free[1]]) // a node's vector and CPU mask keep their length
+			copy(n.cpuUsed, jr.u64[sv.cpuUsed[0]:sv.cpuUsed[0]+sv.cpuUsed[1]])
+			n.jobs = append(n.jobs[:0], jr.ids[sv.jobs[0]:sv.jobs[0]+sv.jobs[1]]...)
 			if n.devs != nil {
 				*n.devs = sv.devs
 			}
@@ -165,7 +172,12 @@ func (s *Scheduler) rollback() {
 			e.fn()
 		}
 	}
-	s.pending, s.running = jr.pending, jr.running
+	if jr.pending != nil {
+		s.pending = jr.pending
+	}
+	if jr.running != nil {
+		s.running = jr.running
+	}
 	s.last, s.cycleNo = jr.last, jr.cycleNo
 	clear(s.done[jr.done:])
 	s.done = s.done[:jr.done]
@@ -271,6 +283,24 @@ func (s *Scheduler) notePrioTree() {
 	}
 }
 
+// mutPending returns the pending queue for a change, saving it first (a
+// copy-on-write clone) when this is the journaled cycle's first change to
+// it; cycles that leave the queue alone pay nothing.
+func (s *Scheduler) mutPending() *btree.BTreeG[*job] {
+	if s.jr.on && s.jr.pending == nil {
+		s.jr.pending = s.pending.Clone()
+	}
+	return s.pending
+}
+
+// mutRunning is mutPending for the running queue.
+func (s *Scheduler) mutRunning() *btree.BTreeG[*job] {
+	if s.jr.on && s.jr.running == nil {
+		s.jr.running = s.running.Clone()
+	}
+	return s.running
+}
+
 // saveNode saves node i before the cycle first changes it.
 func (s *Scheduler) saveNode(i int) {
 	jr := &s.jr
@@ -279,7 +309,11 @@ func (s *Scheduler) saveNode(i int) {
 		return
 	}
 	n.touched = jr.epoch
-	sv := nodeSave{free: n.free.Clone(), cpuUsed: slices.Clone(n.cpuUsed), jobs: slices.Clone(n.jobs)}
+	sv := nodeSave{free: [2]int{len(jr.i64), len(n.free)}, cpuUsed: [2]int{len(jr.u64), len(n.cpuUsed)},
+		jobs: [2]int{len(jr.ids), len(n.jobs)}}
+	jr.i64 = append(jr.i64, n.free...)
+	jr.u64 = append(jr.u64, n.cpuUsed...)
+	jr.ids = append(jr.ids, n.jobs...)
 	if n.devs != nil {
 		sv.devs = *n.devs
 	}

@@ -118,9 +118,9 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 			j.awaitingVictims++
 			r.preempting = true
 			r.preemptAction = v.Action
-			s.running.Delete(r)
+			s.mutRunning().Delete(r)
 			r.deadline = v.KillAt
-			s.running.ReplaceOrInsert(r)
+			s.mutRunning().ReplaceOrInsert(r)
 			s.noteEnded(r) // its end moved: the kept profile re-adds it
 			s.noteStarted(r)
 			continue
@@ -266,7 +266,7 @@ func (s *Scheduler) suspend(now time.Time, r *job, pre JobID) {
 		n.free[gres.CPU] += na.TRES[gres.CPU]
 		na.TRES[gres.CPU], na.CPUs = 0, nil
 	}
-	s.running.Delete(r)
+	s.mutRunning().Delete(r)
 	r.State, r.Reason = JobSuspended, policy.ReasonPreempted
 	r.remaining = max(r.deadline.Sub(now), 0)
 	r.suspendedBy = pre
@@ -318,7 +318,7 @@ func (s *Scheduler) resumeSuspended(now time.Time, cyc *Cycle) {
 		r.State, r.Reason = JobRunning, policy.ReasonNone
 		r.deadline = now.Add(r.remaining)
 		r.suspendedBy, r.suspendedCPUs, r.bfUse = 0, nil, nil
-		s.running.ReplaceOrInsert(r)
+		s.mutRunning().ReplaceOrInsert(r)
 		s.noteCapacity()
 		cyc.Resumed = append(cyc.Resumed, r.ID)
 	}

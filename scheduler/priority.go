@@ -130,17 +130,17 @@ func (s *Scheduler) refreshPriorities(now time.Time) error {
 	p.lastCalc = now
 	jobs := make([]*job, 0, s.pending.Len())
 	s.pending.Ascend(func(j *job) bool { jobs = append(jobs, j); return true })
-	s.pending.Clear(false)
+	s.mutPending().Clear(false)
 	for _, j := range jobs {
 		s.notePriority(j)
 		if err := s.computePriority(now, j); err != nil {
 			// Inputs were validated at submit; restore the queue and report.
 			for _, j := range jobs {
-				s.pending.ReplaceOrInsert(j)
+				s.mutPending().ReplaceOrInsert(j)
 			}
 			return err
 		}
-		s.pending.ReplaceOrInsert(j)
+		s.mutPending().ReplaceOrInsert(j)
 	}
 	return nil
 }

@@ -462,7 +462,7 @@ func (s *Scheduler) submit(now time.Time, spec JobSpec, indices []int, throttle 
 	}
 	for _, j := range jobs {
 		s.jobs[j.ID] = j
-		s.pending.ReplaceOrInsert(j)
+		s.mutPending().ReplaceOrInsert(j)
 	}
 	first := s.nextID
 	s.nextID += JobID(n)
@@ -794,7 +794,7 @@ func (s *Scheduler) requeue(j *job, r policy.Reason) {
 		s.deferred = append(s.deferred, j)
 		return
 	}
-	s.pending.ReplaceOrInsert(j)
+	s.mutPending().ReplaceOrInsert(j)
 }
 
 // endJob takes j out of the queue (pending) or off its nodes (running,
@@ -803,7 +803,7 @@ func (s *Scheduler) requeue(j *job, r policy.Reason) {
 func (s *Scheduler) endJob(j *job, st JobState, at time.Time) {
 	s.touch(j)
 	if j.State == JobPending {
-		s.pending.Delete(j)
+		s.mutPending().Delete(j)
 		s.policyStop(j, false, true)
 	} else {
 		s.release(j, true)
@@ -855,7 +855,7 @@ func (s *Scheduler) release(j *job, ended bool) {
 		s.suspended = slices.DeleteFunc(s.suspended, func(x *job) bool { return x == j })
 		s.noteCapacity()
 	}
-	s.running.Delete(j)
+	s.mutRunning().Delete(j)
 }
 
 // Job returns a snapshot of job id: false for an ID never submitted, or
