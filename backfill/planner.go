@@ -830,13 +830,7 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	if t == p.origin && planned < j.TimeLimit {
 		// --time-min: run as long as the plan allows, up to the limit.
 		full := p.durAt(t, limit)
-		if q.hasSpread() {
-			// The shares were found for TimeMin: the limit is raised
-			// only when every node keeps its share for the full limit.
-			if p.fitsAll(q, nodes, t, t+full) {
-				d = limit
-			}
-		} else if run := p.runLength(q, nodes, t, full); run >= full {
+		if run := p.runLength(q, nodes, t, full); run >= full {
 			d = limit
 		} else {
 			d = max(q.d, run/60*60)

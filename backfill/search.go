@@ -920,7 +920,13 @@ func (p *Profile) choosePlain(q *query, F topology.NodeSet, t int64) ([]int, err
 func (p *Profile) runLength(q *query, nodes []int, t, limit int64) int64 {
 	end := t + limit
 	for _, i := range nodes {
-		if x := p.violation(i, t, end, q); x < end {
+		x := int64(0)
+		if q.hasSpread() {
+			x = p.holdsUntil(q, i, p.useOn(q, i), t, end) // its share too
+		} else {
+			x = p.violation(i, t, end, q)
+		}
+		if x < end {
 			end = x
 		}
 	}

@@ -60,11 +60,26 @@ func isZeroVec[T ~[]int64](v T) bool {
 // request's per-node minimum at its lowest over [s, e), counting the
 // ghost's use as free, never below zero.
 func (p *Profile) spareOn(q *query, i int, s, e int64, dst []int64) {
-	a := p.a
-	tl := p.tls[i]
 	for _, j := range q.sdims {
 		dst[j] = posInf
 	}
+	p.walkFree(q, i, s, e, func(_ int64, f []int64) bool {
+		for _, j := range q.sdims {
+			dst[j] = min(dst[j], f[j])
+		}
+		return true
+	})
+	for _, j := range q.sdims {
+		dst[j] = max(dst[j]-q.req[j], 0)
+	}
+}
+
+// walkFree calls fn with node i's free amounts (the ghost's use counted
+// free) piece by piece over [s, e), from each piece's start, until fn
+// returns false.
+func (p *Profile) walkFree(q *query, i int, s, e int64, fn func(at int64, f []int64) bool) {
+	a := p.a
+	tl := p.tls[i]
 	gx := q.ghostAt(i)
 	k := tl.seg(s)
 	for at := s; at < e && k < len(tl.times); {
@@ -86,16 +101,13 @@ func (p *Profile) spareOn(q *query, i int, s, e int64, dst []int64) {
 				f = g.freeWith(f, gx)
 			}
 		}
-		for _, j := range q.sdims {
-			dst[j] = min(dst[j], f[j])
+		if !fn(at, f) {
+			return
 		}
 		at = end
 		if at >= segEnd {
 			k++
 		}
-	}
-	for _, j := range q.sdims {
-		dst[j] = max(dst[j]-q.req[j], 0)
 	}
 }
 
@@ -270,4 +282,18 @@ func (p *Profile) shares(q *query) []gres.Vector {
 		out[x] = p.expand(q.share[x*a : (x+1)*a])
 	}
 	return out
+}
+
+// holdsUntil returns the first time in [s, e) at which node i cannot
+// hold use (counting the ghost's use as free), or e.
+func (p *Profile) holdsUntil(q *query, i int, use []int64, s, e int64) int64 {
+	until := e
+	p.walkFree(q, i, s, e, func(at int64, f []int64) bool {
+		if !holds(f, use) {
+			until = at
+			return false
+		}
+		return true
+	})
+	return until
 }

@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -160,4 +161,91 @@ func TestBackfillGuaranteeSpread(t *testing.T) {
 	require.Positive(t, spreadJobs)
 	require.Positive(t, held, "some Spread jobs held reservations")
 	t.Logf("%d Spread jobs, %d of their reservations held", spreadJobs, held)
+}
+
+// naiveSpread is the reference earliest fit of n nodes each holding req
+// over the interval, whose spare on dimension dim (lowest free beyond
+// req) the n best of them sum to at least spread.
+func naiveSpread(m *naive, n int, req []int64, dim int, spread, d int64) (int64, FitStatus) {
+	for _, t := range append([]int64{m.origin}, m.times(m.origin+1)...) {
+		end := m.endAt(t, d)
+		var spare []int64
+		for i := range m.caps {
+			if !okVec(m.caps[i], req) || !m.fitsInterval(i, req, t, end) {
+				continue
+			}
+			low := int64(posInf)
+			for _, tt := range append([]int64{t}, m.times(t+1)...) {
+				if tt >= end {
+					break
+				}
+				low = min(low, m.free(i, tt)[dim]-req[dim])
+			}
+			spare = append(spare, max(low, 0))
+		}
+		if len(spare) < n {
+			continue
+		}
+		slices.SortFunc(spare, func(x, y int64) int { return int(y - x) })
+		var sum int64
+		for _, s := range spare[:n] {
+			sum += s
+		}
+		if sum >= spread {
+			return t, FitFound
+		}
+	}
+	return 0, FitNever
+}
+
+// TestSpreadMatchesModel compares Spread searches on random profiles with
+// the reference model: the same earliest start (the sweep retries where a
+// candidate's spare grows), shares that hold exactly the Spread within
+// each node's spare, and bookings the model agrees fit.
+func TestSpreadMatchesModel(t *testing.T) {
+	forEachRandomProfile(t, 300, 60, 515, func(t *testing.T, rng *rand.Rand, p *Profile, m *naive) {
+		if p.a == 0 {
+			return // no resource to spread
+		}
+		nextID := JobID(5000)
+		for step := range 30 {
+			if rng.IntN(3) == 0 {
+				p = runOps(t, rng, p, m, 1, &nextID)
+			}
+			n := 1 + rng.IntN(p.n)
+			req := make([]int64, p.a)
+			for j := range req {
+				req[j] = int64(rng.IntN(2))
+			}
+			dim := rng.IntN(p.a)
+			spread := make([]int64, p.a)
+			spread[dim] = 1 + rng.Int64N(6)
+			d := 1 + rng.Int64N(6*m.res)
+			r := Request{Nodes: n, PerNode: expandTo(p, req), Spread: expandTo(p, spread), Duration: time.Duration(d) * time.Second}
+			fit, err := p.EarliestFit(r)
+			require.NoError(t, err)
+			wt, ws := naiveSpread(m, n, req, dim, spread[dim], d)
+			require.Equal(t, ws, fit.Status, "step %d (n=%d req=%v spread=%v d=%d)", step, n, req, spread, d)
+			if ws != FitFound {
+				continue
+			}
+			require.Equal(t, wt, fit.Start.Unix(), "step %d start (n=%d req=%v spread=%v d=%d)", step, n, req, spread, d)
+			require.Len(t, fit.Spread, n)
+			end := fit.End.Unix()
+			var sum int64
+			for x, i := range fit.Nodes {
+				u := slices.Clone(req)
+				for j := range u {
+					u[j] += fit.Spread[x].At(p.active[j])
+				}
+				sum += u[dim] - req[dim]
+				require.True(t, m.fitsInterval(i, u, wt, end), "step %d: node %d cannot hold its share", step, i)
+				nextID++
+				m.items = append(m.items, naiveItem{id: nextID, kind: kindReserved, node: i, use: u, s: wt, e: end})
+				require.NoError(t, p.Reserve(Reservation{ID: nextID, Start: fit.Start, End: fit.End, Allocs: []Alloc{{Node: i, Use: expandTo(p, u)}}}))
+			}
+			require.Equal(t, spread[dim], sum, "step %d: the shares hold exactly the Spread", step)
+			checkProfile(t, p, m)
+		}
+	})
 }
