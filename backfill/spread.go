@@ -41,9 +41,6 @@ func (p *Profile) setSpread(q *query, r *Request) error {
 			q.sdims = append(q.sdims, j)
 		}
 	}
-	if len(q.sdims) == 0 && !ok {
-		q.sdims = append(q.sdims, 0) // never fits anyway; keep it a Spread query
-	}
 	return nil
 }
 

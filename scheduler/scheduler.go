@@ -596,9 +596,10 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 	if len(extra) == 0 {
 		copy(j.bfPer, v)
 	} else {
-		// The profile holds one request per node: there the job's
-		// --gpus is spread evenly, ceil(total/nodes) on each, so that
-		// the plan never counts it smaller than it is.
+		// The ceil view (bfPer): the job's --gpus spread evenly,
+		// ceil(total/nodes) on each node, never smaller than it is;
+		// the backfill pass plans the total exactly where it can
+		// (bfMin, bfSpread below).
 		even := slices.Clone(extra)
 		for k := range even {
 			even[k].Count = (even[k].Count + int64(nodes) - 1) / int64(nodes)
