@@ -79,4 +79,32 @@ func TestBackfillPlansGRESPerJobTotal(t *testing.T) {
 		assert.Equal(t, wide, cyc.Starts[0].Job)
 		assert.Equal(t, []int{4, 1}, gpusOf(cyc.Starts[0].Alloc))
 	})
+	t.Run("a backfill start places the planned shares", func(t *testing.T) {
+		// Node a (8 GPUs) has 4 in use until end, then the head job's
+		// reservation takes 7 of them: a job running past end may take
+		// only one GPU there. Filling a first as it is free now (4) would
+		// delay the head; the start takes the plan's shares, 1 + 3.
+		s := spreadCluster(t, 8, 4)
+		at := t0.Add(7 * time.Second)
+		hog := mustSubmit(t, s, at, scheduler.JobSpec{GRESPerNode: gpus(4), TimeLimit: time.Hour})
+		require.Len(t, mustSchedule(t, s, at).Starts, 1)
+		hj, _ := s.Job(hog)
+		require.Equal(t, 0, hj.Alloc.Nodes[0].Node)
+		end := at.Add(time.Hour)
+
+		at = at.Add(time.Minute)
+		head := mustSubmit(t, s, at, scheduler.JobSpec{GRESPerNode: gpus(7), TimeLimit: time.Hour})
+		wide := mustSubmit(t, s, at, scheduler.JobSpec{Nodes: 2, GRESPerJob: gpus(4), TimeLimit: 2 * time.Hour})
+		cyc := mustSchedule(t, s, at)
+		require.Len(t, cyc.Starts, 1, "%+v", cyc.Pending)
+		assert.Equal(t, wide, cyc.Starts[0].Job)
+		assert.True(t, cyc.Starts[0].Backfill)
+		assert.Equal(t, []int{1, 3}, gpusOf(cyc.Starts[0].Alloc))
+		jh, _ := s.Job(head)
+		assert.Equal(t, end, jh.ExpectedStart)
+
+		cyc = mustSchedule(t, s, end)
+		require.Len(t, cyc.Starts, 1, "the head's reservation held")
+		assert.Equal(t, head, cyc.Starts[0].Job)
+	})
 }
