@@ -28,6 +28,17 @@ func spreadCluster(t *testing.T, gpuCounts ...int) *scheduler.Scheduler {
 	return s
 }
 
+// startHog starts a job holding n GPUs on the first node at at for limit
+// and returns its end.
+func startHog(t *testing.T, s *scheduler.Scheduler, at time.Time, n int64, limit time.Duration) time.Time {
+	t.Helper()
+	hog := mustSubmit(t, s, at, scheduler.JobSpec{GRESPerNode: gpus(n), TimeLimit: limit})
+	require.Len(t, mustSchedule(t, s, at).Starts, 1)
+	hj, _ := s.Job(hog)
+	require.Equal(t, 0, hj.Alloc.Nodes[0].Node)
+	return at.Add(limit)
+}
+
 // The backfill planner plans --gpus as the job's total, as Slurm
 // distributes it over the nodes (and as the main pass places it): -N4
 // --gpus=8 on nodes with 5, 1, 1 and 1 GPUs, the first busy until an
@@ -38,11 +49,7 @@ func TestBackfillPlansGRESPerJobTotal(t *testing.T) {
 	t.Run("uneven nodes", func(t *testing.T) {
 		s := spreadCluster(t, 5, 1, 1, 1)
 		at := t0.Add(17 * time.Second)
-		hog := mustSubmit(t, s, at, scheduler.JobSpec{GRESPerNode: gpus(2), TimeLimit: time.Hour})
-		require.Len(t, mustSchedule(t, s, at).Starts, 1)
-		hj, _ := s.Job(hog)
-		require.Equal(t, 0, hj.Alloc.Nodes[0].Node)
-		end := at.Add(time.Hour)
+		end := startHog(t, s, at, 2, time.Hour)
 
 		at = at.Add(31 * time.Second)
 		id := mustSubmit(t, s, at, scheduler.JobSpec{Nodes: 4, GRESPerJob: gpus(8), TimeLimit: 2 * time.Hour})
@@ -58,11 +65,7 @@ func TestBackfillPlansGRESPerJobTotal(t *testing.T) {
 	})
 	t.Run("reserves the total", func(t *testing.T) {
 		s := spreadCluster(t, 4, 4)
-		hog := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(4), TimeLimit: time.Hour})
-		require.Len(t, mustSchedule(t, s, t0).Starts, 1)
-		hj, _ := s.Job(hog)
-		require.Equal(t, 0, hj.Alloc.Nodes[0].Node)
-		end := t0.Add(time.Hour)
+		end := startHog(t, s, t0, 4, time.Hour)
 
 		at := t0.Add(43 * time.Second)
 		wide := mustSubmit(t, s, at, scheduler.JobSpec{Nodes: 2, GRESPerJob: gpus(5), TimeLimit: 2 * time.Hour})
@@ -86,11 +89,7 @@ func TestBackfillPlansGRESPerJobTotal(t *testing.T) {
 		// delay the head; the start takes the plan's shares, 1 + 3.
 		s := spreadCluster(t, 8, 4)
 		at := t0.Add(7 * time.Second)
-		hog := mustSubmit(t, s, at, scheduler.JobSpec{GRESPerNode: gpus(4), TimeLimit: time.Hour})
-		require.Len(t, mustSchedule(t, s, at).Starts, 1)
-		hj, _ := s.Job(hog)
-		require.Equal(t, 0, hj.Alloc.Nodes[0].Node)
-		end := at.Add(time.Hour)
+		end := startHog(t, s, at, 4, time.Hour)
 
 		at = at.Add(time.Minute)
 		head := mustSubmit(t, s, at, scheduler.JobSpec{GRESPerNode: gpus(7), TimeLimit: time.Hour})
