@@ -55,6 +55,17 @@
 //     time at which N allowed nodes are feasible and the NodeChooser
 //     accepts a choice is the answer.
 //
+// A request may add a Spread: resources the chosen nodes must hold beyond
+// N × the per-node vector in total, as they can hold them (Slurm's --gpus,
+// the job's GPU total beyond one per node). The search above finds the
+// nodes that hold the per-node vector; a choice of N of them fits when
+// what each has free beyond it, at its lowest over [t, t+D), covers the
+// Spread (the chooser's choice, else the N with the most spare). Such a
+// search stops at no first N feasible nodes and retries at every change
+// point of a feasible node, whose spare may have grown; it bypasses the
+// planner's shape cache. The booking gives each node, in the chosen order,
+// as much of what is left as it holds (Fit.Spread, Entry.Spread).
+//
 // # Exact times and the resolution grid
 //
 // The profile decides with exact seconds, as Slurm does: a running job

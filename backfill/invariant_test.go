@@ -128,6 +128,17 @@ func simulate(t *testing.T, cfg Config, nodes []NodeState, jobs []simJob, fcfs b
 				case StatusStart:
 					require.Equal(t, base+now, e.Start.Unix())
 					allocs := jobAllocs(e.Nodes, j.PerNode, j.Exclusive, capacities(nodes))
+					if len(e.Spread) > 0 && !j.Exclusive { // each node's share of the Spread too
+						require.Len(t, e.Spread, len(e.Nodes))
+						var total gres.Vector = make(gres.Vector, len(j.Spread))
+						for k := range allocs {
+							u := allocs[k].Use.Clone()
+							require.NoError(t, u.AddInPlace(e.Spread[k]))
+							require.NoError(t, total.AddInPlace(e.Spread[k]))
+							allocs[k].Use = u
+						}
+						require.Equal(t, j.Spread, total[:len(j.Spread)], "job %d: the shares hold exactly its Spread", j.ID)
+					}
 					running = append(running, simRun{id: j.ID, end: now + int64(e.TimeLimit/time.Second), allocs: allocs})
 					actual[j.ID] = now
 					if _, ok := first[j.ID]; !ok {
@@ -183,6 +194,35 @@ func checkActualUsage(t *testing.T, nodes []NodeState, running []simRun) {
 	}
 }
 
+// simSeed draws seed's configuration out of cfgs and its workload from
+// stream, at the scale of the configuration's grid (arbitrary seconds on
+// a 1 s grid).
+func simSeed(seed int, stream uint64, cfgs []Config, workload func(*rand.Rand, int64) ([]NodeState, []simJob)) (Config, []NodeState, []simJob) {
+	rng := rand.New(rand.NewPCG(uint64(seed), stream))
+	cfg := cfgs[seed%len(cfgs)]
+	res := int64(cfg.withDefaults().Resolution / time.Second)
+	if res == 1 {
+		res = 1 + rng.Int64N(90)
+	}
+	nodes, jobs := workload(rng, res)
+	return cfg, nodes, jobs
+}
+
+// forEachSim simulates, in FCFS order, the workloads of iters seeds (see
+// simSeed) and hands each outcome to check.
+func forEachSim(t *testing.T, iters int, stream uint64, cfgs []Config, workload func(*rand.Rand, int64) ([]NodeState, []simJob),
+	check func(seed int, cfg Config, jobs []simJob, actual map[JobID]int64, given map[JobID][]givenResv, first map[JobID]int64)) {
+	t.Helper()
+	for seed := range iters {
+		cfg, nodes, jobs := simSeed(seed, stream, cfgs, workload)
+		if len(jobs) == 0 {
+			continue
+		}
+		actual, given, first := simulate(t, cfg, nodes, jobs, true)
+		check(seed, cfg, jobs, actual, given, first)
+	}
+}
+
 // TestBackfillGuarantee is the invariant that defines backfill, over
 // thousands of seeded workloads in FCFS order with every job running
 // exactly its time limit, limits and submissions at arbitrary seconds (off
@@ -210,18 +250,7 @@ func TestBackfillGuarantee(t *testing.T) {
 	}
 	exact, backfilled := 0, 0
 	coarse, moved := 0, 0 // conservative jobs on a coarse grid, and those that moved later
-	for seed := range iters {
-		rng := rand.New(rand.NewPCG(uint64(seed), 99))
-		cfg := cfgs[seed%len(cfgs)]
-		res := int64(cfg.withDefaults().Resolution / time.Second)
-		if res == 1 {
-			res = 1 + rng.Int64N(90) // arbitrary seconds on a 1 s grid
-		}
-		nodes, jobs := simWorkload(rng, res)
-		if len(jobs) == 0 {
-			continue
-		}
-		actual, given, first := simulate(t, cfg, nodes, jobs, true)
+	forEachSim(t, iters, 99, cfgs, simWorkload, func(seed int, cfg Config, jobs []simJob, actual map[JobID]int64, given map[JobID][]givenResv, first map[JobID]int64) {
 		for _, j := range jobs {
 			a := actual[j.ID]
 			if cfg.Mode == Conservative && cfg.withDefaults().Resolution > time.Second {
@@ -255,7 +284,7 @@ func TestBackfillGuarantee(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 	require.Positive(t, exact)
 	require.Positive(t, backfilled, "some jobs were backfilled")
 	require.Positive(t, coarse)

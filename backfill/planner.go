@@ -145,6 +145,11 @@ type Job struct {
 	Nodes int
 	// PerNode is the resources needed on each node (cpu, mem, gres …).
 	PerNode gres.Vector
+	// Spread is what the job's nodes must hold beyond PerNode × Nodes in
+	// total, as the nodes can hold it (Slurm's --gpus beyond one GPU per
+	// node; see Request.Spread); nil for none. The entry's Spread gives
+	// each planned node's share.
+	Spread gres.Vector
 	// Exclusive asks for whole nodes (--exclusive, OverSubscribe=EXCLUSIVE).
 	Exclusive bool
 	// Allowed is the set of usable nodes; length 0 means every node.
@@ -314,6 +319,10 @@ type Entry struct {
 	TimeLimit time.Duration
 	// Nodes are the planned nodes (empty without an estimate).
 	Nodes []int
+	// Spread is, for a job with a Spread and an estimate, each planned
+	// node's share of it (parallel to Nodes): what a start must place
+	// there beyond PerNode for the plan to hold. Nil otherwise.
+	Spread []gres.Vector
 }
 
 // Stats counts a plan's outcomes.
@@ -601,6 +610,11 @@ func (pl *Planner) validateJobs(p *Profile, jobs []Job, ids map[JobID]struct{}, 
 				return bad("PerNode TRES %d count %d out of [0, %d]", k, v, gres.MaxCount)
 			}
 		}
+		for k, v := range j.Spread {
+			if v < 0 || v > gres.MaxCount {
+				return bad("Spread TRES %d count %d out of [0, %d]", k, v, gres.MaxCount)
+			}
+		}
 	}
 	return nil
 }
@@ -740,7 +754,7 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		chooser = j.Chooser
 	}
 	q, err := p.fillQuery(&r.q, &Request{
-		Nodes: j.Nodes, PerNode: j.PerNode, Exclusive: j.Exclusive, Allowed: j.Allowed,
+		Nodes: j.Nodes, PerNode: j.PerNode, Spread: j.Spread, Exclusive: j.Exclusive, Allowed: j.Allowed,
 		Duration: planned, Earliest: j.Earliest, Chooser: chooser, PreferBusy: cfg.BusyNodes,
 	})
 	if err != nil {
@@ -758,13 +772,19 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		defer p.ghostOff(q)
 	}
 
-	sh := r.shapeFor(j, q)
+	var sh *shape
+	if q.hasSpread() {
+		// What the cache knows is about per-node requests alone.
+		sh = &shape{capable: -1}
+	} else {
+		sh = r.shapeFor(j, q)
+	}
 	if sh.capable < 0 {
 		sh.capable = p.capable(q)
 		sh.allCapable = sh.capable == q.allowed.Count()
 	}
 	q.allCapable = sh.allCapable
-	if q.never || sh.capable < q.n {
+	if q.never || sh.capable < q.n || !p.spreadCapable(q) {
 		e.Status, e.Reason = StatusNeverFits, ReasonCapacity
 		return nil
 	}
@@ -818,6 +838,7 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	}
 	e.Start = p.timeOf(t)
 	e.Nodes = nodes
+	e.Spread = p.shares(q)
 	e.TimeLimit = time.Duration(d) * time.Second
 	if d == limit {
 		e.TimeLimit = j.TimeLimit

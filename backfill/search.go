@@ -22,6 +22,12 @@ import (
 // of candidates for n nodes, it finds none among any subset for n or more
 // nodes — because the planner relies on that to skip searches it already
 // knows will fail. A nil NodeChooser picks the n lowest indices.
+//
+// For a request with a Spread the candidates are the nodes that hold
+// PerNode; the planner then verifies that the chooser's choice holds the
+// Spread and, when it does not, offers the chooser the Nodes candidates
+// with the most spare (see Request.Spread). Such requests bypass the
+// planner's shape cache, so monotonicity is not relied on for them.
 type NodeChooser func(candidates topology.NodeSet, n int) []int
 
 // Request asks when and where a job fits: Nodes nodes, each with PerNode
@@ -55,6 +61,14 @@ type Request struct {
 	Latest time.Time
 	// Chooser picks among feasible nodes; nil picks the lowest indices.
 	Chooser NodeChooser
+	// Spread is what the chosen nodes must hold beyond PerNode × Nodes,
+	// in total (a job's --gpus total beyond one GPU per node). A node is
+	// a candidate while it holds PerNode; each chosen node contributes
+	// what it has free beyond PerNode at its lowest over the interval,
+	// and a set of nodes fits when those amounts cover Spread. The
+	// booking gives each chosen node, in the chosen order, as much of
+	// what is left as it holds (Fit.Spread). Nil or all zero: none.
+	Spread gres.Vector
 	// PreferBusy makes the default chooser (Chooser nil), for a start
 	// after the profile's origin, take first the nodes on which the
 	// request could not start at the origin — nodes busy now — and only
@@ -104,6 +118,9 @@ type Fit struct {
 	// Nodes are the chosen nodes in increasing order for the default
 	// chooser, in the chooser's order otherwise.
 	Nodes []int
+	// Spread is, for a request with a Spread, each chosen node's share of
+	// it (parallel to Nodes); nil otherwise.
+	Spread []gres.Vector
 }
 
 // query is a validated request in profile units.
@@ -136,6 +153,13 @@ type query struct {
 	// cslab is where candidate lists are cut from (a planner's shape
 	// cache keeps them for one pass); nil allocates each.
 	cslab *[]int32
+	// spread is Request.Spread in profile units and sdims its non-zero
+	// dimensions (empty without one). After a successful spreadOver,
+	// shareOf are the nodes, share their shares (len(shareOf)×a) and use
+	// what the request takes on each; left and spareBuf are scratch.
+	spread, share, use, left, spareBuf []int64
+	sdims                              []int
+	shareOf                            []int
 }
 
 // candList returns an empty candidate list with room for n nodes.
@@ -296,20 +320,22 @@ func (p *Profile) EarliestFit(r Request) (Fit, error) {
 	if err != nil {
 		return Fit{}, err
 	}
-	if res.st == FitBeyondLatest && p.capable(q) < q.n {
+	if res.st == FitBeyondLatest && (p.capable(q) < q.n || !p.spreadCapable(q)) {
 		res.st = FitNever
 	}
 	if res.st != FitFound {
 		return Fit{Status: res.st}, nil
 	}
-	return Fit{Status: FitFound, Start: p.timeOf(res.t), End: p.timeOf(p.endAt(res.t, q.d)), Nodes: res.nodes}, nil
+	return Fit{Status: FitFound, Start: p.timeOf(res.t), End: p.timeOf(p.endAt(res.t, q.d)), Nodes: res.nodes,
+		Spread: p.shares(q)}, nil
 }
 
 // ReserveFit books under id what EarliestFit returned for req: fit.Nodes
 // over [fit.Start, fit.End) — req.Duration from fit.Start, rounded up to the
 // grid unless fit.Start is the origin; from fit.Start + req.Duration when
 // fit.End is zero — each with
-// req.PerNode, or whole nodes when req.Exclusive. Booking fit.End rather
+// req.PerNode plus its fit.Spread share, or whole nodes when
+// req.Exclusive. Booking fit.End rather
 // than fit.Start + req.Duration matters when fit.Start is a Now with a
 // fraction of a second, which the profile counts from its whole second.
 // It fails like Reserve, and with ErrInvalidRequest when fit was not
@@ -318,9 +344,19 @@ func (p *Profile) ReserveFit(id JobID, req Request, fit Fit) error {
 	if fit.Status != FitFound {
 		return fmt.Errorf("%w: fit status %v, want found", ErrInvalidRequest, fit.Status)
 	}
+	if fit.Spread != nil && len(fit.Spread) != len(fit.Nodes) {
+		return fmt.Errorf("%w: fit has %d Spread shares for %d nodes", ErrInvalidRequest, len(fit.Spread), len(fit.Nodes))
+	}
 	allocs := make([]Alloc, len(fit.Nodes))
 	for x, i := range fit.Nodes {
 		allocs[x] = Alloc{Node: i, Use: req.PerNode}
+		if fit.Spread != nil {
+			u := req.PerNode.Clone()
+			if err := u.AddInPlace(fit.Spread[x]); err != nil {
+				return fmt.Errorf("%w: Spread share of node %d: %w", ErrInvalidRequest, i, err)
+			}
+			allocs[x].Use = u
+		}
 		if req.Exclusive && i >= 0 && i < p.n {
 			allocs[x].Use = p.expand(p.caps[i*p.a : (i+1)*p.a])
 		}
@@ -341,7 +377,9 @@ func (p *Profile) makeQuery(r *Request) (*query, error) {
 // job after job).
 func (p *Profile) fillQuery(q *query, r *Request) (*query, error) {
 	*q = query{n: r.Nodes, excl: r.Exclusive, chooser: r.Chooser, preferBusy: r.PreferBusy,
-		req: slices.Grow(q.req[:0], p.a)[:p.a], nz: q.nz[:0], slab: q.slab, cslab: q.cslab}
+		req: slices.Grow(q.req[:0], p.a)[:p.a], nz: q.nz[:0], slab: q.slab, cslab: q.cslab,
+		spread: q.spread, share: q.share[:0], use: q.use[:0], left: q.left, spareBuf: q.spareBuf,
+		sdims: q.sdims, shareOf: q.shareOf[:0]}
 	if r.Nodes < 1 {
 		return nil, fmt.Errorf("%w: Nodes %d, want ≥ 1", ErrInvalidRequest, r.Nodes)
 	}
@@ -354,6 +392,9 @@ func (p *Profile) fillQuery(q *query, r *Request) (*query, error) {
 		return nil, fmt.Errorf("%w: PerNode: %w", ErrInvalidRequest, err)
 	}
 	q.never = !ok // a resource no node has
+	if err := p.setSpread(q, r); err != nil {
+		return nil, err
+	}
 	for j, v := range q.req {
 		if v != 0 {
 			q.nz = append(q.nz, j)
@@ -409,6 +450,11 @@ func (q *query) takes(free, capI []int64) bool {
 // useOn is what the request takes on node i: the per-node request, or the
 // whole node for an exclusive one.
 func (p *Profile) useOn(q *query, i int) []int64 {
+	if q.hasSpread() {
+		if u := p.spreadUse(q, i); u != nil {
+			return u
+		}
+	}
 	if q.excl {
 		return p.caps[i*p.a : (i+1)*p.a]
 	}
@@ -571,7 +617,7 @@ func (p *Profile) search(q *query) (result, error) {
 	t0 := q.t0
 	d0 := p.durAt(t0, q.d)
 	b0 := max(bound, t0+d0)
-	early := q.chooser == nil
+	early := q.chooser == nil && !q.hasSpread()
 	// take0 adds node i, whose first violation from t0 is x, when it is
 	// feasible at t0, and reports whether the default chooser's answer is
 	// complete: the first n feasible nodes, the lowest, are all below i+1.
@@ -695,6 +741,9 @@ func (p *Profile) search(q *query) (result, error) {
 			}
 		}
 		added := false
+		// A Spread request is tried again where a candidate's free
+		// amounts change: its spare may have grown.
+		touched := false
 		end := p.endAt(t, q.d)
 		g := q.ghost
 		lists := [2][]int32{nodes, nil}
@@ -704,7 +753,11 @@ func (p *Profile) search(q *query) (result, error) {
 		for _, list := range lists {
 			for _, nd := range list {
 				i := int(nd)
-				if !q.allowed.Has(i) || F.Has(i) {
+				if !q.allowed.Has(i) {
+					continue
+				}
+				if F.Has(i) {
+					touched = touched || q.hasSpread()
 					continue
 				}
 				// Cheap rejections from the slot's summaries before
@@ -727,7 +780,7 @@ func (p *Profile) search(q *query) (result, error) {
 				}
 			}
 		}
-		if added && count >= q.n {
+		if (added || touched) && count >= q.n {
 			nodes, err := p.choose(q, F, t)
 			if err != nil {
 				ferr = err
@@ -806,6 +859,14 @@ func (p *Profile) blockMayFit(s0 *summary, probe func() []*summary, b int, q *qu
 // the nodes on which the request could not start at the origin (busy now),
 // so that the nodes usable now stay free for backfill.
 func (p *Profile) choose(q *query, F topology.NodeSet, t int64) ([]int, error) {
+	if q.hasSpread() {
+		return p.chooseSpread(q, F, t)
+	}
+	return p.choosePlain(q, F, t)
+}
+
+// choosePlain is choose without the Spread: the chooser's choice.
+func (p *Profile) choosePlain(q *query, F topology.NodeSet, t int64) ([]int, error) {
 	if q.chooser == nil {
 		if !q.preferBusy || t <= p.origin {
 			return F.FirstN(q.nodeList(q.n), q.n), nil
@@ -859,7 +920,13 @@ func (p *Profile) choose(q *query, F topology.NodeSet, t int64) ([]int, error) {
 func (p *Profile) runLength(q *query, nodes []int, t, limit int64) int64 {
 	end := t + limit
 	for _, i := range nodes {
-		if x := p.violation(i, t, end, q); x < end {
+		x := int64(0)
+		if q.hasSpread() {
+			x = p.holdsUntil(q, i, p.useOn(q, i), t, end) // its share too
+		} else {
+			x = p.violation(i, t, end, q)
+		}
+		if x < end {
 			end = x
 		}
 	}

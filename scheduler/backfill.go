@@ -264,7 +264,11 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		s.touch(j)
 		limit := j.TimeLimit
 		j.TimeLimit = e.TimeLimit
-		if err := s.allocate(now, j, e.Nodes, quality, time.Time{}); err != nil {
+		// A GRESPerJob spread takes the shares the plan booked.
+		j.planShares = e.Spread
+		err := s.allocate(now, j, e.Nodes, quality, time.Time{})
+		j.planShares = nil
+		if err != nil {
 			j.TimeLimit = limit
 			continue
 		}
@@ -319,7 +323,7 @@ func (j *job) clearEstimate() {
 // bfJob is job x as the backfill pass hands it to the planner.
 func (s *Scheduler) bfJob(now time.Time, x *job, allowed topology.NodeSet) backfill.Job {
 	bj := backfill.Job{
-		ID: backfill.JobID(x.ID), Nodes: x.nodes, PerNode: x.bfPerNode(), Exclusive: x.Spec.Exclusive,
+		ID: backfill.JobID(x.ID), Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive,
 		Allowed: allowed, TimeLimit: x.TimeLimit, TimeMin: x.Spec.TimeMin,
 		Earliest: x.Spec.BeginTime, Eligible: x.EligibleTime, Priority: float64(x.Priority),
 		User: x.Spec.User, Partition: x.Partition, Assoc: x.assocKey(),
@@ -349,7 +353,8 @@ func (x *job) chooserKey(c topology.Constraints, relaxed bool) string {
 
 // bfPerNode is the job's per-node request as the profile counts it
 // (without the node TRES, which nodes do not share out), derived at
-// submit (newJob).
+// submit (newJob), with a GRESPerJob as ceil(total/nodes) on each node.
+// The backfill pass plans with bfMin and bfSpread instead, exactly.
 func (j *job) bfPerNode() gres.Vector { return j.bfPer }
 
 // constrainedChooser returns the node chooser for a job with topology
@@ -450,7 +455,7 @@ func sameBFJob(x, y *backfill.Job) bool {
 		x.TimeMin == y.TimeMin && x.Earliest.Equal(y.Earliest) && x.Eligible.Equal(y.Eligible) &&
 		x.Priority == y.Priority && x.NoReserve == y.NoReserve && x.User == y.User &&
 		x.Partition == y.Partition && x.Assoc == y.Assoc && x.ChooserKey == y.ChooserKey &&
-		(x.Chooser == nil) == (y.Chooser == nil) && slices.Equal(x.PerNode, y.PerNode) &&
+		(x.Chooser == nil) == (y.Chooser == nil) && slices.Equal(x.PerNode, y.PerNode) && slices.Equal(x.Spread, y.Spread) &&
 		x.Allowed.Len() == y.Allowed.Len() && x.Allowed.Equal(y.Allowed)
 }
 

@@ -99,8 +99,13 @@ type JobSpec struct {
 	// node of the job takes at least one (so the total must be at least
 	// Nodes), and the rest goes to the nodes as they can hold it, filling
 	// them in node order. The job is charged exactly the total. The
-	// backfill plan, which books one request per node, counts
-	// ceil(total/Nodes) on each.
+	// backfill plan holds the total exactly too (its expected start and
+	// reservation), and a backfill start places what it planned; where
+	// the GPUs beyond one per node would bring CPUs or memory with them
+	// (CPUsPerGPU, MemPerGPUMiB, the partition's DefCpuPerGPU or
+	// DefMemPerGPU), or the request is typed, the plan counts
+	// ceil(total/Nodes) on each node instead (cautious: never less).
+	// Explain's re-plans count ceil(total/Nodes).
 	GRESPerJob []gres.Request
 	// CPUsPerGPU is sbatch --cpus-per-gpu: each node gets at least this
 	// many CPUs per GPU it holds.

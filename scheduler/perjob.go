@@ -14,9 +14,33 @@ import (
 // and the rest (job.extra) goes to the nodes as they can hold it, in node
 // order, so that -N2 --gpus=5 takes 5 GPUs (3 + 2, or 4 + 1 where one node
 // has only 2 free), and -N4 --gpus=8 fits nodes with 5, 1, 1 and 1 free
-// GPUs. Placement, the allocation and its charge follow the spread; the
-// backfill profile, which holds one request per node, counts
-// ceil(total/nodes) on each (never less than the job takes).
+// GPUs. Placement, the allocation and its charge follow the spread. The
+// backfill planner plans the total exactly (backfill.Job.Spread: the
+// per-node minimum plus the rest over the nodes as they can hold it, and
+// a start it decides takes the shares it planned, job.planShares), where
+// every extra GPU adds only GPUs; where it would add CPUs or memory too
+// (--cpus-per-gpu, --mem-per-gpu, DefCpuPerGPU, DefMemPerGPU), or the
+// request is typed, it counts ceil(total/nodes) on each node (never less
+// than the job takes).
+
+// bfSpreadExact reports whether the backfill planner can plan j's
+// GRESPerJob beyond one per node exactly as a Spread: every extra request
+// is untyped (a typed one counts in two TRES the planner does not
+// relate), and the whole total on one node would need no more CPUs or
+// memory than the minimum (the per-node TRES grow with GPUs only through
+// the per-GPU options, monotonically, so the widest case decides).
+func (s *Scheduler) bfSpreadExact(j *job) (bool, error) {
+	for _, r := range j.extra {
+		if r.Type != "" {
+			return false, nil
+		}
+	}
+	widest := s.reg.NewVector()
+	if err := s.nodeVector(j, addRequests(j.devReq, j.extra), widest); err != nil {
+		return false, err
+	}
+	return widest[gres.CPU] == j.perNode[gres.CPU] && widest[gres.Mem] == j.perNode[gres.Mem], nil
+}
 
 // nodeVector writes into v (zeroed, of the registry's length) the TRES
 // job j needs on one node holding the devices devReq: its CPUs (per task,
@@ -161,6 +185,9 @@ func (s *Scheduler) spreadExtra(j *job, nodes []int) ([]nodeReq, bool) {
 	if len(j.extra) == 0 {
 		return nil, true
 	}
+	if j.planShares != nil {
+		return s.plannedSpread(j, nodes)
+	}
 	left := make([]gres.Vector, len(nodes)) // what each node has beyond the job's minimum
 	for k, i := range nodes {
 		f, err := s.nodes[i].free.Sub(j.perNode)
@@ -195,6 +222,37 @@ func (s *Scheduler) spreadExtra(j *job, nodes []int) ([]nodeReq, bool) {
 			return nil, false
 		}
 	}
+	return s.spreadRequests(j, nodes, take)
+}
+
+// plannedSpread is spreadExtra for a start the backfill plan decided:
+// each node takes the share the plan booked for it (j.planShares,
+// parallel to nodes), so that what is placed is what the plan holds.
+func (s *Scheduler) plannedSpread(j *job, nodes []int) ([]nodeReq, bool) {
+	if len(j.planShares) != len(nodes) {
+		return nil, false
+	}
+	take := make([][]gres.Request, len(nodes))
+	for _, r := range j.extra {
+		id := s.reg.MustLookup(deviceTRES(r.Name, r.Type))
+		var got int64
+		for k := range nodes {
+			if c := j.planShares[k].At(id); c > 0 {
+				take[k] = append(take[k], gres.Request{Name: r.Name, Type: r.Type, Count: c})
+				got += c
+			}
+		}
+		if got != r.Count {
+			return nil, false
+		}
+	}
+	return s.spreadRequests(j, nodes, take)
+}
+
+// spreadRequests returns each node's request when it takes, beyond the
+// job's minimum, the device requests of take; false when one does not
+// fit the node's free resources.
+func (s *Scheduler) spreadRequests(j *job, nodes []int, take [][]gres.Request) ([]nodeReq, bool) {
 	reqs := make([]nodeReq, len(nodes))
 	for k := range nodes {
 		reqs[k].devReq = addRequests(j.devReq, take[k])

@@ -132,6 +132,11 @@ type job struct {
 	chooserKeys    [2]string   // the backfill chooser key, unrelaxed and relaxed
 	bfUse          []backfill.Alloc
 	bfUseHealthGen uint64
+	// bfMin and bfSpread are what the backfill pass plans with: the
+	// per-node minimum and the GRESPerJob beyond it as a backfill Spread
+	// (bfSpread nil without one, or where the spread is not exact; then
+	// bfMin is bfPer). See bfSpreadExact.
+	bfMin, bfSpread gres.Vector
 	// suspendedBy is the preemptor a SUSPENDED job waits for; remaining
 	// its run time left; suspendedCPUs its CPU count per node.
 	suspendedBy   JobID
@@ -165,6 +170,10 @@ type job struct {
 	extra      []gres.Request
 	extraTotal gres.Vector
 	tpn        int64
+	// planShares is, while the backfill pass starts the job, each planned
+	// node's share of its GRESPerJob (backfill.Entry.Spread), which
+	// spreadExtra then places; nil otherwise.
+	planShares []gres.Vector
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it
@@ -587,9 +596,10 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 	if len(extra) == 0 {
 		copy(j.bfPer, v)
 	} else {
-		// The profile holds one request per node: there the job's
-		// --gpus is spread evenly, ceil(total/nodes) on each, so that
-		// the plan never counts it smaller than it is.
+		// The ceil view (bfPer): the job's --gpus spread evenly,
+		// ceil(total/nodes) on each node, never smaller than it is;
+		// the backfill pass plans the total exactly where it can
+		// (bfMin, bfSpread below).
 		even := slices.Clone(extra)
 		for k := range even {
 			even[k].Count = (even[k].Count + int64(nodes) - 1) / int64(nodes)
@@ -602,6 +612,18 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		}
 	}
 	j.bfPer[gres.Node] = 0
+	j.bfMin = j.bfPer
+	if len(extra) > 0 {
+		exact, err := s.bfSpreadExact(j)
+		if err != nil {
+			return nil, err
+		}
+		if exact {
+			j.bfMin = v.Clone()
+			j.bfMin[gres.Node] = 0
+			j.bfSpread = j.extraTotal
+		}
+	}
 	j.shape = s.shapeOf(pi, v, spec.Exclusive)
 	if c := j.shape.capable.Count(); c < nodes {
 		return nil, fmt.Errorf("%w: %w: needs %d node(s) with %s in partition %q, only %d exist",
