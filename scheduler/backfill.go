@@ -351,12 +351,6 @@ func (x *job) chooserKey(c topology.Constraints, relaxed bool) string {
 	return x.chooserKeys[k]
 }
 
-// bfPerNode is the job's per-node request as the profile counts it
-// (without the node TRES, which nodes do not share out), derived at
-// submit (newJob), with a GRESPerJob as ceil(total/nodes) on each node.
-// The backfill pass plans with bfMin and bfSpread instead, exactly.
-func (j *job) bfPerNode() gres.Vector { return j.bfPer }
-
 // constrainedChooser returns the node chooser for a job with topology
 // constraints: the least-spread choice that meets them, or — once the job
 // has waited its --switches max-wait — the best choice at all.

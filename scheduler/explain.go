@@ -726,10 +726,12 @@ func (s *Scheduler) earliest(now time.Time, x *job, allowed topology.NodeSet, pa
 	return t
 }
 
-// requestFor is the profile request for job x with duration d.
+// requestFor is the profile request for job x with duration d, as the
+// backfill pass plans it (bfJob): a --gpus total spread exactly where the
+// planner can.
 func (s *Scheduler) requestFor(now time.Time, x *job, allowed topology.NodeSet, d time.Duration, partStart []time.Time) backfill.Request {
 	return backfill.Request{
-		Nodes: x.nodes, PerNode: x.bfPerNode(), Exclusive: x.Spec.Exclusive, Allowed: allowed,
+		Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive, Allowed: allowed,
 		Duration: d, Earliest: s.earliest(now, x, allowed, partStart), Chooser: s.chooserFor(now, x),
 	}
 }

@@ -10,14 +10,15 @@ import (
 	"github.com/sluicehq/sluice/topology"
 )
 
-// Explain and GRESPerJob (--gpus) jobs. The backfill profile holds one
-// request per node, so it plans such a job at ceil(total/nodes) on every
-// node (bfPerNode): cautious, but blind to a total that fits unevenly
-// (-N2 --gpus=4 on nodes with 3 and 1 GPUs free). The main pass places the
-// total itself (spreadNodes, spreadExtra). Explain's resource blocker and
-// its what-ifs judge a start now by the main pass's rule where the main
-// pass is what would start the job; later starts, and starts by the
-// backfill pass, stay the planner's (ceil) view.
+// Explain and GRESPerJob (--gpus) jobs. The backfill planner plans such a
+// job's total exactly where it can (bfMin, bfSpread; see bfSpreadExact)
+// and at ceil(total/nodes) on every node elsewhere (typed totals, GPUs
+// that bring CPUs or memory): cautious, but blind there to a total that
+// fits unevenly (-N2 --gpus=a100:4 on nodes with 3 and 1 free). The main
+// pass places the total itself (spreadNodes, spreadExtra). Explain's
+// resource blocker and its what-ifs judge a start now by the main pass's
+// rule where the main pass is what would start the job; later starts, and
+// starts by the backfill pass, are the planner's.
 
 // perJobTotal returns, for each GRESPerJob request of j, its TRES and the
 // job's total of it (the per-node minimum on every node plus the rest),

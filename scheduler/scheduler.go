@@ -125,7 +125,7 @@ type job struct {
 	subject policy.Subject
 	dep     policy.Dependency
 	// bfPer is the per-node request as the backfill profile counts it
-	// (see bfPerNode); bfUse caches the per-node use as the profile counts
+	// (ceil(total/nodes) for a --gpus total); bfUse caches the per-node use as the profile counts
 	// it (valid for health generation bfUseHealthGen).
 	bfPer          gres.Vector
 	total          gres.Vector // perNode × nodes (see totalRequest)
@@ -584,7 +584,7 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 	}
 	j.devReq, j.extra, j.tpn = devReq, extra, tpn
 	// The per-node request and the backfill profile's view of it (bfPer,
-	// see bfPerNode) share one array.
+	// with a --gpus total as ceil(total/nodes) per node) share one array.
 	nv := s.reg.Len()
 	both := make(gres.Vector, 2*nv)
 	v := both[:nv:nv]
