@@ -57,6 +57,11 @@ func TestBackfillPlansGRESPerJobTotal(t *testing.T) {
 		assert.Empty(t, cyc.Starts)
 		j, _ := s.Job(id)
 		assert.Equal(t, end, j.ExpectedStart, "expected to start when the hog ends")
+		// Explain plans it as the pass does, not by the ceil view.
+		ex, err := s.Explain(at.Add(time.Second), id, scheduler.ExplainOptions{})
+		require.NoError(t, err)
+		require.NotNil(t, ex.Estimate, "%s", ex)
+		assert.Equal(t, end, ex.Estimate.Start, "%s", ex)
 
 		cyc = mustSchedule(t, s, end)
 		require.Len(t, cyc.Starts, 1)
