@@ -25,7 +25,7 @@ func (q *query) hasSpread() bool { return len(q.sdims) > 0 }
 // setSpread projects r.Spread into q.
 func (p *Profile) setSpread(q *query, r *Request) error {
 	q.spread, q.sdims = q.spread[:0], q.sdims[:0]
-	if isZeroVec(r.Spread) {
+	if r.Spread.IsZero() {
 		return nil
 	}
 	q.spread = slices.Grow(q.spread, p.a)[:p.a]
@@ -42,15 +42,6 @@ func (p *Profile) setSpread(q *query, r *Request) error {
 		}
 	}
 	return nil
-}
-
-func isZeroVec[T ~[]int64](v T) bool {
-	for _, x := range v {
-		if x != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // spareOn writes into dst (length a) what node i has free beyond the
