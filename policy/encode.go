@@ -118,7 +118,7 @@ func (p *Partition) UnmarshalJSON(b []byte) error {
 }
 
 // MarshalJSON encodes the reservation with Duration as a Slurm time, End
-// omitted when zero, Nodes as "{0-3}/16" and TRES as a registry-free TRES
+// omitted when zero, Nodes as "16:{0-3}" and TRES as a registry-free TRES
 // string (gres.Vector's text form).
 func (r Reservation) MarshalJSON() ([]byte, error) {
 	type plain Reservation

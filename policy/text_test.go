@@ -277,7 +277,7 @@ func TestReservationJSONRoundTrip(t *testing.T) {
 		TRES: vec(t, reg, "cpu=8,gres/gpu=2"), Users: []string{"root"}, Flags: policy.ResvMaint | policy.ResvIgnoreJobs}
 	j, err := json.Marshal(r)
 	require.NoError(t, err)
-	for _, s := range []string{`"Duration":"04:00:00"`, `"Nodes":"{0-3,9}/16"`, `"Flags":"MAINT,IGNORE_JOBS"`, `"Start":"2025-03-03T08:00:00Z"`} {
+	for _, s := range []string{`"Duration":"04:00:00"`, `"Nodes":"16:{0-3,9}"`, `"Flags":"MAINT,IGNORE_JOBS"`, `"Start":"2025-03-03T08:00:00Z"`} {
 		assert.Contains(t, string(j), s)
 	}
 	assert.NotContains(t, string(j), `"End"`, "a zero End is omitted")
