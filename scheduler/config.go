@@ -34,6 +34,9 @@ var (
 	// ErrTimeWentBackwards reports an event whose now is earlier than an
 	// event already applied. The scheduler's clock only moves forward.
 	ErrTimeWentBackwards = errors.New("time went backwards")
+	// ErrInvalidEvent reports an event value or encoding that is not
+	// valid (nil, an unknown kind, a malformed payload).
+	ErrInvalidEvent = errors.New("invalid event")
 )
 
 // Config describes a cluster: its nodes and partitions. Zero values of

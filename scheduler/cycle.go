@@ -165,6 +165,16 @@ func (s *Scheduler) allowedNodes(sh *shape) topology.NodeSet {
 // moved — and the returned Cycle is empty. The cycle's changes are
 // journaled as it makes them and taken back on error (see journal).
 func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
+	r, err := s.Apply(now, ScheduleEvent{})
+	if err != nil {
+		return Cycle{}, err
+	}
+	return *r.Cycle, nil
+}
+
+// runCycle is the ScheduleEvent: one cycle, journaled and taken back on
+// error (see Schedule).
+func (s *Scheduler) runCycle(now time.Time) (Cycle, error) {
 	if err := s.tick(now); err != nil {
 		return Cycle{}, err
 	}

@@ -45,5 +45,18 @@
 // scheduler decides is derived from data it keeps, deterministically: the
 // same events at the same times give the same decisions.
 //
+// # Events as data
+//
+// Every state change is an Event value (SubmitEvent, CancelEvent,
+// FinishEvent, ScheduleEvent …), and every mutating method is a call of
+// Apply with one: Submit(now, spec) is Apply(now, SubmitEvent{Spec: spec}).
+// Apply checks the clock, hands the event to the EventLog set with
+// SetEventLog (a journal, a replication log: write-ahead, so a log that
+// refuses applies nothing), then applies it. An Entry (an event with its
+// time) encodes as readable JSON with a stable kind tag, so a log of
+// entries can be stored, shipped to a replica, audited, and applied again
+// to a scheduler built from the same configuration, which then holds the
+// same state and makes the same decisions, bit for bit.
+//
 // A Scheduler is not safe for concurrent use.
 package scheduler

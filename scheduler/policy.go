@@ -358,6 +358,12 @@ func (s *Scheduler) policyStop(j *job, wasRunning, ended bool) {
 // or MAINT flag. Jobs already running on reserved nodes (IGNORE_JOBS)
 // keep running.
 func (s *Scheduler) AddReservation(now time.Time, r policy.Reservation) error {
+	_, err := s.Apply(now, AddReservationEvent{Reservation: r})
+	return err
+}
+
+// addReservation is the AddReservationEvent (see AddReservation).
+func (s *Scheduler) addReservation(now time.Time, r policy.Reservation) error {
 	if err := s.tick(now); err != nil {
 		return err
 	}
@@ -388,6 +394,12 @@ func (s *Scheduler) AddReservation(now time.Time, r policy.Reservation) error {
 // RemoveReservation deletes a reservation. Jobs that named it stay pending
 // with reason ReservationDeleted.
 func (s *Scheduler) RemoveReservation(now time.Time, name string) error {
+	_, err := s.Apply(now, RemoveReservationEvent{Name: name})
+	return err
+}
+
+// removeReservation is the RemoveReservationEvent (see RemoveReservation).
+func (s *Scheduler) removeReservation(now time.Time, name string) error {
 	if err := s.tick(now); err != nil {
 		return err
 	}

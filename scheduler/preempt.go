@@ -30,10 +30,8 @@ func (s *Scheduler) preemptionOn() bool {
 	return s.pol != nil && s.pol.p.Config().PreemptType != policy.PreemptNone
 }
 
-// Checkpoint records that a running job saved its state at now: if it is
-// preempted later, only the work since then is lost, which makes it a
-// cheaper victim.
-func (s *Scheduler) Checkpoint(now time.Time, id JobID) error {
+// checkpointJob records a checkpoint of running job id (see Checkpoint).
+func (s *Scheduler) checkpointJob(now time.Time, id JobID) error {
 	j, err := s.runningJob(now, id, "checkpoint")
 	if err != nil {
 		return err

@@ -90,6 +90,8 @@ type Scheduler struct {
 	audit    auditScratch
 	// jr is the undo journal of the cycle running (see journal).
 	jr journal
+	// log receives every event before it is applied (SetEventLog).
+	log EventLog
 	// cycleFault, when set (tests), is called at the end of every cycle;
 	// an error it returns fails the cycle.
 	cycleFault func() error
@@ -381,26 +383,12 @@ func (s *Scheduler) tick(now time.Time) error {
 	return nil
 }
 
-// Submit validates spec and queues a new pending job, returning its ID.
-// A spec that is malformed (negative sizes, unknown partition or GRES), that
-// names a partition not accepting jobs (DRAIN or INACTIVE), or that no node
-// of its partition could ever satisfy is rejected with an error naming the
-// field, and nothing changes.
-func (s *Scheduler) Submit(now time.Time, spec JobSpec) (JobID, error) {
-	return s.submit(now, spec, nil, 0)
-}
-
 // DefaultMaxArraySize is Slurm's MaxArraySize default: array indices must
 // be below it.
 const DefaultMaxArraySize = policy.DefaultMaxArraySize
 
-// SubmitArray submits a job array, sbatch --array: array is the index
-// list ("0-15", "1,3,5-9", "0-31:2"), optionally with a "%N" throttle
-// ("0-15%4": at most 4 tasks run at once; the others pend with
-// JobArrayTaskLimit). Every task is a job of its own, with consecutive
-// IDs; ArrayJobID is the first task's ID. The whole array is accepted or
-// rejected (submit limits count every task).
-func (s *Scheduler) SubmitArray(now time.Time, spec JobSpec, array string) ([]JobID, error) {
+// submitArray queues the tasks of array (see SubmitArray).
+func (s *Scheduler) submitArray(now time.Time, spec JobSpec, array string) ([]JobID, error) {
 	a, err := policy.ParseArray(array, s.maxArray)
 	if err != nil {
 		return nil, fmt.Errorf("%w: array %q: %w", ErrInvalidJob, array, err)
@@ -729,8 +717,8 @@ func mergeDeviceRequests(spec JobSpec, nodes, tpn int64) (out, extra []gres.Requ
 	return out, extra, nil
 }
 
-// Cancel ends a pending or running job as CANCELLED, freeing its resources.
-func (s *Scheduler) Cancel(now time.Time, id JobID) error {
+// cancelJob ends job id as CANCELLED (see Cancel).
+func (s *Scheduler) cancelJob(now time.Time, id JobID) error {
 	j, err := s.jobAt(now, id)
 	if err != nil {
 		return err
@@ -745,9 +733,8 @@ func (s *Scheduler) Cancel(now time.Time, id JobID) error {
 	return nil
 }
 
-// Finish records that a running job exited: COMPLETED for exit code 0,
-// FAILED otherwise. Its resources are freed.
-func (s *Scheduler) Finish(now time.Time, id JobID, exitCode int) error {
+// finishJob ends running job id by its exit code (see Finish).
+func (s *Scheduler) finishJob(now time.Time, id JobID, exitCode int) error {
 	j, err := s.runningJob(now, id, "finish")
 	if err != nil {
 		return err
@@ -787,10 +774,8 @@ func (s *Scheduler) runningJob(now time.Time, id JobID, verb string) (*job, erro
 	return j, nil
 }
 
-// Requeue puts a running job back in the queue (for example after its
-// launch failed on the nodes it was given). Its resources are freed and it
-// keeps its submit time, so it keeps its place in FCFS order.
-func (s *Scheduler) Requeue(now time.Time, id JobID) error {
+// requeueJob puts running job id back in the queue (see Requeue).
+func (s *Scheduler) requeueJob(now time.Time, id JobID) error {
 	j, err := s.runningJob(now, id, "be requeued")
 	if err != nil {
 		return err
@@ -991,23 +976,6 @@ func (s *Scheduler) nodeInfo(i int) NodeInfo {
 	return ni
 }
 
-// DrainNode stops new work from starting on a node; running jobs continue.
-// The node shows DRAINING until they end, then DRAINED.
-func (s *Scheduler) DrainNode(now time.Time, name, reason string) error {
-	return s.setAdmin(now, name, adminDrain, reason)
-}
-
-// FailNode marks a node as failing (expected to fail soon): like a drain,
-// running jobs continue but nothing new starts.
-func (s *Scheduler) FailNode(now time.Time, name, reason string) error {
-	return s.setAdmin(now, name, adminFail, reason)
-}
-
-// ResumeNode returns a drained, failed or down node to service.
-func (s *Scheduler) ResumeNode(now time.Time, name string) error {
-	return s.setAdmin(now, name, adminUp, "")
-}
-
 // nodeIndex checks the time and returns the index of the named node.
 func (s *Scheduler) nodeIndex(now time.Time, name string) (int, error) {
 	if err := s.tick(now); err != nil {
@@ -1045,12 +1013,9 @@ func (s *Scheduler) applyAdmin(now time.Time, i int, st adminState, reason strin
 	s.last = now
 }
 
-// DownNode marks a node DOWN. Every job running on it ends: a
-// requeueable job (JobSpec.Requeue, by default Config.JobRequeue) goes
-// back to the queue, the others end in NODE_FAIL.
-// It returns the affected jobs in start order, so the caller can kill them
-// on their other nodes.
-func (s *Scheduler) DownNode(now time.Time, name, reason string) ([]JobID, error) {
+// downNode marks the named node DOWN, ending or requeueing its jobs (see
+// DownNode).
+func (s *Scheduler) downNode(now time.Time, name, reason string) ([]JobID, error) {
 	i, err := s.nodeIndex(now, name)
 	if err != nil {
 		return nil, err
@@ -1110,13 +1075,8 @@ func (j *job) constraints() topology.Constraints {
 	return topology.Constraints{MaxLeafSwitches: j.Spec.Switches, Segment: j.Spec.Segment, Domains: j.Spec.NVLinkDomain}
 }
 
-// SetDeviceHealth records a device health event (from an NVML XID or ECC
-// watcher, say). An unhealthy device is never allocated; a job holding it
-// keeps running (the caller decides whether to kill it), and the device is
-// not returned to the free pool when the job ends. When every device of a
-// node is unhealthy the node is drained with the reason; when one recovers
-// such an automatic drain is lifted.
-func (s *Scheduler) SetDeviceHealth(now time.Time, nodeName string, index int, healthy bool, reason string) error {
+// setDeviceHealth records a device health event (see SetDeviceHealth).
+func (s *Scheduler) setDeviceHealth(now time.Time, nodeName string, index int, healthy bool, reason string) error {
 	i, err := s.nodeIndex(now, nodeName)
 	if err != nil {
 		return err
