@@ -188,24 +188,39 @@ const maxTextID = 1 << 16
 // MarshalText writes v as a TRES string without a registry: the built-in
 // TRES by name (mem with the largest exact unit, "16G") and every other by
 // TRESName ("tres5=2"), in ID order, zero counts omitted. Use
-// Registry.FormatTRES for names such as gres/gpu; this form is what a
-// Vector held outside a scheduler (a reservation's TRES in an event)
-// encodes to, and it decodes to the same counts. A count outside
-// [0, MaxCount] is an error.
-func (v Vector) MarshalText() ([]byte, error) {
-	var b []byte
+// Registry.FormatTRES (or FormatNamed) for names such as gres/gpu; this
+// form is what a Vector held outside a scheduler (a reservation's TRES in
+// an event) encodes to, and it decodes to the same counts. A count
+// outside [0, MaxCount] is an error.
+func (v Vector) MarshalText() ([]byte, error) { return v.appendNamed(nil, nil) }
+
+// FormatNamed writes v as Registry.FormatTRES does, taking the name of ID
+// i from names[i] (Registry.Names) and, for an ID past names (or named
+// ""), TRESName's. A count outside [0, MaxCount] is an error.
+func (v Vector) FormatNamed(names []string) (string, error) {
+	b, err := v.appendNamed(make([]byte, 0, 64), names)
+	return string(b), err
+}
+
+func (v Vector) appendNamed(b []byte, names []string) ([]byte, error) {
 	for i, n := range v {
 		if n == 0 {
 			continue
 		}
-		if n < 0 || n > MaxCount || i > maxTextID {
-			return nil, fmt.Errorf("%w: TRES %s=%d cannot be written", ErrOverflow, TRESName(ID(i)), n)
+		name := ""
+		if i < len(names) {
+			name = names[i]
+		}
+		if name == "" {
+			name = TRESName(ID(i))
+		}
+		if n < 0 || n > MaxCount || (i > maxTextID && names == nil) {
+			return nil, fmt.Errorf("%w: TRES %s=%d cannot be written", ErrOverflow, name, n)
 		}
 		if len(b) > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, TRESName(ID(i))...)
-		b = append(b, '=')
+		b = append(append(b, name...), '=')
 		if ID(i) == Mem {
 			b = appendMem(b, n)
 		} else {
