@@ -404,3 +404,23 @@ func FuzzQOSJSON(f *testing.F) {
 		require.JSONEq(t, string(j), string(j2))
 	})
 }
+
+// TestReservationUpdateKeepsNodesWhenTRESDiffersOnlyInLength: a
+// reservation decoded from JSON holds its TRES vector without trailing
+// zeros; updating with it must keep the nodes of a NodeCount reservation
+// as updating with the registry-length vector does.
+func TestReservationUpdateKeepsNodesWhenTRESDiffersOnlyInLength(t *testing.T) {
+	reg := newReg(t)
+	ff := &firstFree{}
+	b := policy.NewReservations(nNodes)
+	r := policy.Reservation{Name: "gpu", Start: t0, Duration: time.Hour, NodeCount: 2, TRES: vec(t, reg, "cpu=8"), Users: []string{"alice"}}
+	require.NoError(t, b.Add(r, ff.choose))
+	j, err := json.Marshal(r)
+	require.NoError(t, err)
+	var decoded policy.Reservation
+	require.NoError(t, json.Unmarshal(j, &decoded))
+	require.NotEqual(t, len(r.TRES), len(decoded.TRES), "the text form drops trailing zeros")
+	calls := len(ff.calls)
+	require.NoError(t, b.Update(decoded, ff.choose))
+	assert.Len(t, ff.calls, calls, "the nodes are kept, not chosen again")
+}
