@@ -258,3 +258,13 @@ func (d Decision) MarshalJSON() ([]byte, error) {
 		KillAt time.Time `json:",omitzero"`
 	}{plain(d), d.KillAt})
 }
+
+// MarshalJSON encodes the estimate with its source by name and Earliest
+// omitted when no range was asked for.
+func (e Estimate) MarshalJSON() ([]byte, error) {
+	type plain Estimate
+	return json.Marshal(struct {
+		plain
+		Earliest time.Time `json:",omitzero"`
+	}{plain(e), e.Earliest})
+}

@@ -195,6 +195,7 @@ func TestOutputJSONIsReadable(t *testing.T) {
 		assert.Contains(t, string(c), want)
 	}
 	assert.NotContains(t, string(c), "0001-01-01", "unset times are left out")
+	assert.NotContains(t, string(j), "0001-01-01", "unset times are left out")
 
 	ni, ok := s.Node("n1")
 	require.True(t, ok)
@@ -209,9 +210,11 @@ func TestOutputJSONIsReadable(t *testing.T) {
 	require.NoError(t, err)
 	e, err := json.Marshal(ex)
 	require.NoError(t, err)
-	for _, want := range []string{`"State":"PENDING"`, `"Reason":"Resources"`, `"Kind":"resources"`} {
+	for _, want := range []string{`"State":"PENDING"`, `"Reason":"Resources"`, `"Kind":"resources"`, `"Source":"on-demand"`,
+		`"PerNode":"cpu=1,gres/gpu=4"`} {
 		assert.Contains(t, string(e), want)
 	}
+	assert.NotContains(t, string(e), "0001-01-01", "unset times are left out")
 }
 
 func TestOutputJSONReadsBackWithRegistry(t *testing.T) {
