@@ -233,8 +233,9 @@ func (v Vector) appendNamed(b []byte, names []string) ([]byte, error) {
 // UnmarshalText reads the form MarshalText writes: name=count elements
 // named as ParseTRESName reads them, counts as Registry.ParseTRES reads
 // them (mem in MiB with K/M/G/T/P suffixes). Names such as gres/gpu need
-// a registry: use Registry.ParseTRES for them. The vector is as long as
-// its largest ID needs; "" is the nil vector.
+// a registry: use Registry.ParseTRES for them. The vector holds at least
+// the built-in TRES (so indexing them is safe) and is as long as its
+// largest ID needs; "" is the nil vector.
 func (v *Vector) UnmarshalText(b []byte) error {
 	s := string(b)
 	toks, err := splitTokens("TRES", s)
@@ -242,6 +243,9 @@ func (v *Vector) UnmarshalText(b []byte) error {
 		return err
 	}
 	var out Vector
+	if len(toks) > 0 {
+		out = make(Vector, numBuiltin)
+	}
 	seen := make(map[ID]bool, len(toks))
 	for _, t := range toks {
 		fail := func(err error) error {

@@ -129,6 +129,8 @@ func TestVectorTextWithoutRegistry(t *testing.T) {
 	assert.True(t, v.Equal(back), "%v → %v", v, back)
 	assert.Equal(t, int64(2), back.At(gpu))
 
+	require.NoError(t, back.UnmarshalText([]byte("cpu=1")))
+	assert.Len(t, back, 5, "the built-in TRES are always there to index")
 	require.NoError(t, back.UnmarshalText(nil))
 	assert.Nil(t, back)
 	j, err := json.Marshal(struct{ V gres.Vector }{gres.Vector{1, 1024}})
