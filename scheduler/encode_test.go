@@ -316,3 +316,40 @@ func FuzzJobSpecJSON(f *testing.F) {
 		require.Equal(t, spec, back, "%s", j)
 	})
 }
+
+// TestEntryJSONIsReadableAndExact checks the journal form of the events
+// that carry structs: a submit with durations and GRES, a reservation with
+// nodes, TRES and flags. Both read as Slurm's strings and decode to the
+// same event.
+func TestEntryJSONIsReadableAndExact(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	reg, err := gres.NewRegistry("gres/gpu:h100")
+	require.NoError(t, err)
+	tres, err := reg.ParseTRES("cpu=8,gres/gpu=2")
+	require.NoError(t, err)
+	for _, c := range []struct {
+		ev   scheduler.Event
+		want []string
+	}{
+		{scheduler.SubmitEvent{Spec: scheduler.JobSpec{User: "ann", TimeLimit: 90 * time.Minute,
+			GRESPerNode: []gres.Request{{Name: "gpu", Type: "h100", Count: 2}}, Requeue: scheduler.RequeueYes}, Array: "0-3%2"},
+			[]string{`"kind":"submit"`, `"TimeLimit":"01:30:00"`, `"GRESPerNode":["gpu:h100:2"]`, `"Requeue":"requeue"`}},
+		{scheduler.AddReservationEvent{Reservation: policy.Reservation{Name: "maint", Start: at, Duration: 4 * time.Hour,
+			Nodes: topology.NodeSetOf(8, 0, 1, 2), TRES: tres, Users: []string{"root"}, Flags: policy.ResvMaint}},
+			[]string{`"kind":"add_reservation"`, `"Duration":"04:00:00"`, `"Nodes":"8:{0-2}"`, `"Flags":"MAINT"`, `"TRES":"cpu=8,tres5=2"`}},
+	} {
+		b, err := json.Marshal(scheduler.Entry{At: at, Event: c.ev})
+		require.NoError(t, err)
+		for _, w := range c.want {
+			assert.Contains(t, string(b), w)
+		}
+		var back scheduler.Entry
+		require.NoError(t, json.Unmarshal(b, &back), "%s", b)
+		b2, err := json.Marshal(back)
+		require.NoError(t, err)
+		assert.JSONEq(t, string(b), string(b2))
+		if sub, ok := c.ev.(scheduler.SubmitEvent); ok {
+			assert.Equal(t, sub, back.Event)
+		}
+	}
+}
