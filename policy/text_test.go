@@ -424,3 +424,21 @@ func TestReservationUpdateKeepsNodesWhenTRESDiffersOnlyInLength(t *testing.T) {
 	require.NoError(t, b.Update(decoded, ff.choose))
 	assert.Len(t, ff.calls, calls, "the nodes are kept, not chosen again")
 }
+
+func FuzzReservationJSON(f *testing.F) {
+	f.Add(`{"Name":"maint","Start":"2025-03-03T08:00:00Z","Duration":"04:00:00","Nodes":"16:{0-3,9}","TRES":"cpu=8,tres5=2","Users":["root"],"Flags":"MAINT"}`)
+	f.Add(`{"Name":"w","Start":"2025-03-03T08:00:00+01:00","End":"2025-03-03T09:00:00Z","NodeCount":2,"Flags":"WEEKLY,FLEX"}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		var r policy.Reservation
+		if json.Unmarshal([]byte(s), &r) != nil {
+			return
+		}
+		j, err := json.Marshal(r)
+		require.NoError(t, err, "%q decoded to %+v", s, r)
+		var back policy.Reservation
+		require.NoError(t, json.Unmarshal(j, &back), "%s", j)
+		j2, err := json.Marshal(back)
+		require.NoError(t, err)
+		require.JSONEq(t, string(j), string(j2))
+	})
+}
