@@ -280,3 +280,47 @@ func (v *Vector) UnmarshalText(b []byte) error {
 	*v = out
 	return nil
 }
+
+// MarshalText writes the registry as its names in ID order,
+// comma-separated ("cpu,mem,energy,node,billing,gres/gpu,gres/gpu:h100"),
+// so that a configuration holding a registry can be stored and rebuilt
+// with the same IDs.
+func (r *Registry) MarshalText() ([]byte, error) { return []byte(strings.Join(r.names, ",")), nil }
+
+// UnmarshalText rebuilds a registry from MarshalText's form: the built-in
+// names first, in their order, then each registered name, which must be
+// valid and listed after its untyped parent (as registration orders
+// them), so every name gets the ID it had. Errors wrap ErrInvalidTRES (or
+// ErrUnknownTRES) and name the offending name; r is then unchanged.
+func (r *Registry) UnmarshalText(b []byte) error {
+	names := strings.Split(string(b), ",")
+	if len(names) < int(numBuiltin) {
+		return fmt.Errorf("%w: registry %q: want the built-in TRES %s first", ErrInvalidTRES, b, strings.Join(builtinNames[:], ","))
+	}
+	for i, n := range builtinNames {
+		if names[i] != n {
+			return fmt.Errorf("%w: registry %q: TRES %d is %q, want %q", ErrInvalidTRES, b, i, names[i], n)
+		}
+	}
+	nr, err := NewRegistry()
+	if err != nil {
+		return err
+	}
+	for i, n := range names[numBuiltin:] {
+		if n != strings.ToLower(strings.TrimSpace(n)) {
+			return fmt.Errorf("%w: registry: name %q is not canonical", ErrInvalidTRES, n)
+		}
+		if _, dup := nr.index[n]; dup {
+			return fmt.Errorf("%w: registry: %q listed twice", ErrInvalidTRES, n)
+		}
+		id, err := nr.Register(n)
+		if err != nil {
+			return fmt.Errorf("registry: %w", err)
+		}
+		if want := ID(int(numBuiltin) + i); id != want {
+			return fmt.Errorf("%w: registry: %q would get ID %d, not %d (list a typed GRES after its parent)", ErrInvalidTRES, n, id, want)
+		}
+	}
+	*r = *nr
+	return nil
+}

@@ -212,3 +212,37 @@ func FuzzGRESEnumText(f *testing.F) {
 		fuzzText[gres.CoreSet](t, s, func(a, b gres.CoreSet) bool { return reflect.DeepEqual(a.AppendTo(nil), b.AppendTo(nil)) })
 	})
 }
+
+func TestRegistryTextRebuildsSameIDs(t *testing.T) {
+	r := newRegistry(t)
+	b, err := r.MarshalText()
+	require.NoError(t, err)
+	assert.Equal(t, "cpu,mem,energy,node,billing,gres/gpu,gres/gpu:h100,gres/gpu:a100,gres/shard,gres/mps,license/matlab", string(b))
+	j, err := json.Marshal(struct{ R *gres.Registry }{r})
+	require.NoError(t, err)
+	var back struct{ R *gres.Registry }
+	require.NoError(t, json.Unmarshal(j, &back))
+	assert.Equal(t, r.Names(), back.R.Names())
+	id, err := back.R.Register("gres/nic")
+	require.NoError(t, err, "a decoded registry can grow")
+	assert.Equal(t, gres.ID(r.Len()), id)
+	for _, bad := range []string{"", "cpu,mem", "mem,cpu,energy,node,billing", "cpu,mem,energy,node,billing,gres/gpu:h100",
+		"cpu,mem,energy,node,billing,gres/gpu,gres/gpu", "cpu,mem,energy,node,billing,GRES/gpu", "cpu,mem,energy,node,billing,foo"} {
+		var reg gres.Registry
+		assert.Error(t, reg.UnmarshalText([]byte(bad)), "%q", bad)
+	}
+}
+
+func FuzzRegistryText(f *testing.F) {
+	f.Add("cpu,mem,energy,node,billing,gres/gpu,gres/gpu:h100,license/x")
+	f.Add("cpu,mem,energy,node,billing")
+	f.Fuzz(func(t *testing.T, s string) {
+		var r gres.Registry
+		if r.UnmarshalText([]byte(s)) != nil {
+			return
+		}
+		b, err := r.MarshalText()
+		require.NoError(t, err)
+		require.Equal(t, s, string(b), "the form is canonical")
+	})
+}
