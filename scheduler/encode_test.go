@@ -11,8 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/internal/clustertest"
 	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/priority"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/topology"
 )
@@ -352,4 +355,56 @@ func TestEntryJSONIsReadableAndExact(t *testing.T) {
 			assert.Equal(t, sub, back.Event)
 		}
 	}
+}
+
+// TestConfigJSONRoundTrip encodes a cluster configuration with topology,
+// policy, multifactor priority and backfill, decodes it, and checks that
+// the decoded configuration encodes the same and schedules the same jobs
+// the same way. Hooks are code: they are left out.
+func TestConfigJSONRoundTrip(t *testing.T) {
+	cfg := clustertest.Mixed4()
+	reg, err := scheduler.NewRegistry(cfg.Nodes)
+	require.NoError(t, err)
+	perUser, err := policy.ParseTRESLimits(reg, "gres/gpu=8")
+	require.NoError(t, err)
+	cfg.Registry = reg
+	cfg.Policy = &policy.Config{QOS: []policy.QOS{{Name: "normal", Limits: policy.QOSLimits{MaxTRESPerUser: perUser}}}}
+	cfg.Topology = &topology.Config{Switches: []topology.SwitchConfig{{Name: "s1", Nodes: []string{"h100-01", "h100-02"}},
+		{Name: "s2", Nodes: []string{"a100-01", "a100-02"}}, {Name: "top", Switches: []string{"s1", "s2"}}}}
+	cfg.Priority = &scheduler.PriorityConfig{Engine: priority.Config{Weights: priority.Weights{Age: 1000, FairShare: 5000},
+		MaxAge: 7 * 24 * time.Hour, Flags: priority.AccrueAlways, Site: priority.SiteFactorFunc(func(time.Time, *priority.Job) int64 { return 0 })},
+		CalcPeriod: time.Minute}
+	cfg.Backfill = &backfill.Config{Mode: backfill.EASY, Reservations: 1, Window: 24 * time.Hour, Resolution: time.Minute}
+	cfg.MinJobAge = 5 * time.Minute
+	j, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	for _, want := range []string{`"MinJobAge":"00:05:00"`, `"Window":"1-00:00:00"`, `"Mode":"easy"`, `"MaxAge":"7-00:00:00"`,
+		`"Flags":"ACCRUE_ALWAYS"`, `"CalcPeriod":"00:01:00"`, `"MaxTRESPerUser":"gres/gpu=8"`, `"Registry":"cpu,mem,energy,node,billing,gres/gpu`} {
+		assert.Contains(t, string(j), want)
+	}
+	assert.NotContains(t, string(j), `"Site"`, "hooks are not data")
+	var back scheduler.Config
+	require.NoError(t, json.Unmarshal(j, &back), "%s", j)
+	assert.Nil(t, back.Priority.Engine.Site)
+	j2, err := json.Marshal(back)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(j), string(j2))
+
+	run := func(c scheduler.Config) string {
+		s, err := scheduler.New(c)
+		require.NoError(t, err)
+		now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+		for i := range 6 {
+			_, err := s.Submit(now, scheduler.JobSpec{User: []string{"ann", "bob"}[i%2], QOS: "normal", Nodes: 1 + i%2,
+				GRESPerNode: []gres.Request{{Name: "gpu", Count: int64(2 + 2*(i%3))}}, TimeLimit: time.Duration(1+i) * time.Hour})
+			require.NoError(t, err)
+		}
+		cyc, err := s.Schedule(now)
+		require.NoError(t, err)
+		b, err := json.Marshal(cyc)
+		require.NoError(t, err)
+		return string(b)
+	}
+	cfg.Priority.Engine.Site = nil // the hook is part of PolicyVersion
+	assert.Equal(t, run(cfg), run(back), "the decoded configuration decides the same, under the same PolicyVersion")
 }
