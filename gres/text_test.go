@@ -1,10 +1,8 @@
 package gres_test
 
 import (
-	"encoding"
 	"encoding/json"
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -12,42 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/internal/texttest"
 )
 
-// textRoundTrip encodes v as text and JSON, decodes both into fresh values
-// of v's type and returns them.
-func textRoundTrip[T any, P interface {
-	*T
-	encoding.TextUnmarshaler
-}](t *testing.T, v T) (fromText, fromJSON T) {
-	t.Helper()
-	m, ok := any(v).(encoding.TextMarshaler)
-	require.True(t, ok, "%T has no MarshalText", v)
-	b, err := m.MarshalText()
-	require.NoError(t, err)
-	require.NoError(t, P(&fromText).UnmarshalText(b), "decoding %q", b)
-	j, err := json.Marshal(v)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(j, &fromJSON), "decoding %s", j)
-	return fromText, fromJSON
-}
-
 func TestGRESEnumsTextRoundTrip(t *testing.T) {
-	for _, m := range []gres.BillingMode{gres.BillingSum, gres.BillingMaxTRES, gres.BillingMaxTRESGRES} {
-		a, b := textRoundTrip(t, m)
-		assert.Equal(t, m, a)
-		assert.Equal(t, m, b)
-	}
-	for _, o := range []gres.DeviceOrder{gres.NVLinkFirst, gres.AffinityFirst} {
-		a, b := textRoundTrip(t, o)
-		assert.Equal(t, o, a)
-		assert.Equal(t, o, b)
-	}
-	for l := gres.PCIeUnknown; l <= gres.PCIeBoard; l++ {
-		a, b := textRoundTrip(t, l)
-		assert.Equal(t, l, a)
-		assert.Equal(t, l, b)
-	}
+	texttest.Values(t, gres.BillingSum, gres.BillingMaxTRES, gres.BillingMaxTRESGRES)
+	texttest.Values(t, gres.NVLinkFirst, gres.AffinityFirst)
+	texttest.Values(t, gres.PCIeUnknown, gres.PCIeSYS, gres.PCIeNODE, gres.PCIePHB, gres.PCIePXB, gres.PCIePIX, gres.PCIeBoard)
 	j, err := json.Marshal(struct {
 		M gres.BillingMode
 		O gres.DeviceOrder
@@ -86,7 +55,7 @@ func TestRequestTextKeepsCaseAndCount(t *testing.T) {
 		{Name: "GPU", Type: "A100_3g.20gb", Count: 0},
 		{Name: "gpu", Count: -1}, // invalid, but encoded as given: Submit judges it
 	} {
-		a, b := textRoundTrip(t, q)
+		a, b := texttest.RoundTrip(t, q)
 		assert.Equal(t, q, a)
 		assert.Equal(t, q, b)
 	}
@@ -105,7 +74,7 @@ func TestCoreSetTextRoundTrip(t *testing.T) {
 	for _, ids := range [][]int{nil, {0}, {0, 1, 2, 3, 8}, {63, 64, 65, 1000}} {
 		c, err := gres.CoreSetOf(ids...)
 		require.NoError(t, err)
-		a, b := textRoundTrip(t, c)
+		a, b := texttest.RoundTrip(t, c)
 		assert.True(t, c.Equal(a), "%v → %v", c, a)
 		assert.True(t, c.Equal(b), "%v → %v", c, b)
 	}
@@ -159,35 +128,12 @@ func TestTRESNameRoundTrip(t *testing.T) {
 	}
 }
 
-// fuzzText checks the text contract on arbitrary input: decoding either
-// fails or gives a value whose encoding decodes to the same value.
-func fuzzText[T any, P interface {
-	*T
-	encoding.TextUnmarshaler
-}](t *testing.T, s string, equal func(a, b T) bool) {
-	var v T
-	if P(&v).UnmarshalText([]byte(s)) != nil {
-		return
-	}
-	b, err := any(v).(encoding.TextMarshaler).MarshalText()
-	if err != nil {
-		t.Fatalf("%q decoded to %v, which does not encode: %v", s, v, err)
-	}
-	var w T
-	if err := P(&w).UnmarshalText(b); err != nil {
-		t.Fatalf("%q → %q does not decode: %v", s, b, err)
-	}
-	if !equal(v, w) {
-		t.Fatalf("%q → %v → %q → %v", s, v, b, w)
-	}
-}
-
 func FuzzVectorText(f *testing.F) {
 	for _, s := range []string{"", "cpu=4,mem=16G,tres5=2", "mem=1K", "CPU=1, Node=2", "tres7=1P", "billing=0"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		fuzzText[gres.Vector](t, s, gres.Vector.Equal)
+		texttest.Fuzz[gres.Vector](t, s)
 	})
 }
 
@@ -196,7 +142,7 @@ func FuzzRequestText(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		fuzzText[gres.Request](t, s, func(a, b gres.Request) bool { return a == b })
+		texttest.Fuzz[gres.Request](t, s)
 	})
 }
 
@@ -206,10 +152,10 @@ func FuzzGRESEnumText(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		s = strings.ToValidUTF8(s, "")
-		fuzzText[gres.BillingMode](t, s, func(a, b gres.BillingMode) bool { return a == b })
-		fuzzText[gres.DeviceOrder](t, s, func(a, b gres.DeviceOrder) bool { return a == b })
-		fuzzText[gres.PCIeLevel](t, s, func(a, b gres.PCIeLevel) bool { return a == b })
-		fuzzText[gres.CoreSet](t, s, func(a, b gres.CoreSet) bool { return reflect.DeepEqual(a.AppendTo(nil), b.AppendTo(nil)) })
+		texttest.Fuzz[gres.BillingMode](t, s)
+		texttest.Fuzz[gres.DeviceOrder](t, s)
+		texttest.Fuzz[gres.PCIeLevel](t, s)
+		texttest.Fuzz[gres.CoreSet](t, s)
 	})
 }
 

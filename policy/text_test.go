@@ -11,54 +11,28 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/internal/texttest"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/topology"
 )
 
-// roundTrip encodes v as text and as JSON and decodes each into a fresh T.
-func roundTrip[T any, P interface {
-	*T
-	encoding.TextUnmarshaler
-}](t *testing.T, v T) (fromText, fromJSON T) {
-	t.Helper()
-	b, err := any(v).(encoding.TextMarshaler).MarshalText()
-	require.NoError(t, err, "%v", v)
-	require.NoError(t, P(&fromText).UnmarshalText(b), "decoding %q", b)
-	j, err := json.Marshal(v)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(j, &fromJSON), "decoding %s", j)
-	return fromText, fromJSON
-}
-
-func checkEnum[T comparable, P interface {
-	*T
-	encoding.TextUnmarshaler
-}](t *testing.T, vals ...T) {
-	t.Helper()
-	for _, v := range vals {
-		a, b := roundTrip[T, P](t, v)
-		assert.Equal(t, v, a)
-		assert.Equal(t, v, b)
-	}
-}
-
 func TestPolicyEnumsTextRoundTrip(t *testing.T) {
-	checkEnum(t, policy.PreemptNone, policy.PreemptPartitionPrio, policy.PreemptQOS)
-	checkEnum(t, policy.OverSubscribeNo, policy.OverSubscribeExclusive, policy.OverSubscribeYes, policy.OverSubscribeForce)
-	checkEnum(t, policy.PreemptOrderLeastLostWork, policy.PreemptOrderSlurm)
-	checkEnum(t, policy.ActionNone, policy.ActionCancel, policy.ActionRequeue, policy.ActionSuspend)
-	checkEnum(t, policy.UnitNone, policy.UnitCount, policy.UnitJobs, policy.UnitSeconds, policy.UnitTRESMinutes)
-	checkEnum(t, policy.OutcomePending, policy.OutcomeRunning, policy.OutcomeCompleted, policy.OutcomeFailed, policy.OutcomeCancelled)
+	texttest.Values(t, policy.PreemptNone, policy.PreemptPartitionPrio, policy.PreemptQOS)
+	texttest.Values(t, policy.OverSubscribeNo, policy.OverSubscribeExclusive, policy.OverSubscribeYes, policy.OverSubscribeForce)
+	texttest.Values(t, policy.PreemptOrderLeastLostWork, policy.PreemptOrderSlurm)
+	texttest.Values(t, policy.ActionNone, policy.ActionCancel, policy.ActionRequeue, policy.ActionSuspend)
+	texttest.Values(t, policy.UnitNone, policy.UnitCount, policy.UnitJobs, policy.UnitSeconds, policy.UnitTRESMinutes)
+	texttest.Values(t, policy.OutcomePending, policy.OutcomeRunning, policy.OutcomeCompleted, policy.OutcomeFailed, policy.OutcomeCancelled)
 	var levels []policy.Level
 	for l := policy.Level(0); l.String() != "Level(10)"; l++ {
 		levels = append(levels, l)
 	}
 	require.Len(t, levels, 10)
-	checkEnum(t, levels...)
-	checkEnum(t, policy.PreemptModeCluster, policy.PreemptOff, policy.PreemptCancel, policy.PreemptRequeue,
+	texttest.Values(t, levels...)
+	texttest.Values(t, policy.PreemptModeCluster, policy.PreemptOff, policy.PreemptCancel, policy.PreemptRequeue,
 		policy.PreemptSuspend|policy.PreemptGang, policy.PreemptRequeue|policy.PreemptWithin|policy.PreemptPriority)
-	checkEnum(t, policy.QOSFlags(0), policy.QOSDenyOnLimit|policy.QOSNoReserve, policy.QOSFlags(1<<10-1))
-	checkEnum(t, policy.ResvFlags(0), policy.ResvMaint|policy.ResvIgnoreJobs, policy.ResvFlags(1<<12-1))
+	texttest.Values(t, policy.QOSFlags(0), policy.QOSDenyOnLimit|policy.QOSNoReserve, policy.QOSFlags(1<<10-1))
+	texttest.Values(t, policy.ResvFlags(0), policy.ResvMaint|policy.ResvIgnoreJobs, policy.ResvFlags(1<<12-1))
 
 	j, err := json.Marshal(struct {
 		T policy.PreemptType
@@ -111,7 +85,7 @@ func TestReasonTextRoundTripsEveryReason(t *testing.T) {
 		}
 		n++
 		assert.Equal(t, r.String(), string(b))
-		checkEnum(t, r)
+		texttest.Values(t, r)
 	}
 	assert.Greater(t, n, 40, "every reason up to the last has a name")
 	j, err := json.Marshal([]policy.Reason{policy.ReasonResources, policy.ReasonReqNodeNotAvailMaint})
@@ -135,7 +109,7 @@ func TestDurationTextSlurmFormat(t *testing.T) {
 		b, err := policy.Duration(c.d).MarshalText()
 		require.NoError(t, err)
 		assert.Equal(t, c.text, string(b))
-		a, j := roundTrip(t, policy.Duration(c.d))
+		a, j := texttest.RoundTrip(t, policy.Duration(c.d))
 		assert.Equal(t, c.d, time.Duration(a), "%v", c.d)
 		assert.Equal(t, c.d, time.Duration(j), "%v", c.d)
 	}
@@ -290,35 +264,11 @@ func TestReservationJSONRoundTrip(t *testing.T) {
 	assert.Equal(t, r, back)
 }
 
-// fuzzText: decoding s either fails or gives a value whose encoding
-// decodes to a value encoding the same way.
-func fuzzText[T any, P interface {
-	*T
-	encoding.TextUnmarshaler
-}](t *testing.T, s string) {
-	var v T
-	if P(&v).UnmarshalText([]byte(s)) != nil {
-		return
-	}
-	b, err := any(v).(encoding.TextMarshaler).MarshalText()
-	if err != nil {
-		t.Fatalf("%q decoded to %v, which does not encode: %v", s, v, err)
-	}
-	var w T
-	if err := P(&w).UnmarshalText(b); err != nil {
-		t.Fatalf("%q → %q does not decode: %v", s, b, err)
-	}
-	b2, err := any(w).(encoding.TextMarshaler).MarshalText()
-	if err != nil || string(b2) != string(b) {
-		t.Fatalf("%q → %q → %q (%v)", s, b, b2, err)
-	}
-}
-
 func FuzzReasonText(f *testing.F) {
 	for _, s := range []string{"None", "Resources", "qosmaxgrespERUSER", "ReqNodeNotAvail, Reserved for maintenance", "x"} {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, s string) { fuzzText[policy.Reason](t, s) })
+	f.Fuzz(func(t *testing.T, s string) { texttest.Fuzz[policy.Reason](t, s) })
 }
 
 func FuzzDurationText(f *testing.F) {
@@ -344,7 +294,7 @@ func FuzzTRESLimitsText(f *testing.F) {
 	}
 	reg := newReg(f)
 	f.Fuzz(func(t *testing.T, s string) {
-		fuzzText[policy.TRESLimits](t, s)
+		texttest.Fuzz[policy.TRESLimits](t, s)
 		var l policy.TRESLimits
 		if l.UnmarshalText([]byte(s)) != nil {
 			return
@@ -370,16 +320,16 @@ func FuzzPolicyEnumText(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		fuzzText[policy.PreemptType](t, s)
-		fuzzText[policy.PreemptMode](t, s)
-		fuzzText[policy.OverSubscribe](t, s)
-		fuzzText[policy.PreemptOrder](t, s)
-		fuzzText[policy.PreemptAction](t, s)
-		fuzzText[policy.QOSFlags](t, s)
-		fuzzText[policy.ResvFlags](t, s)
-		fuzzText[policy.Level](t, s)
-		fuzzText[policy.Unit](t, s)
-		fuzzText[policy.Outcome](t, s)
+		texttest.Fuzz[policy.PreemptType](t, s)
+		texttest.Fuzz[policy.PreemptMode](t, s)
+		texttest.Fuzz[policy.OverSubscribe](t, s)
+		texttest.Fuzz[policy.PreemptOrder](t, s)
+		texttest.Fuzz[policy.PreemptAction](t, s)
+		texttest.Fuzz[policy.QOSFlags](t, s)
+		texttest.Fuzz[policy.ResvFlags](t, s)
+		texttest.Fuzz[policy.Level](t, s)
+		texttest.Fuzz[policy.Unit](t, s)
+		texttest.Fuzz[policy.Outcome](t, s)
 	})
 }
 

@@ -1,7 +1,6 @@
 package scheduler_test
 
 import (
-	"encoding"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -14,47 +13,29 @@ import (
 	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/internal/texttest"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/priority"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/topology"
 )
 
-func textOK[T comparable, P interface {
-	*T
-	encoding.TextUnmarshaler
-}](t *testing.T, vals ...T) {
-	t.Helper()
-	for _, v := range vals {
-		b, err := any(v).(encoding.TextMarshaler).MarshalText()
-		require.NoError(t, err, "%v", v)
-		var back T
-		require.NoError(t, P(&back).UnmarshalText(b), "%q", b)
-		assert.Equal(t, v, back, "%q", b)
-		j, err := json.Marshal(v)
-		require.NoError(t, err)
-		var fromJSON T
-		require.NoError(t, json.Unmarshal(j, &fromJSON), "%s", j)
-		assert.Equal(t, v, fromJSON, "%s", j)
-	}
-}
-
 func TestSchedulerEnumsTextRoundTrip(t *testing.T) {
 	var states []scheduler.JobState
 	for s := scheduler.JobPending; s <= scheduler.JobPreempted; s++ {
 		states = append(states, s)
 	}
-	textOK(t, states...)
-	textOK(t, scheduler.RequeueDefault, scheduler.RequeueYes, scheduler.RequeueNo)
-	textOK(t, scheduler.PartitionUp, scheduler.PartitionDown, scheduler.PartitionDrain, scheduler.PartitionInactive)
-	textOK(t, scheduler.NodeIdle, scheduler.NodeMixed, scheduler.NodeAllocated, scheduler.NodeDraining, scheduler.NodeDrained,
+	texttest.Values(t, states...)
+	texttest.Values(t, scheduler.RequeueDefault, scheduler.RequeueYes, scheduler.RequeueNo)
+	texttest.Values(t, scheduler.PartitionUp, scheduler.PartitionDown, scheduler.PartitionDrain, scheduler.PartitionInactive)
+	texttest.Values(t, scheduler.NodeIdle, scheduler.NodeMixed, scheduler.NodeAllocated, scheduler.NodeDraining, scheduler.NodeDrained,
 		scheduler.NodeDown, scheduler.NodeFailing, scheduler.NodeFail)
-	textOK(t, scheduler.BlockerPartition, scheduler.BlockerQueue, scheduler.BlockerTopology)
-	textOK(t, scheduler.EstimateNone, scheduler.EstimateReserved, scheduler.EstimateOnDemand)
-	textOK(t, scheduler.CounterTimeLimit, scheduler.CounterFairShare)
-	textOK(t, scheduler.DecisionStart, scheduler.DecisionBackfillStart, scheduler.DecisionPreempt)
-	textOK(t, scheduler.IdleUnhealthy, scheduler.IdleFragmented)
-	textOK(t, scheduler.CompareUnknown, scheduler.CompareNotCompeting)
+	texttest.Values(t, scheduler.BlockerPartition, scheduler.BlockerQueue, scheduler.BlockerTopology)
+	texttest.Values(t, scheduler.EstimateNone, scheduler.EstimateReserved, scheduler.EstimateOnDemand)
+	texttest.Values(t, scheduler.CounterTimeLimit, scheduler.CounterFairShare)
+	texttest.Values(t, scheduler.DecisionStart, scheduler.DecisionBackfillStart, scheduler.DecisionPreempt)
+	texttest.Values(t, scheduler.IdleUnhealthy, scheduler.IdleFragmented)
+	texttest.Values(t, scheduler.CompareUnknown, scheduler.CompareNotCompeting)
 }
 
 func TestJobStateTextAcceptsShortFormsAnyCase(t *testing.T) {
@@ -274,17 +255,7 @@ func FuzzJobStateText(f *testing.F) {
 	for _, s := range []string{"RUNNING", "r", "PD", "node_fail", "x", ""} {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		var st scheduler.JobState
-		if st.UnmarshalText([]byte(s)) != nil {
-			return
-		}
-		b, err := st.MarshalText()
-		require.NoError(t, err)
-		var back scheduler.JobState
-		require.NoError(t, back.UnmarshalText(b))
-		require.Equal(t, st, back)
-	})
+	f.Fuzz(func(t *testing.T, s string) { texttest.Fuzz[scheduler.JobState](t, s) })
 }
 
 func FuzzJobSpecJSON(f *testing.F) {
