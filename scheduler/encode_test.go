@@ -379,3 +379,28 @@ func TestConfigJSONRoundTrip(t *testing.T) {
 	cfg.Priority.Engine.Site = nil // the hook is part of PolicyVersion
 	assert.Equal(t, run(cfg), run(back), "the decoded configuration decides the same, under the same PolicyVersion")
 }
+
+// BenchmarkEntryJSON measures encoding and decoding one journal entry of
+// a typical submit (the journal's per-event cost).
+func BenchmarkEntryJSON(b *testing.B) {
+	e := scheduler.Entry{At: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), Event: scheduler.SubmitEvent{Spec: scheduler.JobSpec{
+		Name: "train", User: "ann", Account: "ml", Partition: "gpu", Nodes: 2, CPUsPerTask: 8, MemPerNodeMiB: 64 << 10,
+		GRESPerNode: []gres.Request{{Name: "gpu", Type: "h100", Count: 4}}, TimeLimit: 12 * time.Hour}}}
+	b.Run("encode", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := json.Marshal(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	j, err := json.Marshal(e)
+	require.NoError(b, err)
+	b.Run("decode", func(b *testing.B) {
+		for b.Loop() {
+			var back scheduler.Entry
+			if err := json.Unmarshal(j, &back); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
