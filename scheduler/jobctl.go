@@ -61,6 +61,11 @@ func (k HoldKind) reason() policy.Reason {
 	return policy.ReasonJobHeldUser
 }
 
+// DefaultRequeueDelay is Slurm's delay of a requeued job, the default job
+// credential lifetime (AuthInfo cred_expire=120): Config.RequeueDelay's
+// value for Slurm's behaviour.
+const DefaultRequeueDelay = 120 * time.Second
+
 // ErrHeldByAdmin is returned when a user releases a job an administrator
 // holds: as in Slurm, only an administrator may release it.
 var ErrHeldByAdmin = errors.New("job held by an administrator")

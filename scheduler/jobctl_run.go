@@ -118,10 +118,8 @@ func (e RequeueJobEvent) apply(s *Scheduler, now time.Time) (Result, error) {
 // with --no-requeue (JobSpec.Requeue RequeueNo, or the cluster's
 // Config.JobRequeue), nor a preemption victim in its grace time
 // (ErrJobState). The job keeps its ID and submit time; Restarts counts
-// the requeue. It is eligible again at once: Slurm delays a requeued
-// job's start (its BeginTime; the credential lifetime, 120 s by default)
-// for its nodes to clean up, which a caller wanting the same gives with
-// UpdateJob's BeginTime.
+// the requeue. It is eligible again at once, or after Config.RequeueDelay
+// (Slurm's delay, DefaultRequeueDelay).
 func (s *Scheduler) RequeueJob(now time.Time, id JobID, hold bool) error {
 	_, err := s.Apply(now, RequeueJobEvent{Job: id, Hold: hold})
 	return err
@@ -147,7 +145,7 @@ func (s *Scheduler) requeueControl(now time.Time, id JobID, hold bool) error {
 		if hold {
 			j.Hold = max(j.Hold, HoldUser)
 		}
-		s.requeue(j, policy.ReasonNone)
+		s.requeue(now, j, policy.ReasonNone)
 		s.logRequeue(now, j)
 		s.last = now
 		return nil
@@ -173,6 +171,7 @@ func (s *Scheduler) requeueControl(now time.Time, id JobID, hold bool) error {
 	}
 	j.Restarts++
 	j.StartTime, j.EndTime, j.ExitCode = time.Time{}, time.Time{}, 0
+	s.delayRequeued(now, j)
 	if s.minJobAge > 0 {
 		// Not to be purged: it is queued again.
 		s.done = slices.DeleteFunc(s.done, func(x *job) bool { return x == j })
@@ -182,6 +181,14 @@ func (s *Scheduler) requeueControl(now time.Time, id JobID, hold bool) error {
 	s.logRequeue(now, j)
 	s.last = now
 	return nil
+}
+
+// delayRequeued moves the begin time of job j, requeued at now, to
+// Config.RequeueDelay after now (Slurm's delay of a requeued job).
+func (s *Scheduler) delayRequeued(now time.Time, j *job) {
+	if s.requeueDelay > 0 {
+		j.Spec.BeginTime = maxTime(j.Spec.BeginTime, now.Add(s.requeueDelay))
+	}
 }
 
 // requeueExcluding requeues running job id after its launch failed on
@@ -203,7 +210,7 @@ func (s *Scheduler) requeueExcluding(now time.Time, id JobID, nodes []string) er
 			ErrInvalidJob, ErrUnsatisfiable, id, names, c, j.Partition, j.nodes)
 	}
 	j.Spec.ExcludeNodes, j.excluded, j.shape = names, excluded, sh
-	s.requeue(j, policy.ReasonLaunchFailRequeue)
+	s.requeue(now, j, policy.ReasonLaunchFailRequeue)
 	s.logRequeue(now, j)
 	s.last = now
 	return nil

@@ -418,3 +418,40 @@ func TestJobControlEventsJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(j), `"Hold":"admin"`)
 }
+
+// TestRequeueDelayAsSlurm checks Config.RequeueDelay: a requeued job
+// (launch failure, node failure, scontrol requeue of a finished job) pends
+// with BeginTime until the delay has passed, as Slurm delays a requeued
+// job by the credential lifetime; without it the job may start at once.
+func TestRequeueDelayAsSlurm(t *testing.T) {
+	for _, delay := range []time.Duration{0, scheduler.DefaultRequeueDelay} {
+		s := jobctlCluster(t, 1, false, func(c *scheduler.Config) { c.RequeueDelay = delay })
+		launch := mustSubmit(t, s, t0, scheduler.JobSpec{User: "u", TimeLimit: time.Hour})
+		down := mustSubmit(t, s, t0, scheduler.JobSpec{User: "u", TimeLimit: time.Hour})
+		done := mustSubmit(t, s, t0, scheduler.JobSpec{User: "u", TimeLimit: time.Hour})
+		mustSchedule(t, s, t0)
+		require.NoError(t, s.Finish(t0.Add(time.Minute), done, 0))
+		at := t0.Add(2 * time.Minute)
+		require.NoError(t, s.Requeue(at, launch))
+		require.NoError(t, s.RequeueJob(at, done, false))
+		_, err := s.DownNode(at, "n0", "gone")
+		require.NoError(t, err)
+		require.NoError(t, s.ResumeNode(at, "n0"))
+		c := mustSchedule(t, s, at.Add(time.Second))
+		for _, id := range []scheduler.JobID{launch, down, done} {
+			if delay == 0 {
+				assert.True(t, startedIn(c, id), "job %d: no delay", id)
+				continue
+			}
+			assert.Equal(t, policy.ReasonBeginTime, reasonOf(c, id), "job %d", id)
+			assert.Equal(t, at.Add(delay), mustJob(t, s, id).Spec.BeginTime)
+		}
+		if delay > 0 {
+			c = mustSchedule(t, s, at.Add(delay))
+			assert.Len(t, c.Starts, 3, "the delay passed")
+		}
+	}
+	_, err := scheduler.New(scheduler.Config{Nodes: []scheduler.NodeConfig{{Name: "n0", CPUs: 1}},
+		Partitions: []scheduler.PartitionConfig{{Name: "p"}}, RequeueDelay: -time.Second})
+	require.ErrorIs(t, err, scheduler.ErrInvalidConfig)
+}

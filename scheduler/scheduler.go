@@ -75,6 +75,8 @@ type Scheduler struct {
 	cycleNo  uint64 // numbers cycles, for per-cycle caches
 	// noRequeue is Config.JobRequeue=RequeueNo (JobRequeue=0).
 	noRequeue bool
+	// requeueDelay is Config.RequeueDelay.
+	requeueDelay time.Duration
 
 	// scratch sets reused by Schedule
 	avail, cand, fit topology.NodeSet
@@ -217,6 +219,7 @@ func New(cfg Config) (*Scheduler, error) {
 		minJobAge:  cfg.MinJobAge,
 		noRequeue:  cfg.JobRequeue == RequeueNo,
 	}
+	s.requeueDelay = cfg.RequeueDelay
 	s.billMode, _ = cfg.billingMode() // validate checked it
 	s.gpuOrder = cfg.GPUOrder
 	n := len(cfg.Nodes)
@@ -794,17 +797,19 @@ func (s *Scheduler) requeueJob(now time.Time, id JobID) error {
 	if err != nil {
 		return err
 	}
-	s.requeue(j, policy.ReasonLaunchFailRequeue)
+	s.requeue(now, j, policy.ReasonLaunchFailRequeue)
 	s.logRequeue(now, j)
 	s.last = now
 	return nil
 }
 
 // requeue frees what running (or suspended) job j holds and puts it back
-// in the queue, pending for reason r.
-func (s *Scheduler) requeue(j *job, r policy.Reason) {
+// in the queue at now, pending for reason r (and, with Config.RequeueDelay,
+// not before the delay).
+func (s *Scheduler) requeue(now time.Time, j *job, r policy.Reason) {
 	s.touch(j)
 	s.release(j, false)
+	s.delayRequeued(now, j)
 	j.State = JobPending
 	j.Reason = r
 	if j.Hold != HoldNone {
@@ -1043,7 +1048,7 @@ func (s *Scheduler) downNode(now time.Time, name, reason string) ([]JobID, error
 	for _, id := range affected {
 		j := s.jobs[id]
 		if s.requeueable(j) {
-			s.requeue(j, policy.ReasonNodeDown)
+			s.requeue(now, j, policy.ReasonNodeDown)
 			s.logRequeue(now, j)
 			continue
 		}
