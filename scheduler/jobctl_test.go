@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/internal/clustertest"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/priority"
 	"github.com/sluicehq/sluice/scheduler"
@@ -454,4 +455,42 @@ func TestRequeueDelayAsSlurm(t *testing.T) {
 	_, err := scheduler.New(scheduler.Config{Nodes: []scheduler.NodeConfig{{Name: "n0", CPUs: 1}},
 		Partitions: []scheduler.PartitionConfig{{Name: "p"}}, RequeueDelay: -time.Second})
 	require.ErrorIs(t, err, scheduler.ErrInvalidConfig)
+}
+
+// newSuspendDGX is a DGX whose QOS urgent preempts standby in SUSPEND
+// mode.
+func newSuspendDGX(t *testing.T) *scheduler.Scheduler {
+	t.Helper()
+	cfg := clustertest.DGX()
+	cfg.Policy = &policy.Config{PreemptType: policy.PreemptQOS, PreemptMode: policy.PreemptSuspend,
+		QOS: []policy.QOS{{Name: "urgent", Preempt: []string{"standby"}}, {Name: "standby"}}}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	return s
+}
+
+// TestPreemptionLeavesAdminSuspendedJobAlone checks that the two kinds of
+// suspension stay apart: an admin-suspended job is never a preemption
+// victim and never resumed by a cycle, and ResumeJob does not resume a
+// job suspended by preemption.
+func TestPreemptionLeavesAdminSuspendedJobAlone(t *testing.T) {
+	s := newSuspendDGX(t)
+	admin := mustSubmit(t, s, t0, scheduler.JobSpec{QOS: "standby", GRESPerNode: gpus(4), CPUsPerTask: 50, TimeLimit: 4 * time.Hour})
+	other := mustSubmit(t, s, t0, scheduler.JobSpec{QOS: "standby", CPUsPerTask: 60, TimeLimit: 4 * time.Hour})
+	mustSchedule(t, s, t0)
+	require.NoError(t, s.SuspendJob(t0.Add(time.Minute), admin))
+	urgent := mustSubmit(t, s, t0.Add(time.Hour), scheduler.JobSpec{QOS: "urgent", GRESPerNode: gpus(4), CPUsPerTask: 50, TimeLimit: time.Hour})
+	c := mustSchedule(t, s, t0.Add(time.Hour))
+	require.Len(t, c.Preemptions, 1)
+	assert.Equal(t, other, c.Preemptions[0].Victim, "the admin-suspended job is no victim")
+	assert.True(t, startedIn(c, urgent))
+	require.ErrorIs(t, s.ResumeJob(t0.Add(time.Hour), other), scheduler.ErrJobState, "preemption's suspension is not ResumeJob's")
+
+	require.NoError(t, s.Finish(t0.Add(2*time.Hour), urgent, 0))
+	c = mustSchedule(t, s, t0.Add(2*time.Hour))
+	assert.Equal(t, []scheduler.JobID{other}, c.Resumed, "the cycle resumes only what preemption suspended")
+	j := mustJob(t, s, admin)
+	assert.Equal(t, scheduler.JobSuspended, j.State)
+	assert.True(t, j.AdminSuspended)
+	require.NoError(t, s.ResumeJob(t0.Add(2*time.Hour), admin))
 }
