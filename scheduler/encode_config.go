@@ -49,7 +49,7 @@ type plainPriority PriorityConfig
 // MarshalJSON encodes the configuration as data: nodes, partitions, the
 // topology, the policy, the registry as its names (see gres.Registry's
 // text form), and the priority and backfill settings with their durations
-// in Slurm's format (EstimateInterval and MinJobAge too). The hooks —
+// in Slurm's format (EstimateInterval, MinJobAge and RequeueDelay too). The hooks —
 // PriorityConfig.FairShare, priority.Config.Site, backfill.Config.Chooser —
 // are code, not data: they are not written, and a caller decoding a
 // Config sets them again before New. Decoding gives back every other
@@ -60,9 +60,10 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		plain
 		EstimateInterval dur           `json:",omitzero"`
 		MinJobAge        dur           `json:",omitzero"`
+		RequeueDelay     dur           `json:",omitzero"`
 		Priority         *priorityJSON `json:",omitempty"`
 		Backfill         *backfillJSON `json:",omitempty"`
-	}{plain: plain(c), EstimateInterval: dur(c.EstimateInterval), MinJobAge: dur(c.MinJobAge)}
+	}{plain: plain(c), EstimateInterval: dur(c.EstimateInterval), MinJobAge: dur(c.MinJobAge), RequeueDelay: dur(c.RequeueDelay)}
 	if p := c.Priority; p != nil {
 		aux.Priority = &priorityJSON{plainPriority: plainPriority(*p), CalcPeriod: dur(p.CalcPeriod),
 			Engine: engineJSON{plainEngine: plainEngine(p.Engine), MaxAge: dur(p.Engine.MaxAge)}}
@@ -81,13 +82,15 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		*plain
 		EstimateInterval dur
 		MinJobAge        dur
+		RequeueDelay     dur
 		Priority         *priorityJSON
 		Backfill         *backfillJSON
-	}{plain: (*plain)(c), EstimateInterval: dur(c.EstimateInterval), MinJobAge: dur(c.MinJobAge)}
+	}{plain: (*plain)(c), EstimateInterval: dur(c.EstimateInterval), MinJobAge: dur(c.MinJobAge), RequeueDelay: dur(c.RequeueDelay)}
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return err
 	}
 	c.EstimateInterval, c.MinJobAge = time.Duration(aux.EstimateInterval), time.Duration(aux.MinJobAge)
+	c.RequeueDelay = time.Duration(aux.RequeueDelay)
 	c.Priority, c.Backfill = nil, nil
 	if p := aux.Priority; p != nil {
 		pc := PriorityConfig(p.plainPriority)

@@ -347,9 +347,10 @@ func TestConfigJSONRoundTrip(t *testing.T) {
 		CalcPeriod: time.Minute}
 	cfg.Backfill = &backfill.Config{Mode: backfill.EASY, Reservations: 1, Window: 24 * time.Hour, Resolution: time.Minute}
 	cfg.MinJobAge = 5 * time.Minute
+	cfg.RequeueDelay = scheduler.DefaultRequeueDelay
 	j, err := json.Marshal(cfg)
 	require.NoError(t, err)
-	for _, want := range []string{`"MinJobAge":"00:05:00"`, `"Window":"1-00:00:00"`, `"Mode":"easy"`, `"MaxAge":"7-00:00:00"`,
+	for _, want := range []string{`"MinJobAge":"00:05:00"`, `"RequeueDelay":"00:02:00"`, `"Window":"1-00:00:00"`, `"Mode":"easy"`, `"MaxAge":"7-00:00:00"`,
 		`"Flags":"ACCRUE_ALWAYS"`, `"CalcPeriod":"00:01:00"`, `"MaxTRESPerUser":"gres/gpu=8"`, `"Registry":"cpu,mem,energy,node,billing,gres/gpu`} {
 		assert.Contains(t, string(j), want)
 	}
