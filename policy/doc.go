@@ -62,4 +62,13 @@
 //
 // Every decision the scheduler makes carries one of these reasons, so an
 // explanation is data the scheduler kept, not a guess made afterwards.
+//
+// # Encodings
+//
+// Reasons, modes and flags encode as their Slurm strings
+// (encoding.TextMarshaler), durations as Slurm times (Duration), and TRES
+// limits as "gres/gpu=16,cpu=256"; the structs holding durations (QOS,
+// Partition, Reservation, Config) have JSON methods writing them so. TRES
+// limits decoded without a registry are unbound until New (or
+// TRESLimits.Bind) binds them; docs/encodings.md lists every form.
 package policy

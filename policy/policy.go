@@ -178,6 +178,10 @@ func New(reg *gres.Registry, cfg Config) (*Policy, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("%w: nil TRES registry", ErrInvalidConfig)
 	}
+	cfg, err := bindConfig(reg, cfg)
+	if err != nil {
+		return nil, err
+	}
 	p := &Policy{
 		reg: reg, cfg: cfg,
 		qosByName:  make(map[string]int32, len(cfg.QOS)),
@@ -398,6 +402,9 @@ func (p *Policy) qosSet(part, field string, names []string) ([]bool, error) {
 func (p *Policy) checkTRES(l Limits, more ...TRESLimits) error {
 	all := append([]TRESLimits{l.GrpTRES, l.GrpTRESMins, l.GrpTRESRunMins, l.MaxTRESPerJob, l.MaxTRESPerNode, l.MaxTRESMinsPerJob}, more...)
 	for _, t := range all {
+		if !t.Bound() {
+			return fmt.Errorf("TRES limits decoded from text are not bound to a registry (see TRESLimits.Bind)")
+		}
 		if id := t.maxID(); int(id) >= p.reg.Len() {
 			return fmt.Errorf("TRES id %d is not in the registry (%w)", id, gres.ErrUnknownTRES)
 		}
