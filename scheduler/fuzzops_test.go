@@ -77,12 +77,21 @@ const (
 	fkExplain
 	fkIdle
 	fkRequeueRecord
+	fkAddPart
+	fkUpdatePart
+	fkRemovePart
+	fkAddQOS
+	fkUpdateQOS
+	fkRemoveQOS
+	fkPutAssoc
+	fkRemoveAssoc
 	fkCount
 )
 
 var fzKindNames = [fkCount]string{"Schedule", "Submit", "SubmitArray", "Cancel", "Finish", "Requeue", "Checkpoint",
 	"DrainNode", "FailNode", "ResumeNode", "DownNode", "SetDeviceHealth", "AddReservation", "RemoveReservation",
-	"Explain", "IdleCapacity", "RequeueRecord"}
+	"Explain", "IdleCapacity", "RequeueRecord",
+	"AddPartition", "UpdatePartition", "RemovePartition", "AddQOS", "UpdateQOS", "RemoveQOS", "PutAssoc", "RemoveAssoc"}
 
 func (k fzKind) String() string { return fzKindNames[k] }
 
@@ -128,6 +137,11 @@ type fzOp struct {
 	Resv    fzResv
 	Counter bool
 	Frac    float64
+	// Part, QOS and Assoc are the administration events' arguments
+	// (fzadmin_test.go); Resv.Name names what a removal removes.
+	Part  PartitionConfig
+	QOS   policy.QOS
+	Assoc policy.Assoc
 }
 
 // fzGen draws events against the state a run has seen: the IDs it was
@@ -419,6 +433,9 @@ func (g *fzGen) resv() fzResv {
 func (g *fzGen) next() fzOp {
 	s := g.src
 	op := fzOp{At: g.at()}
+	if s.chance(10) {
+		return g.admin(op)
+	}
 	switch k := s.intn(100); {
 	case k < 20:
 		op.Kind = fkSchedule
@@ -541,6 +558,8 @@ func fzCall(s *Scheduler, op fzOp) (out fzResult) {
 		if err == nil {
 			out.res = d.String()
 		}
+	default:
+		err = fzAdminCall(s, now, op)
 	}
 	out.err = err
 	return out
@@ -592,7 +611,7 @@ func (op fzOp) goCode() string {
 	case fkRequeueRecord:
 		return fmt.Sprintf("s.RequeueRecord(%s, %d)", at, op.ID)
 	}
-	return "?"
+	return op.adminGoCode(at)
 }
 
 // fzDur writes d as a Go expression.
