@@ -174,8 +174,10 @@ func (e UpdateQOSEvent) apply(s *Scheduler, now time.Time) (Result, error) {
 // priority, limits, preemption list and mode, grace time, flags. Read the
 // current one with Policy().QOS(name). Running jobs are not judged again
 // (a lowered limit holds new starts only); a new priority reaches the
-// multifactor QOS factor, and pending jobs' priorities at the next
-// recalculation (PriorityConfig.CalcPeriod).
+// multifactor QOS factor (normalised by the largest QOS priority, which
+// follows the change), and pending jobs' priorities at the next
+// recalculation (PriorityConfig.CalcPeriod) — unless
+// PriorityConfig.QOSPriority gives the QOS priorities, which then stand.
 func (s *Scheduler) UpdateQOS(now time.Time, q policy.QOS) error {
 	_, err := s.Apply(now, UpdateQOSEvent{QOS: q})
 	return err

@@ -10,8 +10,10 @@ import (
 // BenchmarkUpdateQOS measures an administrative change at the standard
 // scale (10,000 nodes, about 40,000 running and 100,000 pending jobs):
 // UpdateQOS of the "normal" QOS's per-user GPU limit (alternately 32 and
-// 33), alone (update), followed by the next cycle (update+schedule), and
-// a cycle alone (schedule) to compare with. The change recompiles the
+// 33), alone (update), followed by the next cycle (update+schedule), the
+// QOS written back unchanged and the next cycle (same+schedule: the cost
+// of the mechanism without the decisions a new limit changes), and a
+// cycle alone (schedule) to compare with. The change recompiles the
 // policy and moves the usage counters and every job's subject to it
 // (Policy.Rebase: one map lookup per job); the cycle after it rebuilds
 // nothing the change did not touch.
@@ -63,6 +65,18 @@ func BenchmarkUpdateQOS(b *testing.B) {
 			b.Run("update+schedule", func(b *testing.B) {
 				for b.Loop() {
 					update()
+					schedule()
+				}
+			})
+			// The same QOS written back unchanged: the mechanism's cost
+			// (a new policy, every job's subject rebased when the cycle
+			// reads it) without the decisions a new limit changes.
+			same := qs[k%2]
+			b.Run("same+schedule", func(b *testing.B) {
+				for b.Loop() {
+					if err := s.UpdateQOS(now, same); err != nil {
+						b.Fatal(err)
+					}
 					schedule()
 				}
 			})
