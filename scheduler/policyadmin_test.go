@@ -373,3 +373,54 @@ func TestAdminEventsJSON(t *testing.T) {
 		assert.Equal(t, ev, e.Event, "%s", b)
 	}
 }
+
+// Under preempt/qos the queue puts a job that may preempt another before
+// it: a QOS given a Preempt list at runtime moves its pending jobs ahead
+// at once (the queue is reordered by the change).
+func TestUpdateQOSPreemptReordersQueue(t *testing.T) {
+	s, err := scheduler.New(scheduler.Config{
+		Nodes:      []scheduler.NodeConfig{{Name: "n0", CPUs: 4, MemoryMiB: 1024}},
+		Partitions: []scheduler.PartitionConfig{{Name: "p", Default: true}},
+		Policy: &policy.Config{QOS: []policy.QOS{{Name: "normal"}, {Name: "high"}, {Name: "low"}},
+			PreemptType: policy.PreemptQOS, PreemptMode: policy.PreemptCancel},
+	})
+	require.NoError(t, err)
+	full := scheduler.JobSpec{User: "u", Account: "a", CPUsPerTask: 4, TimeLimit: time.Hour}
+	mustSubmit(t, s, t0, full)
+	mustSchedule(t, s, t0)
+	low := full
+	low.QOS = "low"
+	high := full
+	high.QOS = "high"
+	a := mustSubmit(t, s, t0, low)
+	b := mustSubmit(t, s, t0, high)
+	order := func(c scheduler.Cycle) []scheduler.JobID {
+		var out []scheduler.JobID
+		for _, p := range c.Pending {
+			out = append(out, p.Job)
+		}
+		return out
+	}
+	assert.Equal(t, []scheduler.JobID{a, b}, order(mustSchedule(t, s, t0)))
+	require.NoError(t, s.UpdateQOS(t0, policy.QOS{Name: "high", Preempt: []string{"low"}}))
+	assert.Equal(t, []scheduler.JobID{b, a}, order(mustSchedule(t, s, t0)))
+}
+
+// A finished job of a removed partition keeps its partition's name and
+// stays readable.
+func TestRemovePartitionKeepsFinishedJobs(t *testing.T) {
+	s := adminCluster(t, false)
+	id := mustSubmit(t, s, t0, scheduler.JobSpec{User: "cy", Account: "bio", Partition: "small", TimeLimit: time.Hour})
+	mustSchedule(t, s, t0)
+	require.NoError(t, s.Finish(t0.Add(time.Minute), id, 0))
+	require.NoError(t, s.RemovePartition(t0.Add(time.Minute), "small"))
+	j, ok := s.Job(id)
+	require.True(t, ok)
+	assert.Equal(t, "small", j.Partition)
+	assert.Equal(t, scheduler.JobCompleted, j.State)
+	_, err := s.Explain(t0.Add(time.Minute), id, scheduler.ExplainOptions{Counterfactuals: true})
+	require.NoError(t, err)
+	_, err = s.Submit(t0.Add(time.Minute), scheduler.JobSpec{User: "cy", Account: "bio", Partition: "small"})
+	require.ErrorIs(t, err, scheduler.ErrUnknownPartition)
+	mustSchedule(t, s, t0.Add(2*time.Minute))
+}
