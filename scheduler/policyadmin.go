@@ -360,6 +360,9 @@ type adminChange struct {
 	removed int
 	from    []int
 	reshape []bool
+	// retier says a partition's PriorityTier changed (jobs move in the
+	// queue).
+	retier bool
 	// pol is the new policy (nil: unchanged).
 	pol *policy.Policy
 	// engine and partTRES are the priority engine and the partitions'
@@ -479,6 +482,7 @@ func (s *Scheduler) planPartitions(kind EventKind, edit func([]PartitionConfig) 
 			if !reflect.DeepEqual(was.cfg.policyPartition(), pols[i]) {
 				policyChanged = true
 			}
+			c.retier = c.retier || was.cfg.PriorityTier != pc.PriorityTier
 		}
 		c.parts[i] = partition{cfg: *pc, nodes: nodes}
 	}
@@ -571,7 +575,9 @@ func (s *Scheduler) commitAdmin(now time.Time, c *adminChange) {
 			s.partByName[s.parts[i].cfg.Name] = i
 		}
 	}
-	eager := c.parts != nil
+	// Jobs are visited only when partitions were renumbered, a node set or
+	// a tier changed; a partition's state or limits need no pass.
+	eager := c.removed >= 0 || c.retier || slices.Contains(c.reshape, true)
 	if c.pol != nil {
 		old := s.pol.p
 		if dropped := s.pol.usage.Rebind(c.pol); len(dropped) > 0 {

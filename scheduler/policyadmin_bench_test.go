@@ -13,7 +13,8 @@ import (
 // 33), alone (update), followed by the next cycle (update+schedule), the
 // QOS written back unchanged and the next cycle (same+schedule: the cost
 // of the mechanism without the decisions a new limit changes), and a
-// cycle alone (schedule) to compare with. The change recompiles the
+// cycle alone (schedule) to compare with; and UpdatePartition of a
+// partition's MaxTime followed by the next cycle (partition+schedule). The change recompiles the
 // policy and moves the usage counters and every job's subject to it
 // (Policy.Rebase: one map lookup per job); the cycle after it rebuilds
 // nothing the change did not touch.
@@ -65,6 +66,22 @@ func BenchmarkUpdateQOS(b *testing.B) {
 			b.Run("update+schedule", func(b *testing.B) {
 				for b.Loop() {
 					update()
+					schedule()
+				}
+			})
+			// A partition limit toggled (MaxTime unlimited or 100 years,
+			// which holds no job): scontrol update of a partition.
+			part := s.Partitions()[0]
+			b.Run("partition+schedule", func(b *testing.B) {
+				for b.Loop() {
+					if part.MaxTime == 0 {
+						part.MaxTime = scheduler.MaxTimeLimit
+					} else {
+						part.MaxTime = 0
+					}
+					if err := s.UpdatePartition(now, part); err != nil {
+						b.Fatal(err)
+					}
 					schedule()
 				}
 			})
