@@ -276,6 +276,11 @@ func (e RemoveAssocEvent) apply(s *Scheduler, now time.Time) (Result, error) {
 				return nil, fmt.Errorf("%w: association %s has %d pending or running job(s)", ErrInUse, assocName(e.Account, e.User, e.Partition), n)
 			}
 		}
+		if k.User == "" {
+			if n := p.Children(k.Account); n > 0 {
+				return nil, fmt.Errorf("%w: %s has %d child association(s) (sub-accounts or users); remove them first", ErrInUse, assocName(e.Account, "", ""), n)
+			}
+		}
 		np, err := p.WithoutAssoc(k)
 		if err != nil {
 			return nil, err
@@ -291,8 +296,7 @@ func (e RemoveAssocEvent) apply(s *Scheduler, now time.Time) (Result, error) {
 
 // RemoveAssoc deletes an association (sacctmgr delete account or user).
 // It is refused (ErrInUse) while jobs of it are pending, running or
-// suspended, or (policy.ErrInvalidConfig) while an account still has
-// sub-accounts or users. The decayed usage reported for it is forgotten.
+// suspended, or while an account still has sub-accounts or users. The decayed usage reported for it is forgotten.
 func (s *Scheduler) RemoveAssoc(now time.Time, account, user, partition string) error {
 	_, err := s.Apply(now, RemoveAssocEvent{Account: account, User: user, Partition: partition})
 	return err

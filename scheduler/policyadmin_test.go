@@ -165,7 +165,7 @@ func TestAdminEventsFailWithoutChange(t *testing.T) {
 		{"put assoc of unknown parent", policy.ErrUnknownAccount, "nope", func() error {
 			return s.PutAssoc(at, policy.Assoc{Account: "chem", Parent: "nope"})
 		}},
-		{"remove account with children", policy.ErrInvalidConfig, "child", func() error { return s.RemoveAssoc(at, "bio", "", "") }},
+		{"remove account with children", scheduler.ErrInUse, "1 child", func() error { return s.RemoveAssoc(at, "bio", "", "") }},
 		{"remove user with jobs", scheduler.ErrInUse, "1 pending or running", func() error { return s.RemoveAssoc(at, "bio", "cy", "") }},
 	}
 	for _, c := range cases {
