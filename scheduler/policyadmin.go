@@ -21,7 +21,11 @@ import (
 // changes nothing. Running jobs are never judged again: a lowered limit,
 // a partition taken DOWN or a QOS removed from an AllowQOS list holds new
 // starts only. The current configuration is what Partitions and
-// Policy().Config() return.
+// Policy().Config() return. A scheduler built without a policy (no
+// Config.Policy, no partition policy fields) gets one with its first QOS,
+// association or partition policy change, which then counts the jobs
+// already queued and running; a job naming a QOS or association the new
+// policy lacks refuses that change (ErrInUse).
 
 // The administration event kinds.
 const (
@@ -54,8 +58,6 @@ func (e AddPartitionEvent) apply(s *Scheduler, now time.Time) (Result, error) {
 // AddPartition creates a partition after the existing ones, validated as
 // New validates Config.Partitions (a unique name, known nodes, limits in
 // range, at most one Default, policy fields that the policy accepts).
-// Partition policy fields need the scheduler to have a policy (a non-nil
-// Config.Policy, or a partition with policy fields, at New).
 func (s *Scheduler) AddPartition(now time.Time, p PartitionConfig) error {
 	_, err := s.Apply(now, AddPartitionEvent{Partition: p})
 	return err
@@ -231,7 +233,7 @@ func (e PutAssocEvent) apply(s *Scheduler, now time.Time) (Result, error) {
 		if len(p.Config().Assocs) == 0 {
 			// The first association turns enforcement on: every job in
 			// the system must then have one.
-			if n := s.liveJobs(func(j *job) bool { _, err := np.Rebase(j.subject); return err != nil }); n > 0 {
+			if n := s.liveJobs(func(j *job) bool { return s.resolveUnder(np, j) != nil }); n > 0 {
 				return nil, fmt.Errorf("%w: the first association would enforce associations, and %d pending or running job(s) have none", ErrInUse, n)
 			}
 		}
@@ -287,7 +289,7 @@ func (e RemoveAssocEvent) apply(s *Scheduler, now time.Time) (Result, error) {
 		}
 		// A job of a removed partition-specific association would fall
 		// back to the user's general one; none may be left without.
-		if n := s.liveJobs(func(j *job) bool { _, err := np.Rebase(j.subject); return err != nil }); n > 0 {
+		if n := s.liveJobs(func(j *job) bool { return s.resolveUnder(np, j) != nil }); n > 0 {
 			return nil, fmt.Errorf("%w: %d pending or running job(s) would have no association", ErrInUse, n)
 		}
 		return np, nil
@@ -353,6 +355,77 @@ func (s *Scheduler) liveJobs(f func(*job) bool) int {
 	return n
 }
 
+// currentPolicy returns the scheduler's policy, or, when it has none
+// (Config.Policy nil at New), the empty policy over its partitions that a
+// first policy change starts from.
+func (s *Scheduler) currentPolicy() (*policy.Policy, error) {
+	if s.pol != nil {
+		return s.pol.p, nil
+	}
+	var cfg policy.Config
+	for i := range s.parts {
+		cfg.Partitions = append(cfg.Partitions, s.parts[i].cfg.policyPartition())
+	}
+	p, err := policy.New(s.reg, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: policy: %w", ErrInvalidConfig, err)
+	}
+	return p, nil
+}
+
+// resolveUnder reports whether job j resolves under policy p (its
+// subject rebased, or its names resolved when it has none).
+func (s *Scheduler) resolveUnder(p *policy.Policy, j *job) error {
+	if j.subject.Valid() {
+		_, err := p.Rebase(j.subject)
+		return err
+	}
+	_, err := p.Resolve(policy.JobRef{User: j.Spec.User, Account: j.Spec.Account, Partition: j.Partition, QOS: j.Spec.QOS})
+	return err
+}
+
+// planCreate, when the scheduler has no policy yet, makes the policy
+// state a first change creates: usage counters holding every live job
+// (pending ones submitted, running ones with their allocation until their
+// deadline), each job's subject, the singleton counts, no reservations.
+// A live job that does not resolve under the new policy (a QOS or
+// association it names does not exist there) refuses the change.
+func (s *Scheduler) planCreate(c *adminChange) error {
+	if s.pol != nil || c.pol == nil {
+		return nil
+	}
+	st := &polState{
+		p: c.pol, usage: c.pol.NewUsage(), resv: policy.NewReservations(len(s.nodes)),
+		forbidden: topology.NewNodeSet(len(s.nodes)), singletons: map[[2]string]int{},
+	}
+	ids := make([]JobID, 0, len(s.jobs))
+	for id, j := range s.jobs {
+		if j.State == JobPending || j.State == JobRunning || j.State == JobSuspended {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		j := s.jobs[id]
+		sub, err := c.pol.Resolve(policy.JobRef{User: j.Spec.User, Account: j.Spec.Account, Partition: j.Partition, QOS: j.Spec.QOS})
+		if err != nil {
+			return fmt.Errorf("%w: job %d: %w", ErrInUse, id, err)
+		}
+		if err := st.usage.AddJob(policy.JobID(id), sub); err != nil {
+			return fmt.Errorf("job %d: %w", id, err)
+		}
+		if j.State != JobPending {
+			if err := st.usage.StartJob(policy.JobID(id), j.Alloc.Total(), len(j.Alloc.Nodes), j.deadline); err != nil {
+				return fmt.Errorf("job %d: %w", id, err)
+			}
+			st.singletons[[2]string{j.Spec.User, j.Spec.Name}]++
+		}
+		c.jobs, c.subjects = append(c.jobs, j), append(c.subjects, sub)
+	}
+	c.create = st
+	return nil
+}
+
 // adminChange is a validated administrative change, which commit applies.
 type adminChange struct {
 	// parts are the new partitions (nil: unchanged), defPart the default;
@@ -367,8 +440,13 @@ type adminChange struct {
 	// retier says a partition's PriorityTier changed (jobs move in the
 	// queue).
 	retier bool
-	// pol is the new policy (nil: unchanged).
-	pol *policy.Policy
+	// pol is the new policy (nil: unchanged); create, when the scheduler
+	// had none, is the policy state made for it, with each live job's
+	// subject (in subjects, parallel to jobs).
+	pol      *policy.Policy
+	create   *polState
+	jobs     []*job
+	subjects []policy.Subject
 	// engine and partTRES are the priority engine and the partitions'
 	// TRES totals for the new cluster facts (nil: unchanged).
 	engine   *priority.Engine
@@ -382,14 +460,18 @@ func (s *Scheduler) changePolicy(now time.Time, kind EventKind, what string, bui
 	if err := s.tick(now); err != nil {
 		return err
 	}
-	if s.pol == nil {
-		return fmt.Errorf("%w: %s %s: the scheduler has no policy (set Config.Policy, even empty, at New)", ErrInvalidConfig, kind, what)
+	cur, err := s.currentPolicy()
+	if err != nil {
+		return fmt.Errorf("scheduler: %s %s: %w", kind, what, err)
 	}
-	np, err := build(s.pol.p)
+	np, err := build(cur)
 	if err != nil {
 		return fmt.Errorf("scheduler: %s %s: %w", kind, what, err)
 	}
 	c := &adminChange{removed: -1, pol: np}
+	if err := s.planCreate(c); err != nil {
+		return fmt.Errorf("scheduler: %s %s: %w", kind, what, err)
+	}
 	if err := s.planPriority(c); err != nil {
 		return fmt.Errorf("scheduler: %s %s: %w", kind, what, err)
 	}
@@ -465,9 +547,7 @@ func (s *Scheduler) planPartitions(kind EventKind, edit func([]PartitionConfig) 
 			defaults++
 			c.defPart = i
 		}
-		if s.pol == nil && pc.hasPolicy() {
-			return nil, fmt.Errorf("%w: partition %q: policy fields need the scheduler to have a policy (set Config.Policy, even empty, at New)", ErrInvalidConfig, pc.Name)
-		}
+		policyChanged = policyChanged || (s.pol == nil && pc.hasPolicy())
 		pols[i] = pc.policyPartition()
 		nodes := topology.NewNodeSet(n)
 		if len(pc.Nodes) == 0 {
@@ -493,9 +573,16 @@ func (s *Scheduler) planPartitions(kind EventKind, edit func([]PartitionConfig) 
 	if defaults > 1 {
 		return nil, fmt.Errorf("%w: %d partitions marked Default, at most one allowed", ErrInvalidConfig, defaults)
 	}
-	if s.pol != nil && policyChanged {
-		if c.pol, err = s.pol.p.WithPartitions(pols); err != nil {
+	if (s.pol != nil && policyChanged) || (s.pol == nil && policyChanged && slices.ContainsFunc(cfgs, func(p PartitionConfig) bool { return p.hasPolicy() })) {
+		cur, err := s.currentPolicy()
+		if err != nil {
+			return nil, err
+		}
+		if c.pol, err = cur.WithPartitions(pols); err != nil {
 			return nil, fmt.Errorf("%w: policy: %w", ErrInvalidConfig, err)
+		}
+		if err := s.planCreate(c); err != nil {
+			return nil, err
 		}
 	}
 	if err := s.planPriority(c); err != nil {
@@ -582,7 +669,16 @@ func (s *Scheduler) commitAdmin(now time.Time, c *adminChange) {
 	// Jobs are visited only when partitions were renumbered, a node set or
 	// a tier changed; a partition's state or limits need no pass.
 	eager := c.removed >= 0 || c.retier || slices.Contains(c.reshape, true)
-	if c.pol != nil {
+	if c.create != nil {
+		s.pol = c.create
+		for k, j := range c.jobs {
+			sub := c.subjects[k]
+			j.subject, j.subjGen, j.Spec.QOS, j.preemptRank = sub, 0, sub.Ref().QOS, sub.PreemptRank()
+			if j.State == JobRunning {
+				j.usageTotal, j.usageEnd = j.Alloc.Total(), j.deadline
+			}
+		}
+	} else if c.pol != nil {
 		old := s.pol.p
 		if dropped := s.pol.usage.Rebind(c.pol); len(dropped) > 0 {
 			// Every removal checked its jobs: none can be left unresolved.

@@ -424,3 +424,34 @@ func TestRemovePartitionKeepsFinishedJobs(t *testing.T) {
 	require.ErrorIs(t, err, scheduler.ErrUnknownPartition)
 	mustSchedule(t, s, t0.Add(2*time.Minute))
 }
+
+// A scheduler built without a policy gets one with its first QOS or
+// association: the jobs already queued and running are counted in it, and
+// its limits hold the next starts. A queued job naming a QOS the new
+// policy lacks refuses the change.
+func TestFirstPolicyChangeCreatesPolicy(t *testing.T) {
+	s, err := scheduler.New(scheduler.Config{
+		Nodes:      []scheduler.NodeConfig{{Name: "n0", CPUs: 4, MemoryMiB: 1024}, {Name: "n1", CPUs: 4, MemoryMiB: 1024}},
+		Partitions: []scheduler.PartitionConfig{{Name: "p", Default: true}},
+	})
+	require.NoError(t, err)
+	require.Nil(t, s.Policy())
+	job := scheduler.JobSpec{User: "u", Account: "a", CPUsPerTask: 4, TimeLimit: time.Hour}
+	run := mustSubmit(t, s, t0, job)
+	mustSchedule(t, s, t0)
+	odd := job
+	odd.QOS = "gold"
+	bad := mustSubmit(t, s, t0, odd) // no policy: the QOS is not checked
+	lim := policy.QOS{Name: "normal", Limits: policy.QOSLimits{MaxJobsPerUser: ptr(1)}}
+	require.ErrorIs(t, s.AddQOS(t0, lim), scheduler.ErrInUse)
+	require.Nil(t, s.Policy(), "the refused change created nothing")
+	require.NoError(t, s.Cancel(t0, bad))
+	require.NoError(t, s.AddQOS(t0, lim))
+	require.NotNil(t, s.Policy())
+	j, _ := s.Job(run)
+	assert.Equal(t, "normal", j.Spec.QOS, "the running job has the default QOS")
+	next := mustSubmit(t, s, t0, job)
+	assert.Equal(t, policy.ReasonQOSMaxJobsPerUserLimit, reasonOf(mustSchedule(t, s, t0), next), "the running job counts")
+	require.NoError(t, s.Finish(t0.Add(time.Minute), run, 0))
+	assert.True(t, startedSet(mustSchedule(t, s, t0.Add(time.Minute)))[next])
+}
