@@ -51,13 +51,14 @@ func (e AddPartitionEvent) apply(s *Scheduler, now time.Time) (Result, error) {
 		if _, dup := s.partByName[e.Partition.Name]; dup {
 			return nil, fmt.Errorf("%w: partition %q exists (update it instead)", ErrInvalidConfig, e.Partition.Name)
 		}
-		return append(ps, clonePartitionConfig(e.Partition)), nil
+		return moveDefault(append(ps, clonePartitionConfig(e.Partition)), len(ps)), nil
 	})
 }
 
 // AddPartition creates a partition after the existing ones, validated as
 // New validates Config.Partitions (a unique name, known nodes, limits in
-// range, at most one Default, policy fields that the policy accepts).
+// range, policy fields that the policy accepts). Marked Default, it
+// becomes the default partition in place of the one that was.
 func (s *Scheduler) AddPartition(now time.Time, p PartitionConfig) error {
 	_, err := s.Apply(now, AddPartitionEvent{Partition: p})
 	return err
@@ -77,7 +78,7 @@ func (e UpdatePartitionEvent) apply(s *Scheduler, now time.Time) (Result, error)
 			return nil, fmt.Errorf("%w %q", ErrUnknownPartition, e.Partition.Name)
 		}
 		ps[i] = clonePartitionConfig(e.Partition)
-		return ps, nil
+		return moveDefault(ps, i), nil
 	})
 }
 
@@ -85,7 +86,8 @@ func (e UpdatePartitionEvent) apply(s *Scheduler, now time.Time) (Result, error)
 // (scontrol update PartitionName=…): its state, limits, nodes, priority
 // tier and job factor, QOS, access lists, billing and preemption settings.
 // Read the current one with Partition, change what is to change, and
-// pass it back. Queued and running jobs keep what was decided at their
+// pass it back. Marking it Default makes it the default partition in
+// place of the one that was (as scontrol update Default=YES does). Queued and running jobs keep what was decided at their
 // submission (time limit, memory defaults, whole-node allocation); from
 // the next cycle on they are judged by the new settings: a DOWN partition
 // starts nothing, a lower MaxTime holds longer jobs, nodes taken out are
@@ -95,6 +97,18 @@ func (e UpdatePartitionEvent) apply(s *Scheduler, now time.Time) (Result, error)
 func (s *Scheduler) UpdatePartition(now time.Time, p PartitionConfig) error {
 	_, err := s.Apply(now, UpdatePartitionEvent{Partition: p})
 	return err
+}
+
+// moveDefault makes ps[i], when it is marked Default, the only default
+// partition: as in Slurm, marking one partition the default takes the
+// mark from the one that had it.
+func moveDefault(ps []PartitionConfig, i int) []PartitionConfig {
+	if ps[i].Default {
+		for k := range ps {
+			ps[k].Default = k == i
+		}
+	}
+	return ps
 }
 
 // RemovePartitionEvent deletes a partition (see RemovePartition).

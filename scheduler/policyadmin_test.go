@@ -144,9 +144,6 @@ func TestAdminEventsFailWithoutChange(t *testing.T) {
 		{"add partition of unknown node", scheduler.ErrUnknownNode, "n9", func() error {
 			return s.AddPartition(at, scheduler.PartitionConfig{Name: "x", Nodes: []string{"n9"}})
 		}},
-		{"second default", scheduler.ErrInvalidConfig, "Default", func() error {
-			return s.AddPartition(at, scheduler.PartitionConfig{Name: "x", Default: true})
-		}},
 		{"bad MaxTime", scheduler.ErrInvalidConfig, "MaxTime", func() error {
 			return s.UpdatePartition(at, scheduler.PartitionConfig{Name: "small", MaxTime: -time.Second})
 		}},
@@ -278,6 +275,18 @@ func TestAddRemovePartition(t *testing.T) {
 	cyc = mustSchedule(t, s, t0.Add(time.Minute))
 	require.True(t, startedSet(cyc)[wait], "the gpu partition's job starts after the renumbering")
 	assert.Equal(t, 1, cyc.Starts[0].Alloc.Nodes[0].Node)
+	// Marking a partition Default takes the mark from the old default.
+	g, _ := s.Partition("gpu")
+	g.Default = true
+	require.NoError(t, s.UpdatePartition(t0.Add(time.Minute), g))
+	b, _ := s.Partition("batch")
+	assert.False(t, b.Default)
+	onGPU := mustSubmit(t, s, t0.Add(time.Minute), scheduler.JobSpec{User: "ann", Account: "physics", TimeLimit: time.Hour})
+	got0, _ := s.Job(onGPU)
+	assert.Equal(t, "gpu", got0.Partition)
+	require.NoError(t, s.Cancel(t0.Add(time.Minute), onGPU))
+	g.Default = false
+	require.NoError(t, s.UpdatePartition(t0.Add(time.Minute), g))
 	// Remove the default: the first left becomes it.
 	require.NoError(t, s.RemovePartition(t0.Add(time.Minute), "batch"))
 	require.ErrorIs(t, s.RemovePartition(t0.Add(time.Minute), "gpu"), scheduler.ErrInvalidConfig) // the last one
