@@ -60,6 +60,16 @@
 // for all its tasks and "12_3" for one. ParseArray handles --array
 // ranges, steps and the %throttle.
 //
+// # Runtime changes
+//
+// A Policy is immutable. With (and WithQOS, WithoutQOS, WithAssoc,
+// WithoutAssoc, WithPartitions) validates and compiles a changed Config;
+// Usage.Rebind moves the counters to it — in place, with no pass over the
+// jobs, when the QOS and association layout stays — carrying the reported
+// GrpTRESMins and GrpWall usage by name; Policy.Rebase moves a kept
+// Subject, at one map lookup per distinct plan. Running jobs are never
+// judged again: a lowered limit holds new starts only.
+//
 // Every decision the scheduler makes carries one of these reasons, so an
 // explanation is data the scheduler kept, not a guess made afterwards.
 //

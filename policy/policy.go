@@ -164,6 +164,9 @@ type Policy struct {
 	preempts   [][]bool // [preemptor][victim] from Preempt lists
 	defaultQOS int32
 	plans      map[planKey]*plan
+	// rebased caches Rebase: the plan of this policy that each plan of
+	// an older one maps to.
+	rebased map[*plan]rebased
 
 	// preemptDepth is, per QOS, the length of the longest chain of QOS it
 	// may preempt (a preempts b preempts c: a 2, b 1, c 0).

@@ -128,8 +128,11 @@ type job struct {
 	// assoc is "account/user", the backfill planner's association key.
 	assoc    string
 	reserved bool
-	// subject is the job's resolved policy identity; dep its dependency.
+	// subject is the job's resolved policy identity, as of policy
+	// generation subjGen (read it with Scheduler.subjectOf, which rebases
+	// it after a policy change); dep its dependency.
 	subject policy.Subject
+	subjGen uint64
 	dep     policy.Dependency
 	// bfPer is the per-node request as the backfill profile counts it
 	// (ceil(total/nodes) for a --gpus total); bfUse caches the per-node use as the profile counts
