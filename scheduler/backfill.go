@@ -84,13 +84,12 @@ func (s *Scheduler) profileNodes() []backfill.NodeState {
 	if b == nil {
 		b = &bfState{} // no backfill configured: nothing to reuse
 	}
-	if len(b.nodes) != len(s.nodes) {
-		b.nodes = make([]backfill.NodeState, len(s.nodes))
-		for i := range s.nodes {
-			c := s.nodes[i].capacity.Clone()
-			c[gres.Node] = 0
-			b.nodes[i] = backfill.NodeState{Capacity: c, Free: make(gres.Vector, len(c))}
-		}
+	// Nodes added since the last call (all of them the first time) get
+	// their entry; UpdateNode and RemoveNode rewrite a node's capacity.
+	for i := len(b.nodes); i < len(s.nodes); i++ {
+		c := s.nodes[i].capacity.Clone()
+		c[gres.Node] = 0
+		b.nodes = append(b.nodes, backfill.NodeState{Capacity: c, Free: make(gres.Vector, len(c))})
 	}
 	for i := range s.nodes {
 		n := &s.nodes[i]

@@ -338,24 +338,8 @@ func (c *Config) validate() (*topology.Graph, error) {
 			return nil, fmt.Errorf("%w: node %q: duplicate name (nodes %d and %d)", ErrInvalidConfig, n.Name, j, i)
 		}
 		names[n.Name] = i
-		if n.CPUs < 1 || n.CPUs > gres.MaxCoreID+1 {
-			return nil, fmt.Errorf("%w: node %q: CPUs %d out of range [1, %d]", ErrInvalidConfig, n.Name, n.CPUs, gres.MaxCoreID+1)
-		}
-		if n.MemoryMiB < 0 || n.MemoryMiB > gres.MaxCount {
-			return nil, fmt.Errorf("%w: node %q: MemoryMiB %d out of range", ErrInvalidConfig, n.Name, n.MemoryMiB)
-		}
-		if err := n.Devices.Validate(); err != nil {
-			return nil, fmt.Errorf("%w: node %q: devices: %w", ErrInvalidConfig, n.Name, err)
-		}
-		for _, g := range n.GRES {
-			if err := g.Validate(); err != nil {
-				return nil, fmt.Errorf("%w: node %q: GRES %s: %w", ErrInvalidConfig, n.Name, g, err)
-			}
-			for _, d := range n.Devices.Devices {
-				if strings.EqualFold(d.Name, g.Name) {
-					return nil, fmt.Errorf("%w: node %q: GRES %q is both counted and a device", ErrInvalidConfig, n.Name, g.Name)
-				}
-			}
+		if err := n.validate(); err != nil {
+			return nil, err
 		}
 	}
 	if c.EstimateInterval < 0 {
@@ -431,6 +415,35 @@ func (c *Config) validate() (*topology.Graph, error) {
 		return nil, fmt.Errorf("%w: unknown GPUOrder %v", ErrInvalidConfig, c.GPUOrder)
 	}
 	return g, nil
+}
+
+// validate checks one node's own fields (not its name's uniqueness), as
+// New and the node administration events do; errors wrap
+// ErrInvalidConfig and name the node.
+func (n *NodeConfig) validate() error {
+	if n.Name == "" {
+		return fmt.Errorf("%w: node: empty name", ErrInvalidConfig)
+	}
+	if n.CPUs < 1 || n.CPUs > gres.MaxCoreID+1 {
+		return fmt.Errorf("%w: node %q: CPUs %d out of range [1, %d]", ErrInvalidConfig, n.Name, n.CPUs, gres.MaxCoreID+1)
+	}
+	if n.MemoryMiB < 0 || n.MemoryMiB > gres.MaxCount {
+		return fmt.Errorf("%w: node %q: MemoryMiB %d out of range", ErrInvalidConfig, n.Name, n.MemoryMiB)
+	}
+	if err := n.Devices.Validate(); err != nil {
+		return fmt.Errorf("%w: node %q: devices: %w", ErrInvalidConfig, n.Name, err)
+	}
+	for _, g := range n.GRES {
+		if err := g.Validate(); err != nil {
+			return fmt.Errorf("%w: node %q: GRES %s: %w", ErrInvalidConfig, n.Name, g, err)
+		}
+		for _, d := range n.Devices.Devices {
+			if strings.EqualFold(d.Name, g.Name) {
+				return fmt.Errorf("%w: node %q: GRES %q is both counted and a device", ErrInvalidConfig, n.Name, g.Name)
+			}
+		}
+	}
+	return nil
 }
 
 // graph builds the topology graph over the configured nodes.

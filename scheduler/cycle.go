@@ -82,10 +82,16 @@ type Pending struct {
 type shape struct {
 	capable topology.NodeSet
 	// allowed caches capable ∩ usable nodes, and usable its size, for the
-	// cycle numbered stamp (see allowedNodes).
+	// cycle numbered stamp-1 (see allowedNodes; zero: not computed).
 	allowed topology.NodeSet
 	usable  int
 	stamp   uint64
+	// part, perNode and exclusive are what the shape was made for, so
+	// that a node added or changed at run time can be judged (see
+	// nodeadmin.go).
+	part      int
+	perNode   gres.Vector
+	exclusive bool
 }
 
 func shapeKey(part int, v gres.Vector, exclusive bool) string {
@@ -118,9 +124,9 @@ func (s *Scheduler) shapeOf(part int, perNode gres.Vector, exclusive bool) *shap
 	}
 	key := string(s.keyBuf)
 	p := &s.parts[part]
-	sh := &shape{capable: topology.NewNodeSet(len(s.nodes))}
+	sh := &shape{capable: topology.NewNodeSet(len(s.nodes)), part: part, perNode: perNode.Clone(), exclusive: exclusive}
 	for i := p.nodes.Next(0); i >= 0; i = p.nodes.Next(i + 1) {
-		if perNode.Fits(s.nodes[i].capacity) {
+		if sh.holds(s.nodes[i].capacity) {
 			sh.capable.Add(i)
 		}
 	}
@@ -128,18 +134,22 @@ func (s *Scheduler) shapeOf(part int, perNode gres.Vector, exclusive bool) *shap
 	return sh
 }
 
+// holds reports whether a node of this capacity (in the shape's
+// partition) could ever hold a job of the shape.
+func (sh *shape) holds(capacity gres.Vector) bool { return sh.perNode.Fits(capacity) }
+
 // allowedNodes returns the nodes a job of this shape may use this cycle:
 // capable and up, computed once per cycle. The set is shared by all jobs
 // of the shape and must not be modified.
 func (s *Scheduler) allowedNodes(sh *shape) topology.NodeSet {
-	if sh.stamp != s.cycleNo {
-		if sh.allowed.Len() == 0 {
+	if sh.stamp != s.cycleNo+1 {
+		if sh.allowed.Len() != len(s.nodes) {
 			sh.allowed = topology.NewNodeSet(len(s.nodes))
 		}
 		sh.allowed.CopyFrom(sh.capable)
 		sh.allowed.IntersectWith(s.usable)
 		sh.usable = sh.allowed.Count()
-		sh.stamp = s.cycleNo
+		sh.stamp = s.cycleNo + 1
 	}
 	return sh.allowed
 }

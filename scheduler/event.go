@@ -422,6 +422,12 @@ func decodeEvent(k EventKind, raw json.RawMessage) (Event, error) {
 		return decodeAs[RemoveReservationEvent](k, raw)
 	case KindSchedule:
 		return decodeAs[ScheduleEvent](k, raw)
+	case KindAddNode:
+		return decodeAs[AddNodeEvent](k, raw)
+	case KindRemoveNode:
+		return decodeAs[RemoveNodeEvent](k, raw)
+	case KindUpdateNode:
+		return decodeAs[UpdateNodeEvent](k, raw)
 	}
 	return nil, fmt.Errorf("%w: unknown event kind %q", ErrInvalidEvent, k)
 }

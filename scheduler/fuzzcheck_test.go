@@ -84,7 +84,11 @@ func fzDiff(a, b string) string {
 // the device indices; the queue counts match the job states; and, after
 // a cycle, every start on an up node with healthy devices.
 func fzInvariants(s *Scheduler, cyc *Cycle) error {
-	nodes := s.Nodes()
+	// nodes by index: a removed node's slot is the zero NodeInfo.
+	nodes := make([]NodeInfo, len(s.nodes))
+	for _, n := range s.Nodes() {
+		nodes[n.Index] = n
+	}
 	jobs := s.Jobs()
 	gpu, hasGPU := s.reg.Lookup("gres/gpu")
 	type held struct{ cpu, dev map[int]JobID }
@@ -163,6 +167,9 @@ func fzInvariants(s *Scheduler, cyc *Cycle) error {
 		}
 	}
 	for i, n := range nodes {
+		if n.Name == "" {
+			continue // removed
+		}
 		// Unhealthy devices that no job holds are neither held nor free.
 		var sick int64
 		for _, d := range n.UnhealthyDevices {
@@ -229,6 +236,9 @@ func fzInvariants(s *Scheduler, cyc *Cycle) error {
 			}
 			for _, na := range st.Alloc.Nodes {
 				n := &nodes[na.Node]
+				if n.Name != na.Name {
+					return fmt.Errorf("job %d started on node %d %q, which is %q", st.Job, na.Node, na.Name, n.Name)
+				}
 				if !n.State.Usable() && n.State != NodeDraining && n.State != NodeFailing {
 					return fmt.Errorf("job %d started on node %s in state %s", st.Job, n.Name, n.State)
 				}

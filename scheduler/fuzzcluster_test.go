@@ -109,13 +109,9 @@ func fzInventory(n fzNode) (gres.Inventory, error) {
 func fzConfig(c fzCluster) (Config, error) {
 	var cfg Config
 	for i, n := range c.Nodes {
-		inv, err := fzInventory(n)
+		nc, err := fzNodeConfig(fzNodeName(i), n)
 		if err != nil {
 			return cfg, err
-		}
-		nc := NodeConfig{Name: fzNodeName(i), CPUs: n.Sockets * n.CoresPerSocket, MemoryMiB: n.MemGiB * 1024, Devices: inv}
-		if n.Shards > 0 {
-			nc.GRES = []gres.Request{{Name: "shard", Count: n.Shards}}
 		}
 		cfg.Nodes = append(cfg.Nodes, nc)
 	}
@@ -168,6 +164,31 @@ func fzConfig(c fzCluster) (Config, error) {
 	return cfg, nil
 }
 
+// fzGenNode draws a node: 1–3 sockets with typed GPUs.
+func fzGenNode(src *fzSource) fzNode {
+	n := fzNode{
+		Sockets: 1 + src.intn(3), CoresPerSocket: 2 + src.intn(7), GPUsPerSocket: src.intn(4),
+		GPUType: fzGPUTypes[src.intn(len(fzGPUTypes))], Links: src.intn(2) == 0, MemGiB: int64(1 + src.intn(64)),
+	}
+	if src.intn(4) == 0 {
+		n.Shards = int64(1 + src.intn(8))
+	}
+	return n
+}
+
+// fzNodeConfig is node i's config as fzConfig builds it.
+func fzNodeConfig(name string, n fzNode) (NodeConfig, error) {
+	inv, err := fzInventory(n)
+	if err != nil {
+		return NodeConfig{}, err
+	}
+	nc := NodeConfig{Name: name, CPUs: n.Sockets * n.CoresPerSocket, MemoryMiB: n.MemGiB * 1024, Devices: inv}
+	if n.Shards > 0 {
+		nc.GRES = []gres.Request{{Name: "shard", Count: n.Shards}}
+	}
+	return nc, nil
+}
+
 // fzGenCluster draws a cluster from src: 1–4 nodes of 1–3 sockets with
 // typed GPUs, 1–3 partitions, and the optional backfill, priority and
 // policy (QOS, preemption).
@@ -175,14 +196,7 @@ func fzGenCluster(src *fzSource) fzCluster {
 	var c fzCluster
 	nn := 1 + src.intn(4)
 	for range nn {
-		n := fzNode{
-			Sockets: 1 + src.intn(3), CoresPerSocket: 2 + src.intn(7), GPUsPerSocket: src.intn(4),
-			GPUType: fzGPUTypes[src.intn(len(fzGPUTypes))], Links: src.intn(2) == 0, MemGiB: int64(1 + src.intn(64)),
-		}
-		if src.intn(4) == 0 {
-			n.Shards = int64(1 + src.intn(8))
-		}
-		c.Nodes = append(c.Nodes, n)
+		c.Nodes = append(c.Nodes, fzGenNode(src))
 	}
 	anyGPU := false
 	for _, n := range c.Nodes {

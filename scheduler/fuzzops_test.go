@@ -77,12 +77,15 @@ const (
 	fkExplain
 	fkIdle
 	fkRequeueRecord
+	fkAddNode
+	fkRemoveNode
+	fkUpdateNode
 	fkCount
 )
 
 var fzKindNames = [fkCount]string{"Schedule", "Submit", "SubmitArray", "Cancel", "Finish", "Requeue", "Checkpoint",
 	"DrainNode", "FailNode", "ResumeNode", "DownNode", "SetDeviceHealth", "AddReservation", "RemoveReservation",
-	"Explain", "IdleCapacity", "RequeueRecord"}
+	"Explain", "IdleCapacity", "RequeueRecord", "AddNode", "RemoveNode", "UpdateNode"}
 
 func (k fzKind) String() string { return fzKindNames[k] }
 
@@ -128,6 +131,22 @@ type fzOp struct {
 	Resv    fzResv
 	Counter bool
 	Frac    float64
+	// NodeCfg, Parts and SetParts are an AddNode's or UpdateNode's node
+	// (named Node) and partitions.
+	NodeCfg  fzNode
+	Parts    []string
+	SetParts bool
+}
+
+// nodeConfig is the op's node as a NodeConfig. Its devices declare no
+// CPU affinity: a gres.CoreSet has no JSON form yet, and
+// TestEventsReplayIdentically replays these events from JSON.
+func (op fzOp) nodeConfig() (NodeConfig, error) {
+	nc, err := fzNodeConfig(op.Node, op.NodeCfg)
+	for k := range nc.Devices.Devices {
+		nc.Devices.Devices[k].Cores = gres.CoreSet{}
+	}
+	return nc, err
 }
 
 // fzGen draws events against the state a run has seen: the IDs it was
@@ -188,9 +207,25 @@ func (g *fzGen) id() JobID {
 func (g *fzGen) node() string {
 	s := g.src
 	if !s.chance(10) {
-		return fzNodeName(s.intn(len(g.c.Nodes)))
+		// Sometimes one the run may have added.
+		return fzNodeName(s.intn(len(g.c.Nodes) + 2))
 	}
 	return fzPick(s, "", "nope", "n0,n1", "n0 ", "n0:1", "N0")
+}
+
+// parts draws a partition list: known names, sometimes an unknown one.
+func (g *fzGen) parts() []string {
+	s := g.src
+	var out []string
+	for k := range g.c.Parts {
+		if s.chance(2) {
+			out = append(out, fmt.Sprintf("p%d", k))
+		}
+	}
+	if s.chance(15) {
+		out = append(out, "nope")
+	}
+	return out
 }
 
 // name draws a user or account name, sometimes hostile.
@@ -462,6 +497,28 @@ func (g *fzGen) next() fzOp {
 	default:
 		op.Kind, op.ID = fkRequeueRecord, g.id()
 	}
+	if s.chance(12) {
+		// Node administration, drawn apart so that the other events keep
+		// their share.
+		op.Node, op.NodeCfg = g.node(), fzGenNode(s)
+		if s.chance(20) {
+			op.NodeCfg.Sockets = fzPick(s, 0, -1)
+		}
+		if s.chance(25) {
+			op.NodeCfg.GPUType = fzPick(s, "v100", "h200")
+		}
+		switch s.intn(3) {
+		case 0:
+			op.Kind, op.Parts = fkAddNode, g.parts()
+		case 1:
+			op.Kind = fkRemoveNode
+		default:
+			op.Kind, op.SetParts = fkUpdateNode, s.chance(2)
+			if op.SetParts {
+				op.Parts = g.parts()
+			}
+		}
+	}
 	return op
 }
 
@@ -541,6 +598,18 @@ func fzCall(s *Scheduler, op fzOp) (out fzResult) {
 		if err == nil {
 			out.res = d.String()
 		}
+	case fkAddNode, fkUpdateNode:
+		var nc NodeConfig
+		if nc, err = op.nodeConfig(); err != nil {
+			break
+		}
+		if op.Kind == fkAddNode {
+			err = s.AddNode(now, nc, op.Parts...)
+		} else {
+			_, err = s.Apply(now, UpdateNodeEvent{Node: nc, SetPartitions: op.SetParts, Partitions: op.Parts})
+		}
+	case fkRemoveNode:
+		err = s.RemoveNode(now, op.Node)
 	}
 	out.err = err
 	return out
@@ -591,8 +660,24 @@ func (op fzOp) goCode() string {
 		return fmt.Sprintf("s.IdleCapacity(%s)", at)
 	case fkRequeueRecord:
 		return fmt.Sprintf("s.RequeueRecord(%s, %d)", at, op.ID)
+	case fkAddNode:
+		return fmt.Sprintf("s.AddNode(%s, fzMustNode(%q, %#v), %#v...)", at, op.Node, op.NodeCfg, op.Parts)
+	case fkUpdateNode:
+		return fmt.Sprintf("s.Apply(%s, UpdateNodeEvent{Node: fzMustNode(%q, %#v), SetPartitions: %v, Partitions: %#v})",
+			at, op.Node, op.NodeCfg, op.SetParts, op.Parts)
+	case fkRemoveNode:
+		return fmt.Sprintf("s.RemoveNode(%s, %q)", at, op.Node)
 	}
 	return "?"
+}
+
+// fzMustNode is fzOp.nodeConfig for a reproduction's Go code.
+func fzMustNode(name string, n fzNode) NodeConfig {
+	nc, err := fzOp{Node: name, NodeCfg: n}.nodeConfig()
+	if err != nil {
+		panic(err)
+	}
+	return nc
 }
 
 // fzDur writes d as a Go expression.

@@ -81,6 +81,8 @@ type node struct {
 	// saved among the journal's node saves (see Scheduler.saveNode).
 	touched uint64
 	saved   int
+	// removed marks the tombstone of a removed node (see nodeadmin.go).
+	removed bool
 }
 
 func (n *node) state() NodeState {

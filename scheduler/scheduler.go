@@ -49,7 +49,10 @@ type Scheduler struct {
 	bf     *bfState         // nil without Config.Backfill
 	pol    *polState        // nil without Config.Policy
 	usable topology.NodeSet // nodes whose admin state is up
-	shapes map[string]*shape
+	// removed holds the tombstones of removed nodes (see nodeadmin.go);
+	// length 0 until a node is removed.
+	removed topology.NodeSet
+	shapes  map[string]*shape
 	// inPass is set while Schedule walks the pending index; jobs requeued
 	// meanwhile (preemption victims) wait in deferred.
 	inPass   bool
@@ -219,32 +222,12 @@ func New(cfg Config) (*Scheduler, error) {
 	s.cand = topology.NewNodeSet(n)
 	s.fit = topology.NewNodeSet(n)
 	for i := range cfg.Nodes {
-		nc := cfg.Nodes[i]
-		nc.Features = slices.Clone(nc.Features)
-		nd := &s.nodes[i]
-		nd.cfg = &nc
-		nd.capacity = s.nodeCapacity(&nc)
-		nd.free = nd.capacity.Clone()
-		nd.cpuUsed = make([]uint64, (nc.CPUs+63)/64)
-		if len(nc.Devices.Devices) > 0 {
-			ds, err := gres.NewNodeDevices(nc.Devices)
-			if err != nil {
-				return nil, fmt.Errorf("%w: node %q: %w", ErrInvalidConfig, nc.Name, err)
-			}
-			nd.devs = ds
-			nd.devTRES = make(map[int][2]gres.ID, len(nc.Devices.Devices))
-			nd.devCores = make(map[int]gres.CoreSet, len(nc.Devices.Devices))
-			for _, d := range nc.Devices.Devices {
-				nd.devCores[d.Index] = d.Cores
-				nd.hasAffinity = nd.hasAffinity || !d.Cores.IsEmpty()
-				ids := [2]gres.ID{reg.MustLookup(deviceTRES(d.Name, "")), -1}
-				if d.Type != "" {
-					ids[1] = reg.MustLookup(deviceTRES(d.Name, d.Type))
-				}
-				nd.devTRES[d.Index] = ids
-			}
+		nd, err := s.buildNode(cfg.Nodes[i])
+		if err != nil {
+			return nil, err
 		}
-		s.nodeByName[nc.Name] = i
+		s.nodes[i] = nd
+		s.nodeByName[nd.cfg.Name] = i
 	}
 	s.parts = make([]partition, len(cfg.Partitions))
 	s.defPart = 0
@@ -292,6 +275,36 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 	}
 	return s, nil
+}
+
+// buildNode returns the runtime state of a new, idle node with config nc
+// (copied), whose GRES names are registered. It changes nothing.
+func (s *Scheduler) buildNode(nc NodeConfig) (node, error) {
+	nc.Features = slices.Clone(nc.Features)
+	nc.GRES = slices.Clone(nc.GRES)
+	nd := node{cfg: &nc}
+	nd.capacity = s.nodeCapacity(&nc)
+	nd.free = nd.capacity.Clone()
+	nd.cpuUsed = make([]uint64, (nc.CPUs+63)/64)
+	if len(nc.Devices.Devices) > 0 {
+		ds, err := gres.NewNodeDevices(nc.Devices)
+		if err != nil {
+			return node{}, fmt.Errorf("%w: node %q: %w", ErrInvalidConfig, nc.Name, err)
+		}
+		nd.devs = ds
+		nd.devTRES = make(map[int][2]gres.ID, len(nc.Devices.Devices))
+		nd.devCores = make(map[int]gres.CoreSet, len(nc.Devices.Devices))
+		for _, d := range nc.Devices.Devices {
+			nd.devCores[d.Index] = d.Cores
+			nd.hasAffinity = nd.hasAffinity || !d.Cores.IsEmpty()
+			ids := [2]gres.ID{s.reg.MustLookup(deviceTRES(d.Name, "")), -1}
+			if d.Type != "" {
+				ids[1] = s.reg.MustLookup(deviceTRES(d.Name, d.Type))
+			}
+			nd.devTRES[d.Index] = ids
+		}
+	}
+	return nd, nil
 }
 
 // NewRegistry returns a TRES registry holding the built-in TRES and every
@@ -956,11 +969,14 @@ func (s *Scheduler) Node(name string) (NodeInfo, bool) {
 	return s.nodeInfo(i), true
 }
 
-// Nodes returns snapshots of every node, in index order.
+// Nodes returns snapshots of every node, in index order (removed nodes
+// are not listed: their indices are skipped).
 func (s *Scheduler) Nodes() []NodeInfo {
-	out := make([]NodeInfo, len(s.nodes))
+	out := make([]NodeInfo, 0, len(s.nodeByName))
 	for i := range s.nodes {
-		out[i] = s.nodeInfo(i)
+		if !s.nodes[i].removed {
+			out = append(out, s.nodeInfo(i))
+		}
 	}
 	return out
 }
