@@ -170,6 +170,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	}); err != nil {
 		return fmt.Errorf("scheduler: backfill: reservations: %w", err)
 	}
+	windows = s.powerWindows(now, windows)
 	jobs, pjobs := b.jobs[:0], b.pjobs[:0]
 	s.pending.Ascend(func(j *job) bool {
 		// Jobs in reservations start in the main pass, inside their
@@ -239,6 +240,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		b.prevUsable = topology.NewNodeSet(s.usable.Len())
 	}
 	b.prevUsable.CopyFrom(s.usable)
+	s.wakeForPlan(now, plan, cyc)
 	cyc.Starts = slices.Grow(cyc.Starts, len(plan.Starts))
 	for _, k := range plan.Starts {
 		e := &plan.Entries[k]

@@ -135,6 +135,10 @@ type Config struct {
 	// Slurm's placements. With EnforceBinding both orders take only close
 	// devices.
 	GPUOrder gres.DeviceOrder
+	// Power turns on power saving (Slurm's SuspendTime, ResumeTimeout …):
+	// idle nodes are powered down and resumed on demand (see PowerConfig
+	// and power.go). Nil keeps every node on.
+	Power *PowerConfig
 }
 
 // billingMode is the mode Alloc.Billing uses: BillingMode, or the one
@@ -410,6 +414,11 @@ func (c *Config) validate() (*topology.Graph, error) {
 	}
 	if _, err := c.billingMode(); err != nil {
 		return nil, err
+	}
+	if c.Power != nil {
+		if err := c.Power.validate(names, pnames); err != nil {
+			return nil, err
+		}
 	}
 	if c.GPUOrder > gres.AffinityFirst {
 		return nil, fmt.Errorf("%w: unknown GPUOrder %v", ErrInvalidConfig, c.GPUOrder)

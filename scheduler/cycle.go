@@ -41,6 +41,15 @@ type Cycle struct {
 	// victim with a KillAt after Now is to be signalled now and is ended
 	// by the first cycle at or after KillAt (it then appears in Ended).
 	Preemptions []Preemption
+	// With power saving (Config.Power): PowerUp lists the nodes the
+	// cycle powers up for pending jobs (the caller runs its resume
+	// program and reports each with NodePoweredUp), PowerDown the idle
+	// nodes it powers down (the caller runs its suspend program), and
+	// ResumeTimedOut the booting nodes whose ResumeTimeout passed, now
+	// DOWN. See power.go.
+	PowerUp        []PowerUp `json:",omitempty"`
+	PowerDown      []string  `json:",omitempty"`
+	ResumeTimedOut []string  `json:",omitempty"`
 }
 
 // Start is the decision to run a job on concrete resources.
@@ -147,7 +156,7 @@ func (s *Scheduler) allowedNodes(sh *shape) topology.NodeSet {
 			sh.allowed = topology.NewNodeSet(len(s.nodes))
 		}
 		sh.allowed.CopyFrom(sh.capable)
-		sh.allowed.IntersectWith(s.usable)
+		sh.allowed.IntersectWith(s.ableNodes())
 		sh.usable = sh.allowed.Count()
 		sh.stamp = s.cycleNo + 1
 	}
@@ -214,6 +223,7 @@ func (s *Scheduler) schedule(now time.Time) (Cycle, error) {
 	cyc := Cycle{Now: now}
 	s.endExpired(now, &cyc)
 	s.resumeSuspended(now, &cyc)
+	s.powerBegin(now, &cyc)
 
 	s.avail.CopyFrom(s.usable)
 	blocked := &passBlocks{parts: make([]bool, len(s.parts))}
@@ -281,6 +291,7 @@ func (s *Scheduler) schedule(now time.Time) (Cycle, error) {
 			return cyc, err
 		}
 	}
+	s.powerEnd(now, &cyc)
 	recs := s.auditRecords(cyc, s.pendJobs)
 	if len(s.eventDecisions) > 0 {
 		recs = append(s.eventDecisions, recs...)
@@ -460,6 +471,9 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 	}
 	if magnetic {
 		return reason
+	}
+	if reason == policy.ReasonResources {
+		s.wakeForMainPass(now, j, cyc) // power saving: its nodes may be resumable
 	}
 	if j.Spec.Reservation != "" {
 		// A job in a reservation holds back the reservation's nodes (the

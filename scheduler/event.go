@@ -428,6 +428,12 @@ func decodeEvent(k EventKind, raw json.RawMessage) (Event, error) {
 		return decodeAs[RemoveNodeEvent](k, raw)
 	case KindUpdateNode:
 		return decodeAs[UpdateNodeEvent](k, raw)
+	case KindPowerDownNode:
+		return decodeAs[PowerDownNodeEvent](k, raw)
+	case KindPowerUpNode:
+		return decodeAs[PowerUpNodeEvent](k, raw)
+	case KindNodePoweredUp:
+		return decodeAs[NodePoweredUpEvent](k, raw)
 	}
 	return nil, fmt.Errorf("%w: unknown event kind %q", ErrInvalidEvent, k)
 }

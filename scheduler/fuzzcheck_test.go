@@ -52,8 +52,8 @@ func fzDigest(s *Scheduler, now time.Time) string {
 // String form: they hold pointers).
 func fzCycleDigest(c Cycle) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "now %s\nended %+v\nstarts %+v\npending %+v\nresumed %v\npreempt %+v\n",
-		c.Now.Format(time.RFC3339Nano), c.Ended, c.Starts, c.Pending, c.Resumed, c.Preemptions)
+	fmt.Fprintf(&b, "now %s\nended %+v\nstarts %+v\npending %+v\nresumed %v\npreempt %+v\npower up %v down %v timedout %v\n",
+		c.Now.Format(time.RFC3339Nano), c.Ended, c.Starts, c.Pending, c.Resumed, c.Preemptions, c.PowerUp, c.PowerDown, c.ResumeTimedOut)
 	for _, d := range c.Decisions {
 		fmt.Fprintf(&b, "decision %s\n", d)
 	}
@@ -238,6 +238,9 @@ func fzInvariants(s *Scheduler, cyc *Cycle) error {
 				n := &nodes[na.Node]
 				if n.Name != na.Name {
 					return fmt.Errorf("job %d started on node %d %q, which is %q", st.Job, na.Node, na.Name, n.Name)
+				}
+				if n.Power != PowerOn {
+					return fmt.Errorf("job %d started on node %s, which is %s", st.Job, n.Name, n.Power)
 				}
 				if !n.State.Usable() && n.State != NodeDraining && n.State != NodeFailing {
 					return fmt.Errorf("job %d started on node %s in state %s", st.Job, n.Name, n.State)

@@ -71,6 +71,11 @@ type fzCluster struct {
 	GraceSeconds int
 	// MinJobAge and EstimateInterval in seconds.
 	MinJobAge, EstimateInterval int
+	// SuspendTime, in seconds, turns on power saving (0: off), with
+	// ResumeTimeout in seconds (0: the default) and no rate limit when
+	// NoRate is set.
+	SuspendTime, ResumeTimeout int
+	NoRate                     bool
 }
 
 // fzNodeName is the name of node i.
@@ -161,6 +166,13 @@ func fzConfig(c fzCluster) (Config, error) {
 	}
 	cfg.MinJobAge = time.Duration(c.MinJobAge) * time.Second
 	cfg.EstimateInterval = time.Duration(c.EstimateInterval) * time.Second
+	if c.SuspendTime > 0 {
+		cfg.Power = &PowerConfig{SuspendTime: time.Duration(c.SuspendTime) * time.Second,
+			ResumeTimeout: time.Duration(c.ResumeTimeout) * time.Second, ResumeRate: 1, SuspendRate: 2}
+		if c.NoRate {
+			cfg.Power.ResumeRate, cfg.Power.SuspendRate = -1, -1
+		}
+	}
 	return cfg, nil
 }
 
@@ -266,6 +278,11 @@ func fzGenCluster(src *fzSource) fzCluster {
 	}
 	if src.intn(4) == 0 {
 		c.EstimateInterval = []int{30, 600}[src.intn(2)]
+	}
+	if src.intn(3) == 0 {
+		c.SuspendTime = []int{60, 600, 3600}[src.intn(3)]
+		c.ResumeTimeout = []int{0, 30, 300}[src.intn(3)]
+		c.NoRate = src.intn(2) == 0
 	}
 	return c
 }

@@ -80,12 +80,16 @@ const (
 	fkAddNode
 	fkRemoveNode
 	fkUpdateNode
+	fkPowerDown
+	fkPowerUp
+	fkPoweredUp
 	fkCount
 )
 
 var fzKindNames = [fkCount]string{"Schedule", "Submit", "SubmitArray", "Cancel", "Finish", "Requeue", "Checkpoint",
 	"DrainNode", "FailNode", "ResumeNode", "DownNode", "SetDeviceHealth", "AddReservation", "RemoveReservation",
-	"Explain", "IdleCapacity", "RequeueRecord", "AddNode", "RemoveNode", "UpdateNode"}
+	"Explain", "IdleCapacity", "RequeueRecord", "AddNode", "RemoveNode", "UpdateNode",
+	"PowerDownNode", "PowerUpNode", "NodePoweredUp"}
 
 func (k fzKind) String() string { return fzKindNames[k] }
 
@@ -132,7 +136,8 @@ type fzOp struct {
 	Counter bool
 	Frac    float64
 	// NodeCfg, Parts and SetParts are an AddNode's or UpdateNode's node
-	// (named Node) and partitions.
+	// (named Node) and partitions; SetParts on an AddNode adds the node
+	// powered down.
 	NodeCfg  fzNode
 	Parts    []string
 	SetParts bool
@@ -507,11 +512,18 @@ func (g *fzGen) next() fzOp {
 		if s.chance(25) {
 			op.NodeCfg.GPUType = fzPick(s, "v100", "h200")
 		}
-		switch s.intn(3) {
+		switch s.intn(6) {
 		case 0:
 			op.Kind, op.Parts = fkAddNode, g.parts()
+			op.SetParts = s.chance(4) // powered down
 		case 1:
 			op.Kind = fkRemoveNode
+		case 2:
+			op.Kind = fkPowerDown
+		case 3:
+			op.Kind = fkPowerUp
+		case 4:
+			op.Kind = fkPoweredUp
 		default:
 			op.Kind, op.SetParts = fkUpdateNode, s.chance(2)
 			if op.SetParts {
@@ -604,12 +616,18 @@ func fzCall(s *Scheduler, op fzOp) (out fzResult) {
 			break
 		}
 		if op.Kind == fkAddNode {
-			err = s.AddNode(now, nc, op.Parts...)
+			_, err = s.Apply(now, AddNodeEvent{Node: nc, Partitions: op.Parts, PoweredDown: op.SetParts})
 		} else {
 			_, err = s.Apply(now, UpdateNodeEvent{Node: nc, SetPartitions: op.SetParts, Partitions: op.Parts})
 		}
 	case fkRemoveNode:
 		err = s.RemoveNode(now, op.Node)
+	case fkPowerDown:
+		err = s.PowerDownNode(now, op.Node)
+	case fkPowerUp:
+		err = s.PowerUpNode(now, op.Node)
+	case fkPoweredUp:
+		err = s.NodePoweredUp(now, op.Node)
 	}
 	out.err = err
 	return out
@@ -661,7 +679,10 @@ func (op fzOp) goCode() string {
 	case fkRequeueRecord:
 		return fmt.Sprintf("s.RequeueRecord(%s, %d)", at, op.ID)
 	case fkAddNode:
-		return fmt.Sprintf("s.AddNode(%s, fzMustNode(%q, %#v), %#v...)", at, op.Node, op.NodeCfg, op.Parts)
+		return fmt.Sprintf("s.Apply(%s, AddNodeEvent{Node: fzMustNode(%q, %#v), Partitions: %#v, PoweredDown: %v})",
+			at, op.Node, op.NodeCfg, op.Parts, op.SetParts)
+	case fkPowerDown, fkPowerUp, fkPoweredUp:
+		return fmt.Sprintf("s.%s(%s, %q)", op.Kind, at, op.Node)
 	case fkUpdateNode:
 		return fmt.Sprintf("s.Apply(%s, UpdateNodeEvent{Node: fzMustNode(%q, %#v), SetPartitions: %v, Partitions: %#v})",
 			at, op.Node, op.NodeCfg, op.SetParts, op.Parts)

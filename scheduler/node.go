@@ -83,6 +83,8 @@ type node struct {
 	saved   int
 	// removed marks the tombstone of a removed node (see nodeadmin.go).
 	removed bool
+	// pw is the node's power-saving state (see power.go).
+	pw nodePower
 }
 
 func (n *node) state() NodeState {
@@ -186,6 +188,10 @@ type NodeInfo struct {
 	// UnhealthyDevices lists the device indices reported unhealthy; they
 	// are never allocated.
 	UnhealthyDevices []int
+	// Power is the node's power state with power saving (Config.Power):
+	// sinfo shows it as the state's suffix (PowerState.Suffix, "idle~").
+	// A node not PowerOn takes no work.
+	Power PowerState
 }
 
 // freeDevices returns the free, healthy device indices of every kind.

@@ -49,13 +49,17 @@ type AddNodeEvent struct {
 	// node joins; it joins every partition whose node list is empty
 	// (Nodes=ALL) whatever this says.
 	Partitions []string `json:",omitempty"`
+	// PoweredDown adds the node POWERED_DOWN, with power saving
+	// (Config.Power): a cloud node that exists only once resumed on
+	// demand, Slurm's State=CLOUD.
+	PoweredDown bool `json:",omitempty"`
 }
 
 // Kind returns KindAddNode.
 func (AddNodeEvent) Kind() EventKind { return KindAddNode }
 
 func (e AddNodeEvent) apply(s *Scheduler, now time.Time) (Result, error) {
-	return Result{}, s.addNode(now, e.Node, e.Partitions)
+	return Result{}, s.addNode(now, e)
 }
 
 // AddNode adds a node to the running cluster, up and idle, in the given
@@ -295,11 +299,14 @@ func (c *prioChange) commit(s *Scheduler) {
 }
 
 // addNode adds node nc (see AddNode).
-func (s *Scheduler) addNode(now time.Time, nc NodeConfig, parts []string) error {
+func (s *Scheduler) addNode(now time.Time, e AddNodeEvent) error {
 	if err := s.tick(now); err != nil {
 		return err
 	}
-	nc = cloneNodeConfig(nc)
+	nc, parts := cloneNodeConfig(e.Node), e.Partitions
+	if e.PoweredDown && s.power == nil {
+		return fmt.Errorf("%w: node %q: added powered down, but power saving is off (Config.Power)", ErrPowerState, nc.Name)
+	}
 	if err := s.validNode(&nc); err != nil {
 		return err
 	}
@@ -332,7 +339,12 @@ func (s *Scheduler) addNode(now time.Time, nc NodeConfig, parts []string) error 
 	s.nodes = append(s.nodes, nd)
 	s.nodeByName[nc.Name] = i
 	s.growNodeSets()
-	s.usable.Add(i)
+	if e.PoweredDown {
+		s.nodes[i].pw = nodePower{state: PowerPoweredDown, at: now}
+		s.power.dormant.Add(i)
+	} else {
+		s.usable.Add(i)
+	}
 	for k := range s.parts {
 		if in[k] {
 			p := &s.parts[k]
@@ -372,6 +384,9 @@ func (s *Scheduler) growNodeSets() {
 	}
 	if s.removed.Len() > 0 {
 		s.removed = grownSet(s.removed, n)
+	}
+	if s.power != nil {
+		s.power.dormant = grownSet(s.power.dormant, n)
 	}
 }
 
@@ -436,6 +451,9 @@ func (s *Scheduler) removeNode(now time.Time, name string) error {
 	}
 	for _, sh := range s.shapes {
 		sh.capable.Remove(i)
+	}
+	if s.power != nil {
+		s.power.dormant.Remove(i)
 	}
 	// The tombstone: nothing to offer, its name kept for what still
 	// refers to the index (a finished job's allocation, a stale plan).

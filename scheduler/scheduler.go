@@ -47,6 +47,7 @@ type Scheduler struct {
 	graph  *topology.Graph  // nil without Config.Topology
 	prio   *prio            // nil without Config.Priority (FCFS)
 	bf     *bfState         // nil without Config.Backfill
+	power  *powerState      // nil without Config.Power
 	pol    *polState        // nil without Config.Policy
 	usable topology.NodeSet // nodes whose admin state is up
 	// removed holds the tombstones of removed nodes (see nodeadmin.go);
@@ -262,6 +263,9 @@ func New(cfg Config) (*Scheduler, error) {
 		if err := s.initPolicy(*polCfg, cfg.Partitions); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Power != nil {
+		s.initPower(*cfg.Power)
 	}
 	if cfg.Backfill != nil {
 		if err := s.initBackfill(*cfg.Backfill, cfg.EstimateInterval); err != nil {
@@ -985,7 +989,7 @@ func (s *Scheduler) nodeInfo(i int) NodeInfo {
 	n := &s.nodes[i]
 	ni := NodeInfo{
 		Index: i, Name: n.cfg.Name, State: n.state(), Reason: n.reason, Since: n.since,
-		Capacity: n.capacity.Clone(), Free: n.free.Clone(), Jobs: slices.Clone(n.jobs),
+		Capacity: n.capacity.Clone(), Free: n.free.Clone(), Jobs: slices.Clone(n.jobs), Power: n.pw.state,
 	}
 	ni.FreeDevices = n.freeDevices()
 	ni.UnhealthyDevices = n.allUnhealthy()
@@ -1021,7 +1025,7 @@ func (s *Scheduler) applyAdmin(now time.Time, i int, st adminState, reason strin
 		s.noteCapacity() // a down node offers nothing to the plan
 	}
 	n.admin, n.reason, n.since, n.autoDrained = st, reason, now, false
-	if st == adminUp {
+	if st == adminUp && n.pw.state == PowerOn {
 		s.usable.Add(i)
 	} else {
 		s.usable.Remove(i)
