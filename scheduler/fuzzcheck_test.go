@@ -195,6 +195,9 @@ func fzInvariants(s *Scheduler, cyc *Cycle) error {
 		if hasGPU && n.Capacity[gpu] > 0 && int64(len(n.FreeDevices)) != n.Free[gpu] {
 			return fmt.Errorf("node %s: free devices %v but %d gres/gpu free", n.Name, n.FreeDevices, n.Free[gpu])
 		}
+		if n.Power != PowerOn && len(n.Jobs) > 0 {
+			return fmt.Errorf("node %s is %s but runs jobs %v", n.Name, n.Power, n.Jobs)
+		}
 		for _, id := range n.Jobs {
 			if j := byID[id]; j == nil || (j.State != JobRunning && j.State != JobSuspended) {
 				return fmt.Errorf("node %s lists job %d, which does not run", n.Name, id)

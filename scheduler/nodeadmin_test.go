@@ -7,9 +7,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/internal/clustertest"
 	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/priority"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
@@ -161,4 +163,51 @@ func TestSetNodePartitions(t *testing.T) {
 	assert.Equal(t, "a100-01", c.Starts[0].Alloc.Nodes[0].Name)
 	err = s.SetNodePartitions(t0, "a100-01", "nope")
 	require.ErrorIs(t, err, scheduler.ErrUnknownPartition)
+}
+
+// TestAddedNodeDecidesAsConfigured checks that a scheduler that gained a
+// node at run time decides as one configured with it from the start: the
+// same starts, the same priorities (the job-size factor and partition
+// totals count the new node) and the same backfill estimates.
+func TestAddedNodeDecidesAsConfigured(t *testing.T) {
+	withPrio := func(c *scheduler.Config) {
+		c.Priority = &scheduler.PriorityConfig{
+			Engine: priority.Config{Weights: priority.Weights{Age: 1000, JobSize: 5000, Partition: 1000},
+				TRESWeights: map[string]float64{"cpu": 2000, "gres/gpu": 3000}},
+			CalcPeriod: time.Minute,
+		}
+		c.Backfill = &backfill.Config{Mode: backfill.EASY, Resolution: time.Second}
+	}
+	grown := clustertest.Mixed4()
+	withPrio(&grown)
+	a, err := scheduler.New(grown)
+	require.NoError(t, err)
+	require.NoError(t, a.AddNode(t0, clustertest.DGXNode("h100-03"), "h100"))
+
+	full := clustertest.Mixed4()
+	withPrio(&full)
+	full.Nodes = append(full.Nodes, clustertest.DGXNode("h100-03"))
+	full.Partitions[1].Nodes = append(full.Partitions[1].Nodes, "h100-03")
+	b, err := scheduler.New(full)
+	require.NoError(t, err)
+
+	specs := []scheduler.JobSpec{
+		{User: "u", Partition: "h100", Nodes: 2, GRESPerNode: gpus(8), TimeLimit: 2 * time.Hour},
+		{User: "v", Partition: "h100", Nodes: 2, GRESPerNode: gpus(4), TimeLimit: time.Hour},
+		{User: "u", Nodes: 1, CPUsPerTask: 16, GRESPerNode: gpus(2), TimeLimit: 30 * time.Minute},
+		{User: "w", Partition: "h100", Nodes: 3, GRESPerNode: gpus(1), TimeLimit: time.Hour},
+		{User: "v", Nodes: 4, GRESPerNode: gpus(8), TimeLimit: 3 * time.Hour},
+	}
+	for k, sp := range specs {
+		at := t0.Add(time.Duration(k) * time.Second)
+		mustSubmit(t, a, at, sp)
+		mustSubmit(t, b, at, sp)
+	}
+	for k := range 3 {
+		at := t0.Add(time.Duration(k) * 2 * time.Minute).Add(10 * time.Second)
+		ca, cb := mustSchedule(t, a, at), mustSchedule(t, b, at)
+		assert.Equal(t, cb.Starts, ca.Starts, "cycle %d", k)
+		assert.Equal(t, cb.Pending, ca.Pending, "cycle %d", k)
+	}
+	assert.Equal(t, b.Sprio(priority.SprioFormat{}), a.Sprio(priority.SprioFormat{}))
 }
