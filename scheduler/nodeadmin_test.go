@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -210,4 +211,59 @@ func TestAddedNodeDecidesAsConfigured(t *testing.T) {
 		assert.Equal(t, cb.Pending, ca.Pending, "cycle %d", k)
 	}
 	assert.Equal(t, b.Sprio(priority.SprioFormat{}), a.Sprio(priority.SprioFormat{}))
+}
+
+// TestUpdateNodeKeepsDeviceHealth checks that device health survives an
+// update for the devices that remain, and that the drain the scheduler
+// made because every device failed lifts once the update leaves none
+// failed.
+func TestUpdateNodeKeepsDeviceHealth(t *testing.T) {
+	s := newMixed(t)
+	for d := range 8 {
+		require.NoError(t, s.SetDeviceHealth(t0, "a100-01", d, false, "xid 79"))
+	}
+	n, _ := s.Node("a100-01")
+	require.Equal(t, scheduler.NodeDrained, n.State)
+	nc, _ := s.NodeConfig("a100-01")
+	nc.MemoryMiB /= 2
+	require.NoError(t, s.UpdateNode(t0, nc))
+	n, _ = s.Node("a100-01")
+	assert.Equal(t, scheduler.NodeDrained, n.State, "the same devices, still unhealthy")
+	assert.Len(t, n.UnhealthyDevices, 8)
+	assert.Empty(t, n.FreeDevices)
+
+	nc.Devices = gres.Inventory{Devices: nc.Devices.Devices[:4]}
+	nc.Devices.Links = nil
+	nc.Devices = nc.Devices.Clone()
+	require.NoError(t, s.UpdateNode(t0, nc))
+	n, _ = s.Node("a100-01")
+	assert.Equal(t, scheduler.NodeDrained, n.State)
+	assert.Len(t, n.UnhealthyDevices, 4)
+
+	nc.Devices = gres.Inventory{}
+	require.NoError(t, s.UpdateNode(t0, nc))
+	n, _ = s.Node("a100-01")
+	assert.Equal(t, scheduler.NodeIdle, n.State, "no device left to fail: the automatic drain lifts")
+	assert.Empty(t, n.UnhealthyDevices)
+}
+
+// TestNodeEventsRoundTripJSON checks that every node event survives its
+// journal encoding (Entry JSON) unchanged.
+func TestNodeEventsRoundTripJSON(t *testing.T) {
+	node := scheduler.NodeConfig{Name: "cpu-09", CPUs: 64, MemoryMiB: 256 * clustertest.GiB, Features: []string{"avx512"},
+		GRES: []gres.Request{{Name: "shard", Count: 8}}}
+	for _, ev := range []scheduler.Event{
+		scheduler.AddNodeEvent{Node: node, Partitions: []string{"gpu"}, PoweredDown: true},
+		scheduler.RemoveNodeEvent{Node: "cpu-09"},
+		scheduler.UpdateNodeEvent{Node: node, SetPartitions: true, Partitions: []string{"h100"}},
+		scheduler.PowerDownNodeEvent{Node: "cpu-09"},
+		scheduler.PowerUpNodeEvent{Node: "cpu-09"},
+		scheduler.NodePoweredUpEvent{Node: "cpu-09"},
+	} {
+		b, err := json.Marshal(scheduler.Entry{At: t0, Event: ev})
+		require.NoError(t, err)
+		var e scheduler.Entry
+		require.NoError(t, json.Unmarshal(b, &e), string(b))
+		assert.Equal(t, ev, e.Event, string(b))
+	}
 }
