@@ -547,7 +547,6 @@ func (s *Scheduler) updateNode(now time.Time, e UpdateNodeEvent) error {
 		c[gres.Node] = 0
 		s.bf.nodes[i].Capacity = c
 	}
-	s.healthGen++ // running jobs' profile use is recounted against the new devices
 	s.nodesChanged()
 	s.last = now
 	return nil
