@@ -501,6 +501,7 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 	}
 	blocked.parts[j.part] = true
 	s.avail.Subtract(p.nodes)
+	s.holdWake(p.nodes)
 	return reason
 }
 

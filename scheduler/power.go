@@ -157,8 +157,9 @@ type powerState struct {
 	// dormant holds the nodes whose power state is not on.
 	dormant topology.NodeSet
 	// able is, for the cycle running, the nodes up or resumable (dormant
-	// and administratively up); wake those still free to be woken for a
-	// job of this cycle.
+	// and administratively up); wake, for the main pass without
+	// backfill, the resumable nodes no job ahead has claimed or held
+	// back.
 	able, wake topology.NodeSet
 	// The rate windows: when each opened, and how many nodes went up and
 	// down in it.
@@ -372,8 +373,11 @@ func (s *Scheduler) powerWindows(now time.Time, windows []bfWindow) []bfWindow {
 	if p == nil {
 		return windows
 	}
-	for i := p.wake.Next(0); i >= 0; i = p.wake.Next(i + 1) {
+	for i := p.dormant.Next(0); i >= 0; i = p.dormant.Next(i + 1) {
 		n := &s.nodes[i]
+		if n.admin != adminUp {
+			continue // offers nothing: not in any job's allowed nodes
+		}
 		end := now.Add(p.cfg.ResumeTimeout)
 		switch n.pw.state {
 		case PowerPoweringDown:
@@ -386,6 +390,15 @@ func (s *Scheduler) powerWindows(now time.Time, windows []bfWindow) []bfWindow {
 	return windows
 }
 
+// holdWake keeps the resumable nodes of a partition whose queue is
+// blocked from the later jobs of the main pass, as the partition's up
+// nodes are (see evaluate).
+func (s *Scheduler) holdWake(nodes topology.NodeSet) {
+	if s.power != nil {
+		s.power.wake.Subtract(nodes)
+	}
+}
+
 // powerIDBase numbers the profile blocks of resumable nodes, below the
 // reservation windows' and far above any job ID.
 const powerIDBase = 1 << 61
@@ -394,7 +407,7 @@ const powerIDBase = 1 << 61
 // for a job that starts once they have booted.
 func (s *Scheduler) wakeForPlan(now time.Time, plan *backfill.Plan, cyc *Cycle) {
 	p := s.power
-	if p == nil || p.wake.IsEmpty() {
+	if p == nil || p.dormant.IsEmpty() {
 		return
 	}
 	soon := now.Add(p.cfg.ResumeTimeout + s.bf.planner.Config().Resolution)
@@ -404,7 +417,7 @@ func (s *Scheduler) wakeForPlan(now time.Time, plan *backfill.Plan, cyc *Cycle) 
 			continue
 		}
 		for _, i := range e.Nodes {
-			if p.wake.Has(i) {
+			if p.dormant.Has(i) && s.nodes[i].admin == adminUp {
 				s.powerUp(now, i, cyc, JobID(e.ID))
 			}
 		}

@@ -181,3 +181,26 @@ func TestAddNodePoweredDown(t *testing.T) {
 	require.Len(t, c.PowerUp, 1)
 	assert.Equal(t, "cloud-01", c.PowerUp[0].Node)
 }
+
+// TestBlockedPartitionHoldsItsPoweredDownNodes checks that, as a job
+// waiting for resources holds back its partition's nodes from the rest
+// of the main pass, it holds back the partition's powered-down nodes: a
+// lower-tier job may not wake them.
+func TestBlockedPartitionHoldsItsPoweredDownNodes(t *testing.T) {
+	s := newPowered(t, false)
+	now := powerDownIdle(t, s).Add(time.Minute)
+	require.NoError(t, s.NodePoweredUp(now, "h100-01"))
+	mustSubmit(t, s, now, scheduler.JobSpec{User: "u", Partition: "h100", GRESPerNode: gpus(8)})
+	c := mustSchedule(t, s, now)
+	require.Len(t, c.Starts, 1)
+	require.Empty(t, c.PowerUp)
+
+	// Two whole h100 nodes: one runs a job, so this waits even with
+	// h100-02 booted, and holds the h100 partition.
+	a := mustSubmit(t, s, now, scheduler.JobSpec{User: "u", Partition: "h100", Nodes: 2, GRESPerNode: gpus(8)})
+	b := mustSubmit(t, s, now, scheduler.JobSpec{User: "v", Partition: "gpu", GRESPerNode: typed("h100", 8)})
+	c = mustSchedule(t, s, now.Add(time.Second))
+	assert.Equal(t, policy.ReasonResources, reasonOf(c, a))
+	assert.Equal(t, policy.ReasonResources, reasonOf(c, b))
+	assert.Empty(t, c.PowerUp, "h100-02 is held for the blocked h100 queue")
+}
