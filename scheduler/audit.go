@@ -979,6 +979,10 @@ func (s *Scheduler) policyHash() string {
 	num(int64(len(s.nodes)))
 	for i := range s.nodes {
 		n := &s.nodes[i]
+		if n.removed {
+			str("(removed)")
+			continue
+		}
 		str(n.cfg.Name)
 		num(int64(n.cfg.CPUs))
 		num(n.cfg.MemoryMiB)

@@ -84,13 +84,12 @@ func (s *Scheduler) profileNodes() []backfill.NodeState {
 	if b == nil {
 		b = &bfState{} // no backfill configured: nothing to reuse
 	}
-	if len(b.nodes) != len(s.nodes) {
-		b.nodes = make([]backfill.NodeState, len(s.nodes))
-		for i := range s.nodes {
-			c := s.nodes[i].capacity.Clone()
-			c[gres.Node] = 0
-			b.nodes[i] = backfill.NodeState{Capacity: c, Free: make(gres.Vector, len(c))}
-		}
+	// Nodes added since the last call (all of them the first time) get
+	// their entry; UpdateNode and RemoveNode rewrite a node's capacity.
+	for i := len(b.nodes); i < len(s.nodes); i++ {
+		c := s.nodes[i].capacity.Clone()
+		c[gres.Node] = 0
+		b.nodes = append(b.nodes, backfill.NodeState{Capacity: c, Free: make(gres.Vector, len(c))})
 	}
 	for i := range s.nodes {
 		n := &s.nodes[i]
@@ -171,6 +170,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	}); err != nil {
 		return fmt.Errorf("scheduler: backfill: reservations: %w", err)
 	}
+	windows = s.powerWindows(now, windows)
 	jobs, pjobs := b.jobs[:0], b.pjobs[:0]
 	s.pending.Ascend(func(j *job) bool {
 		// Jobs in reservations start in the main pass, inside their
@@ -240,6 +240,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		b.prevUsable = topology.NewNodeSet(s.usable.Len())
 	}
 	b.prevUsable.CopyFrom(s.usable)
+	s.wakeForPlan(now, plan, cyc)
 	cyc.Starts = slices.Grow(cyc.Starts, len(plan.Starts))
 	for _, k := range plan.Starts {
 		e := &plan.Entries[k]

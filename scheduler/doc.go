@@ -47,6 +47,19 @@
 // for a start now, which decides the same, and Job.EstimatedAt says how
 // old its estimate is.
 //
+// Nodes change at run time, each change an event validated as New
+// validates a node: AddNode, RemoveNode (refused while jobs run or a
+// reservation holds the node; the slot stays as a tombstone, so indices
+// never move) and UpdateNode (CPUs, memory, devices, GRES, features,
+// partitions; never below what running jobs hold). Running jobs are never
+// judged again: a change holds new starts only. With Config.Power, idle
+// nodes are powered down after SuspendTime and resumed on demand, Slurm's
+// power saving: Cycle.PowerDown and Cycle.PowerUp say which nodes to
+// suspend and to boot, NodePoweredUp reports a node up, and the backfill
+// plan counts a powered-down node free from the time it could have booted
+// (see power.go for how Sluice's pending-while-booting differs from
+// Slurm's CONFIGURING).
+//
 // Explain answers why a job waits (every blocker, with evidence), when it
 // will start, and what would let it start sooner, each answer verified by
 // re-planning; IdleCapacity says why idle GPUs are idle. Everything the

@@ -164,7 +164,7 @@ func (s *Scheduler) requeueControl(now time.Time, id JobID, hold bool) error {
 		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
 	}
 	if s.pol != nil {
-		if err := s.pol.usage.AddJob(policy.JobID(j.ID), j.subject); err != nil {
+		if err := s.pol.usage.AddJob(policy.JobID(j.ID), s.subjectOf(j)); err != nil {
 			j.Job, j.breakdown = was, b
 			return fmt.Errorf("%w: requeue job %d: %w", ErrInvalidJob, id, err)
 		}
