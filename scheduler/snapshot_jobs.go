@@ -1,0 +1,568 @@
+package scheduler
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/priority"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// The jobs section is hand-written for speed (a standard state holds
+// 140,000 jobs): per job a few flag words saying which fields follow,
+// then the fields. jobSpecFields is the number of JobSpec fields the
+// encoding knows; a test fails when JobSpec grows without it.
+const jobSpecFields = 30
+
+// JobSpec field presence bits (in field order).
+const (
+	spName = 1 << iota
+	spUser
+	spAccount
+	spPartition
+	spQOS
+	spNodes
+	spTasks
+	spCPUsPerTask
+	spMemPerNode
+	spGRESPerNode
+	spGRESPerTask
+	spGRESPerJob
+	spCPUsPerGPU
+	spMemPerGPU
+	spGPUsPerSocket
+	spSocketsPerNode
+	spEnforceBinding
+	spTimeMin
+	spTimeLimit
+	spBeginTime
+	spExclusive
+	spCheckpoint
+	spRequeue
+	spSwitches
+	spSwitchesMaxWait
+	spSegment
+	spReservation
+	spDependency
+	spNice
+	spNVLinkDomain
+)
+
+func (e *senc) requests(rs []gres.Request) {
+	e.uvarint(uint64(len(rs)))
+	for _, r := range rs {
+		e.sym(r.Name)
+		e.sym(r.Type)
+		e.varint(r.Count)
+	}
+}
+
+func (d *sdec) requests() []gres.Request {
+	n := d.count()
+	if n == 0 || d.err != nil {
+		return nil
+	}
+	out := make([]gres.Request, n)
+	for i := range out {
+		out[i] = gres.Request{Name: d.sym(), Type: d.sym(), Count: d.varint()}
+	}
+	return out
+}
+
+func (e *senc) spec(sp *JobSpec) {
+	var m uint64
+	set := func(bit uint64, on bool) {
+		if on {
+			m |= bit
+		}
+	}
+	set(spName, sp.Name != "")
+	set(spUser, sp.User != "")
+	set(spAccount, sp.Account != "")
+	set(spPartition, sp.Partition != "")
+	set(spQOS, sp.QOS != "")
+	set(spNodes, sp.Nodes != 0)
+	set(spTasks, sp.Tasks != 0)
+	set(spCPUsPerTask, sp.CPUsPerTask != 0)
+	set(spMemPerNode, sp.MemPerNodeMiB != 0)
+	set(spGRESPerNode, sp.GRESPerNode != nil)
+	set(spGRESPerTask, sp.GRESPerTask != nil)
+	set(spGRESPerJob, sp.GRESPerJob != nil)
+	set(spCPUsPerGPU, sp.CPUsPerGPU != 0)
+	set(spMemPerGPU, sp.MemPerGPUMiB != 0)
+	set(spGPUsPerSocket, sp.GPUsPerSocket != 0)
+	set(spSocketsPerNode, sp.SocketsPerNode != 0)
+	set(spEnforceBinding, sp.EnforceBinding)
+	set(spTimeMin, sp.TimeMin != 0)
+	set(spTimeLimit, sp.TimeLimit != 0)
+	set(spBeginTime, !sp.BeginTime.IsZero())
+	set(spExclusive, sp.Exclusive)
+	set(spCheckpoint, sp.CheckpointInterval != 0)
+	set(spRequeue, sp.Requeue != 0)
+	set(spSwitches, sp.Switches != 0)
+	set(spSwitchesMaxWait, sp.SwitchesMaxWait != 0)
+	set(spSegment, sp.Segment != 0)
+	set(spReservation, sp.Reservation != "")
+	set(spDependency, sp.Dependency != "")
+	set(spNice, sp.Nice != 0)
+	set(spNVLinkDomain, sp.NVLinkDomain != 0)
+	e.uvarint(m)
+	str := func(bit uint64, s string) {
+		if m&bit != 0 {
+			e.sym(s)
+		}
+	}
+	num := func(bit uint64, x int64) {
+		if m&bit != 0 {
+			e.varint(x)
+		}
+	}
+	reqs := func(bit uint64, rs []gres.Request) {
+		if m&bit != 0 {
+			e.requests(rs)
+		}
+	}
+	str(spName, sp.Name)
+	str(spUser, sp.User)
+	str(spAccount, sp.Account)
+	str(spPartition, sp.Partition)
+	str(spQOS, sp.QOS)
+	num(spNodes, int64(sp.Nodes))
+	num(spTasks, int64(sp.Tasks))
+	num(spCPUsPerTask, int64(sp.CPUsPerTask))
+	num(spMemPerNode, sp.MemPerNodeMiB)
+	reqs(spGRESPerNode, sp.GRESPerNode)
+	reqs(spGRESPerTask, sp.GRESPerTask)
+	reqs(spGRESPerJob, sp.GRESPerJob)
+	num(spCPUsPerGPU, int64(sp.CPUsPerGPU))
+	num(spMemPerGPU, sp.MemPerGPUMiB)
+	num(spGPUsPerSocket, int64(sp.GPUsPerSocket))
+	num(spSocketsPerNode, int64(sp.SocketsPerNode))
+	num(spTimeMin, int64(sp.TimeMin))
+	num(spTimeLimit, int64(sp.TimeLimit))
+	if m&spBeginTime != 0 {
+		e.time(sp.BeginTime)
+	}
+	num(spCheckpoint, int64(sp.CheckpointInterval))
+	num(spRequeue, int64(sp.Requeue))
+	num(spSwitches, int64(sp.Switches))
+	num(spSwitchesMaxWait, int64(sp.SwitchesMaxWait))
+	num(spSegment, int64(sp.Segment))
+	str(spReservation, sp.Reservation)
+	str(spDependency, sp.Dependency)
+	num(spNice, int64(sp.Nice))
+	num(spNVLinkDomain, int64(sp.NVLinkDomain))
+}
+
+func (d *sdec) spec() JobSpec {
+	var sp JobSpec
+	m := d.uvarint()
+	if m >= 1<<jobSpecFields {
+		d.fail("unknown JobSpec fields 0x%x (a snapshot of a newer version?)", m)
+		return sp
+	}
+	str := func(bit uint64) string {
+		if m&bit != 0 {
+			return d.sym()
+		}
+		return ""
+	}
+	num := func(bit uint64) int64 {
+		if m&bit != 0 {
+			return d.varint()
+		}
+		return 0
+	}
+	reqs := func(bit uint64) []gres.Request {
+		if m&bit != 0 {
+			if rs := d.requests(); rs != nil {
+				return rs
+			}
+			return []gres.Request{}
+		}
+		return nil
+	}
+	sp.Name = str(spName)
+	sp.User = str(spUser)
+	sp.Account = str(spAccount)
+	sp.Partition = str(spPartition)
+	sp.QOS = str(spQOS)
+	sp.Nodes = int(num(spNodes))
+	sp.Tasks = int(num(spTasks))
+	sp.CPUsPerTask = int(num(spCPUsPerTask))
+	sp.MemPerNodeMiB = num(spMemPerNode)
+	sp.GRESPerNode = reqs(spGRESPerNode)
+	sp.GRESPerTask = reqs(spGRESPerTask)
+	sp.GRESPerJob = reqs(spGRESPerJob)
+	sp.CPUsPerGPU = int(num(spCPUsPerGPU))
+	sp.MemPerGPUMiB = num(spMemPerGPU)
+	sp.GPUsPerSocket = int(num(spGPUsPerSocket))
+	sp.SocketsPerNode = int(num(spSocketsPerNode))
+	sp.EnforceBinding = m&spEnforceBinding != 0
+	sp.TimeMin = durationOf(num(spTimeMin))
+	sp.TimeLimit = durationOf(num(spTimeLimit))
+	if m&spBeginTime != 0 {
+		sp.BeginTime = d.time()
+	}
+	sp.Exclusive = m&spExclusive != 0
+	sp.CheckpointInterval = durationOf(num(spCheckpoint))
+	sp.Requeue = RequeueMode(num(spRequeue))
+	sp.Switches = int(num(spSwitches))
+	sp.SwitchesMaxWait = durationOf(num(spSwitchesMaxWait))
+	sp.Segment = int(num(spSegment))
+	sp.Reservation = str(spReservation)
+	sp.Dependency = str(spDependency)
+	sp.Nice = int(num(spNice))
+	sp.NVLinkDomain = topology.DomainMode(num(spNVLinkDomain))
+	return sp
+}
+
+// Job flag bits (the second flag word of a job record).
+const (
+	jfBackfilled = 1 << iota
+	jfReserved
+	jfPreemptFirst
+	jfPreempting
+	jfBFMinIsPer      // bfMin is bfPer (not written)
+	jfBFSpreadIsExtra // bfSpread is extraTotal (not written)
+	jfBreakdown       // a priority breakdown follows
+	jfSuspended       // suspension bookkeeping follows
+	jfPreemptFollows  // preemption bookkeeping follows
+	jfExtra           // extra, extraTotal follow
+	jfAlloc           // an allocation follows
+	jfEstimate        // ExpectedStart, EstimatedAt, planned follow
+	jfArray           // ArrayJobID, ArrayTaskID follow
+	jfUsage           // usageTotal, usageEnd follow
+	jfNumFlags        = iota
+)
+
+func (s *Scheduler) snapJobs(e *senc) error {
+	ids := slices.Sorted(maps.Keys(s.jobs))
+	e.uvarint(uint64(len(ids)))
+	for _, id := range ids {
+		if err := e.job(s.jobs[id]); err != nil {
+			return fmt.Errorf("job %d: %w", id, err)
+		}
+	}
+	return nil
+}
+
+func (e *senc) job(j *job) error {
+	var f uint64
+	set := func(bit uint64, on bool) {
+		if on {
+			f |= bit
+		}
+	}
+	set(jfBackfilled, j.Backfilled)
+	set(jfReserved, j.reserved)
+	set(jfPreemptFirst, j.preemptFirst)
+	set(jfPreempting, j.preempting)
+	bfMinIsPer := len(j.bfMin) > 0 && &j.bfMin[0] == &j.bfPer[0]
+	set(jfBFMinIsPer, bfMinIsPer)
+	spreadIsExtra := j.bfSpread != nil && len(j.extraTotal) > 0 && &j.bfSpread[0] == &j.extraTotal[0]
+	set(jfBFSpreadIsExtra, spreadIsExtra)
+	set(jfBreakdown, j.breakdown.Priority != 0 || j.breakdown.TRES != nil || j.breakdown.Weights != (priority.Weights{}))
+	set(jfSuspended, j.suspendedBy != 0 || j.remaining != 0 || j.suspendedCPUs != nil)
+	set(jfPreemptFollows, j.awaitingVictims != 0 || j.preemptedFor != 0 || j.preemptAction != 0)
+	set(jfExtra, j.extra != nil || j.extraTotal != nil)
+	set(jfAlloc, j.Alloc.Nodes != nil || j.Alloc.Billing != 0 || j.Alloc.Quality != 0)
+	set(jfEstimate, !j.ExpectedStart.IsZero() || !j.EstimatedAt.IsZero() || len(j.planned) > 0)
+	set(jfArray, j.ArrayJobID != 0 || j.ArrayTaskID != 0)
+	set(jfUsage, j.usageTotal != nil || !j.usageEnd.IsZero())
+	e.uvarint(uint64(j.ID))
+	e.uvarint(f)
+	e.byte(byte(j.State))
+	e.uvarint(uint64(j.Reason))
+	e.spec(&j.Spec)
+	e.sym(j.Partition)
+	e.int(j.tier)
+	e.int(j.nodes)
+	e.varint(j.tpn)
+	e.varint(int64(j.TimeLimit))
+	e.uvarint(uint64(j.Priority))
+	e.time(j.SubmitTime)
+	e.time(j.StartTime)
+	e.time(j.EndTime)
+	e.time(j.EligibleTime)
+	e.time(j.deadline)
+	e.time(j.LastCheckpoint)
+	e.int(j.ExitCode)
+	e.int(j.Restarts)
+	e.f64(j.LostGPUSeconds)
+	e.uvarint(j.doneCycle)
+	e.vec(j.perNode)
+	e.requests(j.devReq)
+	e.vec(j.bfPer)
+	if !bfMinIsPer {
+		e.vec(j.bfMin)
+	}
+	if !spreadIsExtra {
+		e.vec(j.bfSpread)
+	}
+	if f&jfExtra != 0 {
+		e.requests(j.extra)
+		e.vec(j.extraTotal)
+	}
+	if f&jfArray != 0 {
+		e.uvarint(uint64(j.ArrayJobID))
+		e.int(j.ArrayTaskID)
+	}
+	if f&jfEstimate != 0 {
+		e.time(j.ExpectedStart)
+		e.time(j.EstimatedAt)
+		e.ints(j.planned)
+	}
+	if f&jfAlloc != 0 {
+		e.alloc(&j.Alloc)
+	}
+	if f&jfUsage != 0 {
+		e.vec(j.usageTotal)
+		e.time(j.usageEnd)
+	}
+	if f&jfSuspended != 0 {
+		e.uvarint(uint64(j.suspendedBy))
+		e.varint(int64(j.remaining))
+		e.uvarint(uint64(len(j.suspendedCPUs)))
+		for _, c := range j.suspendedCPUs {
+			e.varint(c)
+		}
+	}
+	if f&jfPreemptFollows != 0 {
+		e.int(j.awaitingVictims)
+		e.uvarint(uint64(j.preemptedFor))
+		e.byte(byte(j.preemptAction))
+	}
+	if f&jfBreakdown != 0 {
+		e.breakdown(&j.breakdown)
+	}
+	return nil
+}
+
+func (e *senc) alloc(a *Allocation) {
+	e.f64(a.Billing)
+	e.f64(a.Quality)
+	e.uvarint(uint64(len(a.Nodes)))
+	for k := range a.Nodes {
+		na := &a.Nodes[k]
+		e.int(na.Node)
+		e.ints(na.CPUs)
+		e.varint(na.MemoryMiB)
+		e.ints(na.Devices)
+		e.f64(na.DeviceQuality)
+		e.vec(na.TRES)
+	}
+}
+
+func (e *senc) factors(f *priority.Factors) {
+	for _, x := range [...]float64{f.Age, f.Assoc, f.FairShare, f.JobSize, f.Partition, f.QOS} {
+		e.f64(x)
+	}
+}
+
+func (d *sdec) factors() priority.Factors {
+	return priority.Factors{Age: d.f64(), Assoc: d.f64(), FairShare: d.f64(), JobSize: d.f64(), Partition: d.f64(), QOS: d.f64()}
+}
+
+func (e *senc) weights(w *priority.Weights) {
+	for _, x := range [...]uint32{w.Age, w.Assoc, w.FairShare, w.JobSize, w.Partition, w.QOS} {
+		e.uvarint(uint64(x))
+	}
+}
+
+func (d *sdec) weights() priority.Weights {
+	u := func() uint32 {
+		x := d.uvarint()
+		if x > 1<<32-1 {
+			d.fail("weight %d out of range", x)
+		}
+		return uint32(x)
+	}
+	return priority.Weights{Age: u(), Assoc: u(), FairShare: u(), JobSize: u(), Partition: u(), QOS: u()}
+}
+
+func (e *senc) breakdown(b *priority.Breakdown) {
+	e.uvarint(uint64(b.Priority))
+	e.uvarint(uint64(b.Computed))
+	e.f64(b.Sum)
+	e.bool(b.Admin)
+	e.factors(&b.Factors)
+	e.factors(&b.Weighted)
+	if b.TRES == nil {
+		e.uvarint(0)
+	} else {
+		e.uvarint(uint64(len(b.TRES)) + 1)
+		for _, t := range b.TRES {
+			e.uvarint(uint64(t.ID))
+			e.f64(t.Factor)
+			e.f64(t.Weighted)
+		}
+	}
+	e.f64(b.TRESSum)
+	e.varint(b.Site)
+	e.varint(b.Nice)
+	e.weights(&b.Weights)
+}
+
+func (d *sdec) breakdown() priority.Breakdown {
+	var b priority.Breakdown
+	b.Priority = d.u32()
+	b.Computed = d.u32()
+	b.Sum = d.f64()
+	b.Admin = d.bool()
+	b.Factors = d.factors()
+	b.Weighted = d.factors()
+	if n := d.count1(); n > 0 && d.err == nil {
+		b.TRES = make([]priority.TRESFactor, n-1)
+		for i := range b.TRES {
+			b.TRES[i] = priority.TRESFactor{ID: d.tres(d.uvarint()), Factor: d.f64(), Weighted: d.f64()}
+		}
+	}
+	b.TRESSum = d.f64()
+	b.Site = d.varint()
+	b.Nice = d.varint()
+	b.Weights = d.weights()
+	return b
+}
+
+func (d *sdec) u32() uint32 {
+	x := d.uvarint()
+	if d.err == nil && x > 1<<32-1 {
+		d.fail("%d overflows uint32", x)
+	}
+	return uint32(x)
+}
+
+// job reads one job record. The record's partition name is checked
+// against the restored scheduler's partitions; what it refers to (nodes,
+// jobs) is checked by the caller.
+func (d *sdec) job(s *Scheduler) *job {
+	j := &job{}
+	j.ID = JobID(d.uvarint())
+	f := d.uvarint()
+	if d.err == nil && f >= 1<<jfNumFlags {
+		d.fail("job %d: unknown flags 0x%x (a snapshot of a newer version?)", j.ID, f)
+	}
+	j.State = JobState(d.byte())
+	if d.err == nil && j.State > JobPreempted {
+		d.fail("job %d: bad state %d", j.ID, j.State)
+	}
+	r := d.uvarint()
+	if d.err == nil && r > 1<<16-1 {
+		d.fail("job %d: bad reason %d", j.ID, r)
+	}
+	j.Reason = policy.Reason(r)
+	j.Spec = d.spec()
+	j.Partition = d.sym()
+	if pi, ok := s.partByName[j.Partition]; ok {
+		j.part = pi
+	} else if d.err == nil {
+		d.fail("job %d: unknown partition %q", j.ID, j.Partition)
+	}
+	j.tier = d.int()
+	j.nodes = d.intIn(1, MaxNodesPerJob, "node count")
+	j.tpn = d.varint()
+	j.TimeLimit = durationOf(d.varint())
+	j.Priority = d.u32()
+	j.SubmitTime = d.time()
+	j.StartTime = d.time()
+	j.EndTime = d.time()
+	j.EligibleTime = d.time()
+	j.deadline = d.time()
+	j.LastCheckpoint = d.time()
+	j.ExitCode = d.int()
+	j.Restarts = d.int()
+	j.LostGPUSeconds = d.f64()
+	j.doneCycle = d.uvarint()
+	j.perNode = d.vec()
+	j.devReq = d.requests()
+	j.bfPer = d.vec()
+	if f&jfBFMinIsPer != 0 {
+		j.bfMin = j.bfPer
+	} else {
+		j.bfMin = d.vec()
+	}
+	if f&jfBFSpreadIsExtra == 0 {
+		j.bfSpread = d.vec()
+	}
+	if f&jfExtra != 0 {
+		j.extra = d.requests()
+		j.extraTotal = d.vec()
+	}
+	if f&jfBFSpreadIsExtra != 0 {
+		j.bfSpread = j.extraTotal
+	}
+	if f&jfArray != 0 {
+		j.ArrayJobID = JobID(d.uvarint())
+		j.ArrayTaskID = d.int()
+	}
+	if f&jfEstimate != 0 {
+		j.ExpectedStart = d.time()
+		j.EstimatedAt = d.time()
+		j.planned = d.ints()
+	}
+	if f&jfAlloc != 0 {
+		j.Alloc = d.alloc(s)
+	}
+	if f&jfUsage != 0 {
+		j.usageTotal = d.vec()
+		j.usageEnd = d.time()
+	}
+	if f&jfSuspended != 0 {
+		j.suspendedBy = JobID(d.uvarint())
+		j.remaining = durationOf(d.varint())
+		n := d.count()
+		if n > 0 {
+			j.suspendedCPUs = make([]int64, n)
+			for k := range j.suspendedCPUs {
+				j.suspendedCPUs[k] = d.varint()
+			}
+		}
+	}
+	if f&jfPreemptFollows != 0 {
+		j.awaitingVictims = d.intIn(0, 1<<31, "victim count")
+		j.preemptedFor = JobID(d.uvarint())
+		j.preemptAction = policy.PreemptAction(d.byte())
+	}
+	if f&jfBreakdown != 0 {
+		j.breakdown = d.breakdown()
+	}
+	j.Backfilled = f&jfBackfilled != 0
+	j.reserved = f&jfReserved != 0
+	j.preemptFirst = f&jfPreemptFirst != 0
+	j.preempting = f&jfPreempting != 0
+	for _, i := range j.planned {
+		if d.err == nil && (i < 0 || i >= len(s.nodes)) {
+			d.fail("job %d: planned node %d out of range", j.ID, i)
+		}
+	}
+	return j
+}
+
+func (d *sdec) alloc(s *Scheduler) Allocation {
+	var a Allocation
+	a.Billing = d.f64()
+	a.Quality = d.f64()
+	n := d.count()
+	if n == 0 || d.err != nil {
+		return a
+	}
+	a.Nodes = make([]NodeAlloc, n)
+	for k := range a.Nodes {
+		na := &a.Nodes[k]
+		na.Node = d.intIn(0, int64(len(s.nodes)-1), "allocated node")
+		if d.err != nil {
+			return a
+		}
+		na.Name = s.nodes[na.Node].cfg.Name
+		na.CPUs = d.ints()
+		na.MemoryMiB = d.varint()
+		na.Devices = d.ints()
+		na.DeviceQuality = d.f64()
+		na.TRES = d.vec()
+	}
+	return a
+}
