@@ -149,7 +149,8 @@ func (s *Scheduler) Snapshot(w io.Writer) error {
 	if _, err := w.Write(hdr[:]); err != nil {
 		return fmt.Errorf("scheduler: snapshot: %w", err)
 	}
-	e := &senc{}
+	// The jobs section is the largest: room for it, grown once.
+	e := &senc{b: make([]byte, 0, 1<<16+400*len(s.jobs)+64*len(s.nodes))}
 	for _, sec := range []struct {
 		id   byte
 		fill func(e *senc) error

@@ -33,6 +33,48 @@ type senc struct {
 	fields map[string]uint64
 	// syms interns the strings jobs repeat (users, accounts, partitions).
 	syms map[string]uint64
+	// lastInv is the last device inventory written; cores is scratch.
+	lastInv *gres.Inventory
+	cores   []int
+	// recent caches, per call site (symSlot), the last string written
+	// there and its number: consecutive jobs mostly share their user,
+	// account, partition and QOS, and comparing with the last one is
+	// cheaper than looking it up.
+	recent [symSlots]struct {
+		s   string
+		ref uint64
+		ok  bool
+	}
+}
+
+// Call sites of senc.symAt.
+const (
+	symName = iota
+	symUser
+	symAccount
+	symPartition
+	symQOS
+	symJobPartition
+	symGRESName
+	symGRESType
+	symSlots
+)
+
+// symAt is sym for call site slot.
+func (e *senc) symAt(slot int, s string) {
+	r := &e.recent[slot]
+	if r.ok && r.s == s {
+		e.uvarint(r.ref + 1)
+		return
+	}
+	k, ok := e.syms[s]
+	if !ok {
+		e.sym(s)
+		k = e.syms[s]
+	} else {
+		e.uvarint(k + 1)
+	}
+	r.s, r.ref, r.ok = s, k, true
 }
 
 // sym writes s through the section's string table: the first time in
@@ -159,6 +201,11 @@ type sdec struct {
 	nreg   int
 	fields []string
 	syms   []string
+	// lastInv is the last device inventory read; arena is where vectors
+	// are cut from (see vec).
+	lastInv *gres.Inventory
+	arena   gres.Vector
+	jobs    []job // the slab job records are cut from
 }
 
 // sym reads a string written by senc.sym.
@@ -338,7 +385,10 @@ func (d *sdec) vec() gres.Vector {
 	if n == 0 || d.err != nil {
 		return nil
 	}
-	v := make(gres.Vector, d.nreg)
+	if len(d.arena) < d.nreg {
+		d.arena = make(gres.Vector, max(d.nreg*1024, 4096))
+	}
+	v := cut(&d.arena, d.nreg)
 	k := d.count()
 	for range k {
 		id := d.tres(d.uvarint())
@@ -396,6 +446,7 @@ var (
 	typeCoreSet    = reflect.TypeFor[gres.CoreSet]()
 	typeNodeSet    = reflect.TypeFor[topology.NodeSet]()
 	typeRegistry   = reflect.TypeFor[*gres.Registry]()
+	typeInventory  = reflect.TypeFor[gres.Inventory]()
 )
 
 // skipped reports whether the value codec leaves out values of type t:
@@ -427,7 +478,12 @@ func (e *senc) encodeValue(v reflect.Value) error {
 		}
 		return nil
 	case typeCoreSet:
-		e.ints(v.Interface().(gres.CoreSet).AppendTo(nil))
+		e.cores = v.Interface().(gres.CoreSet).AppendTo(e.cores[:0])
+		e.ints(e.cores)
+		return nil
+	case typeInventory:
+		inv := v.Interface().(gres.Inventory)
+		e.inventory(&inv)
 		return nil
 	case typeNodeSet:
 		ns := v.Interface().(topology.NodeSet)
@@ -568,6 +624,9 @@ func (d *sdec) decodeValue(v reflect.Value) {
 			return
 		}
 		v.Set(reflect.ValueOf(l))
+		return
+	case typeInventory:
+		v.Set(reflect.ValueOf(d.inventory()))
 		return
 	case typeCoreSet:
 		ids := d.ints()

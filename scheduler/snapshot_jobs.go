@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -54,8 +55,8 @@ const (
 func (e *senc) requests(rs []gres.Request) {
 	e.uvarint(uint64(len(rs)))
 	for _, r := range rs {
-		e.sym(r.Name)
-		e.sym(r.Type)
+		e.symAt(symGRESName, r.Name)
+		e.symAt(symGRESType, r.Type)
 		e.varint(r.Count)
 	}
 }
@@ -110,9 +111,9 @@ func (e *senc) spec(sp *JobSpec) {
 	set(spNice, sp.Nice != 0)
 	set(spNVLinkDomain, sp.NVLinkDomain != 0)
 	e.uvarint(m)
-	str := func(bit uint64, s string) {
+	str := func(bit uint64, slot int, s string) {
 		if m&bit != 0 {
-			e.sym(s)
+			e.symAt(slot, s)
 		}
 	}
 	num := func(bit uint64, x int64) {
@@ -125,11 +126,11 @@ func (e *senc) spec(sp *JobSpec) {
 			e.requests(rs)
 		}
 	}
-	str(spName, sp.Name)
-	str(spUser, sp.User)
-	str(spAccount, sp.Account)
-	str(spPartition, sp.Partition)
-	str(spQOS, sp.QOS)
+	str(spName, symName, sp.Name)
+	str(spUser, symUser, sp.User)
+	str(spAccount, symAccount, sp.Account)
+	str(spPartition, symPartition, sp.Partition)
+	str(spQOS, symQOS, sp.QOS)
 	num(spNodes, int64(sp.Nodes))
 	num(spTasks, int64(sp.Tasks))
 	num(spCPUsPerTask, int64(sp.CPUsPerTask))
@@ -151,8 +152,12 @@ func (e *senc) spec(sp *JobSpec) {
 	num(spSwitches, int64(sp.Switches))
 	num(spSwitchesMaxWait, int64(sp.SwitchesMaxWait))
 	num(spSegment, int64(sp.Segment))
-	str(spReservation, sp.Reservation)
-	str(spDependency, sp.Dependency)
+	if m&spReservation != 0 {
+		e.sym(sp.Reservation)
+	}
+	if m&spDependency != 0 {
+		e.str(sp.Dependency)
+	}
 	num(spNice, int64(sp.Nice))
 	num(spNVLinkDomain, int64(sp.NVLinkDomain))
 }
@@ -214,7 +219,9 @@ func (d *sdec) spec() JobSpec {
 	sp.SwitchesMaxWait = durationOf(num(spSwitchesMaxWait))
 	sp.Segment = int(num(spSegment))
 	sp.Reservation = str(spReservation)
-	sp.Dependency = str(spDependency)
+	if m&spDependency != 0 {
+		sp.Dependency = d.str()
+	}
 	sp.Nice = int(num(spNice))
 	sp.NVLinkDomain = topology.DomainMode(num(spNVLinkDomain))
 	return sp
@@ -240,11 +247,11 @@ const (
 )
 
 func (s *Scheduler) snapJobs(e *senc) error {
-	ids := slices.Sorted(maps.Keys(s.jobs))
-	e.uvarint(uint64(len(ids)))
-	for _, id := range ids {
-		if err := e.job(s.jobs[id]); err != nil {
-			return fmt.Errorf("job %d: %w", id, err)
+	js := slices.SortedFunc(maps.Values(s.jobs), func(a, b *job) int { return cmp.Compare(a.ID, b.ID) })
+	e.uvarint(uint64(len(js)))
+	for _, j := range js {
+		if err := e.job(j); err != nil {
+			return fmt.Errorf("job %d: %w", j.ID, err)
 		}
 	}
 	return nil
@@ -278,7 +285,7 @@ func (e *senc) job(j *job) error {
 	e.byte(byte(j.State))
 	e.uvarint(uint64(j.Reason))
 	e.spec(&j.Spec)
-	e.sym(j.Partition)
+	e.symAt(symJobPartition, j.Partition)
 	e.int(j.tier)
 	e.int(j.nodes)
 	e.varint(j.tpn)
@@ -440,7 +447,13 @@ func (d *sdec) u32() uint32 {
 // against the restored scheduler's partitions; what it refers to (nodes,
 // jobs) is checked by the caller.
 func (d *sdec) job(s *Scheduler) *job {
-	j := &job{}
+	if len(d.jobs) == 0 {
+		// Records are cut from small slabs: fewer allocations, and a
+		// purged job keeps at most a slab's worth alive.
+		d.jobs = make([]job, 64)
+	}
+	j := &d.jobs[0]
+	d.jobs = d.jobs[1:]
 	j.ID = JobID(d.uvarint())
 	f := d.uvarint()
 	if d.err == nil && f >= 1<<jfNumFlags {

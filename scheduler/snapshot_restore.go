@@ -148,14 +148,11 @@ func readSections(r io.Reader) (map[byte]section, error) {
 		if length > 1<<40 {
 			return nil, fmt.Errorf("%w: section %s at byte %d: length %d", ErrCorruptSnapshot, name, off, length)
 		}
-		var buf bytes.Buffer
-		buf.Grow(int(min(length, 1<<26)))
-		n, err := io.CopyN(&buf, r, int64(length))
+		b, n, err := readPayload(r, length)
 		if err != nil {
 			return nil, fmt.Errorf("%w: section %s at byte %d: payload of %d bytes truncated at byte %d: %w",
 				ErrCorruptSnapshot, name, off, length, off+sectionHeader+n, readErr(err))
 		}
-		b := buf.Bytes()
 		if crc32.Checksum(b, crcTable) != sum {
 			return nil, fmt.Errorf("%w: section %s at byte %d: checksum mismatch", ErrCorruptSnapshot, name, off)
 		}
@@ -175,6 +172,20 @@ func readSections(r io.Reader) (map[byte]section, error) {
 		}
 	}
 	return secs, nil
+}
+
+// readPayload reads a section's length bytes: at once when the length
+// is plausible, else in growing steps, so that a corrupt length costs no
+// more memory than the stream holds.
+func readPayload(r io.Reader, length uint64) ([]byte, int64, error) {
+	if length <= 1<<28 {
+		b := make([]byte, length)
+		n, err := io.ReadFull(r, b)
+		return b, int64(n), err
+	}
+	var buf bytes.Buffer
+	n, err := io.CopyN(&buf, r, int64(length))
+	return buf.Bytes(), n, err
 }
 
 // readErr names a short read as truncation.

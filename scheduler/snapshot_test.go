@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/priority"
 )
@@ -152,6 +153,19 @@ func trunc(s string) string {
 func TestSnapshotJobSpecFieldsKnown(t *testing.T) {
 	if n := reflect.TypeFor[JobSpec]().NumField(); n != jobSpecFields {
 		t.Fatalf("JobSpec has %d fields, the snapshot's jobs section writes %d: add the new ones to senc.spec and sdec.spec", n, jobSpecFields)
+	}
+}
+
+// TestSnapshotInventoryFieldsKnown fails when gres.Inventory, Device or
+// Link gains a field the hand-written inventory encoding does not write.
+func TestSnapshotInventoryFieldsKnown(t *testing.T) {
+	for _, c := range []struct {
+		t    reflect.Type
+		want int
+	}{{reflect.TypeFor[gres.Inventory](), inventoryFields}, {reflect.TypeFor[gres.Device](), deviceFields}, {reflect.TypeFor[gres.Link](), linkFields}} {
+		if n := c.t.NumField(); n != c.want {
+			t.Errorf("%s has %d fields, the snapshot's inventory encoding writes %d: add the new ones to senc.inventory and sdec.inventory", c.t, n, c.want)
+		}
 	}
 }
 
