@@ -422,6 +422,8 @@ func decodeEvent(k EventKind, raw json.RawMessage) (Event, error) {
 		return decodeAs[RemoveReservationEvent](k, raw)
 	case KindSchedule:
 		return decodeAs[ScheduleEvent](k, raw)
+	case KindAdmit:
+		return decodeAs[AdmitEvent](k, raw)
 	}
 	return nil, fmt.Errorf("%w: unknown event kind %q", ErrInvalidEvent, k)
 }
