@@ -301,3 +301,100 @@ func TestNewPolicySeesDefaultPriorityTier(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreIntoReorderedRegistry restores a snapshot into a registry
+// that orders the TRES names differently: vectors, limits and the kept
+// profile follow the names, so the restored scheduler starts the same
+// jobs on the same nodes, and a snapshot of it restored into a registry of
+// the original order reads as the original.
+func TestRestoreIntoReorderedRegistry(t *testing.T) {
+	for seed := range uint64(20) {
+		src := &fzSource{rng: rand.New(rand.NewPCG(seed, 0x0de))}
+		c := fzGenCluster(src)
+		c.Backfill = 1 + int(seed%2)
+		cfg, err := fzConfig(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := newFzGen(src, c)
+		for range 150 {
+			op := g.next()
+			if op.Kind == fkSchedule || op.Kind == fkExplain || op.Kind == fkIdle {
+				continue // cycles run below
+			}
+			if r := fzCall(s, op); r.err == nil {
+				g.last = max(g.last, op.At)
+				g.ids = append(g.ids, r.ids...)
+			}
+		}
+		now := fzEpoch.Add(g.last)
+		if _, err := s.Schedule(now); err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := s.Snapshot(&b); err != nil {
+			t.Fatal(err)
+		}
+		names := s.Registry().Names()
+		reg, err := gres.NewRegistry()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := len(names) - 1; k >= 0; k-- {
+			if _, err := reg.Register(names[k]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := Restore(bytes.NewReader(b.Bytes()), RestoreOptions{Registry: reg})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		var b2 bytes.Buffer
+		if err := r.Snapshot(&b2); err != nil {
+			t.Fatal(err)
+		}
+		orig, err := gres.NewRegistry(names...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Restore(&b2, RestoreOptions{Registry: orig})
+		if err != nil {
+			t.Fatalf("seed %d: restoring the reordered scheduler's snapshot: %v", seed, err)
+		}
+		if got, want := fzDigest(back, now), fzDigest(s, now); got != want {
+			t.Fatalf("seed %d: through a reordered registry and back: %s", seed, fzDiff(got, want))
+		}
+		for _, at := range []time.Duration{time.Minute, time.Hour, 9 * time.Hour} {
+			ca, err := s.Schedule(now.Add(at))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cr, err := r.Schedule(now.Add(at))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := startsByName(cr), startsByName(ca); got != want {
+				t.Fatalf("seed %d: cycle at +%v: reordered registry starts %s, want %s", seed, at, got, want)
+			}
+		}
+	}
+}
+
+// startsByName is a cycle's starts, ends and pending reasons without its
+// registry-indexed vectors.
+func startsByName(c Cycle) string {
+	var b strings.Builder
+	for _, st := range c.Starts {
+		fmt.Fprintf(&b, "start %d %v cpus", st.Job, st.Alloc.NodeNames())
+		for _, na := range st.Alloc.Nodes {
+			fmt.Fprintf(&b, " %v/%v", na.CPUs, na.Devices)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "ended %+v\npending %+v\n", c.Ended, c.Pending)
+	return b.String()
+}
