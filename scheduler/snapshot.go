@@ -126,7 +126,9 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // Job's copy.
 //
 // node (stored): admin, autoDrained, reason, since, jobs (in start
-// order), free, and the unhealthy device indices. node (derived): cfg,
+// order), free (checked on Restore against capacity less what the jobs
+// hold and the unhealthy devices no job holds), and the unhealthy device
+// indices. node (derived): cfg,
 // capacity, devTRES, devCores, hasAffinity (from the NodeConfig), cpuUsed
 // and the devices in use (from the allocations of the running and
 // suspended jobs, checked for double use), touched and saved (journal).

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/backfill"
@@ -87,7 +89,10 @@ func Restore(r io.Reader, opts RestoreOptions) (*Scheduler, error) {
 			if err := s.loadJobs(d); err != nil {
 				return err
 			}
-			return s.markUnhealthy(d, bad)
+			if err := s.markUnhealthy(d, bad); err != nil {
+				return err
+			}
+			return s.checkFree(d)
 		}},
 		{secState, s.loadState},
 		{secProfile, s.loadProfile},
@@ -317,6 +322,54 @@ func (s *Scheduler) markUnhealthy(d *sdec, bad [][]int) error {
 				d.fail("node %s: %v", n.cfg.Name, err)
 				return d.err
 			}
+		}
+	}
+	return nil
+}
+
+// checkFree checks every node's stored free TRES against what its jobs
+// hold: capacity = free + the allocations of its running and suspended
+// jobs + the unhealthy devices no job holds (they count neither held nor
+// free), TRES by TRES (the node count aside).
+func (s *Scheduler) checkFree(d *sdec) error {
+	want := make([]gres.Vector, len(s.nodes))
+	for i := range s.nodes {
+		n := &s.nodes[i]
+		want[i] = n.capacity.Clone()
+		if bad := n.allUnhealthy(); len(bad) > 0 {
+			var unheld []int
+			for _, x := range bad {
+				if !n.devs.InUse(x) {
+					unheld = append(unheld, x)
+				}
+			}
+			_ = want[i].SubInPlace(n.deviceVector(want[i], unheld)) // devices of the node: counted in its capacity
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.jobs)) {
+		j := s.jobs[id]
+		if j.State != JobRunning && j.State != JobSuspended {
+			continue
+		}
+		for _, na := range j.Alloc.Nodes {
+			if j.State == JobRunning && int64(len(na.CPUs)) != na.TRES[gres.CPU] {
+				d.fail("job %d: node %s: %d CPU ids for a CPU count of %d", j.ID, na.Name, len(na.CPUs), na.TRES[gres.CPU])
+				return d.err
+			}
+			w := want[na.Node]
+			for k, x := range na.TRES {
+				if gres.ID(k) != gres.Node {
+					w[k] -= x
+				}
+			}
+		}
+	}
+	for i := range s.nodes {
+		n := &s.nodes[i]
+		want[i][gres.Node] = n.free[gres.Node]
+		if !slices.Equal(want[i], n.free) {
+			d.fail("node %s: free %s, but its capacity less what its jobs hold is %s", n.cfg.Name, s.reg.FormatTRES(n.free), s.reg.FormatTRES(want[i]))
+			return d.err
 		}
 	}
 	return nil
