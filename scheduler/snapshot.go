@@ -165,7 +165,8 @@ func (s *Scheduler) Snapshot(w io.Writer) error {
 		{secProfile, s.snapProfile},
 		{secEnd, func(*senc) error { return nil }},
 	} {
-		e.b, e.fields, e.syms = e.b[:0], nil, nil
+		e.b, e.fields, e.syms, e.recent, e.lastInv = e.b[:0], nil, nil, [symSlots]symCache{}, nil
+		e.sec++
 		if err := sec.fill(e); err != nil {
 			return fmt.Errorf("scheduler: snapshot: section %s: %w", sectionNames[sec.id], err)
 		}

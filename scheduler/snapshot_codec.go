@@ -36,26 +36,26 @@ type senc struct {
 	// lastInv is the last device inventory written; cores is scratch.
 	lastInv *gres.Inventory
 	cores   []int
+	plans   structPlans
+	sec     int  // numbers the sections written (see fieldPlan)
+	pub     *Job // scratch: the public part of the job being written
 	// recent caches, per call site (symSlot), the last string written
 	// there and its number: consecutive jobs mostly share their user,
 	// account, partition and QOS, and comparing with the last one is
 	// cheaper than looking it up.
-	recent [symSlots]struct {
-		s   string
-		ref uint64
-		ok  bool
-	}
+	recent [symSlots]symCache
+}
+
+// symCache is the last string written at one call site, and its number.
+type symCache struct {
+	s   string
+	ref uint64
+	ok  bool
 }
 
 // Call sites of senc.symAt.
 const (
-	symName = iota
-	symUser
-	symAccount
-	symPartition
-	symQOS
-	symJobPartition
-	symGRESName
+	symGRESName = iota
 	symGRESType
 	symSlots
 )
@@ -206,6 +206,7 @@ type sdec struct {
 	lastInv *gres.Inventory
 	arena   gres.Vector
 	jobs    []job // the slab job records are cut from
+	plans   structPlans
 }
 
 // sym reads a string written by senc.sym.
@@ -447,6 +448,7 @@ var (
 	typeNodeSet    = reflect.TypeFor[topology.NodeSet]()
 	typeRegistry   = reflect.TypeFor[*gres.Registry]()
 	typeInventory  = reflect.TypeFor[gres.Inventory]()
+	typeString     = reflect.TypeFor[string]()
 )
 
 // skipped reports whether the value codec leaves out values of type t:
@@ -464,13 +466,13 @@ func (e *senc) encodeValue(v reflect.Value) error {
 	t := v.Type()
 	switch t {
 	case typeTime:
-		e.time(v.Interface().(time.Time))
+		e.time(*valueOf[time.Time](v))
 		return nil
 	case typeVector:
-		e.vec(v.Interface().(gres.Vector))
+		e.vec(*valueOf[gres.Vector](v))
 		return nil
 	case typeTRESLimits:
-		l := v.Interface().(policy.TRESLimits)
+		l := valueOf[policy.TRESLimits](v)
 		e.uvarint(uint64(l.Len()))
 		for id, x := range l.All() {
 			e.uvarint(uint64(id))
@@ -478,15 +480,14 @@ func (e *senc) encodeValue(v reflect.Value) error {
 		}
 		return nil
 	case typeCoreSet:
-		e.cores = v.Interface().(gres.CoreSet).AppendTo(e.cores[:0])
+		e.cores = valueOf[gres.CoreSet](v).AppendTo(e.cores[:0])
 		e.ints(e.cores)
 		return nil
 	case typeInventory:
-		inv := v.Interface().(gres.Inventory)
-		e.inventory(&inv)
+		e.inventory(valueOf[gres.Inventory](v))
 		return nil
 	case typeNodeSet:
-		ns := v.Interface().(topology.NodeSet)
+		ns := valueOf[topology.NodeSet](v)
 		e.uvarint(uint64(ns.Len()))
 		e.ints(ns.AppendTo(nil))
 		return nil
@@ -501,7 +502,7 @@ func (e *senc) encodeValue(v reflect.Value) error {
 	case reflect.Float32, reflect.Float64:
 		e.f64(v.Float())
 	case reflect.String:
-		e.str(v.String())
+		e.sym(v.String())
 	case reflect.Pointer:
 		if v.IsNil() {
 			e.byte(0)
@@ -545,28 +546,33 @@ func (e *senc) encodeValue(v reflect.Value) error {
 			}
 		}
 	case reflect.Struct:
+		pl := e.plans.of(t)
+		if pl.err != nil {
+			return pl.err
+		}
 		n := 0
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() {
-				return fmt.Errorf("snapshot: type %s has unexported field %s and no snapshot form", t, f.Name)
-			}
+		for _, f := range pl.fields {
 			switch {
-			case v.Field(i).IsZero():
-			case skipped(f.Type):
-				return fmt.Errorf("snapshot: %s.%s is set but is not data (RestoreOptions must carry it)", t, f.Name)
+			case v.Field(f.index).IsZero():
+			case f.skip:
+				return fmt.Errorf("snapshot: %s.%s is set but is not data (RestoreOptions must carry it)", t, f.name)
 			default:
 				n++
 			}
 		}
 		e.uvarint(uint64(n))
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if skipped(f.Type) || v.Field(i).IsZero() {
+		for k := range pl.fields {
+			f := &pl.fields[k]
+			fv := v.Field(f.index)
+			if f.skip || fv.IsZero() {
 				continue
 			}
-			e.field(f.Name)
-			if err := e.encodeValue(v.Field(i)); err != nil {
+			e.planField(f)
+			if fv.Kind() == reflect.String && fv.Type() == typeString {
+				e.planSym(f, fv.String())
+				continue
+			}
+			if err := e.encodeValue(fv); err != nil {
 				return err
 			}
 		}
@@ -574,6 +580,95 @@ func (e *senc) encodeValue(v reflect.Value) error {
 		return fmt.Errorf("snapshot: cannot write values of type %s", t)
 	}
 	return nil
+}
+
+// ownPkgPath is this package's import path.
+var ownPkgPath = reflect.TypeFor[Job]().PkgPath()
+
+// structPlans caches, per struct type, the fields the value codec writes.
+type structPlans map[reflect.Type]*structPlan
+
+// structPlan is a struct type's fields as the value codec writes them:
+// every field (exported, or the type has no snapshot form: err), with
+// whether it is left out (skipped), and the fields by name.
+type structPlan struct {
+	fields []fieldPlan
+	byName map[string]int
+	err    error
+}
+
+type fieldPlan struct {
+	index int
+	name  string
+	skip  bool
+	// In the section numbered sec: the field name's number, and the
+	// last string written in the field and its number (consecutive jobs
+	// mostly share their user, account, partition and QOS).
+	sec     int
+	ref     uint64
+	lastSec int
+	last    string
+	lastRef uint64
+}
+
+// planField writes field f's name (see senc.field), its number cached.
+func (e *senc) planField(f *fieldPlan) {
+	if f.sec == e.sec {
+		e.uvarint(f.ref + 1)
+		return
+	}
+	e.field(f.name)
+	f.sec, f.ref = e.sec, e.fields[f.name]
+}
+
+// planSym writes string x of field f (see senc.sym).
+func (e *senc) planSym(f *fieldPlan, x string) {
+	if f.lastSec == e.sec && f.last == x {
+		e.uvarint(f.lastRef + 1)
+		return
+	}
+	e.sym(x)
+	f.lastSec, f.last, f.lastRef = e.sec, x, e.syms[x]
+}
+
+// of returns t's plan, computing it once.
+func (ps *structPlans) of(t reflect.Type) *structPlan {
+	if pl, ok := (*ps)[t]; ok {
+		return pl
+	}
+	if *ps == nil {
+		*ps = structPlans{}
+	}
+	pl := &structPlan{byName: map[string]int{}}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		switch {
+		case f.IsExported():
+		case t.PkgPath() == ownPkgPath:
+			// This package's own types (Job …) keep only derived copies
+			// in unexported fields; the snapshot writes their sources.
+			continue
+		default:
+			pl.err = fmt.Errorf("snapshot: type %s has unexported field %s and no snapshot form", t, f.Name)
+			continue
+		}
+		pl.fields = append(pl.fields, fieldPlan{index: i, name: f.Name, skip: skipped(f.Type)})
+		if !skipped(f.Type) {
+			pl.byName[f.Name] = i
+		}
+	}
+	(*ps)[t] = pl
+	return pl
+}
+
+// valueOf returns a pointer to v's value of type T: v's own when v is
+// addressable (no copy, no allocation), else a copy's.
+func valueOf[T any](v reflect.Value) *T {
+	if v.CanAddr() {
+		return v.Addr().Interface().(*T)
+	}
+	x := v.Interface().(T)
+	return &x
 }
 
 // sortKeys orders map keys (strings or integers) for a deterministic
@@ -677,7 +772,7 @@ func (d *sdec) decodeValue(v reflect.Value) {
 	case reflect.Float32, reflect.Float64:
 		v.SetFloat(d.f64())
 	case reflect.String:
-		v.SetString(d.str())
+		v.SetString(d.sym())
 	case reflect.Pointer:
 		switch d.byte() {
 		case 0:
@@ -720,18 +815,19 @@ func (d *sdec) decodeValue(v reflect.Value) {
 		}
 		v.Set(m)
 	case reflect.Struct:
+		pl := d.plans.of(t)
 		n := d.count()
 		for range n {
 			name := d.field()
 			if d.err != nil {
 				return
 			}
-			f, ok := t.FieldByName(name)
-			if !ok || len(f.Index) != 1 || !f.IsExported() || skipped(f.Type) {
+			k, ok := pl.byName[name]
+			if !ok {
 				d.fail("unknown field %s of %s (a snapshot of a newer version?)", name, t)
 				return
 			}
-			d.decodeValue(v.Field(f.Index[0]))
+			d.decodeValue(v.Field(k))
 		}
 	default:
 		d.fail("cannot read values of type %s", t)

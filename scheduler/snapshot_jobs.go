@@ -4,53 +4,18 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/priority"
-	"github.com/sluicehq/sluice/topology"
 )
 
-// The jobs section is hand-written for speed (a standard state holds
-// 140,000 jobs): per job a few flag words saying which fields follow,
-// then the fields. jobSpecFields is the number of JobSpec fields the
-// encoding knows; a test fails when JobSpec grows without it.
-const jobSpecFields = 30
-
-// JobSpec field presence bits (in field order).
-const (
-	spName = 1 << iota
-	spUser
-	spAccount
-	spPartition
-	spQOS
-	spNodes
-	spTasks
-	spCPUsPerTask
-	spMemPerNode
-	spGRESPerNode
-	spGRESPerTask
-	spGRESPerJob
-	spCPUsPerGPU
-	spMemPerGPU
-	spGPUsPerSocket
-	spSocketsPerNode
-	spEnforceBinding
-	spTimeMin
-	spTimeLimit
-	spBeginTime
-	spExclusive
-	spCheckpoint
-	spRequeue
-	spSwitches
-	spSwitchesMaxWait
-	spSegment
-	spReservation
-	spDependency
-	spNice
-	spNVLinkDomain
-)
+// The jobs section: per job its ID, a flag word saying which internal
+// fields follow, the public record (Job, with its JobSpec) by the value
+// codec, field by field by name (so that fields added to them are
+// written), then the scheduler's own fields and the allocation by hand.
 
 func (e *senc) requests(rs []gres.Request) {
 	e.uvarint(uint64(len(rs)))
@@ -73,164 +38,9 @@ func (d *sdec) requests() []gres.Request {
 	return out
 }
 
-func (e *senc) spec(sp *JobSpec) {
-	var m uint64
-	set := func(bit uint64, on bool) {
-		if on {
-			m |= bit
-		}
-	}
-	set(spName, sp.Name != "")
-	set(spUser, sp.User != "")
-	set(spAccount, sp.Account != "")
-	set(spPartition, sp.Partition != "")
-	set(spQOS, sp.QOS != "")
-	set(spNodes, sp.Nodes != 0)
-	set(spTasks, sp.Tasks != 0)
-	set(spCPUsPerTask, sp.CPUsPerTask != 0)
-	set(spMemPerNode, sp.MemPerNodeMiB != 0)
-	set(spGRESPerNode, sp.GRESPerNode != nil)
-	set(spGRESPerTask, sp.GRESPerTask != nil)
-	set(spGRESPerJob, sp.GRESPerJob != nil)
-	set(spCPUsPerGPU, sp.CPUsPerGPU != 0)
-	set(spMemPerGPU, sp.MemPerGPUMiB != 0)
-	set(spGPUsPerSocket, sp.GPUsPerSocket != 0)
-	set(spSocketsPerNode, sp.SocketsPerNode != 0)
-	set(spEnforceBinding, sp.EnforceBinding)
-	set(spTimeMin, sp.TimeMin != 0)
-	set(spTimeLimit, sp.TimeLimit != 0)
-	set(spBeginTime, !sp.BeginTime.IsZero())
-	set(spExclusive, sp.Exclusive)
-	set(spCheckpoint, sp.CheckpointInterval != 0)
-	set(spRequeue, sp.Requeue != 0)
-	set(spSwitches, sp.Switches != 0)
-	set(spSwitchesMaxWait, sp.SwitchesMaxWait != 0)
-	set(spSegment, sp.Segment != 0)
-	set(spReservation, sp.Reservation != "")
-	set(spDependency, sp.Dependency != "")
-	set(spNice, sp.Nice != 0)
-	set(spNVLinkDomain, sp.NVLinkDomain != 0)
-	e.uvarint(m)
-	str := func(bit uint64, slot int, s string) {
-		if m&bit != 0 {
-			e.symAt(slot, s)
-		}
-	}
-	num := func(bit uint64, x int64) {
-		if m&bit != 0 {
-			e.varint(x)
-		}
-	}
-	reqs := func(bit uint64, rs []gres.Request) {
-		if m&bit != 0 {
-			e.requests(rs)
-		}
-	}
-	str(spName, symName, sp.Name)
-	str(spUser, symUser, sp.User)
-	str(spAccount, symAccount, sp.Account)
-	str(spPartition, symPartition, sp.Partition)
-	str(spQOS, symQOS, sp.QOS)
-	num(spNodes, int64(sp.Nodes))
-	num(spTasks, int64(sp.Tasks))
-	num(spCPUsPerTask, int64(sp.CPUsPerTask))
-	num(spMemPerNode, sp.MemPerNodeMiB)
-	reqs(spGRESPerNode, sp.GRESPerNode)
-	reqs(spGRESPerTask, sp.GRESPerTask)
-	reqs(spGRESPerJob, sp.GRESPerJob)
-	num(spCPUsPerGPU, int64(sp.CPUsPerGPU))
-	num(spMemPerGPU, sp.MemPerGPUMiB)
-	num(spGPUsPerSocket, int64(sp.GPUsPerSocket))
-	num(spSocketsPerNode, int64(sp.SocketsPerNode))
-	num(spTimeMin, int64(sp.TimeMin))
-	num(spTimeLimit, int64(sp.TimeLimit))
-	if m&spBeginTime != 0 {
-		e.time(sp.BeginTime)
-	}
-	num(spCheckpoint, int64(sp.CheckpointInterval))
-	num(spRequeue, int64(sp.Requeue))
-	num(spSwitches, int64(sp.Switches))
-	num(spSwitchesMaxWait, int64(sp.SwitchesMaxWait))
-	num(spSegment, int64(sp.Segment))
-	if m&spReservation != 0 {
-		e.sym(sp.Reservation)
-	}
-	if m&spDependency != 0 {
-		e.str(sp.Dependency)
-	}
-	num(spNice, int64(sp.Nice))
-	num(spNVLinkDomain, int64(sp.NVLinkDomain))
-}
-
-func (d *sdec) spec() JobSpec {
-	var sp JobSpec
-	m := d.uvarint()
-	if m >= 1<<jobSpecFields {
-		d.fail("unknown JobSpec fields 0x%x (a snapshot of a newer version?)", m)
-		return sp
-	}
-	str := func(bit uint64) string {
-		if m&bit != 0 {
-			return d.sym()
-		}
-		return ""
-	}
-	num := func(bit uint64) int64 {
-		if m&bit != 0 {
-			return d.varint()
-		}
-		return 0
-	}
-	reqs := func(bit uint64) []gres.Request {
-		if m&bit != 0 {
-			if rs := d.requests(); rs != nil {
-				return rs
-			}
-			return []gres.Request{}
-		}
-		return nil
-	}
-	sp.Name = str(spName)
-	sp.User = str(spUser)
-	sp.Account = str(spAccount)
-	sp.Partition = str(spPartition)
-	sp.QOS = str(spQOS)
-	sp.Nodes = int(num(spNodes))
-	sp.Tasks = int(num(spTasks))
-	sp.CPUsPerTask = int(num(spCPUsPerTask))
-	sp.MemPerNodeMiB = num(spMemPerNode)
-	sp.GRESPerNode = reqs(spGRESPerNode)
-	sp.GRESPerTask = reqs(spGRESPerTask)
-	sp.GRESPerJob = reqs(spGRESPerJob)
-	sp.CPUsPerGPU = int(num(spCPUsPerGPU))
-	sp.MemPerGPUMiB = num(spMemPerGPU)
-	sp.GPUsPerSocket = int(num(spGPUsPerSocket))
-	sp.SocketsPerNode = int(num(spSocketsPerNode))
-	sp.EnforceBinding = m&spEnforceBinding != 0
-	sp.TimeMin = durationOf(num(spTimeMin))
-	sp.TimeLimit = durationOf(num(spTimeLimit))
-	if m&spBeginTime != 0 {
-		sp.BeginTime = d.time()
-	}
-	sp.Exclusive = m&spExclusive != 0
-	sp.CheckpointInterval = durationOf(num(spCheckpoint))
-	sp.Requeue = RequeueMode(num(spRequeue))
-	sp.Switches = int(num(spSwitches))
-	sp.SwitchesMaxWait = durationOf(num(spSwitchesMaxWait))
-	sp.Segment = int(num(spSegment))
-	sp.Reservation = str(spReservation)
-	if m&spDependency != 0 {
-		sp.Dependency = d.str()
-	}
-	sp.Nice = int(num(spNice))
-	sp.NVLinkDomain = topology.DomainMode(num(spNVLinkDomain))
-	return sp
-}
-
 // Job flag bits (the second flag word of a job record).
 const (
-	jfBackfilled = 1 << iota
-	jfReserved
+	jfReserved = 1 << iota
 	jfPreemptFirst
 	jfPreempting
 	jfBFMinIsPer      // bfMin is bfPer (not written)
@@ -264,7 +74,6 @@ func (e *senc) job(j *job) error {
 			f |= bit
 		}
 	}
-	set(jfBackfilled, j.Backfilled)
 	set(jfReserved, j.reserved)
 	set(jfPreemptFirst, j.preemptFirst)
 	set(jfPreempting, j.preempting)
@@ -277,29 +86,27 @@ func (e *senc) job(j *job) error {
 	set(jfPreemptFollows, j.awaitingVictims != 0 || j.preemptedFor != 0 || j.preemptAction != 0)
 	set(jfExtra, j.extra != nil || j.extraTotal != nil)
 	set(jfAlloc, j.Alloc.Nodes != nil || j.Alloc.Billing != 0 || j.Alloc.Quality != 0)
-	set(jfEstimate, !j.ExpectedStart.IsZero() || !j.EstimatedAt.IsZero() || len(j.planned) > 0)
-	set(jfArray, j.ArrayJobID != 0 || j.ArrayTaskID != 0)
+	set(jfEstimate, j.planned != nil)
 	set(jfUsage, j.usageTotal != nil || !j.usageEnd.IsZero())
 	e.uvarint(uint64(j.ID))
 	e.uvarint(f)
-	e.byte(byte(j.State))
-	e.uvarint(uint64(j.Reason))
-	e.spec(&j.Spec)
-	e.symAt(symJobPartition, j.Partition)
+	// The public record (Job) field by field by name, so that fields
+	// added to Job and JobSpec are written; the allocation follows by
+	// hand, PerNode and PlannedNodes are Job's copies (perNode, planned).
+	if e.pub == nil {
+		e.pub = new(Job)
+	}
+	*e.pub = j.Job
+	e.pub.ID, e.pub.PerNode, e.pub.PlannedNodes, e.pub.Alloc = 0, nil, nil, Allocation{}
+	err := e.encodeValue(reflect.ValueOf(e.pub).Elem())
+	*e.pub = Job{}
+	if err != nil {
+		return err
+	}
 	e.int(j.tier)
 	e.int(j.nodes)
 	e.varint(j.tpn)
-	e.varint(int64(j.TimeLimit))
-	e.uvarint(uint64(j.Priority))
-	e.time(j.SubmitTime)
-	e.time(j.StartTime)
-	e.time(j.EndTime)
-	e.time(j.EligibleTime)
 	e.time(j.deadline)
-	e.time(j.LastCheckpoint)
-	e.int(j.ExitCode)
-	e.int(j.Restarts)
-	e.f64(j.LostGPUSeconds)
 	e.uvarint(j.doneCycle)
 	e.vec(j.perNode)
 	e.requests(j.devReq)
@@ -314,13 +121,7 @@ func (e *senc) job(j *job) error {
 		e.requests(j.extra)
 		e.vec(j.extraTotal)
 	}
-	if f&jfArray != 0 {
-		e.uvarint(uint64(j.ArrayJobID))
-		e.int(j.ArrayTaskID)
-	}
 	if f&jfEstimate != 0 {
-		e.time(j.ExpectedStart)
-		e.time(j.EstimatedAt)
 		e.ints(j.planned)
 	}
 	if f&jfAlloc != 0 {
@@ -454,22 +255,17 @@ func (d *sdec) job(s *Scheduler) *job {
 	}
 	j := &d.jobs[0]
 	d.jobs = d.jobs[1:]
-	j.ID = JobID(d.uvarint())
+	id := JobID(d.uvarint())
+	j.ID = id
 	f := d.uvarint()
 	if d.err == nil && f >= 1<<jfNumFlags {
 		d.fail("job %d: unknown flags 0x%x (a snapshot of a newer version?)", j.ID, f)
 	}
-	j.State = JobState(d.byte())
+	d.decodeValue(reflect.ValueOf(&j.Job).Elem())
+	j.ID = id
 	if d.err == nil && j.State > JobPreempted {
 		d.fail("job %d: bad state %d", j.ID, j.State)
 	}
-	r := d.uvarint()
-	if d.err == nil && r > 1<<16-1 {
-		d.fail("job %d: bad reason %d", j.ID, r)
-	}
-	j.Reason = policy.Reason(r)
-	j.Spec = d.spec()
-	j.Partition = d.sym()
 	if pi, ok := s.partByName[j.Partition]; ok {
 		j.part = pi
 	} else if d.err == nil {
@@ -478,17 +274,7 @@ func (d *sdec) job(s *Scheduler) *job {
 	j.tier = d.int()
 	j.nodes = d.intIn(1, MaxNodesPerJob, "node count")
 	j.tpn = d.varint()
-	j.TimeLimit = durationOf(d.varint())
-	j.Priority = d.u32()
-	j.SubmitTime = d.time()
-	j.StartTime = d.time()
-	j.EndTime = d.time()
-	j.EligibleTime = d.time()
 	j.deadline = d.time()
-	j.LastCheckpoint = d.time()
-	j.ExitCode = d.int()
-	j.Restarts = d.int()
-	j.LostGPUSeconds = d.f64()
 	j.doneCycle = d.uvarint()
 	j.perNode = d.vec()
 	j.devReq = d.requests()
@@ -508,13 +294,7 @@ func (d *sdec) job(s *Scheduler) *job {
 	if f&jfBFSpreadIsExtra != 0 {
 		j.bfSpread = j.extraTotal
 	}
-	if f&jfArray != 0 {
-		j.ArrayJobID = JobID(d.uvarint())
-		j.ArrayTaskID = d.int()
-	}
 	if f&jfEstimate != 0 {
-		j.ExpectedStart = d.time()
-		j.EstimatedAt = d.time()
 		j.planned = d.ints()
 	}
 	if f&jfAlloc != 0 {
@@ -543,7 +323,6 @@ func (d *sdec) job(s *Scheduler) *job {
 	if f&jfBreakdown != 0 {
 		j.breakdown = d.breakdown()
 	}
-	j.Backfilled = f&jfBackfilled != 0
 	j.reserved = f&jfReserved != 0
 	j.preemptFirst = f&jfPreemptFirst != 0
 	j.preempting = f&jfPreempting != 0

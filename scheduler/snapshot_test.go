@@ -149,14 +149,6 @@ func trunc(s string) string {
 	return s
 }
 
-// TestSnapshotJobSpecFieldsKnown fails when JobSpec gains a field the
-// jobs section does not write.
-func TestSnapshotJobSpecFieldsKnown(t *testing.T) {
-	if n := reflect.TypeFor[JobSpec]().NumField(); n != jobSpecFields {
-		t.Fatalf("JobSpec has %d fields, the snapshot's jobs section writes %d: add the new ones to senc.spec and sdec.spec", n, jobSpecFields)
-	}
-}
-
 // TestSnapshotInventoryFieldsKnown fails when gres.Inventory, Device or
 // Link gains a field the hand-written inventory encoding does not write.
 func TestSnapshotInventoryFieldsKnown(t *testing.T) {
