@@ -47,11 +47,7 @@ func TestExtendedPlanMatchesReplan(t *testing.T) {
 			if a.err != nil {
 				continue
 			}
-			g.last = max(g.last, op.At)
-			g.ids = append(g.ids, a.ids...)
-			if op.Kind == fkAddResv {
-				g.resvs = append(g.resvs, op.Resv.Name)
-			}
+			g.applied(op, a)
 			now := fzEpoch.Add(g.last)
 			if da, db := fzDigest(ext, now), fzDigest(full, now); da != db {
 				t.Fatalf("seed %d step %d %s: states differ: extended vs replanned %s", seed, step, op.goCode(), fzDiff(da, db))
