@@ -12,11 +12,13 @@ import (
 // digest (expected starts and the time they were estimated included) must
 // be the same after every event. A restored scheduler plans the whole
 // queue in its first cycle, so Restore is exact only if this holds.
+// SLUICE_SNAP_RUNS=N drives N clusters (default 150).
 func TestExtendedPlanMatchesReplan(t *testing.T) {
 	runs := 150
 	if testing.Short() {
 		runs = 30
 	}
+	runs = snapRuns(t, runs)
 	for seed := range uint64(runs) {
 		src := &fzSource{rng: rand.New(rand.NewPCG(seed, 0xe47))}
 		c := fzGenCluster(src)

@@ -72,18 +72,13 @@ func snapRestore(t *testing.T, s *Scheduler, now time.Time, opts RestoreOptions)
 // restores each snapshot, and feeds the restored schedulers every later
 // event: each must answer every call as the original does (cycles,
 // explanations, idle reports, errors) and end with the same digest.
+// SLUICE_SNAP_RUNS=N drives N clusters (default 40).
 func TestSnapshotRestoreSameDecisions(t *testing.T) {
 	runs, events := 40, 300
 	if testing.Short() {
 		runs = 10
 	}
-	if v := os.Getenv("SLUICE_SNAP_RUNS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			t.Fatalf("SLUICE_SNAP_RUNS=%q: %v", v, err)
-		}
-		runs = n
-	}
+	runs = snapRuns(t, runs)
 	for seed := range uint64(runs) {
 		src := &fzSource{rng: rand.New(rand.NewPCG(seed, 0x5a9))}
 		c := fzGenCluster(src)
@@ -136,6 +131,20 @@ func TestSnapshotRestoreSameDecisions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// snapRuns is SLUICE_SNAP_RUNS (how many random clusters the snapshot
+// property tests drive), or def.
+func snapRuns(t *testing.T, def int) int {
+	v := os.Getenv("SLUICE_SNAP_RUNS")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		t.Fatalf("SLUICE_SNAP_RUNS=%q: want a count", v)
+	}
+	return n
 }
 
 func trunc(s string) string {
