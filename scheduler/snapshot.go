@@ -79,7 +79,8 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 //   - stored (state): nextID, last, cycleNo (purge compares doneCycle with
 //     it), done[doneHead:] (by ID, in finishing order), purged, suspended
 //     (by ID, in suspension order), arrays (throttle, running, indices),
-//     eventDecisions; the reservations (pol.resv); prio.lastCalc and
+//     eventDecisions; the reservations (pol.resv, as added: NodeCount and
+//     TRES as asked, with the nodes held); prio.lastCalc and
 //     prio.assocs (the fair-share inputs the pending priorities were last
 //     computed from) with whether a tree was built.
 //   - derived: reg (rebuilt from the names), nodeByName, partByName,
@@ -343,7 +344,7 @@ func (s *Scheduler) snapState(e *senc) error {
 	}
 	var resv []policy.Reservation
 	if s.pol != nil {
-		resv = s.pol.resv.All()
+		resv = s.pol.resv.Specs()
 		// A reservation made before nodes were added spans fewer; it is
 		// written at the cluster's size, as Restore rebuilds it.
 		for k := range resv {

@@ -12,11 +12,13 @@ import (
 // digest (expected starts and the time they were estimated included) must
 // be the same after every event. A restored scheduler plans the whole
 // queue in its first cycle, so Restore is exact only if this holds.
+// SLUICE_SNAP_RUNS=N drives N clusters (default 150).
 func TestExtendedPlanMatchesReplan(t *testing.T) {
 	runs := 150
 	if testing.Short() {
 		runs = 30
 	}
+	runs = snapRuns(t, runs)
 	for seed := range uint64(runs) {
 		src := &fzSource{rng: rand.New(rand.NewPCG(seed, 0xe47))}
 		c := fzGenCluster(src)
@@ -47,11 +49,7 @@ func TestExtendedPlanMatchesReplan(t *testing.T) {
 			if a.err != nil {
 				continue
 			}
-			g.last = max(g.last, op.At)
-			g.ids = append(g.ids, a.ids...)
-			if op.Kind == fkAddResv {
-				g.resvs = append(g.resvs, op.Resv.Name)
-			}
+			g.applied(op, a)
 			now := fzEpoch.Add(g.last)
 			if da, db := fzDigest(ext, now), fzDigest(full, now); da != db {
 				t.Fatalf("seed %d step %d %s: states differ: extended vs replanned %s", seed, step, op.goCode(), fzDiff(da, db))

@@ -627,12 +627,9 @@ func (s *Scheduler) loadState(d *sdec) error {
 	if d.err == nil && len(resv) > 0 && s.pol == nil {
 		d.fail("reservations without a policy")
 	}
-	for _, r := range resv {
-		if d.err != nil {
-			break
-		}
-		if err := s.pol.resv.Add(r, nil); err != nil {
-			d.fail("reservation %q: %v", r.Name, err)
+	if d.err == nil && len(resv) > 0 {
+		if err := s.pol.resv.RestoreSpecs(resv); err != nil {
+			d.fail("reservations: %v", err)
 		}
 	}
 	return d.err

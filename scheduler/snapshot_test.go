@@ -93,18 +93,13 @@ func snapRestore(t *testing.T, s *Scheduler, now time.Time, opts RestoreOptions)
 // restores each snapshot, and feeds the restored schedulers every later
 // event: each must answer every call as the original does (cycles,
 // explanations, idle reports, errors) and end with the same digest.
+// SLUICE_SNAP_RUNS=N drives N clusters (default 40).
 func TestSnapshotRestoreSameDecisions(t *testing.T) {
 	runs, events := 40, 300
 	if testing.Short() {
 		runs = 10
 	}
-	if v := os.Getenv("SLUICE_SNAP_RUNS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			t.Fatalf("SLUICE_SNAP_RUNS=%q: %v", v, err)
-		}
-		runs = n
-	}
+	runs = snapRuns(t, runs)
 	for seed := range uint64(runs) {
 		src := &fzSource{rng: rand.New(rand.NewPCG(seed, 0x5a9))}
 		c := fzGenCluster(src)
@@ -146,11 +141,7 @@ func TestSnapshotRestoreSameDecisions(t *testing.T) {
 			}
 			failed = a.err != nil
 			if a.err == nil {
-				g.last = max(g.last, op.At)
-				g.ids = append(g.ids, a.ids...)
-				if op.Kind == fkAddResv {
-					g.resvs = append(g.resvs, op.Resv.Name)
-				}
+				g.applied(op, a)
 			}
 		}
 		now := fzEpoch.Add(g.last)
@@ -161,6 +152,20 @@ func TestSnapshotRestoreSameDecisions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// snapRuns is SLUICE_SNAP_RUNS (how many random clusters the snapshot
+// property tests drive), or def.
+func snapRuns(t *testing.T, def int) int {
+	v := os.Getenv("SLUICE_SNAP_RUNS")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		t.Fatalf("SLUICE_SNAP_RUNS=%q: want a count", v)
+	}
+	return n
 }
 
 func trunc(s string) string {
@@ -183,11 +188,20 @@ func TestSnapshotInventoryFieldsKnown(t *testing.T) {
 	}
 }
 
-// snapSample returns a snapshot of a small busy scheduler.
-func snapSample(t testing.TB) []byte {
-	src := &fzSource{rng: rand.New(rand.NewPCG(7, 0x5a9))}
-	c := fzGenCluster(src)
-	c.Policy, c.Backfill, c.Priority = true, 2, true
+// applied records, after op succeeded with result r, what the generator
+// draws later events from: the time, the jobs, the reservations.
+func (g *fzGen) applied(op fzOp, r fzResult) {
+	g.last = max(g.last, op.At)
+	g.ids = append(g.ids, r.ids...)
+	if op.Kind == fkAddResv {
+		g.resvs = append(g.resvs, op.Resv.Name)
+	}
+}
+
+// snapDrive builds cluster c and applies n events drawn from src (those
+// skip refuses left out), returning the scheduler and the generator.
+func snapDrive(t testing.TB, c fzCluster, src *fzSource, n int, skip func(fzOp) bool) (*Scheduler, *fzGen) {
+	t.Helper()
 	cfg, err := fzConfig(c)
 	if err != nil {
 		t.Fatal(err)
@@ -197,13 +211,24 @@ func snapSample(t testing.TB) []byte {
 		t.Fatal(err)
 	}
 	g := newFzGen(src, c)
-	for range 200 {
+	for range n {
 		op := g.next()
+		if skip != nil && skip(op) {
+			continue
+		}
 		if r := fzCall(s, op); r.err == nil {
-			g.last = max(g.last, op.At)
-			g.ids = append(g.ids, r.ids...)
+			g.applied(op, r)
 		}
 	}
+	return s, g
+}
+
+// snapSample returns a snapshot of a small busy scheduler.
+func snapSample(t testing.TB) []byte {
+	src := &fzSource{rng: rand.New(rand.NewPCG(7, 0x5a9))}
+	c := fzGenCluster(src)
+	c.Policy, c.Backfill, c.Priority = true, 2, true
+	s, _ := snapDrive(t, c, src, 200, nil)
 	var b bytes.Buffer
 	if err := s.Snapshot(&b); err != nil {
 		t.Fatal(err)
@@ -379,25 +404,8 @@ func TestRestoreIntoReorderedRegistry(t *testing.T) {
 		src := &fzSource{rng: rand.New(rand.NewPCG(seed, 0x0de))}
 		c := fzGenCluster(src)
 		c.Backfill = 1 + int(seed%2)
-		cfg, err := fzConfig(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := newFzGen(src, c)
-		for range 150 {
-			op := g.next()
-			if op.Kind == fkSchedule || op.Kind == fkExplain || op.Kind == fkIdle {
-				continue // cycles run below
-			}
-			if r := fzCall(s, op); r.err == nil {
-				g.last = max(g.last, op.At)
-				g.ids = append(g.ids, r.ids...)
-			}
-		}
+		// Cycles run below.
+		s, g := snapDrive(t, c, src, 150, func(op fzOp) bool { return op.Kind == fkSchedule || op.Kind == fkExplain || op.Kind == fkIdle })
 		now := fzEpoch.Add(g.last)
 		if _, err := s.Schedule(now); err != nil {
 			t.Fatal(err)
