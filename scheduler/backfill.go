@@ -19,6 +19,9 @@ type bfState struct {
 	planner *backfill.Planner
 	// estimateEvery is Config.EstimateInterval.
 	estimateEvery time.Duration
+	// customChooser says that Config.Backfill.Chooser was the caller's
+	// (not the topology chooser New supplies): Restore must be given it.
+	customChooser bool
 	// last is the profile kept from cycle to cycle: running jobs, the
 	// reservation windows and the last plan's bookings. Explanations
 	// re-plan on clones of it.
@@ -48,6 +51,7 @@ type bfState struct {
 }
 
 func (s *Scheduler) initBackfill(cfg backfill.Config, estimateEvery time.Duration) error {
+	custom := cfg.Chooser != nil
 	if s.graph != nil && cfg.Chooser == nil {
 		cfg.Chooser = graphChooser(s.graph)
 	}
@@ -55,7 +59,7 @@ func (s *Scheduler) initBackfill(cfg backfill.Config, estimateEvery time.Duratio
 	if err != nil {
 		return fmt.Errorf("%w: backfill: %w", ErrInvalidConfig, err)
 	}
-	s.bf = &bfState{planner: pl, estimateEvery: estimateEvery}
+	s.bf = &bfState{planner: pl, estimateEvery: estimateEvery, customChooser: custom}
 	return nil
 }
 
@@ -286,10 +290,22 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		}
 		s.notePending(j)
 		switch e.Status {
-		case backfill.StatusReserved, backfill.StatusEstimated:
+		case backfill.StatusEstimated:
+			if jobs[k].NoEstimate {
+				// An extended plan carries the estimate the last plan
+				// computed; the job's estimate stands (EstimateInterval)
+				// as it was computed then, as a full plan, which only
+				// tests such a job for a start now, leaves it.
+				j.reserved = false
+				break
+			}
 			j.ExpectedStart, j.EstimatedAt = e.Start, now
 			j.planned = append(j.planned[:0], e.Nodes...)
-			j.reserved = e.Status == backfill.StatusReserved
+			j.reserved = false
+		case backfill.StatusReserved:
+			j.ExpectedStart, j.EstimatedAt = e.Start, now
+			j.planned = append(j.planned[:0], e.Nodes...)
+			j.reserved = true
 		case backfill.StatusWaiting:
 			j.reserved = false // its estimate (NoEstimate) stands
 		default:

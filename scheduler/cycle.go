@@ -804,6 +804,15 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 			Devices: p.devices, DeviceQuality: p.quality, TRES: p.tres,
 		})
 	}
+	s.commitAllocation(now, j, allocs, quality, killBy)
+	return nil
+}
+
+// commitAllocation gives job j the allocations (checked by the caller:
+// CPUs and devices free and healthy, TRES within the nodes' free TRES)
+// and marks it running from start, until its time limit or killBy when
+// that is earlier (zero for none), counted in the policy usage.
+func (s *Scheduler) commitAllocation(start time.Time, j *job, allocs []NodeAlloc, quality float64, killBy time.Time) {
 	s.touch(j)
 	for _, na := range allocs {
 		s.saveNode(na.Node)
@@ -826,19 +835,18 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 	j.clearEstimate()
 	j.State = JobRunning
 	j.Reason = policy.ReasonNone
-	j.StartTime = now
+	j.StartTime = start
 	if a := s.arrays[j.ArrayJobID]; a != nil {
 		a.running++
 		s.onUndo(func() { a.running-- })
 	}
-	j.deadline = now.Add(j.TimeLimit)
+	j.deadline = start.Add(j.TimeLimit)
 	j.killBy = killBy
 	if !killBy.IsZero() && killBy.Before(j.deadline) {
 		j.deadline = killBy
 	}
 	s.noteStarted(j)
 	s.policyStart(j, s.sum)
-	return nil
 }
 
 // errCannotHost is allocate's error for a node that cannot host the job

@@ -79,5 +79,27 @@
 // to a scheduler built from the same configuration, which then holds the
 // same state and makes the same decisions, bit for bit.
 //
+// # Snapshots
+//
+// Snapshot writes the scheduler's whole authoritative state — the
+// configuration as it stands, every node's administrative state and
+// device health, every job with its allocation (CPU ids, GPU indices) and
+// its queue bookkeeping, the reservations, the fair-share inputs, the ID
+// counters, the time of the last event, and the backfill profile the last
+// cycle kept (what Explain and IdleCapacity read between cycles) — and
+// Restore rebuilds a scheduler that decides exactly as the original would
+// have: the same cycles, explanations and job records for the same events
+// from there on. Derived state (plans, caches) is rebuilt, not stored.
+// Functions and interfaces of the configuration (the fair-share source,
+// the site-factor hook, a backfill chooser) are not data: RestoreOptions
+// supplies them again. The format is versioned (a newer major version is
+// refused with ErrSnapshotVersion), sectioned and checksummed per section;
+// registry-bound values are written by TRES name. A truncated or corrupt
+// snapshot is an error wrapping ErrCorruptSnapshot that names the section
+// and the byte offset, never a partial state. A journal (package
+// scheduler/journal) is a snapshot plus the events after it. A caller that
+// keeps its own records instead re-admits each running job with its
+// allocation with Admit (an AdmitEvent).
+//
 // A Scheduler is not safe for concurrent use.
 package scheduler

@@ -482,6 +482,8 @@ func decodeEvent(k EventKind, raw json.RawMessage) (Event, error) {
 		return decodeAs[PowerUpNodeEvent](k, raw)
 	case KindNodePoweredUp:
 		return decodeAs[NodePoweredUpEvent](k, raw)
+	case KindAdmit:
+		return decodeAs[AdmitEvent](k, raw)
 	}
 	return nil, fmt.Errorf("%w: unknown event kind %q", ErrInvalidEvent, k)
 }

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -654,6 +656,9 @@ type fzResult struct {
 func fzCall(s *Scheduler, op fzOp) (out fzResult) {
 	defer func() {
 		if p := recover(); p != nil {
+			if os.Getenv("SLUICE_FUZZ_STACK") != "" {
+				fmt.Fprintf(os.Stderr, "panic: %v\n%s\n", p, debug.Stack())
+			}
 			out = fzResult{err: fmt.Errorf("panic: %v", p), panicked: true}
 		}
 	}()

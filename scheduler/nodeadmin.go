@@ -427,6 +427,19 @@ func (s *Scheduler) removeNode(now time.Time, name string) error {
 	if err := s.checkPartitionsKeepNodes(i, nil); err != nil {
 		return err
 	}
+	if err := s.tombstone(i, name, now); err != nil {
+		return err
+	}
+	s.last = now
+	return nil
+}
+
+// tombstone turns node i into the tombstone of a node named name, removed
+// at since (see removeNode, and Restore, which rebuilds tombstones from a
+// placeholder node). It fails, changing nothing, only when the priority
+// engine refuses the cluster without the node.
+func (s *Scheduler) tombstone(i int, name string, since time.Time) error {
+	n := &s.nodes[i]
 	oldIn := s.memberOf(i)
 	pc, err := s.prioAfter(n.capacity, oldIn, nil, nil, len(s.nodeByName)-1)
 	if err != nil {
@@ -434,7 +447,7 @@ func (s *Scheduler) removeNode(now time.Time, name string) error {
 	}
 	// Nothing fails from here on.
 	pc.commit(s)
-	delete(s.nodeByName, name)
+	delete(s.nodeByName, n.cfg.Name)
 	if s.removed.Len() == 0 {
 		s.removed = topology.NewNodeSet(len(s.nodes))
 	}
@@ -458,12 +471,11 @@ func (s *Scheduler) removeNode(now time.Time, name string) error {
 	// The tombstone: nothing to offer, its name kept for what still
 	// refers to the index (a finished job's allocation, a stale plan).
 	*n = node{cfg: &NodeConfig{Name: name}, capacity: make(gres.Vector, len(n.capacity)), free: make(gres.Vector, len(n.free)),
-		admin: adminDown, reason: "removed", since: now, removed: true}
+		admin: adminDown, reason: "removed", since: since, removed: true}
 	if s.bf != nil && i < len(s.bf.nodes) {
 		clear(s.bf.nodes[i].Capacity)
 	}
 	s.nodesChanged()
-	s.last = now
 	return nil
 }
 

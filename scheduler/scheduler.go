@@ -48,6 +48,7 @@ type Scheduler struct {
 	last      time.Time // time of the latest event applied
 
 	graph  *topology.Graph  // nil without Config.Topology
+	topo   *topology.Config // Config.Topology as given (Snapshot writes it)
 	prio   *prio            // nil without Config.Priority (FCFS)
 	bf     *bfState         // nil without Config.Backfill
 	power  *powerState      // nil without Config.Power
@@ -227,6 +228,7 @@ func New(cfg Config) (*Scheduler, error) {
 		nextID:     max(cfg.FirstJobID, 1),
 		firstID:    max(cfg.FirstJobID, 1),
 		graph:      graph,
+		topo:       cloneTopology(cfg.Topology),
 		shapes:     make(map[string]*shape),
 		arrays:     make(map[JobID]*array),
 		maxArray:   max(cfg.MaxArraySize, 0),
@@ -279,7 +281,13 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 	}
 	if polCfg != nil {
-		if err := s.initPolicy(*polCfg, cfg.Partitions); err != nil {
+		// The policy sees the partitions with their defaults applied
+		// (PriorityTier 1), as the queue does.
+		parts := make([]PartitionConfig, len(s.parts))
+		for i := range s.parts {
+			parts[i] = s.parts[i].cfg
+		}
+		if err := s.initPolicy(*polCfg, parts); err != nil {
 			return nil, err
 		}
 	}
