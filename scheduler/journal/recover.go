@@ -1,0 +1,263 @@
+package journal
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tidwall/buntdb"
+
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// RecoverOptions say how Recover builds the scheduler the events are
+// replayed onto.
+type RecoverOptions struct {
+	// New builds the scheduler a journal without a snapshot replays
+	// onto: the scheduler as it was before the first event journalled,
+	// typically scheduler.New with the configuration it was created with.
+	// Nil: a journal without a snapshot fails with ErrNoBase.
+	New func() (*scheduler.Scheduler, error)
+	// Restore rebuilds the scheduler from the snapshot WriteSnapshot
+	// stored (the bytes its Snapshotter wrote). Nil: a journal with a
+	// snapshot fails with ErrNoBase.
+	Restore func(r io.Reader) (*scheduler.Scheduler, error)
+}
+
+// RecoverReport says what Recover did.
+type RecoverReport struct {
+	// SnapshotSeq is the last event the snapshot covered (0: none; the
+	// replay started from RecoverOptions.New).
+	SnapshotSeq uint64
+	// Replayed is the number of events applied after the snapshot.
+	Replayed int
+	// Rejected is how many of them Apply refused (an unknown job, say):
+	// they were journalled before being applied, failed then as they
+	// fail now, and changed nothing either time.
+	Rejected int
+	// LastSeq is the sequence number of the last event the recovered
+	// state includes; the next Append gets LastSeq+1.
+	LastSeq uint64
+	// Torn is the torn last record Open dropped (an event a crash
+	// interrupted before it was acknowledged), or nil.
+	Torn *Torn
+}
+
+// replayed is one decoded event of the replay.
+type replayed struct {
+	seq   uint64
+	entry scheduler.Entry
+	err   error
+	key   string
+}
+
+// Recover rebuilds the scheduler: the last snapshot (or RecoverOptions.New
+// without one), then every event after it applied in order with Apply.
+// Nothing is appended during the replay; the returned scheduler then has
+// the journal as its EventLog, so that its later events are journalled.
+// Damage (a snapshot that does not match its checksum, an event that does
+// not decode, a gap in the sequence numbers, an event time before the
+// last) is an error naming the event's sequence number and key, and
+// nothing stored is changed. Events decode on a second goroutine while
+// the first applies them.
+func (j *Journal) Recover(opts RecoverOptions) (*scheduler.Scheduler, RecoverReport, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	rep := RecoverReport{Torn: j.torn}
+	if err := j.usable(); err != nil {
+		return nil, rep, err
+	}
+	s, err := j.base(opts)
+	if err != nil {
+		return nil, rep, err
+	}
+	if j.snapshot != nil {
+		rep.SnapshotSeq = j.snapshot.Seq
+	}
+	s.SetEventLog(nil)
+	rep.LastSeq = rep.SnapshotSeq
+	stop := make(chan struct{})
+	batches := make(chan []replayed, 4)
+	go j.decodeEvents(rep.SnapshotSeq, batches, stop)
+	defer func() {
+		close(stop)
+		for range batches { // let the decoder finish
+		}
+	}()
+	for batch := range batches {
+		for _, r := range batch {
+			if r.err != nil {
+				return nil, rep, r.err
+			}
+			if r.seq != rep.LastSeq+1 {
+				return nil, rep, &CorruptError{Path: j.path, Offset: -1, Key: r.key, Seq: r.seq, Err: ErrCorrupt,
+					Reason: fmt.Sprintf("events %d to %d are missing", rep.LastSeq+1, r.seq-1)}
+			}
+			_, err := s.Apply(r.entry.At, r.entry.Event)
+			if errors.Is(err, scheduler.ErrTimeWentBackwards) {
+				return nil, rep, &CorruptError{Path: j.path, Offset: -1, Key: r.key, Seq: r.seq, Err: ErrCorrupt,
+					Reason: fmt.Sprintf("replaying the %s event: %v", r.entry.Event.Kind(), err)}
+			}
+			if err != nil {
+				rep.Rejected++
+			}
+			rep.Replayed++
+			rep.LastSeq = r.seq
+		}
+	}
+	if rep.LastSeq != j.last {
+		return nil, rep, &CorruptError{Path: j.path, Offset: -1, Key: eventKey(j.last), Seq: j.last, Err: ErrCorrupt,
+			Reason: fmt.Sprintf("the replay ended at event %d", rep.LastSeq)}
+	}
+	s.SetEventLog(j)
+	return s, rep, nil
+}
+
+// base builds the scheduler the replay starts from.
+func (j *Journal) base(opts RecoverOptions) (*scheduler.Scheduler, error) {
+	if j.snapshot == nil {
+		if opts.New == nil {
+			return nil, fmt.Errorf("%w: %s has no snapshot and RecoverOptions.New is nil", ErrNoBase, j.dir)
+		}
+		s, err := opts.New()
+		if err != nil {
+			return nil, fmt.Errorf("journal: recover: new scheduler: %w", err)
+		}
+		return s, nil
+	}
+	ref := j.snapshot
+	path := filepath.Join(j.dir, ref.File)
+	if opts.Restore == nil {
+		return nil, fmt.Errorf("%w: %s starts from snapshot %s and RecoverOptions.Restore is nil", ErrNoBase, j.dir, ref.File)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("journal: recover: snapshot of event %d: %w", ref.Seq, err)
+	}
+	defer f.Close()
+	h := crc32.New(castagnoli)
+	cw := &countWriter{w: h}
+	r := io.TeeReader(bufio.NewReaderSize(f, 1<<20), cw)
+	s, rerr := ref.restore(opts.Restore, r)
+	// Check the whole file, also what Restore did not read.
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return nil, fmt.Errorf("journal: recover: snapshot %s: %w", path, err)
+	}
+	if cw.n != ref.Size || h.Sum32() != ref.CRC32 {
+		return nil, &CorruptError{Path: path, Offset: -1, Key: snapshotKey, Err: ErrCorrupt,
+			Reason: fmt.Sprintf("snapshot of event %d: %d bytes with CRC-32C %08x, want %d bytes with %08x", ref.Seq, cw.n, h.Sum32(), ref.Size, ref.CRC32)}
+	}
+	if rerr != nil {
+		return nil, fmt.Errorf("journal: recover: restore snapshot %s: %w", path, rerr)
+	}
+	return s, nil
+}
+
+func (ref *snapshotRef) restore(fn func(io.Reader) (*scheduler.Scheduler, error), r io.Reader) (*scheduler.Scheduler, error) {
+	s, err := fn(r)
+	if err == nil && s == nil {
+		err = errors.New("restore returned no scheduler")
+	}
+	return s, err
+}
+
+// decodeEvents decodes the events after seq in batches, until stop is
+// closed; it closes out when done.
+func (j *Journal) decodeEvents(seq uint64, out chan<- []replayed, stop <-chan struct{}) {
+	defer close(out)
+	const batchSize = 512
+	batch := make([]replayed, 0, batchSize)
+	send := func() bool {
+		select {
+		case out <- batch:
+			batch = make([]replayed, 0, batchSize)
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	err := j.db.View(func(tx *buntdb.Tx) error {
+		return tx.AscendGreaterOrEqual("", eventKey(seq+1), func(k, v string) bool {
+			if len(k) != eventKeyLen || k[0] != eventPrefix {
+				return false
+			}
+			r := replayed{key: k}
+			r.seq, _ = keySeq([]byte(k))
+			payload, ok := unseal([]byte(k), []byte(v))
+			if !ok {
+				r.err = &CorruptError{Path: j.path, Offset: -1, Key: k, Seq: r.seq, Reason: "checksum mismatch in memory", Err: ErrCorrupt}
+			} else if r.entry, r.err = j.decode(payload); r.err != nil {
+				r.err = &CorruptError{Path: j.path, Offset: -1, Key: k, Seq: r.seq, Reason: "undecodable event: " + r.err.Error(), Err: ErrCorrupt}
+			}
+			batch = append(batch, r)
+			if r.err != nil {
+				return false
+			}
+			return len(batch) < batchSize || send()
+		})
+	})
+	if err != nil {
+		batch = append(batch, replayed{err: fmt.Errorf("journal: recover: %w", err)})
+	}
+	if len(batch) > 0 {
+		send()
+	}
+}
+
+// Dump writes a readable listing of the journal to w: a header line, the
+// snapshot the events continue from, then one line per event, tab
+// separated: its sequence number, its time (RFC 3339), its kind and the
+// event as JSON.
+func (j *Journal) Dump(w io.Writer) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.usable(); err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "# %s version %d: %s\n", formatName, formatVersion, j.path)
+	if ref := j.snapshot; ref != nil {
+		fmt.Fprintf(bw, "# snapshot of events 1-%d: %s (%d bytes, CRC-32C %08x)\n", ref.Seq, ref.File, ref.Size, ref.CRC32)
+	}
+	var derr error
+	err := j.db.View(func(tx *buntdb.Tx) error {
+		return tx.AscendGreaterOrEqual("", eventKey(0), func(k, v string) bool {
+			if len(k) != eventKeyLen || k[0] != eventPrefix {
+				return false
+			}
+			seq, _ := keySeq([]byte(k))
+			payload, ok := unseal([]byte(k), []byte(v))
+			if !ok {
+				derr = &CorruptError{Path: j.path, Offset: -1, Key: k, Seq: seq, Reason: "checksum mismatch in memory", Err: ErrCorrupt}
+				return false
+			}
+			e, err := j.decode(payload)
+			var ev []byte
+			if err == nil {
+				ev, err = json.Marshal(e.Event)
+			}
+			if err != nil {
+				derr = &CorruptError{Path: j.path, Offset: -1, Key: k, Seq: seq, Reason: "undecodable event: " + err.Error(), Err: ErrCorrupt}
+				return false
+			}
+			fmt.Fprintf(bw, "%d\t%s\t%s\t%s\n", seq, e.At.Format(time.RFC3339Nano), e.Event.Kind(), ev)
+			return true
+		})
+	})
+	if err == nil {
+		err = derr
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("journal: dump: %w", err)
+	}
+	return nil
+}
