@@ -2,6 +2,7 @@ package journal_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,38 +25,27 @@ var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 // partitions.
 func newScheduler() (*scheduler.Scheduler, error) { return scheduler.New(clustertest.Mixed4()) }
 
-// workload generates a seeded random event sequence. Each event depends
-// only on the seed and the scheduler's state, so two schedulers fed the
-// same workload from the same state get the same events.
+// workload generates a seeded random event sequence: event k is a
+// function of the seed, k and the scheduler's state only, so two
+// schedulers in the same state get the same next event, and a process
+// that recovered event k continues with event k+1.
 type workload struct {
-	src *rand.PCG
-	rng *rand.Rand
-	now time.Time
+	seed uint64
+	k    uint64 // the last event generated
 }
 
-func newWorkload(seed uint64) *workload {
-	src := rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)
-	return &workload{src: src, rng: rand.New(src), now: t0}
-}
+func newWorkload(seed uint64) *workload { return &workload{seed: seed} }
 
 // clone returns a workload that generates what w would from here on.
-func (w *workload) clone() *workload {
-	state, err := w.src.MarshalBinary()
-	if err != nil {
-		panic(err)
-	}
-	src := &rand.PCG{}
-	if err := src.UnmarshalBinary(state); err != nil {
-		panic(err)
-	}
-	return &workload{src: src, rng: rand.New(src), now: w.now}
-}
+func (w *workload) clone() *workload { c := *w; return &c }
 
 var nodeNames = []string{"h100-01", "h100-02", "a100-01", "a100-02"}
 
 // next returns the next event and its time for scheduler s.
 func (w *workload) next(s *scheduler.Scheduler) (time.Time, scheduler.Event) {
-	w.now = w.now.Add(time.Duration(1+w.rng.IntN(90)) * time.Second)
+	w.k++
+	rng := rand.New(rand.NewPCG(w.seed, w.k))
+	now := t0.Add(time.Duration(w.k)*time.Minute + time.Duration(rng.IntN(60))*time.Second)
 	var pending, running []scheduler.JobID
 	for _, j := range s.Jobs() {
 		switch j.State {
@@ -67,50 +57,54 @@ func (w *workload) next(s *scheduler.Scheduler) (time.Time, scheduler.Event) {
 	}
 	pick := func(ids []scheduler.JobID) scheduler.JobID {
 		if len(ids) == 0 {
-			return scheduler.JobID(1 + w.rng.IntN(5)) // unknown or ended: rejected
+			return scheduler.JobID(1 + rng.IntN(5)) // unknown or ended: rejected
 		}
-		return ids[w.rng.IntN(len(ids))]
+		return ids[rng.IntN(len(ids))]
 	}
-	node := nodeNames[w.rng.IntN(len(nodeNames))]
-	switch r := w.rng.IntN(100); {
+	node := nodeNames[rng.IntN(len(nodeNames))]
+	r := rng.IntN(100)
+	if r < 35 && len(pending) > 30 {
+		r = 75 // keep the queue short: cancel instead
+	}
+	switch {
 	case r < 35:
 		spec := scheduler.JobSpec{
-			User: []string{"ann", "bob", "cy"}[w.rng.IntN(3)], Account: "a",
-			Tasks: 1 + w.rng.IntN(4), CPUsPerTask: 1 + w.rng.IntN(8),
-			MemPerNodeMiB: int64(1+w.rng.IntN(64)) * 1024,
-			TimeLimit:     time.Duration(10+w.rng.IntN(240)) * time.Minute,
+			User: []string{"ann", "bob", "cy"}[rng.IntN(3)], Account: "a",
+			Tasks: 1 + rng.IntN(4), CPUsPerTask: 1 + rng.IntN(8),
+			MemPerNodeMiB: int64(1+rng.IntN(64)) * 1024,
+			TimeLimit:     time.Duration(10+rng.IntN(240)) * time.Minute,
 		}
-		if w.rng.IntN(2) == 0 {
-			spec.GRESPerNode = []gres.Request{{Name: "gpu", Count: int64(1 + w.rng.IntN(4))}}
+		if rng.IntN(2) == 0 {
+			spec.GRESPerNode = []gres.Request{{Name: "gpu", Count: int64(1 + rng.IntN(4))}}
 		}
-		if w.rng.IntN(5) == 0 {
+		if rng.IntN(5) == 0 {
 			spec.Partition = "h100"
 		}
 		ev := scheduler.SubmitEvent{Spec: spec}
-		if w.rng.IntN(10) == 0 {
-			ev.Array = fmt.Sprintf("0-%d", 1+w.rng.IntN(3))
+		if rng.IntN(10) == 0 {
+			ev.Array = fmt.Sprintf("0-%d", 1+rng.IntN(3))
 		}
-		return w.now, ev
+		return now, ev
 	case r < 55:
-		return w.now, scheduler.ScheduleEvent{}
+		return now, scheduler.ScheduleEvent{}
 	case r < 72:
-		return w.now, scheduler.FinishEvent{Job: pick(running), ExitCode: w.rng.IntN(3) / 2}
+		return now, scheduler.FinishEvent{Job: pick(running), ExitCode: rng.IntN(3) / 2}
 	case r < 78:
-		return w.now, scheduler.CancelEvent{Job: pick(append(pending, running...))}
+		return now, scheduler.CancelEvent{Job: pick(append(pending, running...))}
 	case r < 81:
-		return w.now, scheduler.RequeueEvent{Job: pick(running)}
+		return now, scheduler.RequeueEvent{Job: pick(running)}
 	case r < 84:
-		return w.now, scheduler.CheckpointEvent{Job: pick(running)}
+		return now, scheduler.CheckpointEvent{Job: pick(running)}
 	case r < 88:
-		return w.now, scheduler.DrainNodeEvent{Node: node, Reason: "maintenance"}
+		return now, scheduler.DrainNodeEvent{Node: node, Reason: "maintenance"}
 	case r < 93:
-		return w.now, scheduler.ResumeNodeEvent{Node: node}
+		return now, scheduler.ResumeNodeEvent{Node: node}
 	case r < 95:
-		return w.now, scheduler.DownNodeEvent{Node: node, Reason: "not responding"}
+		return now, scheduler.DownNodeEvent{Node: node, Reason: "not responding"}
 	case r < 97:
-		return w.now, scheduler.FailNodeEvent{Node: node, Reason: "ecc"}
+		return now, scheduler.FailNodeEvent{Node: node, Reason: "ecc"}
 	default:
-		return w.now, scheduler.DeviceHealthEvent{Node: node, Index: w.rng.IntN(8), Healthy: w.rng.IntN(2) == 0, Reason: "xid 79"}
+		return now, scheduler.DeviceHealthEvent{Node: node, Index: rng.IntN(8), Healthy: rng.IntN(2) == 0, Reason: "xid 79"}
 	}
 }
 
@@ -142,16 +136,51 @@ func digest(s *scheduler.Scheduler) string {
 // applied so far, and replayLog restores one by replaying them onto a new
 // scheduler. (It stands in for Scheduler.Snapshot and scheduler.Restore.)
 type entryLog struct {
-	next    scheduler.EventLog
+	next    *journal.Journal
 	entries []scheduler.Entry
+	seq     uint64 // the sequence number of the last append
 }
 
 func (l *entryLog) Append(now time.Time, ev scheduler.Event) error {
-	if err := l.next.Append(now, ev); err != nil {
+	seq, err := l.next.AppendSeq(now, ev)
+	if err != nil {
 		return err
 	}
 	l.entries = append(l.entries, scheduler.Entry{At: now, Event: ev})
+	l.seq = seq
 	return nil
+}
+
+// recover recovers l's journal and makes l its scheduler's event log,
+// holding every entry since the first.
+func (l *entryLog) recover() (*scheduler.Scheduler, journal.RecoverReport, error) {
+	l.entries = nil
+	opts := journal.RecoverOptions{New: newScheduler, Restore: func(r io.Reader) (*scheduler.Scheduler, error) {
+		var b bytes.Buffer
+		s, err := replayLog(io.TeeReader(r, &b))
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range bytes.Split(bytes.TrimSpace(b.Bytes()), []byte("\n")) {
+			var e scheduler.Entry
+			if err := json.Unmarshal(line, &e); err != nil {
+				return nil, err
+			}
+			l.entries = append(l.entries, e)
+		}
+		return s, nil
+	}}
+	s, rep, err := l.next.Recover(opts)
+	if err != nil {
+		return nil, rep, err
+	}
+	err = l.next.Events(rep.SnapshotSeq, func(_ uint64, e scheduler.Entry) error {
+		l.entries = append(l.entries, e)
+		return nil
+	})
+	s.SetEventLog(l)
+	l.seq = rep.LastSeq
+	return s, rep, err
 }
 
 func (l *entryLog) Snapshot(w io.Writer) error {

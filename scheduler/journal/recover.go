@@ -187,14 +187,7 @@ func (j *Journal) decodeEvents(seq uint64, out chan<- []replayed, stop <-chan st
 			if len(k) != eventKeyLen || k[0] != eventPrefix {
 				return false
 			}
-			r := replayed{key: k}
-			r.seq, _ = keySeq([]byte(k))
-			payload, ok := unseal([]byte(k), []byte(v))
-			if !ok {
-				r.err = &CorruptError{Path: j.path, Offset: -1, Key: k, Seq: r.seq, Reason: "checksum mismatch in memory", Err: ErrCorrupt}
-			} else if r.entry, r.err = j.decode(payload); r.err != nil {
-				r.err = &CorruptError{Path: j.path, Offset: -1, Key: k, Seq: r.seq, Reason: "undecodable event: " + r.err.Error(), Err: ErrCorrupt}
-			}
+			r := j.decodeRecord(k, v)
 			batch = append(batch, r)
 			if r.err != nil {
 				return false
@@ -210,49 +203,69 @@ func (j *Journal) decodeEvents(seq uint64, out chan<- []replayed, stop <-chan st
 	}
 }
 
+// Events calls fn with every event stored after sequence number after, in
+// order: for an audit, a replica catching up, or a listing. It stops at
+// the first error fn returns, and returns it. An event that does not
+// decode is a *CorruptError naming it.
+func (j *Journal) Events(after uint64, fn func(seq uint64, e scheduler.Entry) error) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.usable(); err != nil {
+		return err
+	}
+	var ferr error
+	err := j.db.View(func(tx *buntdb.Tx) error {
+		return tx.AscendGreaterOrEqual("", eventKey(after+1), func(k, v string) bool {
+			if len(k) != eventKeyLen || k[0] != eventPrefix {
+				return false
+			}
+			r := j.decodeRecord(k, v)
+			if ferr = r.err; ferr == nil {
+				ferr = fn(r.seq, r.entry)
+			}
+			return ferr == nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return ferr
+}
+
+// decodeRecord checks and decodes the event record k = v.
+func (j *Journal) decodeRecord(k, v string) replayed {
+	r := replayed{key: k}
+	r.seq, _ = keySeq([]byte(k))
+	payload, ok := unseal([]byte(k), []byte(v))
+	if !ok {
+		r.err = &CorruptError{Path: j.path, Offset: -1, Key: k, Seq: r.seq, Reason: "checksum mismatch in memory", Err: ErrCorrupt}
+	} else if r.entry, r.err = j.decode(payload); r.err != nil {
+		r.err = &CorruptError{Path: j.path, Offset: -1, Key: k, Seq: r.seq, Reason: "undecodable event: " + r.err.Error(), Err: ErrCorrupt}
+	}
+	return r
+}
+
 // Dump writes a readable listing of the journal to w: a header line, the
 // snapshot the events continue from, then one line per event, tab
 // separated: its sequence number, its time (RFC 3339), its kind and the
 // event as JSON.
 func (j *Journal) Dump(w io.Writer) error {
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	if err := j.usable(); err != nil {
-		return err
-	}
+	snap := j.snapshot
+	j.mu.Unlock()
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "# %s version %d: %s\n", formatName, formatVersion, j.path)
-	if ref := j.snapshot; ref != nil {
-		fmt.Fprintf(bw, "# snapshot of events 1-%d: %s (%d bytes, CRC-32C %08x)\n", ref.Seq, ref.File, ref.Size, ref.CRC32)
+	if snap != nil {
+		fmt.Fprintf(bw, "# snapshot of events 1-%d: %s (%d bytes, CRC-32C %08x)\n", snap.Seq, snap.File, snap.Size, snap.CRC32)
 	}
-	var derr error
-	err := j.db.View(func(tx *buntdb.Tx) error {
-		return tx.AscendGreaterOrEqual("", eventKey(0), func(k, v string) bool {
-			if len(k) != eventKeyLen || k[0] != eventPrefix {
-				return false
-			}
-			seq, _ := keySeq([]byte(k))
-			payload, ok := unseal([]byte(k), []byte(v))
-			if !ok {
-				derr = &CorruptError{Path: j.path, Offset: -1, Key: k, Seq: seq, Reason: "checksum mismatch in memory", Err: ErrCorrupt}
-				return false
-			}
-			e, err := j.decode(payload)
-			var ev []byte
-			if err == nil {
-				ev, err = json.Marshal(e.Event)
-			}
-			if err != nil {
-				derr = &CorruptError{Path: j.path, Offset: -1, Key: k, Seq: seq, Reason: "undecodable event: " + err.Error(), Err: ErrCorrupt}
-				return false
-			}
-			fmt.Fprintf(bw, "%d\t%s\t%s\t%s\n", seq, e.At.Format(time.RFC3339Nano), e.Event.Kind(), ev)
-			return true
-		})
+	err := j.Events(0, func(seq uint64, e scheduler.Entry) error {
+		ev, err := json.Marshal(e.Event)
+		if err != nil {
+			return fmt.Errorf("journal: event %d: %w", seq, err)
+		}
+		_, err = fmt.Fprintf(bw, "%d\t%s\t%s\t%s\n", seq, e.At.Format(time.RFC3339Nano), e.Event.Kind(), ev)
+		return err
 	})
-	if err == nil {
-		err = derr
-	}
 	if err == nil {
 		err = bw.Flush()
 	}
