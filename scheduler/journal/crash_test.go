@@ -110,33 +110,30 @@ func TestJournalCrashRecovery(t *testing.T) {
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		require.NoError(t, cmd.Start())
-		lines := make(chan string, 1<<16)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
-		select {
-		case l, ok := <-lines:
-			require.True(t, ok, "child exited early: %s", stderr.String())
-			require.Equal(t, fmt.Sprintf("ready %d", recovered), l, "the child recovers what the parent did")
-		case <-time.After(60 * time.Second):
-			t.Fatal("child did not start")
+		out := bufio.NewScanner(stdout)
+		watchdog := time.AfterFunc(time.Minute, func() { _ = cmd.Process.Kill() })
+		ready := out.Scan()
+		watchdog.Stop()
+		require.True(t, ready, "the child did not get ready: %s", stderr.String())
+		require.Equal(t, fmt.Sprintf("ready %d", recovered), out.Text(), "the child recovers what the parent did")
+		// Kill it at a random point while it runs; read its
+		// acknowledgements until its stdout closes.
+		killed := make(chan error, 1)
+		time.AfterFunc(time.Duration(30+rng.IntN(400))*time.Millisecond, func() {
+			killed <- cmd.Process.Signal(syscall.SIGKILL)
+		})
+		for out.Scan() {
+			n, ok := strings.CutPrefix(out.Text(), "ack ")
+			require.True(t, ok, out.Text())
+			v, err := strconv.ParseUint(n, 10, 64)
+			require.NoError(t, err)
+			require.Equal(t, acked+1, v, "acknowledgements in order")
+			acked = v
 		}
-		time.Sleep(time.Duration(30+rng.IntN(400)) * time.Millisecond)
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		for l := range lines {
-			if n, ok := strings.CutPrefix(l, "ack "); ok {
-				v, err := strconv.ParseUint(n, 10, 64)
-				require.NoError(t, err)
-				require.Equal(t, acked+1, v, "acknowledgements in order")
-				acked = v
-			}
-		}
+		killErr := <-killed
 		_ = cmd.Wait()
 		require.NotContains(t, stderr.String(), "crash child:", "the child failed by itself")
+		require.NoError(t, killErr)
 
 		p, torn := recoverCrashed(t, dir)
 		require.True(t, p.seq == acked || p.seq == acked+1,
