@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/binary"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -258,18 +260,7 @@ func (c *codec) appendValue(b []byte, v reflect.Value) ([]byte, error) {
 		if v.IsNil() {
 			return append(b, 0), nil
 		}
-		b = binary.AppendUvarint(b, uint64(v.Len())+1)
-		it := v.MapRange()
-		var err error
-		for it.Next() {
-			if b, err = c.appendValue(b, it.Key()); err != nil {
-				return b, err
-			}
-			if b, err = c.appendValue(b, it.Value()); err != nil {
-				return b, err
-			}
-		}
-		return b, nil
+		return c.appendMap(binary.AppendUvarint(b, uint64(v.Len())+1), v)
 	case reflect.Pointer:
 		if v.IsNil() {
 			return append(b, 0), nil
@@ -279,6 +270,30 @@ func (c *codec) appendValue(b []byte, v reflect.Value) ([]byte, error) {
 		return c.appendStruct(b, ti, v)
 	}
 	return b, fmt.Errorf("%w: %s", errNoBinary, v.Type())
+}
+
+// appendMap appends the map's entries as key, value pairs in the order of
+// their encoded keys, so that a map always encodes the same.
+func (c *codec) appendMap(b []byte, v reflect.Value) ([]byte, error) {
+	type pair struct{ k, kv []byte }
+	pairs := make([]pair, 0, v.Len())
+	it := v.MapRange()
+	for it.Next() {
+		k, err := c.appendValue(nil, it.Key())
+		if err != nil {
+			return b, err
+		}
+		kv, err := c.appendValue(k, it.Value())
+		if err != nil {
+			return b, err
+		}
+		pairs = append(pairs, pair{k: kv[:len(k)], kv: kv})
+	}
+	slices.SortFunc(pairs, func(x, y pair) int { return bytes.Compare(x.k, y.k) })
+	for _, p := range pairs {
+		b = append(b, p.kv...)
+	}
+	return b, nil
 }
 
 func (c *codec) appendElems(b []byte, v reflect.Value) ([]byte, error) {
@@ -565,12 +580,17 @@ func (d *decoder) structValue(ti *typeInfo, v reflect.Value) error {
 		if !ok {
 			continue // a field this version does not have, as JSON skips it
 		}
-		sub := &decoder{c: d.c, b: data}
-		if err := sub.value(v.FieldByIndex(ti.fields[i].index)); err != nil {
+		// Decode the field's bytes only: d reads data, then goes on after it.
+		whole, next := d.b, d.off
+		d.b, d.off = data, 0
+		err = d.value(v.FieldByIndex(ti.fields[i].index))
+		left := len(data) - d.off
+		d.b, d.off = whole, next
+		if err != nil {
 			return fmt.Errorf("field %s: %w", name, err)
 		}
-		if sub.off != len(data) {
-			return fmt.Errorf("field %s: %d bytes left over", name, len(data)-sub.off)
+		if left != 0 {
+			return fmt.Errorf("field %s: %d bytes left over", name, left)
 		}
 	}
 }

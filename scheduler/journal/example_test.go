@@ -1,0 +1,77 @@
+package journal_test
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/scheduler/journal"
+)
+
+// A control plane journals its scheduler, and after a restart recovers
+// it from the journal: the same jobs, in the same states, and the next
+// job ID where it was.
+func Example() {
+	dir, err := os.MkdirTemp("", "journal-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	cfg := scheduler.Config{
+		Nodes:      []scheduler.NodeConfig{{Name: "n1", CPUs: 8, MemoryMiB: 32768}},
+		Partitions: []scheduler.PartitionConfig{{Name: "batch", Default: true, MaxTime: 24 * time.Hour}},
+	}
+	newScheduler := func() (*scheduler.Scheduler, error) { return scheduler.New(cfg) }
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+
+	// First run: every event is journalled before it is applied.
+	j, err := journal.Open(dir, journal.Options{})
+	if err != nil {
+		panic(err)
+	}
+	s, err := newScheduler()
+	if err != nil {
+		panic(err)
+	}
+	s.SetEventLog(j)
+	for range 3 {
+		if _, err := s.Submit(now, scheduler.JobSpec{User: "ann", Tasks: 1, CPUsPerTask: 4, TimeLimit: time.Hour}); err != nil {
+			panic(err)
+		}
+	}
+	c, err := s.Schedule(now.Add(time.Second))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("started:", len(c.Starts))
+	if err := j.Close(); err != nil { // or the process is killed
+		panic(err)
+	}
+
+	// After the restart.
+	j, err = journal.Open(dir, journal.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer j.Close()
+	s, rep, err := j.Recover(journal.RecoverOptions{New: newScheduler})
+	if err != nil {
+		panic(err)
+	}
+	pending, running := s.Counts()
+	fmt.Printf("recovered to event %d: %d running, %d pending\n", rep.LastSeq, running, pending)
+	id, err := s.Submit(now.Add(time.Minute), scheduler.JobSpec{User: "bob", Tasks: 1, CPUsPerTask: 1, TimeLimit: time.Hour})
+	if err != nil {
+		panic(err)
+	}
+	st, err := j.Stats()
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("next job %d, journalled as event %d\n", id, st.LastSeq)
+	// Output:
+	// started: 2
+	// recovered to event 4: 2 running, 1 pending
+	// next job 4, journalled as event 5
+}
