@@ -3,7 +3,9 @@ package journal_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,6 +125,12 @@ func TestJournalSnapshotCompaction(t *testing.T) {
 	require.Equal(t, journal.Stats{LastSeq: 300, SnapshotSeq: 300, Events: 0, FileSize: st.FileSize}, st)
 	require.Less(t, st.FileSize*10, before.FileSize, "the events are gone from the file")
 	require.Equal(t, []string{"journal.db", "journal.lock", "snapshot-000000000000012c.snap"}, dirNames(t, dir))
+
+	files := readAll(t, dir)
+	seq, err = j.WriteSnapshot(log)
+	require.NoError(t, err)
+	require.Equal(t, uint64(300), seq)
+	require.Equal(t, files, readAll(t, dir), "no event since the snapshot: nothing to do")
 
 	run(t, w, s, 100)
 	_, err = j.WriteSnapshot(log)
@@ -339,4 +347,47 @@ func readAll(t *testing.T, dir string) map[string]string {
 		out[n] = string(b)
 	}
 	return out
+}
+
+type failingSnapshotter struct{}
+
+func (failingSnapshotter) Snapshot(w io.Writer) error {
+	_, _ = w.Write([]byte("partial"))
+	return errors.New("disk full")
+}
+
+// A WriteSnapshot that fails, or one a crash interrupted (its temporary
+// files, or a new snapshot file whose journal switch never happened),
+// leaves the journal as it was: it recovers from the previous snapshot
+// and all the events after it.
+func TestJournalInterruptedSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	j, s, w, log := openRun(t, dir, journal.Options{}, 9, 200)
+	_, err := j.WriteSnapshot(log)
+	require.NoError(t, err)
+	run(t, w, s, 60)
+	files := readAll(t, dir)
+	_, err = j.WriteSnapshot(failingSnapshotter{})
+	require.ErrorContains(t, err, "disk full")
+	require.Equal(t, files, readAll(t, dir))
+	run(t, w, s, 10) // still usable
+	want := digest(s)
+	require.NoError(t, j.Close())
+
+	for name, content := range map[string]string{
+		"snapshot-0000000000000104.snap":     "a newer snapshot whose switch did not happen",
+		"snapshot-0000000000000104.snap.tmp": "half a snapshot",
+		"journal.db.compact":                 "half a new events file",
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	j2, err := journal.Open(dir, journal.Options{})
+	require.NoError(t, err)
+	defer j2.Close()
+	require.Equal(t, []string{"journal.db", "journal.lock", "snapshot-00000000000000c8.snap"}, dirNames(t, dir))
+	r, rep, err := j2.Recover(recoverOpts)
+	require.NoError(t, err)
+	require.Equal(t, want, digest(r))
+	require.Equal(t, uint64(200), rep.SnapshotSeq)
+	require.Equal(t, 70, rep.Replayed)
 }

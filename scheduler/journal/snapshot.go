@@ -23,6 +23,7 @@ type Snapshotter interface {
 // then replaces the events file by one that starts from it, without the
 // events it covers, and deletes the older snapshot. It returns the last
 // sequence number the snapshot covers; the next event gets the next one.
+// When no event was appended since the last snapshot it does nothing.
 // Every step is fsynced, and the switch is one rename: a crash at any
 // point leaves either the old snapshot and all events or the new
 // snapshot and the events after it. On error the journal is as it was
@@ -32,6 +33,12 @@ func (j *Journal) WriteSnapshot(s Snapshotter) (uint64, error) {
 	defer j.mu.Unlock()
 	if err := j.usable(); err != nil {
 		return 0, err
+	}
+	if j.snapshot != nil && j.snapshot.Seq == j.last {
+		// The state is a function of the events: the snapshot of the
+		// same events is the one stored (and rewriting its file in place
+		// would not be atomic with the record that checksums it).
+		return j.last, nil
 	}
 	ref := snapshotRef{Seq: j.last, File: fmt.Sprintf(snapNameForm, j.last)}
 	if err := j.writeSnapshotFile(s, &ref); err != nil {
