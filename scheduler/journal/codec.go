@@ -175,7 +175,8 @@ func (c *codec) appendEntry(b []byte, at time.Time, ev scheduler.Event) ([]byte,
 	k := ev.Kind()
 	t, err := c.eventType(k)
 	if err != nil {
-		return b, err
+		// A kind the probe cannot find the type of is stored as JSON.
+		return b, fmt.Errorf("%w: %s events: %w", errNoBinary, k, err)
 	}
 	v := reflect.ValueOf(ev)
 	for v.Kind() == reflect.Pointer && !v.IsNil() {

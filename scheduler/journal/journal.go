@@ -295,9 +295,9 @@ func (j *Journal) fail(err error) error {
 
 // Append implements scheduler.EventLog: it writes the event, with time now
 // and the next sequence number, to the file (and, with SyncAlways, to
-// disk) before it returns. An event that cannot be encoded fails and
-// changes nothing; a write failure puts the journal in the ErrFailed
-// state.
+// disk) before it returns. An event that cannot be encoded, or would not
+// decode again, fails and changes nothing (so the scheduler does not
+// apply it); a write failure puts the journal in the ErrFailed state.
 func (j *Journal) Append(now time.Time, ev scheduler.Event) error {
 	_, err := j.AppendSeq(now, ev)
 	return err
@@ -355,6 +355,13 @@ func (j *Journal) encode(b []byte, now time.Time, ev scheduler.Event) ([]byte, e
 	data, err := json.Marshal(scheduler.Entry{At: now, Event: ev})
 	if err != nil {
 		return b, fmt.Errorf("journal: append %s event: %w", ev.Kind(), err)
+	}
+	if _, err := j.codec.eventType(ev.Kind()); err != nil {
+		// Never journal (and so apply) what recovery could not read back.
+		var e scheduler.Entry
+		if err := json.Unmarshal(data, &e); err != nil {
+			return b, fmt.Errorf("journal: append %s event: it would not decode: %w", ev.Kind(), err)
+		}
 	}
 	return append(append(b, recJSON), data...), nil
 }

@@ -391,3 +391,25 @@ func TestJournalInterruptedSnapshot(t *testing.T) {
 	require.Equal(t, uint64(200), rep.SnapshotSeq)
 	require.Equal(t, 70, rep.Replayed)
 }
+
+// alienEvent is an event of a kind the scheduler cannot decode (it
+// borrows CancelEvent's apply).
+type alienEvent struct{ scheduler.CancelEvent }
+
+func (alienEvent) Kind() scheduler.EventKind { return "alien" }
+
+// An event recovery could not read back is refused, so the scheduler
+// does not apply it, and the journal carries on.
+func TestJournalRefusesUndecodableEvent(t *testing.T) {
+	for _, enc := range []journal.Encoding{journal.EncodingBinary, journal.EncodingJSON} {
+		j, s, _, _ := openRun(t, t.TempDir(), journal.Options{Encoding: enc}, 10, 30)
+		want := digest(s)
+		_, err := s.Apply(t0.Add(100*time.Hour), alienEvent{scheduler.CancelEvent{Job: 1}})
+		require.ErrorContains(t, err, "would not decode")
+		require.Equal(t, want, digest(s))
+		seq, err := j.AppendSeq(t0.Add(100*time.Hour), scheduler.ScheduleEvent{})
+		require.NoError(t, err)
+		require.Equal(t, uint64(31), seq)
+		require.NoError(t, j.Close())
+	}
+}
