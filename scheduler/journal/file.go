@@ -189,7 +189,9 @@ type scanned struct {
 // classifies the first bad one: followed by an intact record it is
 // damage (a *CorruptError wrapping ErrCorrupt); at the end of the file it
 // is a torn tail (scanned.torn). A missing or empty file scans as empty.
-func scanFile(path string) (scanned, error) {
+// visit, if not nil, is called with every intact record after the header
+// (its key and payload, valid until it returns); its error stops the scan.
+func scanFile(path string, visit func(key, payload []byte) error) (scanned, error) {
 	var sc scanned
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -236,6 +238,11 @@ func scanFile(path string) (scanned, error) {
 		}
 		if reason != "" {
 			return sc, sc.bad(f, path, off, key, reason)
+		}
+		if visit != nil && off > 0 {
+			if err := visit(key, val[:len(val)-4]); err != nil {
+				return sc, err
+			}
 		}
 		off += int64(n)
 		sc.good = off

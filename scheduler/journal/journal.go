@@ -166,7 +166,7 @@ func (j *Journal) open() error {
 			return fmt.Errorf("journal: %w", err)
 		}
 	}
-	sc, err := scanFile(j.path)
+	sc, err := scanFile(j.path, nil)
 	if err != nil {
 		return err
 	}
@@ -366,15 +366,15 @@ func (j *Journal) encode(b []byte, now time.Time, ev scheduler.Event) ([]byte, e
 	return append(append(b, recJSON), data...), nil
 }
 
-// decode decodes an event record's payload.
-func (j *Journal) decode(payload []byte) (scheduler.Entry, error) {
+// decodeWith decodes an event record's payload.
+func decodeWith(c *codec, payload []byte) (scheduler.Entry, error) {
 	var e scheduler.Entry
 	if len(payload) == 0 {
 		return e, errors.New("empty record")
 	}
 	switch payload[0] {
 	case recBinary:
-		return j.codec.decodeEntry(payload[1:])
+		return c.decodeEntry(payload[1:])
 	case recJSON:
 		err := json.Unmarshal(payload[1:], &e)
 		return e, err

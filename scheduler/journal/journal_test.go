@@ -106,6 +106,11 @@ func TestJournalBinaryEncodingMatchesJSON(t *testing.T) {
 	lines := strings.SplitN(got.String(), "\n", 2)
 	require.True(t, strings.HasPrefix(lines[0], "# sluice-journal version 1"))
 	require.Equal(t, want.String(), lines[1])
+
+	// DumpDir lists the same from the file, while the journal is open.
+	var fromFile bytes.Buffer
+	require.NoError(t, journal.DumpDir(dir, &fromFile))
+	require.Equal(t, got.String(), fromFile.String())
 }
 
 // WriteSnapshot drops the events it covers and the older snapshot; the
@@ -138,6 +143,11 @@ func TestJournalSnapshotCompaction(t *testing.T) {
 	require.Equal(t, []string{"journal.db", "journal.lock", "snapshot-0000000000000190.snap"}, dirNames(t, dir), "the older snapshot is deleted")
 	run(t, w, s, 50)
 	want := digest(s)
+	var dump strings.Builder
+	require.NoError(t, journal.DumpDir(dir, &dump))
+	require.Contains(t, dump.String(), "\n# snapshot of events 1-400: snapshot-0000000000000190.snap (")
+	require.Contains(t, dump.String(), "\n401\t")
+	require.NotContains(t, dump.String(), "\n400\t")
 	require.NoError(t, j.Close())
 
 	j2, err := journal.Open(dir, journal.Options{})
@@ -196,6 +206,10 @@ func TestJournalTornTail(t *testing.T) {
 		"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", // zeros after a power loss
 	} {
 		require.NoError(t, os.WriteFile(path, append(append([]byte{}, good...), tail...), 0o644))
+		var dump strings.Builder
+		require.NoError(t, journal.DumpDir(dir, &dump))
+		require.Contains(t, dump.String(), "\n120\t")
+		require.Contains(t, dump.String(), fmt.Sprintf("# torn tail at byte offset %d: %d bytes", len(good), len(tail)))
 		_, err = journal.Open(dir, journal.Options{StrictTail: true})
 		require.ErrorIs(t, err, journal.ErrTornTail)
 		var ce *journal.CorruptError

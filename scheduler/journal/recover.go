@@ -234,13 +234,20 @@ func (j *Journal) Events(after uint64, fn func(seq uint64, e scheduler.Entry) er
 
 // decodeRecord checks and decodes the event record k = v.
 func (j *Journal) decodeRecord(k, v string) replayed {
-	r := replayed{key: k}
-	r.seq, _ = keySeq([]byte(k))
 	payload, ok := unseal([]byte(k), []byte(v))
 	if !ok {
-		r.err = &CorruptError{Path: j.path, Offset: -1, Key: k, Seq: r.seq, Reason: "checksum mismatch in memory", Err: ErrCorrupt}
-	} else if r.entry, r.err = j.decode(payload); r.err != nil {
-		r.err = &CorruptError{Path: j.path, Offset: -1, Key: k, Seq: r.seq, Reason: "undecodable event: " + r.err.Error(), Err: ErrCorrupt}
+		seq, _ := keySeq([]byte(k))
+		return replayed{key: k, seq: seq, err: &CorruptError{Path: j.path, Offset: -1, Key: k, Seq: seq, Reason: "checksum mismatch in memory", Err: ErrCorrupt}}
+	}
+	return decodePayload(j.codec, j.path, k, payload)
+}
+
+// decodePayload decodes the (checked) payload of event record k.
+func decodePayload(c *codec, path, k string, payload []byte) replayed {
+	r := replayed{key: k}
+	r.seq, _ = keySeq([]byte(k))
+	if r.entry, r.err = decodeWith(c, payload); r.err != nil {
+		r.err = &CorruptError{Path: path, Offset: -1, Key: k, Seq: r.seq, Reason: "undecodable event: " + r.err.Error(), Err: ErrCorrupt}
 	}
 	return r
 }
@@ -254,18 +261,11 @@ func (j *Journal) Dump(w io.Writer) error {
 	snap := j.snapshot
 	j.mu.Unlock()
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "# %s version %d: %s\n", formatName, formatVersion, j.path)
+	dumpHeader(bw, j.path)
 	if snap != nil {
-		fmt.Fprintf(bw, "# snapshot of events 1-%d: %s (%d bytes, CRC-32C %08x)\n", snap.Seq, snap.File, snap.Size, snap.CRC32)
+		dumpSnapshot(bw, snap)
 	}
-	err := j.Events(0, func(seq uint64, e scheduler.Entry) error {
-		ev, err := json.Marshal(e.Event)
-		if err != nil {
-			return fmt.Errorf("journal: event %d: %w", seq, err)
-		}
-		_, err = fmt.Fprintf(bw, "%d\t%s\t%s\t%s\n", seq, e.At.Format(time.RFC3339Nano), e.Event.Kind(), ev)
-		return err
-	})
+	err := j.Events(0, func(seq uint64, e scheduler.Entry) error { return dumpEvent(bw, seq, e) })
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -273,4 +273,61 @@ func (j *Journal) Dump(w io.Writer) error {
 		return fmt.Errorf("journal: dump: %w", err)
 	}
 	return nil
+}
+
+// DumpDir writes the listing Dump writes of the journal in dir without
+// opening it: it takes no lock and changes nothing, so it can list the
+// journal of a running process, up to its last complete record (a record
+// being written is listed as a torn tail). Damage is an error, as for
+// Open.
+func DumpDir(dir string, w io.Writer) error {
+	path := filepath.Join(dir, fileName)
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("journal: dump: %w", err)
+	}
+	c := newCodec()
+	bw := bufio.NewWriter(w)
+	dumpHeader(bw, path)
+	sc, err := scanFile(path, func(key, payload []byte) error {
+		if string(key) == snapshotKey {
+			var ref snapshotRef
+			if err := json.Unmarshal(payload, &ref); err != nil {
+				return fmt.Errorf("journal: %s: snapshot record: %w", path, err)
+			}
+			dumpSnapshot(bw, &ref)
+			return nil
+		}
+		r := decodePayload(c, path, string(key), payload)
+		if r.err != nil {
+			return r.err
+		}
+		return dumpEvent(bw, r.seq, r.entry)
+	})
+	if err == nil && sc.torn != nil {
+		_, err = fmt.Fprintf(bw, "# torn tail at byte offset %d: %d bytes (%s)\n", sc.torn.Offset, sc.torn.Bytes, sc.torn.Reason)
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("journal: dump: %w", err)
+	}
+	return nil
+}
+
+func dumpHeader(w io.Writer, path string) {
+	fmt.Fprintf(w, "# %s version %d: %s\n", formatName, formatVersion, path)
+}
+
+func dumpSnapshot(w io.Writer, ref *snapshotRef) {
+	fmt.Fprintf(w, "# snapshot of events 1-%d: %s (%d bytes, CRC-32C %08x)\n", ref.Seq, ref.File, ref.Size, ref.CRC32)
+}
+
+func dumpEvent(w io.Writer, seq uint64, e scheduler.Entry) error {
+	ev, err := json.Marshal(e.Event)
+	if err != nil {
+		return fmt.Errorf("journal: event %d: %w", seq, err)
+	}
+	_, err = fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", seq, e.At.Format(time.RFC3339Nano), e.Event.Kind(), ev)
+	return err
 }
