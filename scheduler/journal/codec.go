@@ -208,6 +208,9 @@ func appendTime(b []byte, t time.Time) ([]byte, error) {
 // appendValue appends v's encoding.
 func (c *codec) appendValue(b []byte, v reflect.Value) ([]byte, error) {
 	ti := c.info(v.Type())
+	if ti.form != formPlain && !v.CanInterface() {
+		return b, fmt.Errorf("%w: %s in an unexported embedded field", errNoBinary, v.Type())
+	}
 	switch ti.form {
 	case formTime:
 		return appendTime(b, v.Interface().(time.Time))
@@ -418,6 +421,9 @@ func (d *decoder) time(v reflect.Value) error {
 // value decodes into v (settable, zero).
 func (d *decoder) value(v reflect.Value) error {
 	ti := d.c.info(v.Type())
+	if ti.form != formPlain && !v.CanInterface() {
+		return fmt.Errorf("%w: %s in an unexported embedded field", errNoBinary, v.Type())
+	}
 	switch ti.form {
 	case formTime:
 		return d.time(v)
