@@ -44,7 +44,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("started:", len(c.Starts))
+	fmt.Printf("cycle of event %d started %d jobs\n", j.LastSeq(), len(c.Starts))
 	if err := j.Close(); err != nil { // or the process is killed
 		panic(err)
 	}
@@ -71,7 +71,7 @@ func Example() {
 	}
 	fmt.Printf("next job %d, journalled as event %d\n", id, st.LastSeq)
 	// Output:
-	// started: 2
+	// cycle of event 4 started 2 jobs
 	// recovered to event 4: 2 running, 1 pending
 	// next job 4, journalled as event 5
 }

@@ -247,6 +247,16 @@ func (j *Journal) Dir() string { return j.dir }
 // Torn returns the torn last record Open dropped, or nil.
 func (j *Journal) Torn() *Torn { return j.torn }
 
+// LastSeq returns the sequence number of the last event appended (or
+// covered by the snapshot): right after a journalled s.Schedule returns,
+// the number of its Schedule event, by which a caller can key the launches
+// of its cycle.
+func (j *Journal) LastSeq() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.last
+}
+
 // Stats says what the journal holds.
 type Stats struct {
 	// LastSeq is the sequence number of the last event appended (or
