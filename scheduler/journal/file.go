@@ -230,14 +230,14 @@ func scanFile(path string, visit func(key, payload []byte) error) (scanned, erro
 			}
 			continue
 		}
-		reason := ""
+		reason, intact := "", false
 		if err != nil {
 			reason = err.Error()
 		} else {
-			reason = sc.record(key, val, off == 0)
+			reason, intact = sc.record(key, val, off == 0)
 		}
 		if reason != "" {
-			return sc, sc.bad(f, path, off, key, reason)
+			return sc, sc.bad(f, path, off, key, reason, intact)
 		}
 		if visit != nil && off > 0 {
 			if err := visit(key, val[:len(val)-4]); err != nil {
@@ -251,12 +251,18 @@ func scanFile(path string, visit func(key, payload []byte) error) (scanned, erro
 }
 
 // record checks one parsed record and takes in what it says; it returns
-// why the record is bad, or "".
-func (sc *scanned) record(key, val []byte, first bool) string {
+// why the record is bad, or "", and whether its checksum was intact (a
+// record written whole that says something wrong, not a torn write).
+func (sc *scanned) record(key, val []byte, first bool) (string, bool) {
 	payload, ok := unseal(key, val)
 	if !ok {
-		return "checksum mismatch"
+		return "checksum mismatch", false
 	}
+	return sc.payload(key, payload, first), true
+}
+
+// payload checks and takes in an intact record.
+func (sc *scanned) payload(key, payload []byte, first bool) string {
 	switch {
 	case first != (string(key) == metaKey):
 		return "the header record is not first"
@@ -296,8 +302,9 @@ func (sc *scanned) record(key, val []byte, first bool) string {
 	return ""
 }
 
-// bad classifies the bad record at off.
-func (sc *scanned) bad(f *os.File, path string, off int64, key []byte, reason string) error {
+// bad classifies the bad record at off: damage if it is intact (its
+// checksum matches) or an intact record follows it, else a torn tail.
+func (sc *scanned) bad(f *os.File, path string, off int64, key []byte, reason string, intact bool) error {
 	if off == 0 {
 		return fmt.Errorf("%w: %s: %s at byte offset 0", ErrNotJournal, path, reason)
 	}
@@ -309,7 +316,7 @@ func (sc *scanned) bad(f *os.File, path string, off int64, key []byte, reason st
 	if seq, ok := keySeq(key); ok {
 		ce.Seq = seq
 	}
-	if intactAfter(rest) {
+	if intact || intactAfter(rest) {
 		return ce
 	}
 	sc.torn = &Torn{Offset: off, Bytes: sc.size - off, Key: string(key), Reason: reason}
