@@ -7,7 +7,9 @@
 // sequence number one above the last, and only then applied; when the
 // append fails the event is not applied. Appends are written to the file
 // before they are acknowledged and fsynced per Options.Sync: by default
-// in batches once a second (SyncBatched), or each one (SyncAlways).
+// in batches once a second (SyncBatched), or each one (SyncAlways); Sync
+// forces them to disk before the caller acts outside the process on what
+// they decided.
 //
 // WriteSnapshot stores a snapshot of the scheduler with the sequence
 // number of the last event it covers and drops those events (and the

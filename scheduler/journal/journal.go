@@ -350,6 +350,23 @@ func (j *Journal) AppendSeq(now time.Time, ev scheduler.Event) (uint64, error) {
 	return seq, nil
 }
 
+// Sync forces every event appended so far to disk. Under SyncBatched, call
+// it before acting outside the process on what an event decided (launching
+// the starts of a Schedule cycle, say), so that a power loss cannot lose
+// an event whose effects already happened. A failure puts the journal in
+// the ErrFailed state.
+func (j *Journal) Sync() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.usable(); err != nil {
+		return err
+	}
+	if err := j.syncf.Sync(); err != nil {
+		return j.fail(err)
+	}
+	return nil
+}
+
 // encode appends an entry's record payload (a format byte and the entry)
 // to b.
 func (j *Journal) encode(b []byte, now time.Time, ev scheduler.Event) ([]byte, error) {

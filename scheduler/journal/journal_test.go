@@ -287,8 +287,10 @@ func TestJournalReopenAfterCleanClose(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, uint64(round*10+i+1), seq)
 		}
+		require.NoError(t, j.Sync())
 		require.NoError(t, j.Close())
 		require.ErrorIs(t, j.Close(), journal.ErrClosed)
+		require.ErrorIs(t, j.Sync(), journal.ErrClosed)
 		require.ErrorIs(t, j.Append(t0, scheduler.ScheduleEvent{}), journal.ErrClosed)
 	}
 }
