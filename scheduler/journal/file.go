@@ -179,7 +179,6 @@ type scanned struct {
 	size     int64        // the file's size
 	good     int64        // the end of the last intact record
 	snapshot *snapshotRef // the snapshot record, if any
-	first    uint64       // the first event's sequence number (0: none)
 	last     uint64       // the last event's sequence number (0: none)
 	events   int          // events in the file
 	torn     *Torn        // a torn last record
@@ -292,9 +291,6 @@ func (sc *scanned) payload(key, payload []byte, first bool) string {
 			return fmt.Sprintf("event %d out of order", seq)
 		case len(payload) == 0 || (payload[0] != recBinary && payload[0] != recJSON):
 			return "unknown record format"
-		}
-		if sc.events == 0 {
-			sc.first = seq
 		}
 		sc.last = seq
 		sc.events++

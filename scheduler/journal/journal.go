@@ -127,7 +127,6 @@ type Journal struct {
 
 	last     uint64       // the last sequence number used
 	snapshot *snapshotRef // the snapshot the events continue from
-	first    uint64       // the first event in the file (0: none)
 	torn     *Torn
 	failed   error
 	closed   bool
@@ -160,11 +159,11 @@ func Open(dir string, opts Options) (*Journal, error) {
 }
 
 func (j *Journal) open() error {
-	// A WriteSnapshot killed half-way leaves temporary files.
-	for _, name := range []string{compactName} {
-		if err := os.Remove(filepath.Join(j.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("journal: %w", err)
-		}
+	// A WriteSnapshot (or a creation) killed half-way leaves this
+	// temporary file.
+	tmp := filepath.Join(j.dir, compactName)
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("journal: %w", err)
 	}
 	sc, err := scanFile(j.path, nil)
 	if err != nil {
@@ -180,15 +179,18 @@ func (j *Journal) open() error {
 		}
 		j.torn = sc.torn
 	}
-	if sc.good == 0 {
-		if err := writeFile(j.path, nil); err != nil {
+	if sc.good == 0 { // a new journal: its header, in place at once
+		if err := writeFile(tmp, nil); err != nil {
 			return err
+		}
+		if err := os.Rename(tmp, j.path); err != nil {
+			return fmt.Errorf("journal: %w", err)
 		}
 		if err := syncDir(j.dir); err != nil {
 			return fmt.Errorf("journal: %w", err)
 		}
 	}
-	j.snapshot, j.first, j.last = sc.snapshot, sc.first, sc.last
+	j.snapshot, j.last = sc.snapshot, sc.last
 	if j.snapshot != nil && j.snapshot.Seq > j.last {
 		j.last = j.snapshot.Seq
 	}
@@ -344,9 +346,6 @@ func (j *Journal) AppendSeq(now time.Time, ev scheduler.Event) (uint64, error) {
 		}
 	}
 	j.last = seq
-	if j.first == 0 {
-		j.first = seq
-	}
 	return seq, nil
 }
 

@@ -105,7 +105,6 @@ func (j *Journal) rewrite(ref *snapshotRef) error {
 	if err != nil {
 		return fmt.Errorf("journal: compact: %w", err)
 	}
-	var first uint64
 	err = writeFile(tmp, func(add func(string, []byte) error) error {
 		if err := add(snapshotKey, refJSON); err != nil {
 			return err
@@ -115,9 +114,6 @@ func (j *Journal) rewrite(ref *snapshotRef) error {
 			return tx.AscendGreaterOrEqual("", eventKey(ref.Seq+1), func(k, v string) bool {
 				if len(k) != eventKeyLen || k[0] != eventPrefix {
 					return false
-				}
-				if first == 0 {
-					first, _ = keySeq([]byte(k))
 				}
 				payload, ok := unseal([]byte(k), []byte(v))
 				if !ok {
@@ -154,7 +150,7 @@ func (j *Journal) rewrite(ref *snapshotRef) error {
 	if renameErr != nil {
 		return fmt.Errorf("journal: compact: %w", renameErr) // the old file, unchanged
 	}
-	j.snapshot, j.first = ref, first
+	j.snapshot = ref
 	if syncErr != nil {
 		return j.fail(fmt.Errorf("compact: %w", syncErr))
 	}
