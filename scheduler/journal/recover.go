@@ -65,7 +65,8 @@ type replayed struct {
 // not decode, a gap in the sequence numbers, an event time before the
 // last) is an error naming the event's sequence number and key, and
 // nothing stored is changed. Events decode on a second goroutine while
-// the first applies them.
+// the first applies them. The journal is locked meanwhile: opts.New and
+// opts.Restore must not call it.
 func (j *Journal) Recover(opts RecoverOptions) (*scheduler.Scheduler, RecoverReport, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
