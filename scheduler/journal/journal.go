@@ -315,7 +315,9 @@ func (j *Journal) Append(now time.Time, ev scheduler.Event) error {
 	return err
 }
 
-// AppendSeq is Append returning the sequence number the event got.
+// AppendSeq is Append returning the sequence number the event got. Called
+// directly (not by Scheduler.Apply, which checks the clock first), the
+// times must not go back: Recover applies the events in sequence order.
 func (j *Journal) AppendSeq(now time.Time, ev scheduler.Event) (uint64, error) {
 	if ev == nil {
 		return 0, fmt.Errorf("journal: append: %w: nil event", scheduler.ErrInvalidEvent)

@@ -429,3 +429,46 @@ func TestJournalRefusesUndecodableEvent(t *testing.T) {
 		require.NoError(t, j.Close())
 	}
 }
+
+// Appends from several goroutines get distinct, consecutive sequence
+// numbers, and every one is recovered.
+func TestJournalConcurrentAppends(t *testing.T) {
+	dir := t.TempDir()
+	j, err := journal.Open(dir, journal.Options{})
+	require.NoError(t, err)
+	const workers, each = 4, 250
+	seqs := make(chan uint64, workers*each)
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := range each {
+				seq, err := j.AppendSeq(t0.Add(time.Duration(w*each+i)*time.Second), scheduler.CancelEvent{Job: scheduler.JobID(w)})
+				if err != nil {
+					errs <- err
+					return
+				}
+				seqs <- seq
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		require.NoError(t, <-errs)
+	}
+	close(seqs)
+	seen := map[uint64]bool{}
+	for s := range seqs {
+		require.False(t, seen[s], "sequence number %d given twice", s)
+		seen[s] = true
+	}
+	require.Len(t, seen, workers*each)
+	require.Equal(t, uint64(workers*each), j.LastSeq())
+	n := 0
+	require.NoError(t, j.Events(0, func(seq uint64, _ scheduler.Entry) error {
+		n++
+		require.Equal(t, uint64(n), seq)
+		return nil
+	}))
+	require.Equal(t, workers*each, n)
+	require.NoError(t, j.Close())
+}
