@@ -16,17 +16,21 @@ import (
 	"github.com/sluicehq/sluice/scheduler"
 )
 
-// The compact encoding of an entry is JSON's data model written in binary,
-// so that it carries exactly what scheduler.Entry's JSON carries (Dump
-// turns it back into JSON): the event's kind, its time (time.Time's binary
-// form) and its value, where a struct is a list of its non-zero exported
-// fields, each as its JSON name and a length-prefixed value, so that a
-// field added to or removed from an event type later decodes as JSON
-// would (absent: zero; unknown: skipped). Slices, maps and pointers keep
-// the difference between nil and empty. A type with its own JSON or text
-// form (json.Marshaler, encoding.TextMarshaler) is stored in that form. A
-// value the binary form cannot hold (an interface field, say) makes the
-// record fall back to JSON.
+// The compact encoding of an entry is the entry's data written in binary,
+// exactly: the event's kind, its time (time.Time's binary form) and its
+// value, where a struct is a list of its non-zero exported fields, each as
+// its Go name and a length-prefixed value, so that a field added to or
+// removed from an event type later decodes as JSON would (absent: zero;
+// unknown: skipped). Slices, maps and pointers keep the difference between
+// nil and empty. A value is stored by its fields, as it is in memory, even
+// when its type has a JSON or text form of its own (JobSpec writes its
+// durations in Slurm's format, an enum its name): those forms are for
+// people, and may round (a duration in whole seconds), where a journal
+// must give back the event that was applied, bit for bit. Only a struct
+// with unexported fields (state its exported fields do not show) is stored
+// in its own JSON or text form, when it has one. A value the binary form
+// cannot hold (an interface field, say) makes the record fall back to
+// scheduler.Entry's JSON.
 
 // errNoBinary reports a value the binary form cannot hold.
 var errNoBinary = errors.New("no binary form")
@@ -61,7 +65,6 @@ type typeInfo struct {
 	form   form
 	fields []field        // structs (formPlain)
 	byName map[string]int // structs: JSON name → fields index
-	err    error          // set when the type has no binary form
 	once   sync.Once      // guards the fields of a struct type
 	typ    reflect.Type   // the type itself
 	kind   reflect.Kind   // typ.Kind()
@@ -91,12 +94,13 @@ func (c *codec) info(t reflect.Type) *typeInfo {
 	if ti = c.types[t]; ti == nil {
 		ti = &typeInfo{typ: t, kind: t.Kind()}
 		pt := reflect.PointerTo(t)
+		opaque := t.Kind() == reflect.Struct && hidesState(t)
 		switch {
 		case t == timeType:
 			ti.form = formTime
-		case (t.Implements(jsonMarshalerType) || pt.Implements(jsonMarshalerType)) && pt.Implements(jsonUnmarshalType):
+		case opaque && (t.Implements(jsonMarshalerType) || pt.Implements(jsonMarshalerType)) && pt.Implements(jsonUnmarshalType):
 			ti.form = formJSON
-		case (t.Implements(textMarshalerType) || pt.Implements(textMarshalerType)) && pt.Implements(textUnmarshalType):
+		case opaque && (t.Implements(textMarshalerType) || pt.Implements(textMarshalerType)) && pt.Implements(textUnmarshalType):
 			ti.form = formText
 		}
 		c.types[t] = ti
@@ -108,8 +112,21 @@ func (c *codec) info(t reflect.Type) *typeInfo {
 	return ti
 }
 
-// structFields lists the fields JSON would encode: exported, not tagged
-// "-", under their JSON name.
+// hidesState reports whether struct type t has state outside its exported
+// fields: an unexported field (other than an embedded struct whose fields
+// are all exported).
+func hidesState(t reflect.Type) bool {
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if !sf.IsExported() && !(sf.Anonymous && sf.Type.Kind() == reflect.Struct && !hidesState(sf.Type)) {
+			return true
+		}
+	}
+	return false
+}
+
+// structFields lists the fields stored: the exported ones and embedded
+// structs, under their Go names.
 func (c *codec) structFields(ti *typeInfo) {
 	ti.byName = map[string]int{}
 	for i := range ti.typ.NumField() {
@@ -117,33 +134,10 @@ func (c *codec) structFields(ti *typeInfo) {
 		if !sf.IsExported() && !(sf.Anonymous && sf.Type.Kind() == reflect.Struct) {
 			continue
 		}
-		name := sf.Name
-		if tag, ok := sf.Tag.Lookup("json"); ok {
-			n, _, _ := cutComma(tag)
-			if n == "-" && tag == "-" {
-				continue
-			}
-			if n != "" {
-				name = n
-			}
-		}
-		if _, dup := ti.byName[name]; dup {
-			ti.err = fmt.Errorf("%w: %s has two fields named %q", errNoBinary, ti.typ, name)
-			return
-		}
 		sub := c.info(sf.Type)
-		ti.byName[name] = len(ti.fields)
-		ti.fields = append(ti.fields, field{index: sf.Index, name: name, keep: sub.form == formJSON || sub.form == formText})
+		ti.byName[sf.Name] = len(ti.fields)
+		ti.fields = append(ti.fields, field{index: sf.Index, name: sf.Name, keep: sub.form == formJSON || sub.form == formText})
 	}
-}
-
-func cutComma(s string) (before, after string, found bool) {
-	for i := range len(s) {
-		if s[i] == ',' {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
 }
 
 // eventType returns the concrete type scheduler.Entry decodes kind k as.
@@ -313,9 +307,6 @@ func (c *codec) appendElems(b []byte, v reflect.Value) ([]byte, error) {
 // appendStruct appends the non-zero fields as (name, length, value) and
 // an empty name to end the list.
 func (c *codec) appendStruct(b []byte, ti *typeInfo, v reflect.Value) ([]byte, error) {
-	if ti.err != nil {
-		return b, ti.err
-	}
 	for _, f := range ti.fields {
 		fv := v.FieldByIndex(f.index)
 		if !f.keep && fv.IsZero() {
@@ -568,9 +559,6 @@ func (d *decoder) mapValue(v reflect.Value) error {
 }
 
 func (d *decoder) structValue(ti *typeInfo, v reflect.Value) error {
-	if ti.err != nil {
-		return ti.err
-	}
 	for {
 		name, err := d.bytes()
 		if err != nil {
