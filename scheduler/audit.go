@@ -947,11 +947,12 @@ func (c Comparison) String() string {
 // partition rules, associations and their limits, preemption settings)
 // with the advance reservations in force. It does not cover fair-share
 // usage (data, not policy), device links or CPU affinity, or the code of
-// hooks. Adding or removing a reservation changes it.
+// hooks. Adding or removing a reservation changes it, as does every
+// administrative change of partitions, QOS or associations.
 //
 // It is computed on the first call (about 1.3 ms at the standard scale)
-// and kept until a reservation is added or removed; the rest of what it
-// covers is fixed by New.
+// and kept until a reservation or an administrative change alters what it
+// covers.
 func (s *Scheduler) PolicyVersion() string {
 	if s.policyVersion == "" {
 		s.policyVersion = s.policyHash()
@@ -978,6 +979,10 @@ func (s *Scheduler) policyHash() string {
 	num(int64(len(s.nodes)))
 	for i := range s.nodes {
 		n := &s.nodes[i]
+		if n.removed {
+			str("(removed)")
+			continue
+		}
 		str(n.cfg.Name)
 		num(int64(n.cfg.CPUs))
 		num(n.cfg.MemoryMiB)
@@ -1065,6 +1070,25 @@ func (s *Scheduler) policyHash() string {
 func hashValue(buf []byte, v reflect.Value, depth int) []byte {
 	if depth > 16 {
 		return append(buf, '~')
+	}
+	if v.Type() == typeTRESLimits && v.CanInterface() {
+		// The limits, not how they were built (with or without names).
+		l := v.Interface().(policy.TRESLimits)
+		buf = binary.AppendUvarint(buf, uint64(l.Len()))
+		for id, x := range l.All() {
+			buf = binary.AppendVarint(binary.AppendVarint(buf, int64(id)), x)
+		}
+		return buf
+	}
+	if v.Type() == typeNodeSet && v.CanInterface() {
+		// The members, not the set's capacity (which grows with the
+		// cluster).
+		ns := v.Interface().(topology.NodeSet)
+		buf = binary.AppendUvarint(buf, uint64(ns.Count()))
+		for i := ns.Next(0); i >= 0; i = ns.Next(i + 1) {
+			buf = binary.AppendUvarint(buf, uint64(i))
+		}
+		return buf
 	}
 	switch v.Kind() {
 	case reflect.Invalid:

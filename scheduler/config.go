@@ -101,6 +101,14 @@ type Config struct {
 	// RequeueNo is JobRequeue=0 (such jobs end in NODE_FAIL, and are
 	// cancelled where REQUEUE preemption would requeue them).
 	JobRequeue RequeueMode
+	// RequeueDelay is how long a requeued job waits before it may start
+	// again: its begin time moves to the requeue plus the delay, and it
+	// pends with BeginTime until then. Slurm delays a requeued job by
+	// the job credential's lifetime (AuthInfo cred_expire, 120 s by
+	// default), which lets its nodes clean up; zero, Sluice's default,
+	// makes it eligible at once (the caller reports a requeue when the
+	// nodes are clean). DefaultRequeueDelay gives Slurm's behaviour.
+	RequeueDelay time.Duration
 	// Registry is the TRES registry the scheduler indexes vectors by. Nil
 	// means a new one. Policy limits (policy.ParseTRESLimits) are built
 	// against a registry: build it with NewRegistry(cfg.Nodes), parse the
@@ -135,6 +143,10 @@ type Config struct {
 	// Slurm's placements. With EnforceBinding both orders take only close
 	// devices.
 	GPUOrder gres.DeviceOrder
+	// Power turns on power saving (Slurm's SuspendTime, ResumeTimeout …):
+	// idle nodes are powered down and resumed on demand (see PowerConfig
+	// and power.go). Nil keeps every node on.
+	Power *PowerConfig
 }
 
 // billingMode is the mode Alloc.Billing uses: BillingMode, or the one
@@ -338,24 +350,8 @@ func (c *Config) validate() (*topology.Graph, error) {
 			return nil, fmt.Errorf("%w: node %q: duplicate name (nodes %d and %d)", ErrInvalidConfig, n.Name, j, i)
 		}
 		names[n.Name] = i
-		if n.CPUs < 1 || n.CPUs > gres.MaxCoreID+1 {
-			return nil, fmt.Errorf("%w: node %q: CPUs %d out of range [1, %d]", ErrInvalidConfig, n.Name, n.CPUs, gres.MaxCoreID+1)
-		}
-		if n.MemoryMiB < 0 || n.MemoryMiB > gres.MaxCount {
-			return nil, fmt.Errorf("%w: node %q: MemoryMiB %d out of range", ErrInvalidConfig, n.Name, n.MemoryMiB)
-		}
-		if err := n.Devices.Validate(); err != nil {
-			return nil, fmt.Errorf("%w: node %q: devices: %w", ErrInvalidConfig, n.Name, err)
-		}
-		for _, g := range n.GRES {
-			if err := g.Validate(); err != nil {
-				return nil, fmt.Errorf("%w: node %q: GRES %s: %w", ErrInvalidConfig, n.Name, g, err)
-			}
-			for _, d := range n.Devices.Devices {
-				if strings.EqualFold(d.Name, g.Name) {
-					return nil, fmt.Errorf("%w: node %q: GRES %q is both counted and a device", ErrInvalidConfig, n.Name, g.Name)
-				}
-			}
+		if err := n.validate(); err != nil {
+			return nil, err
 		}
 	}
 	if c.EstimateInterval < 0 {
@@ -363,6 +359,9 @@ func (c *Config) validate() (*topology.Graph, error) {
 	}
 	if c.MinJobAge < 0 {
 		return nil, fmt.Errorf("%w: MinJobAge %v, want ≥ 0", ErrInvalidConfig, c.MinJobAge)
+	}
+	if c.RequeueDelay < 0 || c.RequeueDelay > MaxTimeLimit {
+		return nil, fmt.Errorf("%w: RequeueDelay %v out of range [0, %v]", ErrInvalidConfig, c.RequeueDelay, MaxTimeLimit)
 	}
 	if c.MaxArraySize < 0 || c.MaxArraySize > 1<<22 {
 		return nil, fmt.Errorf("%w: MaxArraySize %d out of range [0, 2^22]", ErrInvalidConfig, c.MaxArraySize)
@@ -374,44 +373,15 @@ func (c *Config) validate() (*topology.Graph, error) {
 	defaults := 0
 	for i := range c.Partitions {
 		p := &c.Partitions[i]
-		if p.Name == "" {
-			return nil, fmt.Errorf("%w: partition %d: empty name", ErrInvalidConfig, i)
-		}
 		if pnames[p.Name] {
 			return nil, fmt.Errorf("%w: partition %q: duplicate name", ErrInvalidConfig, p.Name)
+		}
+		if err := p.validate(i, func(n string) bool { _, ok := names[n]; return ok }); err != nil {
+			return nil, err
 		}
 		pnames[p.Name] = true
 		if p.Default {
 			defaults++
-		}
-		for _, nn := range p.Nodes {
-			if _, ok := names[nn]; !ok {
-				return nil, fmt.Errorf("%w: partition %q: %w %q", ErrInvalidConfig, p.Name, ErrUnknownNode, nn)
-			}
-		}
-		if p.State > PartitionInactive {
-			return nil, fmt.Errorf("%w: partition %q: bad state %d", ErrInvalidConfig, p.Name, p.State)
-		}
-		if p.MaxTime < 0 || (p.MaxTime > 0 && p.MaxTime < time.Second) || p.MaxTime > MaxTimeLimit {
-			return nil, fmt.Errorf("%w: partition %q: MaxTime %v out of range: 0 (unlimited) or [1s, %v]", ErrInvalidConfig, p.Name, p.MaxTime, MaxTimeLimit)
-		}
-		if p.DefaultTime < 0 || (p.DefaultTime > 0 && p.DefaultTime < time.Second) || p.DefaultTime > MaxTimeLimit {
-			return nil, fmt.Errorf("%w: partition %q: DefaultTime %v out of range: 0 (MaxTime) or [1s, %v]", ErrInvalidConfig, p.Name, p.DefaultTime, MaxTimeLimit)
-		}
-		if p.MaxTime > 0 && p.DefaultTime > p.MaxTime {
-			return nil, fmt.Errorf("%w: partition %q: DefaultTime %v exceeds MaxTime %v", ErrInvalidConfig, p.Name, p.DefaultTime, p.MaxTime)
-		}
-		if p.MinNodes < 0 || p.MaxNodes < 0 || (p.MaxNodes > 0 && p.MinNodes > p.MaxNodes) {
-			return nil, fmt.Errorf("%w: partition %q: MinNodes %d / MaxNodes %d invalid", ErrInvalidConfig, p.Name, p.MinNodes, p.MaxNodes)
-		}
-		if p.PriorityTier < 0 || p.PriorityTier > 65533 {
-			return nil, fmt.Errorf("%w: partition %q: PriorityTier %d out of range [0, 65533]", ErrInvalidConfig, p.Name, p.PriorityTier)
-		}
-		if p.PriorityJobFactor < 0 || p.PriorityJobFactor > 65533 {
-			return nil, fmt.Errorf("%w: partition %q: PriorityJobFactor %d out of range [0, 65533]", ErrInvalidConfig, p.Name, p.PriorityJobFactor)
-		}
-		if p.DefMemPerCPU < 0 || p.DefMemPerCPU > gres.MaxCount {
-			return nil, fmt.Errorf("%w: partition %q: DefMemPerCPU %d out of range", ErrInvalidConfig, p.Name, p.DefMemPerCPU)
 		}
 	}
 	var g *topology.Graph
@@ -427,10 +397,44 @@ func (c *Config) validate() (*topology.Graph, error) {
 	if _, err := c.billingMode(); err != nil {
 		return nil, err
 	}
+	if c.Power != nil {
+		if err := c.Power.validate(names, pnames); err != nil {
+			return nil, err
+		}
+	}
 	if c.GPUOrder > gres.AffinityFirst {
 		return nil, fmt.Errorf("%w: unknown GPUOrder %v", ErrInvalidConfig, c.GPUOrder)
 	}
 	return g, nil
+}
+
+// validate checks one node's own fields (not its name's uniqueness), as
+// New and the node administration events do; errors wrap
+// ErrInvalidConfig and name the node.
+func (n *NodeConfig) validate() error {
+	if n.Name == "" {
+		return fmt.Errorf("%w: node: empty name", ErrInvalidConfig)
+	}
+	if n.CPUs < 1 || n.CPUs > gres.MaxCoreID+1 {
+		return fmt.Errorf("%w: node %q: CPUs %d out of range [1, %d]", ErrInvalidConfig, n.Name, n.CPUs, gres.MaxCoreID+1)
+	}
+	if n.MemoryMiB < 0 || n.MemoryMiB > gres.MaxCount {
+		return fmt.Errorf("%w: node %q: MemoryMiB %d out of range", ErrInvalidConfig, n.Name, n.MemoryMiB)
+	}
+	if err := n.Devices.Validate(); err != nil {
+		return fmt.Errorf("%w: node %q: devices: %w", ErrInvalidConfig, n.Name, err)
+	}
+	for _, g := range n.GRES {
+		if err := g.Validate(); err != nil {
+			return fmt.Errorf("%w: node %q: GRES %s: %w", ErrInvalidConfig, n.Name, g, err)
+		}
+		for _, d := range n.Devices.Devices {
+			if strings.EqualFold(d.Name, g.Name) {
+				return fmt.Errorf("%w: node %q: GRES %q is both counted and a device", ErrInvalidConfig, n.Name, g.Name)
+			}
+		}
+	}
+	return nil
 }
 
 // graph builds the topology graph over the configured nodes.
@@ -448,4 +452,43 @@ func (c *Config) graph() (*topology.Graph, error) {
 		return nil, fmt.Errorf("%w: topology: %w", ErrInvalidConfig, err)
 	}
 	return g, nil
+}
+
+// validate checks one partition (the i-th of the configuration) as New
+// does; hasNode reports whether a node name is configured. Uniqueness of
+// the name and of the Default mark is the caller's.
+func (p *PartitionConfig) validate(i int, hasNode func(string) bool) error {
+	if p.Name == "" {
+		return fmt.Errorf("%w: partition %d: empty name", ErrInvalidConfig, i)
+	}
+	for _, nn := range p.Nodes {
+		if !hasNode(nn) {
+			return fmt.Errorf("%w: partition %q: %w %q", ErrInvalidConfig, p.Name, ErrUnknownNode, nn)
+		}
+	}
+	if p.State > PartitionInactive {
+		return fmt.Errorf("%w: partition %q: bad state %d", ErrInvalidConfig, p.Name, p.State)
+	}
+	if p.MaxTime < 0 || (p.MaxTime > 0 && p.MaxTime < time.Second) || p.MaxTime > MaxTimeLimit {
+		return fmt.Errorf("%w: partition %q: MaxTime %v out of range: 0 (unlimited) or [1s, %v]", ErrInvalidConfig, p.Name, p.MaxTime, MaxTimeLimit)
+	}
+	if p.DefaultTime < 0 || (p.DefaultTime > 0 && p.DefaultTime < time.Second) || p.DefaultTime > MaxTimeLimit {
+		return fmt.Errorf("%w: partition %q: DefaultTime %v out of range: 0 (MaxTime) or [1s, %v]", ErrInvalidConfig, p.Name, p.DefaultTime, MaxTimeLimit)
+	}
+	if p.MaxTime > 0 && p.DefaultTime > p.MaxTime {
+		return fmt.Errorf("%w: partition %q: DefaultTime %v exceeds MaxTime %v", ErrInvalidConfig, p.Name, p.DefaultTime, p.MaxTime)
+	}
+	if p.MinNodes < 0 || p.MaxNodes < 0 || (p.MaxNodes > 0 && p.MinNodes > p.MaxNodes) {
+		return fmt.Errorf("%w: partition %q: MinNodes %d / MaxNodes %d invalid", ErrInvalidConfig, p.Name, p.MinNodes, p.MaxNodes)
+	}
+	if p.PriorityTier < 0 || p.PriorityTier > 65533 {
+		return fmt.Errorf("%w: partition %q: PriorityTier %d out of range [0, 65533]", ErrInvalidConfig, p.Name, p.PriorityTier)
+	}
+	if p.PriorityJobFactor < 0 || p.PriorityJobFactor > 65533 {
+		return fmt.Errorf("%w: partition %q: PriorityJobFactor %d out of range [0, 65533]", ErrInvalidConfig, p.Name, p.PriorityJobFactor)
+	}
+	if p.DefMemPerCPU < 0 || p.DefMemPerCPU > gres.MaxCount {
+		return fmt.Errorf("%w: partition %q: DefMemPerCPU %d out of range", ErrInvalidConfig, p.Name, p.DefMemPerCPU)
+	}
+	return nil
 }

@@ -41,6 +41,15 @@ type Cycle struct {
 	// victim with a KillAt after Now is to be signalled now and is ended
 	// by the first cycle at or after KillAt (it then appears in Ended).
 	Preemptions []Preemption
+	// With power saving (Config.Power): PowerUp lists the nodes the
+	// cycle powers up for pending jobs (the caller runs its resume
+	// program and reports each with NodePoweredUp), PowerDown the idle
+	// nodes it powers down (the caller runs its suspend program), and
+	// ResumeTimedOut the booting nodes whose ResumeTimeout passed, now
+	// DOWN. See power.go.
+	PowerUp        []PowerUp `json:",omitempty"`
+	PowerDown      []string  `json:",omitempty"`
+	ResumeTimedOut []string  `json:",omitempty"`
 }
 
 // Start is the decision to run a job on concrete resources.
@@ -82,18 +91,25 @@ type Pending struct {
 type shape struct {
 	capable topology.NodeSet
 	// allowed caches capable ∩ usable nodes, and usable its size, for the
-	// cycle numbered stamp (see allowedNodes).
+	// cycle numbered stamp-1 (see allowedNodes; zero: not computed).
 	allowed topology.NodeSet
 	usable  int
 	stamp   uint64
+	// part, perNode and exclusive are what the shape was made for, so
+	// that a node added or changed at run time can be judged (see
+	// nodeadmin.go).
+	part      int
+	perNode   gres.Vector
+	exclusive bool
 }
 
-func shapeKey(part int, v gres.Vector, exclusive bool) string {
-	return string(appendShapeKey(nil, part, v, exclusive))
+func shapeKey(part int, v gres.Vector, exclusive bool, excluded []int) string {
+	return string(appendShapeKey(nil, part, v, exclusive, excluded))
 }
 
-// appendShapeKey appends shapeKey's key to b.
-func appendShapeKey(b []byte, part int, v gres.Vector, exclusive bool) []byte {
+// appendShapeKey appends shapeKey's key to b, with the excluded nodes
+// (JobSpec.ExcludeNodes, ascending indices) after it.
+func appendShapeKey(b []byte, part int, v gres.Vector, exclusive bool, excluded []int) []byte {
 	b = strconv.AppendInt(b, int64(part), 10)
 	if exclusive {
 		b = append(b, 'x')
@@ -106,40 +122,52 @@ func appendShapeKey(b []byte, part int, v gres.Vector, exclusive bool) []byte {
 			b = strconv.AppendInt(b, x, 10)
 		}
 	}
+	for _, i := range excluded {
+		b = append(b, " -"...)
+		b = strconv.AppendInt(b, int64(i), 10)
+	}
 	return b
 }
 
-// shapeOf returns the (cached) shape of a job's request in partition part.
-func (s *Scheduler) shapeOf(part int, perNode gres.Vector, exclusive bool) *shape {
+// shapeOf returns the (cached) shape of a job's request in partition part,
+// kept off the excluded nodes (ascending indices).
+func (s *Scheduler) shapeOf(part int, perNode gres.Vector, exclusive bool, excluded []int) *shape {
 	// The key is built in reused scratch; looking it up copies nothing.
-	s.keyBuf = appendShapeKey(s.keyBuf[:0], part, perNode, exclusive)
+	s.keyBuf = appendShapeKey(s.keyBuf[:0], part, perNode, exclusive, excluded)
 	if sh, ok := s.shapes[string(s.keyBuf)]; ok {
 		return sh
 	}
 	key := string(s.keyBuf)
 	p := &s.parts[part]
-	sh := &shape{capable: topology.NewNodeSet(len(s.nodes))}
+	sh := &shape{capable: topology.NewNodeSet(len(s.nodes)), part: part, perNode: perNode.Clone(), exclusive: exclusive}
 	for i := p.nodes.Next(0); i >= 0; i = p.nodes.Next(i + 1) {
-		if perNode.Fits(s.nodes[i].capacity) {
+		if sh.holds(s.nodes[i].capacity) {
 			sh.capable.Add(i)
 		}
+	}
+	for _, i := range excluded {
+		sh.capable.Remove(i)
 	}
 	s.shapes[key] = sh
 	return sh
 }
 
+// holds reports whether a node of this capacity (in the shape's
+// partition) could ever hold a job of the shape.
+func (sh *shape) holds(capacity gres.Vector) bool { return sh.perNode.Fits(capacity) }
+
 // allowedNodes returns the nodes a job of this shape may use this cycle:
 // capable and up, computed once per cycle. The set is shared by all jobs
 // of the shape and must not be modified.
 func (s *Scheduler) allowedNodes(sh *shape) topology.NodeSet {
-	if sh.stamp != s.cycleNo {
-		if sh.allowed.Len() == 0 {
+	if sh.stamp != s.cycleNo+1 {
+		if sh.allowed.Len() != len(s.nodes) {
 			sh.allowed = topology.NewNodeSet(len(s.nodes))
 		}
 		sh.allowed.CopyFrom(sh.capable)
-		sh.allowed.IntersectWith(s.usable)
+		sh.allowed.IntersectWith(s.ableNodes())
 		sh.usable = sh.allowed.Count()
-		sh.stamp = s.cycleNo
+		sh.stamp = s.cycleNo + 1
 	}
 	return sh.allowed
 }
@@ -204,6 +232,7 @@ func (s *Scheduler) schedule(now time.Time) (Cycle, error) {
 	cyc := Cycle{Now: now}
 	s.endExpired(now, &cyc)
 	s.resumeSuspended(now, &cyc)
+	s.powerBegin(now, &cyc)
 
 	s.avail.CopyFrom(s.usable)
 	blocked := &passBlocks{parts: make([]bool, len(s.parts))}
@@ -271,6 +300,7 @@ func (s *Scheduler) schedule(now time.Time) (Cycle, error) {
 			return cyc, err
 		}
 	}
+	s.powerEnd(now, &cyc)
 	recs := s.auditRecords(cyc, s.pendJobs)
 	if len(s.eventDecisions) > 0 {
 		recs = append(s.eventDecisions, recs...)
@@ -279,6 +309,10 @@ func (s *Scheduler) schedule(now time.Time) (Cycle, error) {
 	}
 	cyc.Decisions = recs
 	s.eventDecisions = nil
+	names := s.tresNames()
+	for i := range cyc.Starts {
+		cyc.Starts[i].Alloc.tres = names // for MarshalJSON's TRES names
+	}
 	return cyc, nil
 }
 
@@ -375,6 +409,10 @@ func queueKeyLess(a *job, aResv bool, b *job, bResv bool) bool {
 // cannot (its plain turn comes later, in queue order).
 func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cycle, magnetic bool) policy.Reason {
 	p := &s.parts[j.part]
+	if j.Hold != HoldNone {
+		// Held (priority 0): never started, never planned, blocking no one.
+		return j.Hold.reason()
+	}
 	overTime, outNodes := s.partitionLimits(j)
 	switch {
 	case p.cfg.State == PartitionDown:
@@ -451,6 +489,9 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 	if magnetic {
 		return reason
 	}
+	if reason == policy.ReasonResources {
+		s.wakeForMainPass(now, j, cyc) // power saving: its nodes may be resumable
+	}
 	if j.Spec.Reservation != "" {
 		// A job in a reservation holds back the reservation's nodes (the
 		// later jobs in it wait on Priority) and, in a FLEX reservation,
@@ -477,6 +518,7 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 	}
 	blocked.parts[j.part] = true
 	s.avail.Subtract(p.nodes)
+	s.holdWake(p.nodes)
 	return reason
 }
 
@@ -762,6 +804,15 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 			Devices: p.devices, DeviceQuality: p.quality, TRES: p.tres,
 		})
 	}
+	s.commitAllocation(now, j, allocs, quality, killBy)
+	return nil
+}
+
+// commitAllocation gives job j the allocations (checked by the caller:
+// CPUs and devices free and healthy, TRES within the nodes' free TRES)
+// and marks it running from start, until its time limit or killBy when
+// that is earlier (zero for none), counted in the policy usage.
+func (s *Scheduler) commitAllocation(start time.Time, j *job, allocs []NodeAlloc, quality float64, killBy time.Time) {
 	s.touch(j)
 	for _, na := range allocs {
 		s.saveNode(na.Node)
@@ -784,18 +835,18 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 	j.clearEstimate()
 	j.State = JobRunning
 	j.Reason = policy.ReasonNone
-	j.StartTime = now
+	j.StartTime = start
 	if a := s.arrays[j.ArrayJobID]; a != nil {
 		a.running++
 		s.onUndo(func() { a.running-- })
 	}
-	j.deadline = now.Add(j.TimeLimit)
+	j.deadline = start.Add(j.TimeLimit)
+	j.killBy = killBy
 	if !killBy.IsZero() && killBy.Before(j.deadline) {
 		j.deadline = killBy
 	}
 	s.noteStarted(j)
 	s.policyStart(j, s.sum)
-	return nil
 }
 
 // errCannotHost is allocate's error for a node that cannot host the job

@@ -6,11 +6,19 @@
 // A Scheduler holds nodes, partitions and jobs. The caller owns the loop
 // and the clock: it applies events with the current time — Submit,
 // SubmitArray, Cancel, Finish, Requeue, Checkpoint, DrainNode, FailNode,
-// DownNode, ResumeNode, SetDeviceHealth, AddReservation — and calls
+// DownNode, ResumeNode, SetDeviceHealth, AddReservation, and the job
+// control scontrol does: Hold and Release, UpdateJob, SuspendJob and
+// ResumeJob, RequeueJob (requeue, requeuehold, requeue of a finished job),
+// RequeueExcluding (a launch failure kept off its node) — and calls
 // Schedule(now), which returns a Cycle: the jobs to start (nodes, CPU ids,
 // GPU indices, time limit), the jobs it ended (time limits, preemption
 // grace over), the preemptions to carry out, every pending job with its
 // Slurm reason and expected start, and an audit record of every decision.
+// Partitions, QOS and associations change at runtime too, each change an
+// event validated as New validates the configuration (AddPartition,
+// UpdatePartition, RemovePartition, AddQOS, UpdateQOS, RemoveQOS,
+// PutAssoc, RemoveAssoc; removals refused with ErrInUse while jobs use
+// what they would remove); running jobs are never judged again.
 // An event that is invalid returns an error wrapping one of the package's
 // sentinel errors and changes nothing. Schedule is all-or-nothing too: a
 // cycle that fails (a fair-share source or the backfill planner
@@ -39,11 +47,59 @@
 // for a start now, which decides the same, and Job.EstimatedAt says how
 // old its estimate is.
 //
+// Nodes change at run time, each change an event validated as New
+// validates a node: AddNode, RemoveNode (refused while jobs run or a
+// reservation holds the node; the slot stays as a tombstone, so indices
+// never move) and UpdateNode (CPUs, memory, devices, GRES, features,
+// partitions; never below what running jobs hold). Running jobs are never
+// judged again: a change holds new starts only. With Config.Power, idle
+// nodes are powered down after SuspendTime and resumed on demand, Slurm's
+// power saving: Cycle.PowerDown and Cycle.PowerUp say which nodes to
+// suspend and to boot, NodePoweredUp reports a node up, and the backfill
+// plan counts a powered-down node free from the time it could have booted
+// (see power.go for how Sluice's pending-while-booting differs from
+// Slurm's CONFIGURING).
+//
 // Explain answers why a job waits (every blocker, with evidence), when it
 // will start, and what would let it start sooner, each answer verified by
 // re-planning; IdleCapacity says why idle GPUs are idle. Everything the
 // scheduler decides is derived from data it keeps, deterministically: the
 // same events at the same times give the same decisions.
+//
+// # Events as data
+//
+// Every state change is an Event value (SubmitEvent, CancelEvent,
+// FinishEvent, ScheduleEvent …), and every mutating method is a call of
+// Apply with one: Submit(now, spec) is Apply(now, SubmitEvent{Spec: spec}).
+// Apply checks the clock, hands the event to the EventLog set with
+// SetEventLog (a journal, a replication log: write-ahead, so a log that
+// refuses applies nothing), then applies it. An Entry (an event with its
+// time) encodes as readable JSON with a stable kind tag, so a log of
+// entries can be stored, shipped to a replica, audited, and applied again
+// to a scheduler built from the same configuration, which then holds the
+// same state and makes the same decisions, bit for bit.
+//
+// # Snapshots
+//
+// Snapshot writes the scheduler's whole authoritative state — the
+// configuration as it stands, every node's administrative state and
+// device health, every job with its allocation (CPU ids, GPU indices) and
+// its queue bookkeeping, the reservations, the fair-share inputs, the ID
+// counters, the time of the last event, and the backfill profile the last
+// cycle kept (what Explain and IdleCapacity read between cycles) — and
+// Restore rebuilds a scheduler that decides exactly as the original would
+// have: the same cycles, explanations and job records for the same events
+// from there on. Derived state (plans, caches) is rebuilt, not stored.
+// Functions and interfaces of the configuration (the fair-share source,
+// the site-factor hook, a backfill chooser) are not data: RestoreOptions
+// supplies them again. The format is versioned (a newer major version is
+// refused with ErrSnapshotVersion), sectioned and checksummed per section;
+// registry-bound values are written by TRES name. A truncated or corrupt
+// snapshot is an error wrapping ErrCorruptSnapshot that names the section
+// and the byte offset, never a partial state. A journal (package
+// scheduler/journal) is a snapshot plus the events after it. A caller that
+// keeps its own records instead re-admits each running job with its
+// allocation with Admit (an AdmitEvent).
 //
 // A Scheduler is not safe for concurrent use.
 package scheduler

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -77,12 +79,35 @@ const (
 	fkExplain
 	fkIdle
 	fkRequeueRecord
+	fkHold
+	fkRelease
+	fkUpdateJob
+	fkSuspendJob
+	fkResumeJob
+	fkRequeueJob
+	fkAddPart
+	fkUpdatePart
+	fkRemovePart
+	fkAddQOS
+	fkUpdateQOS
+	fkRemoveQOS
+	fkPutAssoc
+	fkRemoveAssoc
+	fkAddNode
+	fkRemoveNode
+	fkUpdateNode
+	fkPowerDown
+	fkPowerUp
+	fkPoweredUp
 	fkCount
 )
 
 var fzKindNames = [fkCount]string{"Schedule", "Submit", "SubmitArray", "Cancel", "Finish", "Requeue", "Checkpoint",
 	"DrainNode", "FailNode", "ResumeNode", "DownNode", "SetDeviceHealth", "AddReservation", "RemoveReservation",
-	"Explain", "IdleCapacity", "RequeueRecord"}
+	"Explain", "IdleCapacity", "RequeueRecord", "Hold", "Release", "UpdateJob", "SuspendJob", "ResumeJob", "RequeueJob",
+	"AddPartition", "UpdatePartition", "RemovePartition", "AddQOS", "UpdateQOS", "RemoveQOS", "PutAssoc", "RemoveAssoc",
+	"AddNode", "RemoveNode", "UpdateNode",
+	"PowerDownNode", "PowerUpNode", "NodePoweredUp"}
 
 func (k fzKind) String() string { return fzKindNames[k] }
 
@@ -128,6 +153,27 @@ type fzOp struct {
 	Resv    fzResv
 	Counter bool
 	Frac    float64
+	// Job control: Hold's and Release's admin, RequeueJob's hold (Flag),
+	// Requeue's failed nodes, UpdateJob's update.
+	Flag   bool
+	Nodes  []string
+	Update JobUpdate
+	// Part, QOS and Assoc are the administration events' arguments
+	// (fzadmin_test.go); Resv.Name names what a removal removes.
+	Part  PartitionConfig
+	QOS   policy.QOS
+	Assoc policy.Assoc
+	// NodeCfg, Parts and SetParts are an AddNode's or UpdateNode's node
+	// (named Node) and partitions; SetParts on an AddNode adds the node
+	// powered down.
+	NodeCfg  fzNode
+	Parts    []string
+	SetParts bool
+}
+
+// nodeConfig is the op's node as a NodeConfig.
+func (op fzOp) nodeConfig() (NodeConfig, error) {
+	return fzNodeConfig(op.Node, op.NodeCfg)
 }
 
 // fzGen draws events against the state a run has seen: the IDs it was
@@ -139,6 +185,11 @@ type fzGen struct {
 	resvs []string
 	last  time.Duration
 	gpus  int // most GPUs on a node
+	// held and stopped are the jobs job control last tried to hold and
+	// suspend: releases and resumes favour them.
+	held, stopped []JobID
+	// started lists the jobs cycles started (fzRun.step fills it).
+	started []JobID
 }
 
 func newFzGen(src *fzSource, c fzCluster) *fzGen {
@@ -188,9 +239,25 @@ func (g *fzGen) id() JobID {
 func (g *fzGen) node() string {
 	s := g.src
 	if !s.chance(10) {
-		return fzNodeName(s.intn(len(g.c.Nodes)))
+		// Sometimes one the run may have added.
+		return fzNodeName(s.intn(len(g.c.Nodes) + 2))
 	}
 	return fzPick(s, "", "nope", "n0,n1", "n0 ", "n0:1", "N0")
+}
+
+// parts draws a partition list: known names, sometimes an unknown one.
+func (g *fzGen) parts() []string {
+	s := g.src
+	var out []string
+	for k := range g.c.Parts {
+		if s.chance(2) {
+			out = append(out, fmt.Sprintf("p%d", k))
+		}
+	}
+	if s.chance(15) {
+		out = append(out, "nope")
+	}
+	return out
 }
 
 // name draws a user or account name, sometimes hostile.
@@ -356,7 +423,51 @@ func (g *fzGen) spec() JobSpec {
 	if s.chance(5) {
 		sp.Name = fzPick(s, "train", "train", "a:b,c", "")
 	}
+	sp.Hold = s.chance(25)
+	if s.chance(20) {
+		sp.ExcludeNodes = []string{g.node()}
+	}
 	return sp
+}
+
+// update draws a job update: one to three fields, mostly valid values.
+func (g *fzGen) update() JobUpdate {
+	s := g.src
+	var u JobUpdate
+	for range 1 + s.intn(3) {
+		switch s.intn(11) {
+		case 0, 1:
+			d := g.duration()
+			u.TimeLimit = &d
+		case 2:
+			d := fzPick(s, 0, time.Minute, time.Duration(1+s.intn(999_999_999)), -time.Second)
+			u.TimeMin = &d
+		case 3:
+			n := fzPick(s, 0, 100, -100, 1<<40)
+			u.Nice = &n
+		case 4:
+			p := fzPick(s, "p0", "p1", "p2", "nope", "")
+			u.Partition = &p
+		case 5:
+			q := fzPick(s, append([]string{"nope", ""}, fzQOS...)...)
+			u.QOS = &q
+		case 6:
+			a := g.name("", "acct1", "acct2")
+			u.Account = &a
+		case 7:
+			d := fzPick(s, "", fmt.Sprintf("afterok:%d", g.id()), "singleton", "bogus:1")
+			u.Dependency = &d
+		case 8:
+			t := fzPick(s, time.Time{}, fzEpoch.Add(g.last+time.Duration(s.intn(7200)-1800)*time.Second))
+			u.BeginTime = &t
+		case 9:
+			p := fzPick[uint32](s, 0, 1, 1000, 1<<31)
+			u.Priority = &p
+		default:
+			u.ResetPriority = true
+		}
+	}
+	return u
 }
 
 // resv draws a reservation.
@@ -419,6 +530,9 @@ func (g *fzGen) resv() fzResv {
 func (g *fzGen) next() fzOp {
 	s := g.src
 	op := fzOp{At: g.at()}
+	if s.chance(10) {
+		return g.admin(op)
+	}
 	switch k := s.intn(100); {
 	case k < 20:
 		op.Kind = fkSchedule
@@ -462,6 +576,67 @@ func (g *fzGen) next() fzOp {
 	default:
 		op.Kind, op.ID = fkRequeueRecord, g.id()
 	}
+	if s.chance(7) {
+		// Job control, about one event in seven.
+		op.ID, op.Flag = g.id(), s.chance(2)
+		recent := func(ids []JobID) {
+			if len(ids) > 0 && !s.chance(4) {
+				op.ID = ids[len(ids)-1-s.intn(min(len(ids), 4))]
+			}
+		}
+		if s.chance(2) {
+			recent(g.started)
+		}
+		switch s.intn(12) {
+		case 0, 1, 2:
+			op.Kind = fkHold
+			g.held = append(g.held, op.ID)
+		case 3, 4, 5:
+			op.Kind = fkRelease
+			recent(g.held)
+		case 6, 7:
+			op.Kind, op.Update = fkUpdateJob, g.update()
+		case 8:
+			op.Kind = fkSuspendJob
+			g.stopped = append(g.stopped, op.ID)
+		case 9:
+			op.Kind = fkResumeJob
+			recent(g.stopped)
+		case 10:
+			op.Kind = fkRequeueJob
+		default:
+			op.Kind, op.Nodes = fkRequeue, []string{g.node()}
+		}
+	}
+	if s.chance(12) {
+		// Node administration, drawn apart so that the other events keep
+		// their share.
+		op.Node, op.NodeCfg = g.node(), fzGenNode(s)
+		if s.chance(20) {
+			op.NodeCfg.Sockets = fzPick(s, 0, -1)
+		}
+		if s.chance(25) {
+			op.NodeCfg.GPUType = fzPick(s, "v100", "h200")
+		}
+		switch s.intn(6) {
+		case 0:
+			op.Kind, op.Parts = fkAddNode, g.parts()
+			op.SetParts = s.chance(4) // powered down
+		case 1:
+			op.Kind = fkRemoveNode
+		case 2:
+			op.Kind = fkPowerDown
+		case 3:
+			op.Kind = fkPowerUp
+		case 4:
+			op.Kind = fkPoweredUp
+		default:
+			op.Kind, op.SetParts = fkUpdateNode, s.chance(2)
+			if op.SetParts {
+				op.Parts = g.parts()
+			}
+		}
+	}
 	return op
 }
 
@@ -481,6 +656,9 @@ type fzResult struct {
 func fzCall(s *Scheduler, op fzOp) (out fzResult) {
 	defer func() {
 		if p := recover(); p != nil {
+			if os.Getenv("SLUICE_FUZZ_STACK") != "" {
+				fmt.Fprintf(os.Stderr, "panic: %v\n%s\n", p, debug.Stack())
+			}
 			out = fzResult{err: fmt.Errorf("panic: %v", p), panicked: true}
 		}
 	}()
@@ -508,7 +686,27 @@ func fzCall(s *Scheduler, op fzOp) (out fzResult) {
 	case fkFinish:
 		err = s.Finish(now, op.ID, op.Exit)
 	case fkRequeue:
-		err = s.Requeue(now, op.ID)
+		if len(op.Nodes) > 0 {
+			err = s.RequeueExcluding(now, op.ID, op.Nodes...)
+		} else {
+			err = s.Requeue(now, op.ID)
+		}
+	case fkHold:
+		err = s.Hold(now, op.ID, op.Flag)
+	case fkRelease:
+		if op.Flag {
+			err = s.Release(now, op.ID)
+		} else {
+			err = s.UserRelease(now, op.ID)
+		}
+	case fkUpdateJob:
+		err = s.UpdateJob(now, op.ID, op.Update)
+	case fkSuspendJob:
+		err = s.SuspendJob(now, op.ID)
+	case fkResumeJob:
+		err = s.ResumeJob(now, op.ID)
+	case fkRequeueJob:
+		err = s.RequeueJob(now, op.ID, op.Flag)
 	case fkCheckpoint:
 		err = s.Checkpoint(now, op.ID)
 	case fkDrain:
@@ -541,6 +739,26 @@ func fzCall(s *Scheduler, op fzOp) (out fzResult) {
 		if err == nil {
 			out.res = d.String()
 		}
+	case fkAddNode, fkUpdateNode:
+		var nc NodeConfig
+		if nc, err = op.nodeConfig(); err != nil {
+			break
+		}
+		if op.Kind == fkAddNode {
+			_, err = s.Apply(now, AddNodeEvent{Node: nc, Partitions: op.Parts, PoweredDown: op.SetParts})
+		} else {
+			_, err = s.Apply(now, UpdateNodeEvent{Node: nc, SetPartitions: op.SetParts, Partitions: op.Parts})
+		}
+	case fkRemoveNode:
+		err = s.RemoveNode(now, op.Node)
+	case fkPowerDown:
+		err = s.PowerDownNode(now, op.Node)
+	case fkPowerUp:
+		err = s.PowerUpNode(now, op.Node)
+	case fkPoweredUp:
+		err = s.NodePoweredUp(now, op.Node)
+	default:
+		err = fzAdminCall(s, now, op)
 	}
 	out.err = err
 	return out
@@ -557,8 +775,22 @@ func (op fzOp) goCode() string {
 		return fmt.Sprintf("s.Submit(%s, %s)", at, fzSpecCode(op.Spec))
 	case fkSubmitArray:
 		return fmt.Sprintf("s.SubmitArray(%s, %s, %q)", at, fzSpecCode(op.Spec), op.Array)
-	case fkCancel, fkRequeue, fkCheckpoint:
+	case fkRequeue:
+		if len(op.Nodes) > 0 {
+			return fmt.Sprintf("s.RequeueExcluding(%s, %d, %#v...)", at, op.ID, op.Nodes)
+		}
+		return fmt.Sprintf("s.Requeue(%s, %d)", at, op.ID)
+	case fkCancel, fkCheckpoint, fkSuspendJob, fkResumeJob:
 		return fmt.Sprintf("s.%s(%s, %d)", op.Kind, at, op.ID)
+	case fkHold, fkRequeueJob:
+		return fmt.Sprintf("s.%s(%s, %d, %v)", op.Kind, at, op.ID, op.Flag)
+	case fkRelease:
+		if op.Flag {
+			return fmt.Sprintf("s.Release(%s, %d)", at, op.ID)
+		}
+		return fmt.Sprintf("s.UserRelease(%s, %d)", at, op.ID)
+	case fkUpdateJob:
+		return fmt.Sprintf("s.UpdateJob(%s, %d, %s)", at, op.ID, fzUpdateCode(op.Update))
 	case fkFinish:
 		return fmt.Sprintf("s.Finish(%s, %d, %d)", at, op.ID, op.Exit)
 	case fkDrain, fkFail, fkDown:
@@ -591,8 +823,27 @@ func (op fzOp) goCode() string {
 		return fmt.Sprintf("s.IdleCapacity(%s)", at)
 	case fkRequeueRecord:
 		return fmt.Sprintf("s.RequeueRecord(%s, %d)", at, op.ID)
+	case fkAddNode:
+		return fmt.Sprintf("s.Apply(%s, AddNodeEvent{Node: fzMustNode(%q, %#v), Partitions: %#v, PoweredDown: %v})",
+			at, op.Node, op.NodeCfg, op.Parts, op.SetParts)
+	case fkPowerDown, fkPowerUp, fkPoweredUp:
+		return fmt.Sprintf("s.%s(%s, %q)", op.Kind, at, op.Node)
+	case fkUpdateNode:
+		return fmt.Sprintf("s.Apply(%s, UpdateNodeEvent{Node: fzMustNode(%q, %#v), SetPartitions: %v, Partitions: %#v})",
+			at, op.Node, op.NodeCfg, op.SetParts, op.Parts)
+	case fkRemoveNode:
+		return fmt.Sprintf("s.RemoveNode(%s, %q)", at, op.Node)
 	}
-	return "?"
+	return op.adminGoCode(at)
+}
+
+// fzMustNode is fzOp.nodeConfig for a reproduction's Go code.
+func fzMustNode(name string, n fzNode) NodeConfig {
+	nc, err := fzOp{Node: name, NodeCfg: n}.nodeConfig()
+	if err != nil {
+		panic(err)
+	}
+	return nc
 }
 
 // fzDur writes d as a Go expression.
@@ -618,9 +869,43 @@ func fzSpecCode(sp JobSpec) string {
 		`GRESPerJob:[]gres.Request(nil), `, `CPUsPerGPU:0, `, `MemPerGPUMiB:0, `, `GPUsPerSocket:0, `, `SocketsPerNode:0, `,
 		`EnforceBinding:false, `, `TimeMin:0, `, `TimeLimit:0, `, `BeginTime:time.Date(1, time.January, 1, 0, 0, 0, 0, time.UTC), `,
 		`Exclusive:false, `, `CheckpointInterval:0, `, `Requeue:false, `, `Switches:0, `, `SwitchesMaxWait:0, `, `Segment:0, `,
-		`Reservation:"", `, `Dependency:"", `, `Nice:0, `, `, NVLinkDomain:0x0`, `NVLinkDomain:0x0`} {
+		`Reservation:"", `, `Dependency:"", `, `Nice:0, `, `, ExcludeNodes:[]string(nil)`, `, Hold:false`, `Hold:false, `,
+		`, NVLinkDomain:0x0`, `NVLinkDomain:0x0, `, `NVLinkDomain:0x0`} {
 		s = strings.ReplaceAll(s, z, "")
 	}
 	s = strings.ReplaceAll(s, "{gres.Request{", "{{")
 	return strings.ReplaceAll(s, "}, gres.Request{", "}, {")
+}
+
+// fzUpdateCode writes a JobUpdate literal with the values its pointers
+// hold (through the jobctl test's ptr helper).
+func fzUpdateCode(u JobUpdate) string {
+	var parts []string
+	add := func(name string, set bool, v any) {
+		if set {
+			parts = append(parts, fmt.Sprintf("%s: ptr(%#v)", name, v))
+		}
+	}
+	add("TimeLimit", u.TimeLimit != nil, deref(u.TimeLimit))
+	add("TimeMin", u.TimeMin != nil, deref(u.TimeMin))
+	add("Nice", u.Nice != nil, deref(u.Nice))
+	add("Partition", u.Partition != nil, deref(u.Partition))
+	add("QOS", u.QOS != nil, deref(u.QOS))
+	add("Account", u.Account != nil, deref(u.Account))
+	add("Dependency", u.Dependency != nil, deref(u.Dependency))
+	add("BeginTime", u.BeginTime != nil, deref(u.BeginTime))
+	add("Priority", u.Priority != nil, deref(u.Priority))
+	if u.ResetPriority {
+		parts = append(parts, "ResetPriority: true")
+	}
+	return "JobUpdate{" + strings.Join(parts, ", ") + "}"
+}
+
+// deref is *p, or the zero value for nil.
+func deref[T any](p *T) T {
+	var z T
+	if p == nil {
+		return z
+	}
+	return *p
 }

@@ -24,6 +24,11 @@ type polState struct {
 	// singletons counts running jobs per (user, name), for the singleton
 	// dependency.
 	singletons map[[2]string]int
+	// gen counts the policy changes (runtime administration); a job's
+	// subject of an older generation is rebased when read (subjectOf).
+	// compacted is the generation of the last pass that rebased every
+	// job's subject.
+	gen, compacted uint64
 }
 
 // resvIDBase numbers the profile blocks that stand for reservation windows
@@ -61,7 +66,7 @@ func (s *Scheduler) Policy() *policy.Policy {
 func (s *Scheduler) policyRequest(j *job) policy.Request {
 	total, _ := j.totalRequest() // bounded at submit
 	return policy.Request{
-		Subject: j.subject, TRES: total, PerNode: j.perNode, Nodes: j.nodes,
+		Subject: s.subjectOf(j), TRES: total, PerNode: j.perNode, Nodes: j.nodes,
 		TimeLimit: j.TimeLimit, Reservation: j.Spec.Reservation,
 	}
 }
@@ -69,14 +74,16 @@ func (s *Scheduler) policyRequest(j *job) policy.Request {
 // admitPolicy runs the submit-time policy checks of a new job: its
 // association, QOS and partition resolve, it may use them, the limits that
 // reject at submit (DenyOnLimit, MaxSubmit*) hold, its reservation exists
-// and admits it, and its dependency parses and can still be met.
-func (s *Scheduler) admitPolicy(j *job, tasks int) error {
+// and admits it, and its dependency parses and can still be met. self is
+// the job's ID (an array's first task's), which its dependency may not
+// name.
+func (s *Scheduler) admitPolicy(j *job, self JobID, tasks int) error {
 	if j.Spec.Dependency != "" {
 		d, err := policy.ParseDependency(j.Spec.Dependency)
 		if err != nil {
 			return fmt.Errorf("%w: Dependency: %w", ErrInvalidJob, err)
 		}
-		if err := policy.CheckDependency(policy.JobID(s.nextID), d, s.depOutcomes); err != nil {
+		if err := policy.CheckDependency(policy.JobID(self), d, s.depOutcomes); err != nil {
 			return fmt.Errorf("%w: Dependency: %w", ErrInvalidJob, err)
 		}
 		j.dep = d
@@ -91,7 +98,7 @@ func (s *Scheduler) admitPolicy(j *job, tasks int) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
 	}
-	j.subject = subj
+	j.subject, j.subjGen = subj, s.pol.gen
 	j.Spec.QOS = subj.Ref().QOS
 	j.preemptRank = subj.PreemptRank()
 	req := s.policyRequest(j)
@@ -114,7 +121,9 @@ func (s *Scheduler) outcome(id policy.JobID) (policy.Outcome, bool) {
 	switch j.State {
 	case JobPending:
 		return policy.OutcomePending, true
-	case JobRunning:
+	case JobRunning, JobSuspended:
+		// A suspended job has not ended (preempted in SUSPEND mode, or
+		// suspended by SuspendJob): its dependents wait.
 		return policy.OutcomeRunning, true
 	case JobCompleted:
 		return policy.OutcomeCompleted, true
@@ -137,7 +146,7 @@ func (s *Scheduler) partitionLimits(j *job) (overTime, outNodes bool) {
 	if !overTime && !under && !over {
 		return false, false // within every limit: no flag to look up
 	}
-	ov := j.subject.PartitionOverrides() // zero without a policy
+	ov := s.subjectOf(j).PartitionOverrides() // zero without a policy
 	overTime = overTime && !ov.Has(policy.QOSPartitionTimeLimit)
 	outNodes = (under && !ov.Has(policy.QOSPartitionMinNodes)) || (over && !ov.Has(policy.QOSPartitionMaxNodes))
 	return overTime, outNodes
@@ -334,7 +343,7 @@ func (s *Scheduler) policyStop(j *job, wasRunning, ended bool) {
 	}
 	// Taking the stop back counts the job as it was counted: submitted,
 	// and running with what policyStart gave the usage.
-	id, sub, total, end, nodes := policy.JobID(j.ID), j.subject, j.usageTotal, j.usageEnd, len(j.Alloc.Nodes)
+	id, sub, total, end, nodes := policy.JobID(j.ID), s.subjectOf(j), j.usageTotal, j.usageEnd, len(j.Alloc.Nodes)
 	s.onUndo(func() {
 		if ended {
 			_ = s.pol.usage.AddJob(id, sub) // removed a moment ago
@@ -369,6 +378,9 @@ func (s *Scheduler) addReservation(now time.Time, r policy.Reservation) error {
 	}
 	if s.pol == nil {
 		return fmt.Errorf("%w: reservations need a policy (Config.Policy)", ErrInvalidConfig)
+	}
+	if r.Nodes.Intersects(s.removed) {
+		return fmt.Errorf("%w: reservation %q: names removed node(s) %v", ErrUnknownNode, r.Name, r.Nodes.And(s.removed).AppendTo(nil))
 	}
 	busy, err := s.reservationBusy(now, &r)
 	if err != nil {

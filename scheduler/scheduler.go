@@ -23,7 +23,10 @@ import (
 // A Scheduler is not safe for concurrent use; serialise calls (one control
 // loop), as with etcd's raft.Node.
 type Scheduler struct {
-	reg        *gres.Registry
+	reg *gres.Registry
+	// tresByID is reg's names by ID, shared by the output values that
+	// carry them for MarshalJSON (see tresNames).
+	tresByID   []string
 	nodes      []node
 	nodeByName map[string]int
 	parts      []partition
@@ -45,11 +48,16 @@ type Scheduler struct {
 	last      time.Time // time of the latest event applied
 
 	graph  *topology.Graph  // nil without Config.Topology
+	topo   *topology.Config // Config.Topology as given (Snapshot writes it)
 	prio   *prio            // nil without Config.Priority (FCFS)
 	bf     *bfState         // nil without Config.Backfill
+	power  *powerState      // nil without Config.Power
 	pol    *polState        // nil without Config.Policy
 	usable topology.NodeSet // nodes whose admin state is up
-	shapes map[string]*shape
+	// removed holds the tombstones of removed nodes (see nodeadmin.go);
+	// length 0 until a node is removed.
+	removed topology.NodeSet
+	shapes  map[string]*shape
 	// inPass is set while Schedule walks the pending index; jobs requeued
 	// meanwhile (preemption victims) wait in deferred.
 	inPass   bool
@@ -75,6 +83,8 @@ type Scheduler struct {
 	cycleNo  uint64 // numbers cycles, for per-cycle caches
 	// noRequeue is Config.JobRequeue=RequeueNo (JobRequeue=0).
 	noRequeue bool
+	// requeueDelay is Config.RequeueDelay.
+	requeueDelay time.Duration
 
 	// scratch sets reused by Schedule
 	avail, cand, fit topology.NodeSet
@@ -123,8 +133,11 @@ type job struct {
 	// assoc is "account/user", the backfill planner's association key.
 	assoc    string
 	reserved bool
-	// subject is the job's resolved policy identity; dep its dependency.
+	// subject is the job's resolved policy identity, as of policy
+	// generation subjGen (read it with Scheduler.subjectOf, which rebases
+	// it after a policy change); dep its dependency.
 	subject policy.Subject
+	subjGen uint64
 	dep     policy.Dependency
 	// bfPer is the per-node request as the backfill profile counts it
 	// (ceil(total/nodes) for a --gpus total); bfUse caches the per-node use as the profile counts
@@ -176,6 +189,16 @@ type job struct {
 	// node's share of its GRESPerJob (backfill.Entry.Spread), which
 	// spreadExtra then places; nil otherwise.
 	planShares []gres.Vector
+	// excluded holds the indices of JobSpec.ExcludeNodes, ascending
+	// (derived from the spec; part of the job's shape).
+	excluded []int
+	// defMemPerCPU, defCPUPerGPU and defMemPerGPU are the partition's
+	// DefMemPerCPU, DefCpuPerGPU and DefMemPerGPU when the job was
+	// submitted (or last updated), what nodeVector applies.
+	defMemPerCPU, defCPUPerGPU, defMemPerGPU int64
+	// killBy is, while the job runs, the end of the reservation window
+	// it runs in (its deadline never passes it); zero for none.
+	killBy time.Time
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it
@@ -205,12 +228,14 @@ func New(cfg Config) (*Scheduler, error) {
 		nextID:     max(cfg.FirstJobID, 1),
 		firstID:    max(cfg.FirstJobID, 1),
 		graph:      graph,
+		topo:       cloneTopology(cfg.Topology),
 		shapes:     make(map[string]*shape),
 		arrays:     make(map[JobID]*array),
 		maxArray:   max(cfg.MaxArraySize, 0),
 		minJobAge:  cfg.MinJobAge,
 		noRequeue:  cfg.JobRequeue == RequeueNo,
 	}
+	s.requeueDelay = cfg.RequeueDelay
 	s.billMode, _ = cfg.billingMode() // validate checked it
 	s.gpuOrder = cfg.GPUOrder
 	n := len(cfg.Nodes)
@@ -219,32 +244,12 @@ func New(cfg Config) (*Scheduler, error) {
 	s.cand = topology.NewNodeSet(n)
 	s.fit = topology.NewNodeSet(n)
 	for i := range cfg.Nodes {
-		nc := cfg.Nodes[i]
-		nc.Features = slices.Clone(nc.Features)
-		nd := &s.nodes[i]
-		nd.cfg = &nc
-		nd.capacity = s.nodeCapacity(&nc)
-		nd.free = nd.capacity.Clone()
-		nd.cpuUsed = make([]uint64, (nc.CPUs+63)/64)
-		if len(nc.Devices.Devices) > 0 {
-			ds, err := gres.NewNodeDevices(nc.Devices)
-			if err != nil {
-				return nil, fmt.Errorf("%w: node %q: %w", ErrInvalidConfig, nc.Name, err)
-			}
-			nd.devs = ds
-			nd.devTRES = make(map[int][2]gres.ID, len(nc.Devices.Devices))
-			nd.devCores = make(map[int]gres.CoreSet, len(nc.Devices.Devices))
-			for _, d := range nc.Devices.Devices {
-				nd.devCores[d.Index] = d.Cores
-				nd.hasAffinity = nd.hasAffinity || !d.Cores.IsEmpty()
-				ids := [2]gres.ID{reg.MustLookup(deviceTRES(d.Name, "")), -1}
-				if d.Type != "" {
-					ids[1] = reg.MustLookup(deviceTRES(d.Name, d.Type))
-				}
-				nd.devTRES[d.Index] = ids
-			}
+		nd, err := s.buildNode(cfg.Nodes[i])
+		if err != nil {
+			return nil, err
 		}
-		s.nodeByName[nc.Name] = i
+		s.nodes[i] = nd
+		s.nodeByName[nd.cfg.Name] = i
 	}
 	s.parts = make([]partition, len(cfg.Partitions))
 	s.defPart = 0
@@ -276,9 +281,18 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 	}
 	if polCfg != nil {
-		if err := s.initPolicy(*polCfg, cfg.Partitions); err != nil {
+		// The policy sees the partitions with their defaults applied
+		// (PriorityTier 1), as the queue does.
+		parts := make([]PartitionConfig, len(s.parts))
+		for i := range s.parts {
+			parts[i] = s.parts[i].cfg
+		}
+		if err := s.initPolicy(*polCfg, parts); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Power != nil {
+		s.initPower(*cfg.Power)
 	}
 	if cfg.Backfill != nil {
 		if err := s.initBackfill(*cfg.Backfill, cfg.EstimateInterval); err != nil {
@@ -291,7 +305,38 @@ func New(cfg Config) (*Scheduler, error) {
 			return nil, err
 		}
 	}
+	s.tresByID = reg.Names()
 	return s, nil
+}
+
+// buildNode returns the runtime state of a new, idle node with config nc
+// (copied), whose GRES names are registered. It changes nothing.
+func (s *Scheduler) buildNode(nc NodeConfig) (node, error) {
+	nc.Features = slices.Clone(nc.Features)
+	nc.GRES = slices.Clone(nc.GRES)
+	nd := node{cfg: &nc}
+	nd.capacity = s.nodeCapacity(&nc)
+	nd.free = nd.capacity.Clone()
+	nd.cpuUsed = make([]uint64, (nc.CPUs+63)/64)
+	if len(nc.Devices.Devices) > 0 {
+		ds, err := gres.NewNodeDevices(nc.Devices)
+		if err != nil {
+			return node{}, fmt.Errorf("%w: node %q: %w", ErrInvalidConfig, nc.Name, err)
+		}
+		nd.devs = ds
+		nd.devTRES = make(map[int][2]gres.ID, len(nc.Devices.Devices))
+		nd.devCores = make(map[int]gres.CoreSet, len(nc.Devices.Devices))
+		for _, d := range nc.Devices.Devices {
+			nd.devCores[d.Index] = d.Cores
+			nd.hasAffinity = nd.hasAffinity || !d.Cores.IsEmpty()
+			ids := [2]gres.ID{s.reg.MustLookup(deviceTRES(d.Name, "")), -1}
+			if d.Type != "" {
+				ids[1] = s.reg.MustLookup(deviceTRES(d.Name, d.Type))
+			}
+			nd.devTRES[d.Index] = ids
+		}
+	}
+	return nd, nil
 }
 
 // NewRegistry returns a TRES registry holding the built-in TRES and every
@@ -416,8 +461,11 @@ func (s *Scheduler) submit(now time.Time, spec JobSpec, indices []int, throttle 
 		return 0, err
 	}
 	n := max(len(indices), 1)
-	if err := s.admitPolicy(j0, n); err != nil {
+	if err := s.admitPolicy(j0, s.nextID, n); err != nil {
 		return 0, err
+	}
+	if spec.Hold {
+		j0.Hold, j0.Reason = HoldUser, policy.ReasonJobHeldUser // sbatch --hold
 	}
 	var one [1]*job
 	jobs := one[:]
@@ -476,7 +524,12 @@ type array struct {
 }
 
 // newJob validates spec and derives the per-node request.
-func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
+func (s *Scheduler) newJob(spec JobSpec) (*job, error) { return s.newJobIn(spec, true) }
+
+// newJobIn is newJob; with accepting false a partition that accepts no new
+// jobs (DRAIN, INACTIVE) is not refused (a queued job's update that keeps
+// its partition).
+func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 	spec.GRESPerNode = slices.Clone(spec.GRESPerNode)
 	spec.GRESPerTask = slices.Clone(spec.GRESPerTask)
 	spec.GRESPerJob = slices.Clone(spec.GRESPerJob)
@@ -490,6 +543,9 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 	p := &s.parts[pi]
 	switch p.cfg.State {
 	case PartitionDrain, PartitionInactive:
+		if !accepting {
+			break
+		}
 		return nil, fmt.Errorf("%w: partition %q is %s and accepts no jobs", ErrInvalidJob, p.cfg.Name, p.cfg.State)
 	}
 	switch {
@@ -543,16 +599,13 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 	j := &job{part: pi, tier: p.cfg.PriorityTier, nodes: nodes}
 	j.Spec = spec
 	j.Partition = p.cfg.Name
-	j.TimeLimit = spec.TimeLimit
-	if j.TimeLimit == 0 {
-		j.TimeLimit = p.cfg.DefaultTime
-		if j.TimeLimit == 0 {
-			j.TimeLimit = p.cfg.MaxTime
-		}
-		if j.TimeLimit == 0 {
-			j.TimeLimit = unlimitedPlanTime
-		}
+	j.TimeLimit = p.effectiveLimit(spec.TimeLimit)
+	excluded, err := s.excludedNodes(spec.ExcludeNodes)
+	if err != nil {
+		return nil, err
 	}
+	j.Spec.ExcludeNodes = slices.Clone(spec.ExcludeNodes)
+	j.excluded = excluded
 	if spec.TimeMin > j.TimeLimit {
 		return nil, fmt.Errorf("%w: TimeMin %v exceeds the time limit %v", ErrInvalidJob, spec.TimeMin, j.TimeLimit)
 	}
@@ -571,6 +624,13 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 		return nil, err
 	}
 	j.devReq, j.extra, j.tpn = devReq, extra, tpn
+	// The partition's defaults apply as they are at submission (as in
+	// Slurm, a job's request is fixed then): a later change of the
+	// partition does not change the job's CPUs or memory per GPU.
+	j.defMemPerCPU = p.cfg.DefMemPerCPU
+	if hasPP {
+		j.defCPUPerGPU, j.defMemPerGPU = int64(pp.DefCPUPerGPU), pp.DefMemPerGPU
+	}
 	// The per-node request and the backfill profile's view of it (bfPer,
 	// with a --gpus total as ceil(total/nodes) per node) share one array.
 	nv := s.reg.Len()
@@ -612,7 +672,7 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 			j.bfSpread = j.extraTotal
 		}
 	}
-	j.shape = s.shapeOf(pi, v, spec.Exclusive)
+	j.shape = s.shapeOf(pi, v, spec.Exclusive, excluded)
 	if c := j.shape.capable.Count(); c < nodes {
 		return nil, fmt.Errorf("%w: %w: needs %d node(s) with %s in partition %q, only %d exist",
 			ErrInvalidJob, ErrUnsatisfiable, nodes, s.reg.FormatTRES(v), p.cfg.Name, c)
@@ -780,19 +840,25 @@ func (s *Scheduler) requeueJob(now time.Time, id JobID) error {
 	if err != nil {
 		return err
 	}
-	s.requeue(j, policy.ReasonLaunchFailRequeue)
+	s.requeue(now, j, policy.ReasonLaunchFailRequeue)
 	s.logRequeue(now, j)
 	s.last = now
 	return nil
 }
 
 // requeue frees what running (or suspended) job j holds and puts it back
-// in the queue, pending for reason r.
-func (s *Scheduler) requeue(j *job, r policy.Reason) {
+// in the queue at now, pending for reason r (and, with Config.RequeueDelay,
+// not before the delay).
+func (s *Scheduler) requeue(now time.Time, j *job, r policy.Reason) {
 	s.touch(j)
 	s.release(j, false)
+	s.delayRequeued(now, j)
 	j.State = JobPending
 	j.Reason = r
+	if j.Hold != HoldNone {
+		// Held while it ran (or requeued held): it pends held.
+		j.Reason, j.Priority = j.Hold.reason(), 0
+	}
 	j.Restarts++
 	j.StartTime = time.Time{}
 	j.EndTime = time.Time{}
@@ -858,6 +924,7 @@ func (s *Scheduler) release(j *job, ended bool) {
 		s.onUndo(func() { a.running++ })
 	}
 	s.noteEnded(j)
+	j.AdminSuspended, j.killBy = false, time.Time{}
 	if j.State == JobSuspended {
 		s.suspended = slices.DeleteFunc(s.suspended, func(x *job) bool { return x == j })
 		s.noteCapacity()
@@ -887,6 +954,8 @@ func (s *Scheduler) snapshot(j *job) Job {
 	}
 	out.PerNode = j.perNode.Clone()
 	out.Alloc = copyAlloc(j.Alloc)
+	out.tres = s.tresNames()
+	out.Alloc.tres = out.tres
 	return out
 }
 
@@ -956,11 +1025,14 @@ func (s *Scheduler) Node(name string) (NodeInfo, bool) {
 	return s.nodeInfo(i), true
 }
 
-// Nodes returns snapshots of every node, in index order.
+// Nodes returns snapshots of every node, in index order (removed nodes
+// are not listed: their indices are skipped).
 func (s *Scheduler) Nodes() []NodeInfo {
-	out := make([]NodeInfo, len(s.nodes))
+	out := make([]NodeInfo, 0, len(s.nodeByName))
 	for i := range s.nodes {
-		out[i] = s.nodeInfo(i)
+		if !s.nodes[i].removed {
+			out = append(out, s.nodeInfo(i))
+		}
 	}
 	return out
 }
@@ -969,7 +1041,7 @@ func (s *Scheduler) nodeInfo(i int) NodeInfo {
 	n := &s.nodes[i]
 	ni := NodeInfo{
 		Index: i, Name: n.cfg.Name, State: n.state(), Reason: n.reason, Since: n.since,
-		Capacity: n.capacity.Clone(), Free: n.free.Clone(), Jobs: slices.Clone(n.jobs),
+		Capacity: n.capacity.Clone(), Free: n.free.Clone(), Jobs: slices.Clone(n.jobs), tres: s.tresNames(), Power: n.pw.state,
 	}
 	ni.FreeDevices = n.freeDevices()
 	ni.UnhealthyDevices = n.allUnhealthy()
@@ -1005,7 +1077,7 @@ func (s *Scheduler) applyAdmin(now time.Time, i int, st adminState, reason strin
 		s.noteCapacity() // a down node offers nothing to the plan
 	}
 	n.admin, n.reason, n.since, n.autoDrained = st, reason, now, false
-	if st == adminUp {
+	if st == adminUp && n.pw.state == PowerOn {
 		s.usable.Add(i)
 	} else {
 		s.usable.Remove(i)
@@ -1024,7 +1096,7 @@ func (s *Scheduler) downNode(now time.Time, name, reason string) ([]JobID, error
 	for _, id := range affected {
 		j := s.jobs[id]
 		if s.requeueable(j) {
-			s.requeue(j, policy.ReasonNodeDown)
+			s.requeue(now, j, policy.ReasonNodeDown)
 			s.logRequeue(now, j)
 			continue
 		}
