@@ -47,8 +47,7 @@ func crashChild(dir string) error {
 	if err != nil {
 		return err
 	}
-	log := &entryLog{next: j}
-	s, rep, err := log.recover()
+	s, rep, err := j.Recover(recoverOpts)
 	if err != nil {
 		return err
 	}
@@ -62,15 +61,16 @@ func crashChild(dir string) error {
 		if _, err := w.step(s); err != nil {
 			return err
 		}
-		if log.seq != w.k {
-			return fmt.Errorf("event %d got sequence number %d", w.k, log.seq)
+		seq := j.LastSeq()
+		if seq != w.k {
+			return fmt.Errorf("event %d got sequence number %d", w.k, seq)
 		}
-		fmt.Fprintf(out, "ack %d\n", log.seq)
+		fmt.Fprintf(out, "ack %d\n", seq)
 		if err := out.Flush(); err != nil {
 			return err
 		}
 		if w.k%crashSnaps == 0 {
-			if _, err := j.WriteSnapshot(log); err != nil {
+			if _, err := j.WriteSnapshot(s); err != nil {
 				return err
 			}
 		}
@@ -174,8 +174,7 @@ func recoverCrashed(t *testing.T, dir string) (crashPoint, *journal.Torn) {
 	j, err := journal.Open(dir, journal.Options{})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, j.Close()) }()
-	log := &entryLog{next: j}
-	s, rep, err := log.recover()
+	s, rep, err := j.Recover(recoverOpts)
 	require.NoError(t, err)
 	s.SetEventLog(nil)
 	p := crashPoint{seq: rep.LastSeq, digest: sha256.Sum256([]byte(digest(s)))}

@@ -15,7 +15,7 @@
 // number of the last event it covers and drops those events (and the
 // older snapshot), so the journal stays as long as the events since the
 // last snapshot. Recover rebuilds the scheduler after a restart: the last
-// snapshot (RecoverOptions.Restore), or RecoverOptions.New for a journal
+// snapshot (scheduler.Restore), or RecoverOptions.New for a journal
 // without one, then every event after it re-applied through
 // Scheduler.Apply. Since the scheduler is deterministic, the recovered
 // scheduler is the one that acknowledged the last event, and it decides

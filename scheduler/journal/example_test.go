@@ -9,9 +9,10 @@ import (
 	"github.com/sluicehq/sluice/scheduler/journal"
 )
 
-// A control plane journals its scheduler, and after a restart recovers
-// it from the journal: the same jobs, in the same states, and the next
-// job ID where it was.
+// A control plane journals its scheduler, compacts the journal with a
+// snapshot, and after a restart recovers it: the snapshot, then the
+// events after it — the same jobs in the same states, and the next job ID
+// where it was.
 func Example() {
 	dir, err := os.MkdirTemp("", "journal-example")
 	if err != nil {
@@ -45,6 +46,15 @@ func Example() {
 		panic(err)
 	}
 	fmt.Printf("cycle of event %d started %d jobs\n", j.LastSeq(), len(c.Starts))
+	// Compact: a snapshot of the state replaces the events so far.
+	seq, err := j.WriteSnapshot(s)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("snapshot covers events 1 to", seq)
+	if err := s.Finish(now.Add(time.Minute), c.Starts[0].Job, 0); err != nil {
+		panic(err)
+	}
 	if err := j.Close(); err != nil { // or the process is killed
 		panic(err)
 	}
@@ -60,8 +70,9 @@ func Example() {
 		panic(err)
 	}
 	pending, running := s.Counts()
-	fmt.Printf("recovered to event %d: %d running, %d pending\n", rep.LastSeq, running, pending)
-	id, err := s.Submit(now.Add(time.Minute), scheduler.JobSpec{User: "bob", Tasks: 1, CPUsPerTask: 1, TimeLimit: time.Hour})
+	fmt.Printf("recovered to event %d (snapshot %d + %d replayed): %d running, %d pending\n",
+		rep.LastSeq, rep.SnapshotSeq, rep.Replayed, running, pending)
+	id, err := s.Submit(now.Add(2*time.Minute), scheduler.JobSpec{User: "bob", Tasks: 1, CPUsPerTask: 1, TimeLimit: time.Hour})
 	if err != nil {
 		panic(err)
 	}
@@ -72,6 +83,7 @@ func Example() {
 	fmt.Printf("next job %d, journalled as event %d\n", id, st.LastSeq)
 	// Output:
 	// cycle of event 4 started 2 jobs
-	// recovered to event 4: 2 running, 1 pending
-	// next job 4, journalled as event 5
+	// snapshot covers events 1 to 4
+	// recovered to event 5 (snapshot 4 + 1 replayed): 1 running, 1 pending
+	// next job 4, journalled as event 6
 }

@@ -2,7 +2,6 @@ package journal_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,13 +45,18 @@ func (w *workload) next(s *scheduler.Scheduler) (time.Time, scheduler.Event) {
 	w.k++
 	rng := rand.New(rand.NewPCG(w.seed, w.k))
 	now := t0.Add(time.Duration(w.k)*time.Minute + time.Duration(rng.IntN(60))*time.Second)
-	var pending, running []scheduler.JobID
+	var pending, held, running, suspended []scheduler.JobID
 	for _, j := range s.Jobs() {
 		switch j.State {
 		case scheduler.JobPending:
 			pending = append(pending, j.ID)
+			if j.Hold != 0 {
+				held = append(held, j.ID)
+			}
 		case scheduler.JobRunning:
 			running = append(running, j.ID)
+		case scheduler.JobSuspended:
+			suspended = append(suspended, j.ID)
 		}
 	}
 	pick := func(ids []scheduler.JobID) scheduler.JobID {
@@ -62,11 +66,13 @@ func (w *workload) next(s *scheduler.Scheduler) (time.Time, scheduler.Event) {
 		return ids[rng.IntN(len(ids))]
 	}
 	node := nodeNames[rng.IntN(len(nodeNames))]
-	r := rng.IntN(100)
+	r := rng.IntN(112)
 	if r < 35 && len(pending) > 30 {
 		r = 75 // keep the queue short: cancel instead
 	}
 	switch {
+	case r >= 100:
+		return now, w.jobControl(rng, r-100, pending, held, running, suspended, pick)
 	case r < 35:
 		spec := scheduler.JobSpec{
 			User: []string{"ann", "bob", "cy"}[rng.IntN(3)], Account: "a",
@@ -108,6 +114,27 @@ func (w *workload) next(s *scheduler.Scheduler) (time.Time, scheduler.Event) {
 	}
 }
 
+// jobControl returns one of the job control events: holds and releases,
+// updates of pending jobs, admin suspends and resumes, requeues (held or
+// not) of running or finished jobs.
+func (w *workload) jobControl(rng *rand.Rand, r int, pending, held, running, suspended []scheduler.JobID, pick func([]scheduler.JobID) scheduler.JobID) scheduler.Event {
+	switch r {
+	case 0, 1:
+		return scheduler.HoldEvent{Job: pick(pending), Admin: rng.IntN(2) == 0}
+	case 2, 3:
+		return scheduler.ReleaseEvent{Job: pick(held), Admin: rng.IntN(2) == 0}
+	case 4, 5:
+		limit, nice := time.Duration(5+rng.IntN(120))*time.Minute, rng.IntN(200)-100
+		return scheduler.UpdateJobEvent{Job: pick(pending), JobUpdate: scheduler.JobUpdate{TimeLimit: &limit, Nice: &nice}}
+	case 6, 7:
+		return scheduler.SuspendJobEvent{Job: pick(running)}
+	case 8, 9:
+		return scheduler.ResumeJobEvent{Job: pick(suspended)}
+	default:
+		return scheduler.RequeueJobEvent{Job: pick(running), Hold: rng.IntN(2) == 0}
+	}
+}
+
 // step applies the workload's next event to s and returns a digest of
 // what it decided.
 func (w *workload) step(s *scheduler.Scheduler) (string, error) {
@@ -132,55 +159,20 @@ func digest(s *scheduler.Scheduler) string {
 	return fmt.Sprintf("jobs %+v\nnodes %+v\ncounts %d %d\nresv %+v", s.Jobs(), s.Nodes(), p, r, s.Reservations())
 }
 
-// entryLog is a test Snapshotter: its snapshot is the list of entries
-// applied so far, and replayLog restores one by replaying them onto a new
-// scheduler. (It stands in for Scheduler.Snapshot and scheduler.Restore.)
+// entryLog is a Snapshotter of the caller's own: its snapshot is the list
+// of entries applied so far, and replayLog restores one by replaying them
+// onto a new scheduler.
 type entryLog struct {
-	next    *journal.Journal
+	next    scheduler.EventLog
 	entries []scheduler.Entry
-	seq     uint64 // the sequence number of the last append
 }
 
 func (l *entryLog) Append(now time.Time, ev scheduler.Event) error {
-	seq, err := l.next.AppendSeq(now, ev)
-	if err != nil {
+	if err := l.next.Append(now, ev); err != nil {
 		return err
 	}
 	l.entries = append(l.entries, scheduler.Entry{At: now, Event: ev})
-	l.seq = seq
 	return nil
-}
-
-// recover recovers l's journal and makes l its scheduler's event log,
-// holding every entry since the first.
-func (l *entryLog) recover() (*scheduler.Scheduler, journal.RecoverReport, error) {
-	l.entries = nil
-	opts := journal.RecoverOptions{New: newScheduler, Restore: func(r io.Reader) (*scheduler.Scheduler, error) {
-		var b bytes.Buffer
-		s, err := replayLog(io.TeeReader(r, &b))
-		if err != nil {
-			return nil, err
-		}
-		for _, line := range bytes.Split(bytes.TrimSpace(b.Bytes()), []byte("\n")) {
-			var e scheduler.Entry
-			if err := json.Unmarshal(line, &e); err != nil {
-				return nil, err
-			}
-			l.entries = append(l.entries, e)
-		}
-		return s, nil
-	}}
-	s, rep, err := l.next.Recover(opts)
-	if err != nil {
-		return nil, rep, err
-	}
-	err = l.next.Events(rep.SnapshotSeq, func(_ uint64, e scheduler.Entry) error {
-		l.entries = append(l.entries, e)
-		return nil
-	})
-	s.SetEventLog(l)
-	l.seq = rep.LastSeq
-	return s, rep, err
 }
 
 func (l *entryLog) Snapshot(w io.Writer) error {
@@ -210,8 +202,8 @@ func replayLog(r io.Reader) (*scheduler.Scheduler, error) {
 	return s, sc.Err()
 }
 
-// recoverOpts recovers onto newScheduler or from an entryLog snapshot.
-var recoverOpts = journal.RecoverOptions{New: newScheduler, Restore: replayLog}
+// recoverOpts recovers onto newScheduler, or from the scheduler's snapshot.
+var recoverOpts = journal.RecoverOptions{New: newScheduler}
 
 // run applies n workload events to a journalled s, returning the
 // decisions' digests.

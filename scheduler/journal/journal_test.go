@@ -19,19 +19,18 @@ import (
 	"github.com/sluicehq/sluice/scheduler/journal"
 )
 
-// openRun opens a journal in dir, journals a new scheduler (through an
-// entryLog, its test snapshotter) and applies n workload events to it.
-func openRun(t *testing.T, dir string, opts journal.Options, seed uint64, n int) (*journal.Journal, *scheduler.Scheduler, *workload, *entryLog) {
+// openRun opens a journal in dir, journals a new scheduler and applies n
+// workload events to it.
+func openRun(t *testing.T, dir string, opts journal.Options, seed uint64, n int) (*journal.Journal, *scheduler.Scheduler, *workload) {
 	t.Helper()
 	j, err := journal.Open(dir, opts)
 	require.NoError(t, err)
 	s, err := newScheduler()
 	require.NoError(t, err)
-	log := &entryLog{next: j}
-	s.SetEventLog(log)
+	s.SetEventLog(j)
 	w := newWorkload(seed)
 	run(t, w, s, n)
-	return j, s, w, log
+	return j, s, w
 }
 
 // A journalled scheduler recovered from its journal has the same state,
@@ -41,7 +40,7 @@ func TestJournalAppendRecoverRoundTrip(t *testing.T) {
 	for _, enc := range []journal.Encoding{journal.EncodingBinary, journal.EncodingJSON} {
 		t.Run(enc.String(), func(t *testing.T) {
 			dir := t.TempDir()
-			j, s, w, _ := openRun(t, dir, journal.Options{Encoding: enc}, 1, 400)
+			j, s, w := openRun(t, dir, journal.Options{Encoding: enc}, 1, 400)
 			st, err := j.Stats()
 			require.NoError(t, err)
 			require.Equal(t, uint64(400), st.LastSeq)
@@ -118,11 +117,11 @@ func TestJournalBinaryEncodingMatchesJSON(t *testing.T) {
 // numbering events from where it was.
 func TestJournalSnapshotCompaction(t *testing.T) {
 	dir := t.TempDir()
-	j, s, w, log := openRun(t, dir, journal.Options{}, 3, 300)
+	j, s, w := openRun(t, dir, journal.Options{}, 3, 300)
 	before, err := j.Stats()
 	require.NoError(t, err)
 
-	seq, err := j.WriteSnapshot(log)
+	seq, err := j.WriteSnapshot(s)
 	require.NoError(t, err)
 	require.Equal(t, uint64(300), seq)
 	st, err := j.Stats()
@@ -132,13 +131,13 @@ func TestJournalSnapshotCompaction(t *testing.T) {
 	require.Equal(t, []string{"journal.db", "journal.lock", "snapshot-000000000000012c.snap"}, dirNames(t, dir))
 
 	files := readAll(t, dir)
-	seq, err = j.WriteSnapshot(log)
+	seq, err = j.WriteSnapshot(s)
 	require.NoError(t, err)
 	require.Equal(t, uint64(300), seq)
 	require.Equal(t, files, readAll(t, dir), "no event since the snapshot: nothing to do")
 
 	run(t, w, s, 100)
-	_, err = j.WriteSnapshot(log)
+	_, err = j.WriteSnapshot(s)
 	require.NoError(t, err)
 	require.Equal(t, []string{"journal.db", "journal.lock", "snapshot-0000000000000190.snap"}, dirNames(t, dir), "the older snapshot is deleted")
 	run(t, w, s, 50)
@@ -161,17 +160,46 @@ func TestJournalSnapshotCompaction(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(451), seq)
 
-	// Without a way to restore the snapshot, Recover says so.
+}
+
+// A caller whose snapshot is its own (wrapping the scheduler's, say)
+// recovers with RecoverOptions.Restore; scheduler.Restore refuses it as
+// not a snapshot, and nothing changes.
+func TestJournalCustomRestore(t *testing.T) {
+	dir := t.TempDir()
+	j, err := journal.Open(dir, journal.Options{})
+	require.NoError(t, err)
+	s, err := newScheduler()
+	require.NoError(t, err)
+	log := &entryLog{next: j}
+	s.SetEventLog(log)
+	w := newWorkload(11)
+	run(t, w, s, 150)
+	_, err = j.WriteSnapshot(log)
+	require.NoError(t, err)
+	run(t, w, s, 40)
+	want := digest(s)
+	require.NoError(t, j.Close())
+	before := readAll(t, dir)
+
+	j2, err := journal.Open(dir, journal.Options{})
+	require.NoError(t, err)
+	defer j2.Close()
 	_, _, err = j2.Recover(journal.RecoverOptions{New: newScheduler})
-	require.ErrorIs(t, err, journal.ErrNoBase)
+	require.ErrorIs(t, err, scheduler.ErrCorruptSnapshot)
+	require.Equal(t, before, readAll(t, dir))
+	r, rep, err := j2.Recover(journal.RecoverOptions{Restore: replayLog})
+	require.NoError(t, err)
+	require.Equal(t, want, digest(r))
+	require.Equal(t, journal.RecoverReport{SnapshotSeq: 150, Replayed: 40, Rejected: rep.Rejected, LastSeq: 190}, rep)
 }
 
 // A snapshot file that does not match the checksum its record gives is an
 // error naming the file; nothing is deleted.
 func TestJournalCorruptSnapshot(t *testing.T) {
 	dir := t.TempDir()
-	j, _, _, log := openRun(t, dir, journal.Options{}, 4, 100)
-	_, err := j.WriteSnapshot(log)
+	j, s, _ := openRun(t, dir, journal.Options{}, 4, 100)
+	_, err := j.WriteSnapshot(s)
 	require.NoError(t, err)
 	require.NoError(t, j.Close())
 	snap := filepath.Join(dir, "snapshot-0000000000000064.snap")
@@ -193,7 +221,7 @@ func TestJournalCorruptSnapshot(t *testing.T) {
 // reported; the events before it recover. With StrictTail, Open refuses.
 func TestJournalTornTail(t *testing.T) {
 	dir := t.TempDir()
-	j, s, _, _ := openRun(t, dir, journal.Options{}, 5, 120)
+	j, s, _ := openRun(t, dir, journal.Options{}, 5, 120)
 	want := digest(s)
 	require.NoError(t, j.Close())
 	path := filepath.Join(dir, "journal.db")
@@ -236,7 +264,7 @@ func TestJournalTornTail(t *testing.T) {
 // sequence number, and leaves the file as it was.
 func TestJournalCorruptMiddle(t *testing.T) {
 	dir := t.TempDir()
-	j, _, _, _ := openRun(t, dir, journal.Options{}, 6, 80)
+	j, _, _ := openRun(t, dir, journal.Options{}, 6, 80)
 	require.NoError(t, j.Close())
 	path := filepath.Join(dir, "journal.db")
 	b, err := os.ReadFile(path)
@@ -311,7 +339,7 @@ func TestJournalLockAgainstTwoOpeners(t *testing.T) {
 // A failed append applies nothing: the scheduler refuses the event.
 func TestJournalFailedAppendAppliesNothing(t *testing.T) {
 	dir := t.TempDir()
-	j, s, _, _ := openRun(t, dir, journal.Options{}, 8, 20)
+	j, s, _ := openRun(t, dir, journal.Options{}, 8, 20)
 	want := digest(s)
 	require.NoError(t, j.Close())
 	_, err := s.Submit(t0.Add(100*time.Hour), scheduler.JobSpec{Tasks: 1, CPUsPerTask: 1, TimeLimit: time.Hour})
@@ -378,8 +406,8 @@ func (failingSnapshotter) Snapshot(w io.Writer) error {
 // and all the events after it.
 func TestJournalInterruptedSnapshot(t *testing.T) {
 	dir := t.TempDir()
-	j, s, w, log := openRun(t, dir, journal.Options{}, 9, 200)
-	_, err := j.WriteSnapshot(log)
+	j, s, w := openRun(t, dir, journal.Options{}, 9, 200)
+	_, err := j.WriteSnapshot(s)
 	require.NoError(t, err)
 	run(t, w, s, 60)
 	files := readAll(t, dir)
@@ -418,7 +446,7 @@ func (alienEvent) Kind() scheduler.EventKind { return "alien" }
 // does not apply it, and the journal carries on.
 func TestJournalRefusesUndecodableEvent(t *testing.T) {
 	for _, enc := range []journal.Encoding{journal.EncodingBinary, journal.EncodingJSON} {
-		j, s, _, _ := openRun(t, t.TempDir(), journal.Options{Encoding: enc}, 10, 30)
+		j, s, _ := openRun(t, t.TempDir(), journal.Options{Encoding: enc}, 10, 30)
 		want := digest(s)
 		_, err := s.Apply(t0.Add(100*time.Hour), alienEvent{scheduler.CancelEvent{Job: 1}})
 		require.ErrorContains(t, err, "would not decode")

@@ -24,9 +24,15 @@ type RecoverOptions struct {
 	// typically scheduler.New with the configuration it was created with.
 	// Nil: a journal without a snapshot fails with ErrNoBase.
 	New func() (*scheduler.Scheduler, error)
-	// Restore rebuilds the scheduler from the snapshot WriteSnapshot
-	// stored (the bytes its Snapshotter wrote). Nil: a journal with a
-	// snapshot fails with ErrNoBase.
+	// RestoreOptions carry what a snapshot does not hold (a fair-share
+	// source, a site-factor hook, a backfill chooser, the TRES registry)
+	// to scheduler.Restore. Their EventLog is not used: the recovered
+	// scheduler journals to the journal.
+	RestoreOptions scheduler.RestoreOptions
+	// Restore, if set, rebuilds the scheduler from the bytes the
+	// Snapshotter given to WriteSnapshot wrote, in place of
+	// scheduler.Restore(r, RestoreOptions): for a caller whose snapshot
+	// wraps the scheduler's own.
 	Restore func(r io.Reader) (*scheduler.Scheduler, error)
 }
 
@@ -57,8 +63,9 @@ type replayed struct {
 	key   string
 }
 
-// Recover rebuilds the scheduler: the last snapshot (or RecoverOptions.New
-// without one), then every event after it applied in order with Apply.
+// Recover rebuilds the scheduler: the last snapshot (restored by
+// scheduler.Restore, or RecoverOptions.New for a journal without one),
+// then every event after it applied in order with Apply.
 // Nothing is appended during the replay; the returned scheduler then has
 // the journal as its EventLog, so that its later events are journalled.
 // Damage (a snapshot that does not match its checksum, an event that does
@@ -134,8 +141,11 @@ func (j *Journal) base(opts RecoverOptions) (*scheduler.Scheduler, error) {
 	}
 	ref := j.snapshot
 	path := filepath.Join(j.dir, ref.File)
-	if opts.Restore == nil {
-		return nil, fmt.Errorf("%w: %s starts from snapshot %s and RecoverOptions.Restore is nil", ErrNoBase, j.dir, ref.File)
+	restore := opts.Restore
+	if restore == nil {
+		ro := opts.RestoreOptions
+		ro.EventLog = nil // installed after the replay
+		restore = func(r io.Reader) (*scheduler.Scheduler, error) { return scheduler.Restore(r, ro) }
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -145,7 +155,7 @@ func (j *Journal) base(opts RecoverOptions) (*scheduler.Scheduler, error) {
 	h := crc32.New(castagnoli)
 	cw := &countWriter{w: h}
 	r := io.TeeReader(bufio.NewReaderSize(f, 1<<20), cw)
-	s, rerr := ref.restore(opts.Restore, r)
+	s, rerr := ref.restore(restore, r)
 	// Check the whole file, also what Restore did not read.
 	if _, err := io.Copy(io.Discard, r); err != nil {
 		return nil, fmt.Errorf("journal: recover: snapshot %s: %w", path, err)

@@ -12,8 +12,10 @@ import (
 	"github.com/tidwall/buntdb"
 )
 
-// Snapshotter writes the whole state of a state machine; a
-// *scheduler.Scheduler is one (Scheduler.Snapshot).
+// Snapshotter writes the whole state of a state machine: a
+// *scheduler.Scheduler (Scheduler.Snapshot, which Recover restores with
+// scheduler.Restore), or a caller's wrapper around one (restored by
+// RecoverOptions.Restore).
 type Snapshotter interface {
 	Snapshot(w io.Writer) error
 }
