@@ -30,10 +30,10 @@
 // nothing is changed. One Journal at a time may have a directory open
 // (ErrLocked).
 //
-// Events are stored in a compact binary form of their JSON data model
-// (EncodingBinary, the default) or as scheduler.Entry JSON
-// (EncodingJSON); Dump lists any journal readably: sequence number, time,
-// kind and the event as JSON.
+// Events are stored in a compact binary form of their fields
+// (EncodingBinary, the default: exact, as the event was applied) or as
+// scheduler.Entry JSON (EncodingJSON); Dump and DumpDir list any journal
+// readably: sequence number, time, kind and the event as JSON.
 //
 // The journal directory holds journal.db (buntdb's append-only file),
 // journal.lock and the snapshot file snapshot-<seq>.snap. buntdb keeps

@@ -32,8 +32,7 @@ var (
 	// ErrNoBase reports a Recover that has neither a snapshot in the
 	// journal nor RecoverOptions.New to start the replay from.
 	ErrNoBase = errors.New("nothing to replay the journal onto")
-	// ErrInvalidOptions reports Options or RecoverOptions that fail
-	// validation.
+	// ErrInvalidOptions reports Options that fail Validate.
 	ErrInvalidOptions = errors.New("invalid journal options")
 )
 

@@ -54,9 +54,10 @@ type Encoding uint8
 
 const (
 	// EncodingBinary (the default) stores an entry in a compact binary
-	// form of its JSON data (see Dump for a readable listing): a tenth of
-	// the size, and several times faster to decode on recovery. A value
-	// the binary form cannot hold is stored as JSON.
+	// form of the event's fields (see Dump for a readable listing): about
+	// 40 % of the JSON's size, several times faster to decode on
+	// recovery, and exact where JSON forms are for people. An event the
+	// binary form cannot hold is stored as JSON.
 	EncodingBinary Encoding = iota
 	// EncodingJSON stores every entry as scheduler.Entry's JSON.
 	EncodingJSON
@@ -76,7 +77,9 @@ func (e Encoding) String() string {
 // Options tune a journal. The zero value is the default: batched fsync,
 // binary encoding, a torn last record dropped on Open.
 type Options struct {
-	Sync     SyncPolicy
+	// Sync is when appends are forced to disk (default SyncBatched).
+	Sync SyncPolicy
+	// Encoding is how events are stored (default EncodingBinary).
 	Encoding Encoding
 	// StrictTail makes Open fail with ErrTornTail (a *CorruptError
 	// naming the offset) when the file ends inside a record, instead of
