@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/internal/cputime"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/journal"
 )
@@ -173,25 +174,25 @@ func BenchmarkRecover1M(b *testing.B) {
 	require.NoError(b, err)
 	s.SetEventLog(j)
 	st := newStream(2)
-	start, cpu := time.Now(), cpuTime()
+	start, cpu := time.Now(), cputime.Process()
 	for range n {
 		if err := st.apply(s); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.Logf("wrote %d events in %v, %v CPU (journalled and applied)", n, time.Since(start), cpuTime()-cpu)
+	b.Logf("wrote %d events in %v, %v CPU (journalled and applied)", n, time.Since(start), cputime.Process()-cpu)
 	want := digest(s)
 	require.NoError(b, j.Close())
 	phase := func(name string, fn func(j *journal.Journal) error) {
 		b.Run(name, func(b *testing.B) {
 			var cpu time.Duration
 			for b.Loop() {
-				c0 := cpuTime()
+				c0 := cputime.Process()
 				j, err := journal.Open(dir, journal.Options{})
 				if err == nil {
 					err = fn(j)
 				}
-				cpu += cpuTime() - c0
+				cpu += cputime.Process() - c0
 				if err != nil {
 					b.Fatal(err)
 				}
