@@ -1,0 +1,168 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/accounting"
+)
+
+// mainEnv makes the test binary run the orchestrator's command line
+// instead of the tests: the orchestrator under test, and the shims its
+// agent starts (os.Executable is the test binary), are this binary.
+const mainEnv = "SLUICE_ORCHESTRATOR_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) == "1" {
+		if err := command(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "orchestrator:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// syncBuffer is a bytes.Buffer safe for the writes of a child's output
+// and the reads of a failing test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// orchestratorProcess starts "orchestrator run" on state as a subprocess.
+func orchestratorProcess(t *testing.T, ctx context.Context, out *syncBuffer, state string, extra ...string) *exec.Cmd {
+	t.Helper()
+	args := append([]string{"run", "-state", state, "-period", "50ms", "-cpus", "2"}, extra...)
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	return cmd
+}
+
+// lines counts the lines of file path (0 when it does not exist).
+func lines(t *testing.T, path string) int {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	require.NoError(t, err)
+	return strings.Count(string(b), "\n")
+}
+
+// TestOrchestratorSurvivesKill runs the orchestrator as a subprocess on
+// jobs that are real short processes, each appending to a start marker
+// when it begins and to a done marker when it ends, SIGKILLs it twice
+// while jobs run, restarts it, and lets everything finish: every job must
+// have started and finished exactly once (one line in each marker), the
+// ledger must hold each as COMPLETED, and the usage charged to each job's
+// own association must be its run charged once: its allocated billing ×
+// its recorded run time (Charge counts whole seconds).
+func TestOrchestratorSurvivesKill(t *testing.T) {
+	state, marks := t.TempDir(), t.TempDir()
+	const jobs = 6
+	for i := range jobs {
+		script := fmt.Sprintf(`echo start >> %[1]s/$SLUICE_JOB_NAME.start; sleep 1.1; echo done >> %[1]s/$SLUICE_JOB_NAME.done`, marks)
+		err := command([]string{"submit", "-state", state, "-name", fmt.Sprintf("job%d", i),
+			"-user", fmt.Sprintf("u%d", i), "-account", "lab", "-cpus", "1", "-time", "5m", "--", "sh", "-c", script},
+			new(bytes.Buffer), new(bytes.Buffer))
+		require.NoError(t, err)
+	}
+	count := func(suffix string) int {
+		n := 0
+		for i := range jobs {
+			n += lines(t, filepath.Join(marks, fmt.Sprintf("job%d.%s", i, suffix)))
+		}
+		return n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	out := &syncBuffer{}
+	defer func() {
+		if t.Failed() || testing.Verbose() {
+			t.Logf("orchestrator output:\n%s", out)
+		}
+	}()
+
+	// Kill it while jobs run: first after one job finished, then after
+	// three, each time with a job started and not done.
+	for _, doneBefore := range []int{1, 3} {
+		cmd := orchestratorProcess(t, ctx, out, state)
+		for count("done") < doneBefore || count("start") <= count("done") {
+			require.NoError(t, ctx.Err(), "waiting for %d jobs done and one running", doneBefore)
+			time.Sleep(10 * time.Millisecond)
+		}
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		_ = cmd.Wait()
+		fmt.Fprintf(out, "--- SIGKILL with %d started, %d done\n", count("start"), count("done"))
+	}
+	cmd := orchestratorProcess(t, ctx, out, state, "-exit-when-idle")
+	require.NoError(t, cmd.Wait(), "the restarted orchestrator must finish every job and exit")
+
+	for i := range jobs {
+		assert.Equal(t, 1, lines(t, filepath.Join(marks, fmt.Sprintf("job%d.start", i))), "job%d starts", i)
+		assert.Equal(t, 1, lines(t, filepath.Join(marks, fmt.Sprintf("job%d.done", i))), "job%d completions", i)
+	}
+
+	l, err := accounting.OpenBunt(filepath.Join(state, "ledger.db"), accounting.Config{}, accounting.BuntOptions{})
+	require.NoError(t, err)
+	defer l.Close()
+	var recs []accounting.JobRecord
+	require.NoError(t, l.View(func(tx accounting.Tx) error {
+		return tx.Jobs(accounting.JobQuery{Cluster: "local"}, func(r accounting.JobRecord) bool {
+			recs = append(recs, r)
+			return true
+		})
+	}))
+	require.Len(t, recs, jobs, "one ledger record per job")
+	now := time.Now()
+	for _, r := range recs {
+		assert.Equal(t, accounting.StateCompleted, r.State, "job %s", r.Name)
+		assert.Zero(t, r.Restarts, "job %s was never requeued", r.Name)
+		billing := r.AllocTRES["billing"]
+		if billing == 0 {
+			billing = r.AllocTRES["cpu"]
+		}
+		want := float64(billing * (r.End.Unix() - r.Start.Unix()))
+		require.Positive(t, want, "job %s: a run of over a second is charged", r.Name)
+		require.NoError(t, l.View(func(tx accounting.Tx) error {
+			a, err := tx.LookupAssoc(accounting.AssocKey{Cluster: "local", Account: "lab", User: r.User})
+			if err != nil {
+				return err
+			}
+			u, err := tx.Usage(a.ID, now)
+			if err != nil {
+				return err
+			}
+			assert.InDelta(t, want, u.BudgetBilling, 1e-9, "job %s (user %s) charged once", r.Name, r.User)
+			return nil
+		}))
+	}
+}
