@@ -101,6 +101,14 @@ type Config struct {
 	// RequeueNo is JobRequeue=0 (such jobs end in NODE_FAIL, and are
 	// cancelled where REQUEUE preemption would requeue them).
 	JobRequeue RequeueMode
+	// RequeueDelay is how long a requeued job waits before it may start
+	// again: its begin time moves to the requeue plus the delay, and it
+	// pends with BeginTime until then. Slurm delays a requeued job by
+	// the job credential's lifetime (AuthInfo cred_expire, 120 s by
+	// default), which lets its nodes clean up; zero, Sluice's default,
+	// makes it eligible at once (the caller reports a requeue when the
+	// nodes are clean). DefaultRequeueDelay gives Slurm's behaviour.
+	RequeueDelay time.Duration
 	// Registry is the TRES registry the scheduler indexes vectors by. Nil
 	// means a new one. Policy limits (policy.ParseTRESLimits) are built
 	// against a registry: build it with NewRegistry(cfg.Nodes), parse the
@@ -363,6 +371,9 @@ func (c *Config) validate() (*topology.Graph, error) {
 	}
 	if c.MinJobAge < 0 {
 		return nil, fmt.Errorf("%w: MinJobAge %v, want ≥ 0", ErrInvalidConfig, c.MinJobAge)
+	}
+	if c.RequeueDelay < 0 || c.RequeueDelay > MaxTimeLimit {
+		return nil, fmt.Errorf("%w: RequeueDelay %v out of range [0, %v]", ErrInvalidConfig, c.RequeueDelay, MaxTimeLimit)
 	}
 	if c.MaxArraySize < 0 || c.MaxArraySize > 1<<22 {
 		return nil, fmt.Errorf("%w: MaxArraySize %d out of range [0, 2^22]", ErrInvalidConfig, c.MaxArraySize)

@@ -88,12 +88,13 @@ type shape struct {
 	stamp   uint64
 }
 
-func shapeKey(part int, v gres.Vector, exclusive bool) string {
-	return string(appendShapeKey(nil, part, v, exclusive))
+func shapeKey(part int, v gres.Vector, exclusive bool, excluded []int) string {
+	return string(appendShapeKey(nil, part, v, exclusive, excluded))
 }
 
-// appendShapeKey appends shapeKey's key to b.
-func appendShapeKey(b []byte, part int, v gres.Vector, exclusive bool) []byte {
+// appendShapeKey appends shapeKey's key to b, with the excluded nodes
+// (JobSpec.ExcludeNodes, ascending indices) after it.
+func appendShapeKey(b []byte, part int, v gres.Vector, exclusive bool, excluded []int) []byte {
 	b = strconv.AppendInt(b, int64(part), 10)
 	if exclusive {
 		b = append(b, 'x')
@@ -106,13 +107,18 @@ func appendShapeKey(b []byte, part int, v gres.Vector, exclusive bool) []byte {
 			b = strconv.AppendInt(b, x, 10)
 		}
 	}
+	for _, i := range excluded {
+		b = append(b, " -"...)
+		b = strconv.AppendInt(b, int64(i), 10)
+	}
 	return b
 }
 
-// shapeOf returns the (cached) shape of a job's request in partition part.
-func (s *Scheduler) shapeOf(part int, perNode gres.Vector, exclusive bool) *shape {
+// shapeOf returns the (cached) shape of a job's request in partition part,
+// kept off the excluded nodes (ascending indices).
+func (s *Scheduler) shapeOf(part int, perNode gres.Vector, exclusive bool, excluded []int) *shape {
 	// The key is built in reused scratch; looking it up copies nothing.
-	s.keyBuf = appendShapeKey(s.keyBuf[:0], part, perNode, exclusive)
+	s.keyBuf = appendShapeKey(s.keyBuf[:0], part, perNode, exclusive, excluded)
 	if sh, ok := s.shapes[string(s.keyBuf)]; ok {
 		return sh
 	}
@@ -123,6 +129,9 @@ func (s *Scheduler) shapeOf(part int, perNode gres.Vector, exclusive bool) *shap
 		if perNode.Fits(s.nodes[i].capacity) {
 			sh.capable.Add(i)
 		}
+	}
+	for _, i := range excluded {
+		sh.capable.Remove(i)
 	}
 	s.shapes[key] = sh
 	return sh
@@ -375,6 +384,10 @@ func queueKeyLess(a *job, aResv bool, b *job, bResv bool) bool {
 // cannot (its plain turn comes later, in queue order).
 func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cycle, magnetic bool) policy.Reason {
 	p := &s.parts[j.part]
+	if j.Hold != HoldNone {
+		// Held (priority 0): never started, never planned, blocking no one.
+		return j.Hold.reason()
+	}
 	overTime, outNodes := s.partitionLimits(j)
 	switch {
 	case p.cfg.State == PartitionDown:
@@ -790,6 +803,7 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 		s.onUndo(func() { a.running-- })
 	}
 	j.deadline = now.Add(j.TimeLimit)
+	j.killBy = killBy
 	if !killBy.IsZero() && killBy.Before(j.deadline) {
 		j.deadline = killBy
 	}

@@ -6,7 +6,10 @@
 // A Scheduler holds nodes, partitions and jobs. The caller owns the loop
 // and the clock: it applies events with the current time — Submit,
 // SubmitArray, Cancel, Finish, Requeue, Checkpoint, DrainNode, FailNode,
-// DownNode, ResumeNode, SetDeviceHealth, AddReservation — and calls
+// DownNode, ResumeNode, SetDeviceHealth, AddReservation, and the job
+// control scontrol does: Hold and Release, UpdateJob, SuspendJob and
+// ResumeJob, RequeueJob (requeue, requeuehold, requeue of a finished job),
+// RequeueExcluding (a launch failure kept off its node) — and calls
 // Schedule(now), which returns a Cycle: the jobs to start (nodes, CPU ids,
 // GPU indices, time limit), the jobs it ended (time limits, preemption
 // grace over), the preemptions to carry out, every pending job with its

@@ -173,13 +173,22 @@ func (s *Scheduler) Finish(now time.Time, id JobID, exitCode int) error {
 	return err
 }
 
-// RequeueEvent puts a running job back in the queue (see Requeue).
-type RequeueEvent struct{ Job JobID }
+// RequeueEvent puts a running job back in the queue (see Requeue and
+// RequeueExcluding).
+type RequeueEvent struct {
+	Job JobID
+	// ExcludeNodes names the nodes the job's launch failed on: the job
+	// is kept off them from then on (they join JobSpec.ExcludeNodes).
+	ExcludeNodes []string `json:",omitempty"`
+}
 
 // Kind returns KindRequeue.
 func (RequeueEvent) Kind() EventKind { return KindRequeue }
 
 func (e RequeueEvent) apply(s *Scheduler, now time.Time) (Result, error) {
+	if len(e.ExcludeNodes) > 0 {
+		return Result{Job: e.Job}, s.requeueExcluding(now, e.Job, e.ExcludeNodes)
+	}
 	return Result{Job: e.Job}, s.requeueJob(now, e.Job)
 }
 
@@ -188,6 +197,17 @@ func (e RequeueEvent) apply(s *Scheduler, now time.Time) (Result, error) {
 // keeps its submit time, so it keeps its place in FCFS order.
 func (s *Scheduler) Requeue(now time.Time, id JobID) error {
 	_, err := s.Apply(now, RequeueEvent{Job: id})
+	return err
+}
+
+// RequeueExcluding is Requeue after the job's launch failed on nodes: the
+// job pends with launch_failed_requeued and is kept off those nodes from
+// then on (JobSpec.ExcludeNodes, as sbatch --exclude), by placement, the
+// backfill plan, preemption and Explain. An unknown node name, or
+// exclusions that leave too few nodes able to hold the job, refuse the
+// requeue (ErrInvalidJob); Requeue without them still requeues it.
+func (s *Scheduler) RequeueExcluding(now time.Time, id JobID, nodes ...string) error {
+	_, err := s.Apply(now, RequeueEvent{Job: id, ExcludeNodes: nodes})
 	return err
 }
 
@@ -422,6 +442,18 @@ func decodeEvent(k EventKind, raw json.RawMessage) (Event, error) {
 		return decodeAs[RemoveReservationEvent](k, raw)
 	case KindSchedule:
 		return decodeAs[ScheduleEvent](k, raw)
+	case KindHold:
+		return decodeAs[HoldEvent](k, raw)
+	case KindRelease:
+		return decodeAs[ReleaseEvent](k, raw)
+	case KindUpdateJob:
+		return decodeAs[UpdateJobEvent](k, raw)
+	case KindSuspendJob:
+		return decodeAs[SuspendJobEvent](k, raw)
+	case KindResumeJob:
+		return decodeAs[ResumeJobEvent](k, raw)
+	case KindRequeueJob:
+		return decodeAs[RequeueJobEvent](k, raw)
 	}
 	return nil, fmt.Errorf("%w: unknown event kind %q", ErrInvalidEvent, k)
 }

@@ -72,7 +72,8 @@ const (
 // BlockerKind classifies what keeps a job pending.
 type BlockerKind uint8
 
-// Blocker kinds, in the order Explain lists them.
+// Blocker kinds, in the order Explain lists them (but BlockerHold, which
+// comes first).
 const (
 	// BlockerPartition: the partition's state or limits (MaxTime,
 	// MinNodes/MaxNodes).
@@ -95,10 +96,13 @@ const (
 	// BlockerQueue: higher-priority jobs ahead hold the resources in the
 	// plan, or the head of the partition's queue is blocked.
 	BlockerQueue
+	// BlockerHold: the job is held (Scheduler.Hold): it never starts
+	// until released. Listed first.
+	BlockerHold
 )
 
 var blockerKindNames = [...]string{"partition", "begin-time", "nodes", "limit", "reservation", "dependency",
-	"resources", "topology", "queue"}
+	"resources", "topology", "queue", "hold"}
 
 // String names the kind.
 func (k BlockerKind) String() string { return enumName(k, blockerKindNames[:], "BlockerKind") }
@@ -118,8 +122,8 @@ type Blocker struct {
 	Kind BlockerKind
 	// Reason is the Slurm reason this blocker alone would show.
 	Reason policy.Reason
-	// Detail is the evidence in words for partition, begin-time and node
-	// blockers.
+	// Detail is the evidence in words for hold, partition, begin-time and
+	// node blockers.
 	Detail string
 	// Policy is the policy package's blocker (limit name, level, value,
 	// usage, this job's addition; reservation; dependency).
@@ -649,7 +653,7 @@ func (s *Scheduler) planContext(now time.Time, j *job) (*planCtx, error) {
 		if x == j {
 			return false
 		}
-		if (x.Reason == policy.ReasonNone || plannable(x.Reason)) && x.Spec.Reservation == "" {
+		if (x.Reason == policy.ReasonNone || plannable(x.Reason)) && x.Spec.Reservation == "" && x.Hold == HoldNone {
 			ahead = append(ahead, x)
 		}
 		return true
@@ -854,7 +858,16 @@ func (s *Scheduler) partitionBlockers(x *job, out []Blocker) []Blocker {
 // staticBlockers are the blockers that do not depend on what runs:
 // partition, begin time, nodes down, policy.
 func (s *Scheduler) staticBlockers(now time.Time, j *job, allowed topology.NodeSet) []Blocker {
-	out := s.partitionBlockers(j, nil)
+	var out []Blocker
+	if j.Hold != HoldNone {
+		by := "its user"
+		if j.Hold == HoldAdmin {
+			by = "an administrator"
+		}
+		out = append(out, Blocker{Kind: BlockerHold, Reason: j.Hold.reason(),
+			Detail: "held by " + by + " (priority 0): it never starts until released"})
+	}
+	out = s.partitionBlockers(j, out)
 	if j.Spec.BeginTime.After(now) {
 		out = append(out, Blocker{Kind: BlockerBeginTime, Reason: policy.ReasonBeginTime,
 			Detail: fmt.Sprintf("begin time %s is %s away", fmtTime(j.Spec.BeginTime), fmtDur(j.Spec.BeginTime.Sub(now)))})
@@ -1111,6 +1124,8 @@ func (s *Scheduler) estimate(now time.Time, j *job, ctx *planCtx, allowed topolo
 	est := &Estimate{PlanTime: ctx.at, Note: ctx.note}
 	var nodes []int
 	switch {
+	case j.Hold != HoldNone:
+		est.Note = "it is held (" + j.Hold.reason().String() + "): the plan does not consider it until it is released"
 	case j.Spec.Reservation != "":
 		est.Note = "it runs in reservation " + j.Spec.Reservation + ", which the plan does not place"
 		if s.pol != nil {
@@ -1324,7 +1339,7 @@ func cfGate(bs []Blocker) cfAllowed {
 	g := cfAllowed{timeLimit: true, resources: true, partition: true}
 	for _, b := range bs {
 		switch b.Kind {
-		case BlockerLimit, BlockerDependency:
+		case BlockerLimit, BlockerDependency, BlockerHold:
 			return cfAllowed{}
 		case BlockerReservation:
 			if b.Policy != nil {
@@ -1587,7 +1602,7 @@ func (s *Scheduler) variant(j *job, spec JobSpec) (*job, bool) {
 	n := len(s.shapes)
 	x, err := s.newJob(spec)
 	if len(s.shapes) > n && x != nil {
-		delete(s.shapes, shapeKey(x.part, x.perNode, x.Spec.Exclusive))
+		delete(s.shapes, shapeKey(x.part, x.perNode, x.Spec.Exclusive, x.excluded))
 	}
 	if err != nil {
 		return nil, false

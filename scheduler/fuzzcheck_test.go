@@ -359,6 +359,11 @@ func (r *fzRun) step(op fzOp) *fzFailure {
 	if r.gen != nil {
 		r.gen.last = r.last
 		r.gen.ids = append(r.gen.ids, a.ids...)
+		if a.cyc != nil {
+			for _, st := range a.cyc.Starts {
+				r.gen.started = append(r.gen.started, st.Job)
+			}
+		}
 		if op.Kind == fkAddResv {
 			r.gen.resvs = append(r.gen.resvs, op.Resv.Name)
 		}

@@ -69,8 +69,8 @@ type fzCluster struct {
 	PreemptType  policy.PreemptType
 	PreemptMode  policy.PreemptMode
 	GraceSeconds int
-	// MinJobAge and EstimateInterval in seconds.
-	MinJobAge, EstimateInterval int
+	// MinJobAge, EstimateInterval and RequeueDelay in seconds.
+	MinJobAge, EstimateInterval, RequeueDelay int
 }
 
 // fzNodeName is the name of node i.
@@ -165,6 +165,7 @@ func fzConfig(c fzCluster) (Config, error) {
 	}
 	cfg.MinJobAge = time.Duration(c.MinJobAge) * time.Second
 	cfg.EstimateInterval = time.Duration(c.EstimateInterval) * time.Second
+	cfg.RequeueDelay = time.Duration(c.RequeueDelay) * time.Second
 	return cfg, nil
 }
 
@@ -252,6 +253,9 @@ func fzGenCluster(src *fzSource) fzCluster {
 	}
 	if src.intn(4) == 0 {
 		c.EstimateInterval = []int{30, 600}[src.intn(2)]
+	}
+	if src.intn(5) == 0 {
+		c.RequeueDelay = 120
 	}
 	return c
 }

@@ -77,12 +77,18 @@ const (
 	fkExplain
 	fkIdle
 	fkRequeueRecord
+	fkHold
+	fkRelease
+	fkUpdateJob
+	fkSuspendJob
+	fkResumeJob
+	fkRequeueJob
 	fkCount
 )
 
 var fzKindNames = [fkCount]string{"Schedule", "Submit", "SubmitArray", "Cancel", "Finish", "Requeue", "Checkpoint",
 	"DrainNode", "FailNode", "ResumeNode", "DownNode", "SetDeviceHealth", "AddReservation", "RemoveReservation",
-	"Explain", "IdleCapacity", "RequeueRecord"}
+	"Explain", "IdleCapacity", "RequeueRecord", "Hold", "Release", "UpdateJob", "SuspendJob", "ResumeJob", "RequeueJob"}
 
 func (k fzKind) String() string { return fzKindNames[k] }
 
@@ -128,6 +134,11 @@ type fzOp struct {
 	Resv    fzResv
 	Counter bool
 	Frac    float64
+	// Job control: Hold's and Release's admin, RequeueJob's hold (Flag),
+	// Requeue's failed nodes, UpdateJob's update.
+	Flag   bool
+	Nodes  []string
+	Update JobUpdate
 }
 
 // fzGen draws events against the state a run has seen: the IDs it was
@@ -139,6 +150,11 @@ type fzGen struct {
 	resvs []string
 	last  time.Duration
 	gpus  int // most GPUs on a node
+	// held and stopped are the jobs job control last tried to hold and
+	// suspend: releases and resumes favour them.
+	held, stopped []JobID
+	// started lists the jobs cycles started (fzRun.step fills it).
+	started []JobID
 }
 
 func newFzGen(src *fzSource, c fzCluster) *fzGen {
@@ -356,7 +372,51 @@ func (g *fzGen) spec() JobSpec {
 	if s.chance(5) {
 		sp.Name = fzPick(s, "train", "train", "a:b,c", "")
 	}
+	sp.Hold = s.chance(25)
+	if s.chance(20) {
+		sp.ExcludeNodes = []string{g.node()}
+	}
 	return sp
+}
+
+// update draws a job update: one to three fields, mostly valid values.
+func (g *fzGen) update() JobUpdate {
+	s := g.src
+	var u JobUpdate
+	for range 1 + s.intn(3) {
+		switch s.intn(11) {
+		case 0, 1:
+			d := g.duration()
+			u.TimeLimit = &d
+		case 2:
+			d := fzPick(s, 0, time.Minute, time.Duration(1+s.intn(999_999_999)), -time.Second)
+			u.TimeMin = &d
+		case 3:
+			n := fzPick(s, 0, 100, -100, 1<<40)
+			u.Nice = &n
+		case 4:
+			p := fzPick(s, "p0", "p1", "p2", "nope", "")
+			u.Partition = &p
+		case 5:
+			q := fzPick(s, append([]string{"nope", ""}, fzQOS...)...)
+			u.QOS = &q
+		case 6:
+			a := g.name("", "acct1", "acct2")
+			u.Account = &a
+		case 7:
+			d := fzPick(s, "", fmt.Sprintf("afterok:%d", g.id()), "singleton", "bogus:1")
+			u.Dependency = &d
+		case 8:
+			t := fzPick(s, time.Time{}, fzEpoch.Add(g.last+time.Duration(s.intn(7200)-1800)*time.Second))
+			u.BeginTime = &t
+		case 9:
+			p := fzPick[uint32](s, 0, 1, 1000, 1<<31)
+			u.Priority = &p
+		default:
+			u.ResetPriority = true
+		}
+	}
+	return u
 }
 
 // resv draws a reservation.
@@ -462,6 +522,38 @@ func (g *fzGen) next() fzOp {
 	default:
 		op.Kind, op.ID = fkRequeueRecord, g.id()
 	}
+	if s.chance(7) {
+		// Job control, about one event in seven.
+		op.ID, op.Flag = g.id(), s.chance(2)
+		recent := func(ids []JobID) {
+			if len(ids) > 0 && !s.chance(4) {
+				op.ID = ids[len(ids)-1-s.intn(min(len(ids), 4))]
+			}
+		}
+		if s.chance(2) {
+			recent(g.started)
+		}
+		switch s.intn(12) {
+		case 0, 1, 2:
+			op.Kind = fkHold
+			g.held = append(g.held, op.ID)
+		case 3, 4, 5:
+			op.Kind = fkRelease
+			recent(g.held)
+		case 6, 7:
+			op.Kind, op.Update = fkUpdateJob, g.update()
+		case 8:
+			op.Kind = fkSuspendJob
+			g.stopped = append(g.stopped, op.ID)
+		case 9:
+			op.Kind = fkResumeJob
+			recent(g.stopped)
+		case 10:
+			op.Kind = fkRequeueJob
+		default:
+			op.Kind, op.Nodes = fkRequeue, []string{g.node()}
+		}
+	}
 	return op
 }
 
@@ -508,7 +600,27 @@ func fzCall(s *Scheduler, op fzOp) (out fzResult) {
 	case fkFinish:
 		err = s.Finish(now, op.ID, op.Exit)
 	case fkRequeue:
-		err = s.Requeue(now, op.ID)
+		if len(op.Nodes) > 0 {
+			err = s.RequeueExcluding(now, op.ID, op.Nodes...)
+		} else {
+			err = s.Requeue(now, op.ID)
+		}
+	case fkHold:
+		err = s.Hold(now, op.ID, op.Flag)
+	case fkRelease:
+		if op.Flag {
+			err = s.Release(now, op.ID)
+		} else {
+			err = s.UserRelease(now, op.ID)
+		}
+	case fkUpdateJob:
+		err = s.UpdateJob(now, op.ID, op.Update)
+	case fkSuspendJob:
+		err = s.SuspendJob(now, op.ID)
+	case fkResumeJob:
+		err = s.ResumeJob(now, op.ID)
+	case fkRequeueJob:
+		err = s.RequeueJob(now, op.ID, op.Flag)
 	case fkCheckpoint:
 		err = s.Checkpoint(now, op.ID)
 	case fkDrain:
@@ -557,8 +669,22 @@ func (op fzOp) goCode() string {
 		return fmt.Sprintf("s.Submit(%s, %s)", at, fzSpecCode(op.Spec))
 	case fkSubmitArray:
 		return fmt.Sprintf("s.SubmitArray(%s, %s, %q)", at, fzSpecCode(op.Spec), op.Array)
-	case fkCancel, fkRequeue, fkCheckpoint:
+	case fkRequeue:
+		if len(op.Nodes) > 0 {
+			return fmt.Sprintf("s.RequeueExcluding(%s, %d, %#v...)", at, op.ID, op.Nodes)
+		}
+		return fmt.Sprintf("s.Requeue(%s, %d)", at, op.ID)
+	case fkCancel, fkCheckpoint, fkSuspendJob, fkResumeJob:
 		return fmt.Sprintf("s.%s(%s, %d)", op.Kind, at, op.ID)
+	case fkHold, fkRequeueJob:
+		return fmt.Sprintf("s.%s(%s, %d, %v)", op.Kind, at, op.ID, op.Flag)
+	case fkRelease:
+		if op.Flag {
+			return fmt.Sprintf("s.Release(%s, %d)", at, op.ID)
+		}
+		return fmt.Sprintf("s.UserRelease(%s, %d)", at, op.ID)
+	case fkUpdateJob:
+		return fmt.Sprintf("s.UpdateJob(%s, %d, %s)", at, op.ID, fzUpdateCode(op.Update))
 	case fkFinish:
 		return fmt.Sprintf("s.Finish(%s, %d, %d)", at, op.ID, op.Exit)
 	case fkDrain, fkFail, fkDown:
@@ -618,9 +744,43 @@ func fzSpecCode(sp JobSpec) string {
 		`GRESPerJob:[]gres.Request(nil), `, `CPUsPerGPU:0, `, `MemPerGPUMiB:0, `, `GPUsPerSocket:0, `, `SocketsPerNode:0, `,
 		`EnforceBinding:false, `, `TimeMin:0, `, `TimeLimit:0, `, `BeginTime:time.Date(1, time.January, 1, 0, 0, 0, 0, time.UTC), `,
 		`Exclusive:false, `, `CheckpointInterval:0, `, `Requeue:false, `, `Switches:0, `, `SwitchesMaxWait:0, `, `Segment:0, `,
-		`Reservation:"", `, `Dependency:"", `, `Nice:0, `, `, NVLinkDomain:0x0`, `NVLinkDomain:0x0`} {
+		`Reservation:"", `, `Dependency:"", `, `Nice:0, `, `, ExcludeNodes:[]string(nil)`, `, Hold:false`, `Hold:false, `,
+		`, NVLinkDomain:0x0`, `NVLinkDomain:0x0, `, `NVLinkDomain:0x0`} {
 		s = strings.ReplaceAll(s, z, "")
 	}
 	s = strings.ReplaceAll(s, "{gres.Request{", "{{")
 	return strings.ReplaceAll(s, "}, gres.Request{", "}, {")
+}
+
+// fzUpdateCode writes a JobUpdate literal with the values its pointers
+// hold (through the jobctl test's ptr helper).
+func fzUpdateCode(u JobUpdate) string {
+	var parts []string
+	add := func(name string, set bool, v any) {
+		if set {
+			parts = append(parts, fmt.Sprintf("%s: ptr(%#v)", name, v))
+		}
+	}
+	add("TimeLimit", u.TimeLimit != nil, deref(u.TimeLimit))
+	add("TimeMin", u.TimeMin != nil, deref(u.TimeMin))
+	add("Nice", u.Nice != nil, deref(u.Nice))
+	add("Partition", u.Partition != nil, deref(u.Partition))
+	add("QOS", u.QOS != nil, deref(u.QOS))
+	add("Account", u.Account != nil, deref(u.Account))
+	add("Dependency", u.Dependency != nil, deref(u.Dependency))
+	add("BeginTime", u.BeginTime != nil, deref(u.BeginTime))
+	add("Priority", u.Priority != nil, deref(u.Priority))
+	if u.ResetPriority {
+		parts = append(parts, "ResetPriority: true")
+	}
+	return "JobUpdate{" + strings.Join(parts, ", ") + "}"
+}
+
+// deref is *p, or the zero value for nil.
+func deref[T any](p *T) T {
+	var z T
+	if p == nil {
+		return z
+	}
+	return *p
 }

@@ -19,17 +19,21 @@ type JobID uint64
 //
 // A pending job may also be cancelled; a running job may go back to
 // PENDING when it is requeued (launch failure, node failure of a requeueable
-// job, preemption in REQUEUE mode), or be SUSPENDED by preemption in
-// SUSPEND mode and later resume RUNNING.
+// job, preemption in REQUEUE mode, RequeueJob), or be SUSPENDED by
+// preemption in SUSPEND mode or by SuspendJob and later resume RUNNING. A
+// finished job other than a cancelled one may be requeued (RequeueJob).
 type JobState uint8
 
 // Job states, with Slurm's names.
 const (
 	JobPending JobState = iota
 	JobRunning
-	// JobSuspended: preempted in SUSPEND mode; it keeps its memory and
+	// JobSuspended: preempted in SUSPEND mode (it keeps its memory and
 	// devices, its CPUs are lent to the preemptor, and it resumes when the
-	// preemptor has ended and its CPUs are free again.
+	// preemptor has ended and its CPUs are free again), or suspended by an
+	// administrator (SuspendJob: it keeps its whole allocation until
+	// ResumeJob; Job.AdminSuspended). Suspended time does not count
+	// against the time limit.
 	JobSuspended
 	JobCompleted
 	JobFailed
@@ -183,6 +187,16 @@ type JobSpec struct {
 	// domains: any (default), one domain, or balanced slices of the fewest
 	// domains.
 	NVLinkDomain topology.DomainMode
+	// Hold submits the job held (sbatch --hold): a user hold, pending with
+	// JobHeldUser until Release (see Scheduler.Hold).
+	Hold bool `json:",omitempty"`
+	// ExcludeNodes names nodes the job must not run on (sbatch --exclude).
+	// Every name must be a node of the cluster, and enough nodes able to
+	// hold the job must remain, or Submit rejects it. Placement, the
+	// backfill plan, preemption and Explain all keep the job off them. A
+	// launch failure reported with RequeueEvent.ExcludeNodes adds the
+	// failed nodes here.
+	ExcludeNodes []string `json:",omitempty"`
 }
 
 // RequeueMode is whether jobs may be requeued (JobSpec.Requeue, and the
@@ -251,6 +265,19 @@ type Job struct {
 	LastCheckpoint time.Time
 	// LostGPUSeconds is the GPU work preemption destroyed in this job.
 	LostGPUSeconds float64
+	// Hold is the job's hold (Scheduler.Hold, JobSpec.Hold, RequeueJob
+	// with hold): a held pending job never starts, has priority 0 and
+	// pends with JobHeldUser or JobHeldAdmin. A running job may be held
+	// too: it keeps running, and is held if it is requeued.
+	Hold HoldKind `json:",omitempty"`
+	// AdminPriority is a priority an administrator fixed (UpdateJob with
+	// Priority, scontrol update priority=N): it replaces the computed
+	// priority until reset. Zero: none.
+	AdminPriority uint32 `json:",omitempty"`
+	// AdminSuspended reports a job SUSPENDED by SuspendJob (scontrol
+	// suspend), as opposed to one suspended by preemption: it keeps its
+	// whole allocation and resumes only by ResumeJob.
+	AdminSuspended bool `json:",omitempty"`
 	// ExpectedStart and PlannedNodes are, for a pending job under
 	// backfill, when and where the plan expects it to start (squeue
 	// --start); zero and nil when the plan has no estimate. EstimatedAt

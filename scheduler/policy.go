@@ -69,14 +69,16 @@ func (s *Scheduler) policyRequest(j *job) policy.Request {
 // admitPolicy runs the submit-time policy checks of a new job: its
 // association, QOS and partition resolve, it may use them, the limits that
 // reject at submit (DenyOnLimit, MaxSubmit*) hold, its reservation exists
-// and admits it, and its dependency parses and can still be met.
-func (s *Scheduler) admitPolicy(j *job, tasks int) error {
+// and admits it, and its dependency parses and can still be met. self is
+// the job's ID (an array's first task's), which its dependency may not
+// name.
+func (s *Scheduler) admitPolicy(j *job, self JobID, tasks int) error {
 	if j.Spec.Dependency != "" {
 		d, err := policy.ParseDependency(j.Spec.Dependency)
 		if err != nil {
 			return fmt.Errorf("%w: Dependency: %w", ErrInvalidJob, err)
 		}
-		if err := policy.CheckDependency(policy.JobID(s.nextID), d, s.depOutcomes); err != nil {
+		if err := policy.CheckDependency(policy.JobID(self), d, s.depOutcomes); err != nil {
 			return fmt.Errorf("%w: Dependency: %w", ErrInvalidJob, err)
 		}
 		j.dep = d
@@ -114,7 +116,9 @@ func (s *Scheduler) outcome(id policy.JobID) (policy.Outcome, bool) {
 	switch j.State {
 	case JobPending:
 		return policy.OutcomePending, true
-	case JobRunning:
+	case JobRunning, JobSuspended:
+		// A suspended job has not ended (preempted in SUSPEND mode, or
+		// suspended by SuspendJob): its dependents wait.
 		return policy.OutcomeRunning, true
 	case JobCompleted:
 		return policy.OutcomeCompleted, true

@@ -141,7 +141,7 @@ func (s *Scheduler) endPreempted(now time.Time, r *job, action policy.PreemptAct
 	}
 	r.preemptedFor = 0
 	if action == policy.ActionRequeue {
-		s.requeue(r, policy.ReasonPreempted)
+		s.requeue(now, r, policy.ReasonPreempted)
 		return
 	}
 	s.endJob(r, JobPreempted, now)

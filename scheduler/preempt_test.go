@@ -102,11 +102,7 @@ func TestNoPreemptionOfPeersOrUpward(t *testing.T) {
 }
 
 func TestPreemptionSuspendLendsCPUsKeepsGPUs(t *testing.T) {
-	cfg := clustertest.DGX()
-	cfg.Policy = &policy.Config{PreemptType: policy.PreemptQOS, PreemptMode: policy.PreemptSuspend,
-		QOS: []policy.QOS{{Name: "urgent", Preempt: []string{"standby"}}, {Name: "standby"}}}
-	s, err := scheduler.New(cfg)
-	require.NoError(t, err)
+	s := newSuspendDGX(t)
 	bg := mustSubmit(t, s, t0, scheduler.JobSpec{QOS: "standby", GRESPerNode: gpus(4), CPUsPerTask: 100, TimeLimit: 4 * time.Hour})
 	mustSchedule(t, s, t0)
 	before, _ := s.Job(bg)

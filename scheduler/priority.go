@@ -204,7 +204,7 @@ func (s *Scheduler) computePriority(now time.Time, j *job) error {
 	if *in, err = s.priorityInput(j); err != nil {
 		return fmt.Errorf("scheduler: job %d: %w", j.ID, err)
 	}
-	in.PrevPriority = j.Priority
+	in.PrevPriority = j.breakdown.Priority // the computed one, under a hold or a fixed priority too
 	if p.tree != nil {
 		if i, ok := p.tree.Lookup(j.Spec.Account, j.Spec.User); ok {
 			in.FairShare = p.tree.Factor(i)
@@ -213,7 +213,7 @@ func (s *Scheduler) computePriority(now time.Time, j *job) error {
 	if err := p.engine.ComputeInto(now, in, &j.breakdown); err != nil {
 		return fmt.Errorf("scheduler: job %d: %w", j.ID, err)
 	}
-	j.Priority = j.breakdown.Priority
+	j.Priority = j.overridePriority(j.breakdown.Priority)
 	return nil
 }
 

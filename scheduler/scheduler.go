@@ -75,6 +75,8 @@ type Scheduler struct {
 	cycleNo  uint64 // numbers cycles, for per-cycle caches
 	// noRequeue is Config.JobRequeue=RequeueNo (JobRequeue=0).
 	noRequeue bool
+	// requeueDelay is Config.RequeueDelay.
+	requeueDelay time.Duration
 
 	// scratch sets reused by Schedule
 	avail, cand, fit topology.NodeSet
@@ -176,6 +178,12 @@ type job struct {
 	// node's share of its GRESPerJob (backfill.Entry.Spread), which
 	// spreadExtra then places; nil otherwise.
 	planShares []gres.Vector
+	// excluded holds the indices of JobSpec.ExcludeNodes, ascending
+	// (derived from the spec; part of the job's shape).
+	excluded []int
+	// killBy is, while the job runs, the end of the reservation window
+	// it runs in (its deadline never passes it); zero for none.
+	killBy time.Time
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it
@@ -211,6 +219,7 @@ func New(cfg Config) (*Scheduler, error) {
 		minJobAge:  cfg.MinJobAge,
 		noRequeue:  cfg.JobRequeue == RequeueNo,
 	}
+	s.requeueDelay = cfg.RequeueDelay
 	s.billMode, _ = cfg.billingMode() // validate checked it
 	s.gpuOrder = cfg.GPUOrder
 	n := len(cfg.Nodes)
@@ -416,8 +425,11 @@ func (s *Scheduler) submit(now time.Time, spec JobSpec, indices []int, throttle 
 		return 0, err
 	}
 	n := max(len(indices), 1)
-	if err := s.admitPolicy(j0, n); err != nil {
+	if err := s.admitPolicy(j0, s.nextID, n); err != nil {
 		return 0, err
+	}
+	if spec.Hold {
+		j0.Hold, j0.Reason = HoldUser, policy.ReasonJobHeldUser // sbatch --hold
 	}
 	var one [1]*job
 	jobs := one[:]
@@ -476,7 +488,12 @@ type array struct {
 }
 
 // newJob validates spec and derives the per-node request.
-func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
+func (s *Scheduler) newJob(spec JobSpec) (*job, error) { return s.newJobIn(spec, true) }
+
+// newJobIn is newJob; with accepting false a partition that accepts no new
+// jobs (DRAIN, INACTIVE) is not refused (a queued job's update that keeps
+// its partition).
+func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 	spec.GRESPerNode = slices.Clone(spec.GRESPerNode)
 	spec.GRESPerTask = slices.Clone(spec.GRESPerTask)
 	spec.GRESPerJob = slices.Clone(spec.GRESPerJob)
@@ -490,6 +507,9 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 	p := &s.parts[pi]
 	switch p.cfg.State {
 	case PartitionDrain, PartitionInactive:
+		if !accepting {
+			break
+		}
 		return nil, fmt.Errorf("%w: partition %q is %s and accepts no jobs", ErrInvalidJob, p.cfg.Name, p.cfg.State)
 	}
 	switch {
@@ -543,16 +563,13 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 	j := &job{part: pi, tier: p.cfg.PriorityTier, nodes: nodes}
 	j.Spec = spec
 	j.Partition = p.cfg.Name
-	j.TimeLimit = spec.TimeLimit
-	if j.TimeLimit == 0 {
-		j.TimeLimit = p.cfg.DefaultTime
-		if j.TimeLimit == 0 {
-			j.TimeLimit = p.cfg.MaxTime
-		}
-		if j.TimeLimit == 0 {
-			j.TimeLimit = unlimitedPlanTime
-		}
+	j.TimeLimit = p.effectiveLimit(spec.TimeLimit)
+	excluded, err := s.excludedNodes(spec.ExcludeNodes)
+	if err != nil {
+		return nil, err
 	}
+	j.Spec.ExcludeNodes = slices.Clone(spec.ExcludeNodes)
+	j.excluded = excluded
 	if spec.TimeMin > j.TimeLimit {
 		return nil, fmt.Errorf("%w: TimeMin %v exceeds the time limit %v", ErrInvalidJob, spec.TimeMin, j.TimeLimit)
 	}
@@ -612,7 +629,7 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) {
 			j.bfSpread = j.extraTotal
 		}
 	}
-	j.shape = s.shapeOf(pi, v, spec.Exclusive)
+	j.shape = s.shapeOf(pi, v, spec.Exclusive, excluded)
 	if c := j.shape.capable.Count(); c < nodes {
 		return nil, fmt.Errorf("%w: %w: needs %d node(s) with %s in partition %q, only %d exist",
 			ErrInvalidJob, ErrUnsatisfiable, nodes, s.reg.FormatTRES(v), p.cfg.Name, c)
@@ -780,19 +797,25 @@ func (s *Scheduler) requeueJob(now time.Time, id JobID) error {
 	if err != nil {
 		return err
 	}
-	s.requeue(j, policy.ReasonLaunchFailRequeue)
+	s.requeue(now, j, policy.ReasonLaunchFailRequeue)
 	s.logRequeue(now, j)
 	s.last = now
 	return nil
 }
 
 // requeue frees what running (or suspended) job j holds and puts it back
-// in the queue, pending for reason r.
-func (s *Scheduler) requeue(j *job, r policy.Reason) {
+// in the queue at now, pending for reason r (and, with Config.RequeueDelay,
+// not before the delay).
+func (s *Scheduler) requeue(now time.Time, j *job, r policy.Reason) {
 	s.touch(j)
 	s.release(j, false)
+	s.delayRequeued(now, j)
 	j.State = JobPending
 	j.Reason = r
+	if j.Hold != HoldNone {
+		// Held while it ran (or requeued held): it pends held.
+		j.Reason, j.Priority = j.Hold.reason(), 0
+	}
 	j.Restarts++
 	j.StartTime = time.Time{}
 	j.EndTime = time.Time{}
@@ -858,6 +881,7 @@ func (s *Scheduler) release(j *job, ended bool) {
 		s.onUndo(func() { a.running++ })
 	}
 	s.noteEnded(j)
+	j.AdminSuspended, j.killBy = false, time.Time{}
 	if j.State == JobSuspended {
 		s.suspended = slices.DeleteFunc(s.suspended, func(x *job) bool { return x == j })
 		s.noteCapacity()
@@ -1024,7 +1048,7 @@ func (s *Scheduler) downNode(now time.Time, name, reason string) ([]JobID, error
 	for _, id := range affected {
 		j := s.jobs[id]
 		if s.requeueable(j) {
-			s.requeue(j, policy.ReasonNodeDown)
+			s.requeue(now, j, policy.ReasonNodeDown)
 			s.logRequeue(now, j)
 			continue
 		}
