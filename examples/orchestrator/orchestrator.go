@@ -363,7 +363,7 @@ func (o *Orchestrator) reconcile(now time.Time) error {
 		case RunNotLaunched:
 			if err := o.launch(j, k); err != nil {
 				o.log.Printf("job %d: launch failed: %v", id, err)
-				if err := o.requeue(now, j, k); err != nil {
+				if err := o.requeue(now, j, k, j.Alloc.NodeNames()); err != nil {
 					return err
 				}
 			}
@@ -376,7 +376,7 @@ func (o *Orchestrator) reconcile(now time.Time) error {
 			o.ended = append(o.ended, k)
 		case RunLost:
 			o.log.Printf("job %d: run %s lost (its supervisor died without an exit status)", id, k)
-			if err := o.requeue(now, j, k); err != nil {
+			if err := o.requeue(now, j, k, nil); err != nil {
 				return err
 			}
 		}
@@ -407,10 +407,12 @@ const maxRestarts = 3
 const lostExitCode = 255
 
 // requeue puts job j back in the queue after its run k was lost or could
-// not be launched; the job runs again under a new run key. The requeue
-// time is noted first, for the ledger of a restarted orchestrator. A job
+// not be launched on nodes failedOn; the job runs again under a new run
+// key. A launch failure keeps the job off the nodes it failed on
+// (RequeueExcluding) where other nodes can hold it. The requeue time is
+// noted first, for the ledger of a restarted orchestrator. A job
 // requeued maxRestarts times already is finished as failed instead.
-func (o *Orchestrator) requeue(now time.Time, j scheduler.Job, k RunKey) error {
+func (o *Orchestrator) requeue(now time.Time, j scheduler.Job, k RunKey, failedOn []string) error {
 	if j.Restarts >= maxRestarts {
 		o.log.Printf("job %d: requeued %d times already: ending it as failed", j.ID, j.Restarts)
 		if err := o.s.Finish(now, j.ID, lostExitCode); err != nil {
@@ -423,7 +425,15 @@ func (o *Orchestrator) requeue(now time.Time, j scheduler.Job, k RunKey) error {
 	if err := o.notes.put(k, now); err != nil {
 		return fmt.Errorf("orchestrator: job %d: %w", j.ID, err)
 	}
-	if err := o.s.Requeue(now, j.ID); err != nil {
+	err := scheduler.ErrUnsatisfiable
+	if len(failedOn) > 0 {
+		err = o.s.RequeueExcluding(now, j.ID, failedOn...)
+	}
+	if errors.Is(err, scheduler.ErrUnsatisfiable) {
+		// A lost run, or no other node could hold the job.
+		err = o.s.Requeue(now, j.ID)
+	}
+	if err != nil {
 		return fmt.Errorf("orchestrator: job %d: %w", j.ID, err)
 	}
 	delete(o.running, j.ID)

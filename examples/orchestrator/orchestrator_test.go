@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/scheduler"
 )
 
 // mainEnv makes the test binary run the orchestrator's command line
@@ -164,5 +168,99 @@ func TestOrchestratorSurvivesKill(t *testing.T) {
 			assert.InDelta(t, want, u.BudgetBilling, 1e-9, "job %s (user %s) charged once", r.Name, r.User)
 			return nil
 		}))
+	}
+}
+
+// TestOrchestratorLaunchFailureRequeuesThenFails: a run that cannot be
+// launched (here: its command record is gone) requeues the job, which
+// tries again under a new run key, up to maxRestarts requeues; the next
+// failure ends it FAILED with lostExitCode, and the ledger records that.
+func TestOrchestratorLaunchFailureRequeuesThenFails(t *testing.T) {
+	state := t.TempDir()
+	o, err := Open(Options{StateDir: state, Period: time.Second, Cluster: "local", CPUs: 2, MemoryMiB: 1024,
+		Log: log.New(io.Discard, "", 0)})
+	require.NoError(t, err)
+	defer o.Close()
+	sub := Submission{Name: "broken", Command: []string{"true"}, User: "u", Account: "lab", CPUs: 1, TimeLimit: "1h"}
+	require.NoError(t, o.records.put(sub))
+	_, err = o.ingest(o.now())
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(o.records.path("jobs", "broken")))
+	id := o.names["broken"]
+	require.NotZero(t, id)
+	for i := 0; i <= maxRestarts; i++ {
+		_, err := o.Step()
+		require.NoError(t, err)
+		j, ok := o.s.Job(id)
+		require.True(t, ok)
+		if i < maxRestarts {
+			assert.Equal(t, scheduler.JobPending, j.State, "after launch failure %d", i+1)
+			assert.Equal(t, policy.ReasonLaunchFailRequeue, j.Reason)
+			assert.Equal(t, i+1, j.Restarts)
+		} else {
+			assert.Equal(t, scheduler.JobFailed, j.State)
+			assert.Equal(t, lostExitCode, j.ExitCode)
+		}
+	}
+	idle, err := o.Step()
+	require.NoError(t, err)
+	assert.True(t, idle)
+	require.NoError(t, o.ledger.View(func(tx accounting.Tx) error {
+		r, err := tx.Job(accounting.JobID(id))
+		require.NoError(t, err)
+		assert.Equal(t, accounting.StateFailed, r.State)
+		assert.Equal(t, uint32(maxRestarts), r.Restarts)
+		return nil
+	}))
+	notes, _ := os.ReadDir(o.notes.dir)
+	assert.Empty(t, notes, "requeue notes are dropped once observed")
+}
+
+// TestOrchestratorResumesLedgerAfterUnobservedRequeue: a run requeued
+// after the last cycle the ledger observed (the process died before the
+// next cycle) is ended REQUEUED at its requeue time by the restarted
+// orchestrator, and charged once — also when it restarts again.
+func TestOrchestratorResumesLedgerAfterUnobservedRequeue(t *testing.T) {
+	state := t.TempDir()
+	opt := Options{StateDir: state, Period: time.Second, Cluster: "local", CPUs: 2, MemoryMiB: 1024, Log: log.New(io.Discard, "", 0)}
+	o, err := Open(opt)
+	require.NoError(t, err)
+	require.NoError(t, o.records.put(Submission{Name: "a", Command: []string{"true"}, User: "u", Account: "lab", CPUs: 2, TimeLimit: "1h"}))
+	t1 := o.now()
+	_, err = o.ingest(t1)
+	require.NoError(t, err)
+	cyc, err := o.s.Schedule(t1)
+	require.NoError(t, err)
+	require.Len(t, cyc.Starts, 1)
+	require.NoError(t, o.rec.Observe(t1, cyc))
+	j, _ := o.s.Job(cyc.Starts[0].Job)
+	t2 := t1.Add(90 * time.Second)
+	require.NoError(t, o.requeue(t2, j, runKey(j), nil))
+	o.Close() // dies here: the requeue is journalled, not observed
+
+	charged := func() (accounting.JobRecord, float64) {
+		o, err := Open(opt)
+		require.NoError(t, err)
+		defer o.Close()
+		var r accounting.JobRecord
+		var u accounting.Usage
+		require.NoError(t, o.ledger.View(func(tx accounting.Tx) error {
+			if r, err = tx.Job(accounting.JobID(j.ID)); err != nil {
+				return err
+			}
+			a, err := tx.LookupAssoc(accounting.AssocKey{Cluster: "local", Account: "lab", User: "u"})
+			if err != nil {
+				return err
+			}
+			u, err = tx.Usage(a.ID, t2)
+			return err
+		}))
+		return r, u.BudgetBilling
+	}
+	for range 2 {
+		r, billing := charged()
+		assert.Equal(t, accounting.StateRequeued, r.State)
+		assert.Equal(t, t2.Unix(), r.End.Unix(), "ended at the requeue")
+		assert.InDelta(t, float64(2*(t2.Unix()-t1.Unix())), billing, 1e-9, "2 CPUs charged from start to requeue, once")
 	}
 }
