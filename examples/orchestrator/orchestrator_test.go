@@ -32,6 +32,19 @@ const mainEnv = "SLUICE_ORCHESTRATOR_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(mainEnv) == "1" {
+		if len(os.Args) == 3 && os.Args[1] == "cgroup-self" {
+			// A job's command for TestLocalAgentConfinesRunInCgroup that
+			// needs no shell (the cgroup VM has none).
+			b, err := os.ReadFile("/proc/self/cgroup")
+			if err == nil {
+				err = os.WriteFile(os.Args[2], b, 0o644)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
 		if err := command(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "orchestrator:", err)
 			os.Exit(1)
@@ -90,6 +103,7 @@ func lines(t *testing.T, path string) int {
 // own association must be its run charged once: its allocated billing ×
 // its recorded run time (Charge counts whole seconds).
 func TestOrchestratorSurvivesKill(t *testing.T) {
+	needShell(t)
 	state, marks := t.TempDir(), t.TempDir()
 	const jobs = 6
 	for i := range jobs {
