@@ -314,18 +314,32 @@ func (a *LocalAgent) Kill(key RunKey) error {
 	return nil
 }
 
+// errStillRunning is Forget's answer for a run whose shim is alive: it
+// was killed, and is forgotten by a later call, once the shim is gone.
+var errStillRunning = errors.New("still running: killed, to be forgotten once its shim has exited")
+
 // Forget removes run key's directory, keeping the job's output as
-// <dir>/output/<key>.out. A running run is killed first.
+// <dir>/output/<key>.out. A run still running is killed and kept (the
+// error wraps errStillRunning): its shim must be gone before its
+// directory goes, or its last writes could land in a new one.
 func (a *LocalAgent) Forget(key RunKey) error {
-	if err := a.Kill(key); err != nil {
+	st, err := a.Check(key)
+	if err != nil {
 		return err
 	}
+	if st.State == RunRunning {
+		if err := a.Kill(key); err != nil {
+			return err
+		}
+		return fmt.Errorf("agent: forgetting run %s: %w", key, errStillRunning)
+	}
+	a.release(key)
 	dir := a.runDir(key)
 	keep := filepath.Join(filepath.Dir(a.dir), "output")
 	if err := os.MkdirAll(keep, 0o755); err != nil {
 		return fmt.Errorf("agent: forgetting run %s: %w", key, err)
 	}
-	err := os.Rename(filepath.Join(dir, "output"), filepath.Join(keep, string(key)+".out"))
+	err = os.Rename(filepath.Join(dir, "output"), filepath.Join(keep, string(key)+".out"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("agent: forgetting run %s: %w", key, err)
 	}

@@ -76,6 +76,9 @@ type Orchestrator struct {
 	lock    *os.File
 	// running maps each job the scheduler has running to its run.
 	running map[scheduler.JobID]RunKey
+	// launched holds the runs known to be launched (by this process or
+	// an earlier one).
+	launched map[RunKey]bool
 	// names maps job names (submission keys) to jobs.
 	names map[string]scheduler.JobID
 	// ended are runs whose end the scheduler recorded, forgotten (with
@@ -100,7 +103,7 @@ func Open(opt Options) (o *Orchestrator, err error) {
 	opt.StateDir = dir
 	o = &Orchestrator{opt: opt, log: opt.Log, records: records{opt.StateDir},
 		notes:   requeueNotes{filepath.Join(opt.StateDir, "requeued")},
-		running: map[scheduler.JobID]RunKey{}, names: map[string]scheduler.JobID{}}
+		running: map[scheduler.JobID]RunKey{}, launched: map[RunKey]bool{}, names: map[string]scheduler.JobID{}}
 	defer func() {
 		if err != nil {
 			o.Close()
@@ -146,9 +149,10 @@ func Open(opt Options) (o *Orchestrator, err error) {
 	}
 	for _, k := range keys {
 		if !live[k] {
-			o.forget(k)
+			o.ended = append(o.ended, k)
 		}
 	}
+	o.forgetEnded()
 	p, r := o.s.Counts()
 	o.log.Printf("recovered: %d pending, %d running, last event %s", p, r, o.journal.Last().Format(time.RFC3339Nano))
 	return o, nil
@@ -239,16 +243,19 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	}
 }
 
-// Step runs one cycle: it submits what the inbox holds, schedules,
-// records the cycle in the ledger, kills the runs the cycle ended,
+// Step runs one cycle: it submits what the inbox holds, turns the exits
+// and losses the agent reports into Finish and Requeue events, schedules,
+// records the cycle in the ledger, kills the runs the cycle ended, and
 // launches the runs it started (and any the scheduler has running
-// without a run: started by a cycle journalled just before a crash), and
-// turns the exits and losses the agent reports into Finish and Requeue
-// events. It reports whether it found nothing to do.
+// without a run: started by a cycle journalled just before a crash). It
+// reports whether it found nothing to do.
 func (o *Orchestrator) Step() (idle bool, err error) {
 	now := o.now()
 	inbox, err := o.ingest(now)
 	if err != nil {
+		return false, err
+	}
+	if err := o.collectEnds(now); err != nil {
 		return false, err
 	}
 	cyc, err := o.s.Schedule(now)
@@ -258,10 +265,7 @@ func (o *Orchestrator) Step() (idle bool, err error) {
 	if err := o.rec.Observe(now, cyc); err != nil {
 		return false, fmt.Errorf("orchestrator: ledger: %w", err)
 	}
-	for _, k := range o.ended {
-		o.forget(k)
-	}
-	o.ended = o.ended[:0]
+	o.forgetEnded()
 	for _, e := range cyc.Ended {
 		if k, ok := o.running[e.Job]; ok {
 			o.log.Printf("job %d: %s (%s): killing run %s", e.Job, e.State, e.Reason, k)
@@ -278,7 +282,7 @@ func (o *Orchestrator) Step() (idle bool, err error) {
 		}
 	}
 	pending, running := o.s.Counts()
-	if err := o.reconcile(now); err != nil {
+	if err := o.launchStarted(now); err != nil {
 		return false, err
 	}
 	o.writeStatus(now, pending, running, inbox)
@@ -341,10 +345,12 @@ func (o *Orchestrator) submit(now time.Time, sub Submission) error {
 	return nil
 }
 
-// reconcile brings every run of a job the scheduler has running in line
-// with it: launches what was not launched, and reports exits (Finish)
-// and lost or failed launches (Requeue).
-func (o *Orchestrator) reconcile(now time.Time) error {
+// collectEnds turns the ends of runs the agent reports into events: an
+// exit into Finish, a lost run into Requeue. It runs before the cycle,
+// so that a job that exited before its time limit (while the
+// orchestrator was down, say) is finished, not timed out, and its
+// resources serve the cycle.
+func (o *Orchestrator) collectEnds(now time.Time) error {
 	for _, id := range slices.Sorted(maps.Keys(o.running)) {
 		k := o.running[id]
 		j, ok := o.s.Job(id)
@@ -359,14 +365,6 @@ func (o *Orchestrator) reconcile(now time.Time) error {
 			continue // asked again next cycle
 		}
 		switch st.State {
-		case RunRunning:
-		case RunNotLaunched:
-			if err := o.launch(j, k); err != nil {
-				o.log.Printf("job %d: launch failed: %v", id, err)
-				if err := o.requeue(now, j, k, j.Alloc.NodeNames()); err != nil {
-					return err
-				}
-			}
 		case RunExited:
 			if err := o.s.Finish(now, id, st.ExitCode); err != nil {
 				return fmt.Errorf("orchestrator: job %d: %w", id, err)
@@ -380,6 +378,40 @@ func (o *Orchestrator) reconcile(now time.Time) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// launchStarted launches the runs of running jobs the agent has not
+// launched: the cycle's starts, and after a restart those of a cycle
+// journalled just before the crash. A launch that fails requeues the job.
+func (o *Orchestrator) launchStarted(now time.Time) error {
+	for _, id := range slices.Sorted(maps.Keys(o.running)) {
+		k := o.running[id]
+		if o.launched[k] {
+			continue
+		}
+		j, ok := o.s.Job(id)
+		if !ok {
+			continue
+		}
+		st, err := o.agent.Check(k)
+		if err != nil {
+			o.log.Printf("job %d: %v", id, err)
+			continue // asked again next cycle
+		}
+		if st.State != RunNotLaunched {
+			o.launched[k] = true // launched before a restart
+			continue
+		}
+		if err := o.launch(j, k); err != nil {
+			o.log.Printf("job %d: launch failed: %v", id, err)
+			if err := o.requeue(now, j, k, j.Alloc.NodeNames()); err != nil {
+				return err
+			}
+			continue
+		}
+		o.launched[k] = true
 	}
 	return nil
 }
@@ -441,13 +473,23 @@ func (o *Orchestrator) requeue(now time.Time, j scheduler.Job, k RunKey, failedO
 	return nil
 }
 
-// forget drops run k's records at the agent, and its requeue note.
-func (o *Orchestrator) forget(k RunKey) {
-	if err := o.agent.Forget(k); err != nil {
-		o.log.Printf("run %s: %v", k, err)
-		return
+// forgetEnded drops the records of the ended runs at the agent, and
+// their requeue notes; a run that cannot be forgotten yet (its shim is
+// still exiting) is kept for the next cycle.
+func (o *Orchestrator) forgetEnded() {
+	keep := o.ended[:0]
+	for _, k := range o.ended {
+		if err := o.agent.Forget(k); err != nil {
+			if !errors.Is(err, errStillRunning) {
+				o.log.Printf("run %s: %v", k, err)
+			}
+			keep = append(keep, k)
+			continue
+		}
+		delete(o.launched, k)
+		o.notes.drop(k)
 	}
-	o.notes.drop(k)
+	o.ended = keep
 }
 
 // status is what status.json says after each cycle.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/policy"
@@ -277,4 +278,46 @@ func TestOrchestratorResumesLedgerAfterUnobservedRequeue(t *testing.T) {
 		assert.Equal(t, t2.Unix(), r.End.Unix(), "ended at the requeue")
 		assert.InDelta(t, float64(2*(t2.Unix()-t1.Unix())), billing, 1e-9, "2 CPUs charged from start to requeue, once")
 	}
+}
+
+// TestOrchestratorKillsRunAtTimeLimit: a job the cycle ends at its time
+// limit is killed (its process group SIGKILLed), recorded TIMEOUT in the
+// ledger, and its run forgotten.
+func TestOrchestratorKillsRunAtTimeLimit(t *testing.T) {
+	needShell(t)
+	t.Setenv(mainEnv, "1") // the shims are this binary
+	state := t.TempDir()
+	o, err := Open(Options{StateDir: state, Period: time.Second, Cluster: "local", CPUs: 1, MemoryMiB: 1024,
+		Log: log.New(io.Discard, "", 0)})
+	require.NoError(t, err)
+	defer o.Close()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	require.NoError(t, o.records.put(Submission{Name: "long", User: "u", Account: "lab", CPUs: 1, TimeLimit: "1s",
+		Command: []string{"sh", "-c", "echo $$ > " + pidFile + "; exec sleep 60"}}))
+	var id scheduler.JobID
+	for {
+		_, err := o.Step()
+		require.NoError(t, err)
+		id = o.names["long"]
+		if j, ok := o.s.Job(id); ok && j.State == scheduler.JobTimeout {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	pid := readInt(t, pidFile)
+	require.Eventually(t, func() bool { return unix.Kill(pid, 0) == unix.ESRCH }, 20*time.Second, 10*time.Millisecond,
+		"the run is killed")
+	require.Eventually(t, func() bool {
+		_, err := o.Step()
+		require.NoError(t, err)
+		keys, err := o.agent.Runs()
+		require.NoError(t, err)
+		return len(keys) == 0
+	}, 20*time.Second, 20*time.Millisecond, "the run is forgotten")
+	require.NoError(t, o.ledger.View(func(tx accounting.Tx) error {
+		r, err := tx.Job(accounting.JobID(id))
+		require.NoError(t, err)
+		assert.Equal(t, accounting.StateTimeout, r.State)
+		return nil
+	}))
 }
