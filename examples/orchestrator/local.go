@@ -27,7 +27,7 @@ import (
 // "shim" subcommand), with its records in a directory of its own:
 //
 //	<dir>/<key>/lock     flock(2)ed by the shim for as long as it lives
-//	<dir>/<key>/pid      the shim's pid (for Kill)
+//	<dir>/<key>/pid      the shim's pid, written by the shim (for Kill)
 //	<dir>/<key>/output   the command's stdout and stderr
 //	<dir>/<key>/exit     the command's exit code, written by the shim, atomically
 //
@@ -200,9 +200,6 @@ func (a *LocalAgent) Launch(r Run) (err error) {
 	// Reap the shim when it ends while this process lives; after a
 	// restart the shim is an orphan that init reaps.
 	go func() { _ = cmd.Wait() }()
-	if err := writeFileAtomic(filepath.Join(dir, "pid"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n")); err != nil {
-		a.log.Printf("agent: run %s: %v (Kill will not find it)", r.Key, err)
-	}
 	return nil
 }
 

@@ -35,6 +35,11 @@ func runShim(args []string) error {
 	signal.Ignore(syscall.SIGHUP, syscall.SIGINT)
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
+	// For Kill; written before the command starts, so that a run whose
+	// command runs has a pid file.
+	if err := writeFileAtomic(filepath.Join(dir, "pid"), []byte(strconv.Itoa(os.Getpid())+"\n")); err != nil {
+		return err
+	}
 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
