@@ -11,6 +11,7 @@
 //
 //	orchestrator run -state /tmp/orch -period 1s -cpus 4
 //	orchestrator submit -state /tmp/orch -user ann -account lab -cpus 1 -time 10m -- sh -c 'sleep 5; date'
+//	orchestrator cancel -state /tmp/orch <name>
 //	orchestrator status -state /tmp/orch
 package main
 
@@ -39,19 +40,21 @@ func main() {
 // command runs one subcommand.
 func command(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: orchestrator run|submit|status [flags] (shim is internal)")
+		return errors.New("usage: orchestrator run|submit|cancel|status [flags] (shim is internal)")
 	}
 	switch args[0] {
 	case "run":
 		return cmdRun(args[1:], stderr)
 	case "submit":
 		return cmdSubmit(args[1:], stdout, stderr)
+	case "cancel":
+		return cmdCancel(args[1:], stderr)
 	case "status":
 		return cmdStatus(args[1:], stdout, stderr)
 	case "shim":
 		return runShim(args[1:])
 	}
-	return fmt.Errorf("unknown subcommand %q (want run, submit or status)", args[0])
+	return fmt.Errorf("unknown subcommand %q (want run, submit, cancel or status)", args[0])
 }
 
 func cmdRun(args []string, stderr io.Writer) error {
@@ -107,6 +110,24 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(stdout, sub.Name)
+	return nil
+}
+
+func cmdCancel(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	state := fs.String("state", "", "state directory (required)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *state == "" || fs.NArg() == 0 {
+		return errors.New("cancel: usage: cancel -state DIR <name>…")
+	}
+	for _, name := range fs.Args() {
+		if err := (records{*state}).requestCancel(name); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

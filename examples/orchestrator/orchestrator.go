@@ -243,7 +243,8 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	}
 }
 
-// Step runs one cycle: it submits what the inbox holds, turns the exits
+// Step runs one cycle: it submits what the inbox holds, cancels what is
+// asked to be, turns the exits
 // and losses the agent reports into Finish and Requeue events, schedules,
 // records the cycle in the ledger, kills the runs the cycle ended, and
 // launches the runs it started (and any the scheduler has running
@@ -253,6 +254,9 @@ func (o *Orchestrator) Step() (idle bool, err error) {
 	now := o.now()
 	inbox, err := o.ingest(now)
 	if err != nil {
+		return false, err
+	}
+	if err := o.cancelRequested(now); err != nil {
 		return false, err
 	}
 	if err := o.collectEnds(now); err != nil {
@@ -322,6 +326,35 @@ func (o *Orchestrator) ingest(now time.Time) (int, error) {
 		}
 	}
 	return left, nil
+}
+
+// cancelRequested applies the cancel requests (cancel/<name>): a job
+// still pending or running is cancelled (its run is killed when it is
+// forgotten, after the ledger has recorded the cancellation); a request
+// for a job that already ended, or that no job has, is dropped. A request
+// stays until it is applied, and applying it again after a crash is
+// harmless.
+func (o *Orchestrator) cancelRequested(now time.Time) error {
+	names, err := o.records.cancels()
+	if err != nil {
+		return fmt.Errorf("orchestrator: cancel requests: %w", err)
+	}
+	for _, name := range names {
+		id, ok := o.names[name]
+		switch j, known := o.s.Job(id); {
+		case !ok || !known:
+			o.log.Printf("cancel %s: no such job", name)
+		case j.State == scheduler.JobPending || j.State == scheduler.JobRunning || j.State == scheduler.JobSuspended:
+			if err := o.s.Cancel(now, id); err != nil {
+				return fmt.Errorf("orchestrator: cancel job %d: %w", id, err)
+			}
+			o.log.Printf("job %d: cancelled", id)
+		}
+		if err := o.records.cancelled(name); err != nil {
+			return fmt.Errorf("orchestrator: cancel %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // submit hands one submission to the scheduler.

@@ -261,14 +261,10 @@ func checkOnce(t *testing.T, state, marks string, jobs int, noRestarts bool) {
 // tries again under a new run key, up to maxRestarts requeues; the next
 // failure ends it FAILED with lostExitCode, and the ledger records that.
 func TestOrchestratorLaunchFailureRequeuesThenFails(t *testing.T) {
-	state := t.TempDir()
-	o, err := Open(Options{StateDir: state, Period: time.Second, Cluster: "local", CPUs: 2, MemoryMiB: 1024,
-		Log: log.New(io.Discard, "", 0)})
-	require.NoError(t, err)
-	defer o.Close()
+	o := openQuiet(t, 2)
 	sub := Submission{Name: "broken", Command: []string{"true"}, User: "u", Account: "lab", CPUs: 1, TimeLimit: "1h"}
 	require.NoError(t, o.records.put(sub))
-	_, err = o.ingest(o.now())
+	_, err := o.ingest(o.now())
 	require.NoError(t, err)
 	require.NoError(t, os.Remove(o.records.path("jobs", "broken")))
 	id := o.names["broken"]
@@ -350,44 +346,87 @@ func TestOrchestratorResumesLedgerAfterUnobservedRequeue(t *testing.T) {
 	}
 }
 
+// openQuiet opens an orchestrator on a fresh state directory, whose
+// shims are this test binary.
+func openQuiet(t *testing.T, cpus int) *Orchestrator {
+	t.Helper()
+	t.Setenv(mainEnv, "1")
+	o, err := Open(Options{StateDir: t.TempDir(), Period: time.Second, Cluster: "local", CPUs: cpus, MemoryMiB: 1024,
+		Log: log.New(io.Discard, "", 0)})
+	require.NoError(t, err)
+	t.Cleanup(o.Close)
+	return o
+}
+
+// stepUntil runs cycles until cond holds.
+func stepUntil(t *testing.T, o *Orchestrator, what string, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		_, err := o.Step()
+		require.NoError(t, err)
+		return cond()
+	}, 20*time.Second, 20*time.Millisecond, what)
+}
+
+// submitSleeper submits job name, a shell that writes its pid to a file
+// and sleeps a minute, and returns the file.
+func submitSleeper(t *testing.T, o *Orchestrator, name, limit string) string {
+	t.Helper()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	require.NoError(t, o.records.put(Submission{Name: name, User: "u", Account: "lab", CPUs: 1, TimeLimit: limit,
+		Command: []string{"sh", "-c", "echo $$ > " + pidFile + "; exec sleep 60"}}))
+	return pidFile
+}
+
+// checkKilled checks that the process whose pid is in pidFile dies, that
+// the run is forgotten, and that the ledger records job id in state st.
+func checkKilled(t *testing.T, o *Orchestrator, pidFile string, id scheduler.JobID, st accounting.JobState) {
+	t.Helper()
+	pid := readInt(t, pidFile)
+	require.Eventually(t, func() bool { return unix.Kill(pid, 0) == unix.ESRCH }, 20*time.Second, 10*time.Millisecond,
+		"the run is killed")
+	stepUntil(t, o, "the run is forgotten", func() bool {
+		keys, err := o.agent.Runs()
+		require.NoError(t, err)
+		return len(keys) == 0
+	})
+	require.NoError(t, o.ledger.View(func(tx accounting.Tx) error {
+		r, err := tx.Job(accounting.JobID(id))
+		require.NoError(t, err)
+		assert.Equal(t, st, r.State)
+		return nil
+	}))
+}
+
 // TestOrchestratorKillsRunAtTimeLimit: a job the cycle ends at its time
 // limit is killed (its process group SIGKILLed), recorded TIMEOUT in the
 // ledger, and its run forgotten.
 func TestOrchestratorKillsRunAtTimeLimit(t *testing.T) {
 	needShell(t)
-	t.Setenv(mainEnv, "1") // the shims are this binary
-	state := t.TempDir()
-	o, err := Open(Options{StateDir: state, Period: time.Second, Cluster: "local", CPUs: 1, MemoryMiB: 1024,
-		Log: log.New(io.Discard, "", 0)})
+	o := openQuiet(t, 1)
+	pidFile := submitSleeper(t, o, "long", "1s")
+	stepUntil(t, o, "the job times out", func() bool {
+		j, ok := o.s.Job(o.names["long"])
+		return ok && j.State == scheduler.JobTimeout
+	})
+	checkKilled(t, o, pidFile, o.names["long"], accounting.StateTimeout)
+}
+
+// TestOrchestratorCancelKillsRun: the cancel subcommand's request
+// cancels a running job, whose run is killed and forgotten, and the
+// ledger records it CANCELLED; the request is consumed.
+func TestOrchestratorCancelKillsRun(t *testing.T) {
+	needShell(t)
+	o := openQuiet(t, 1)
+	pidFile := submitSleeper(t, o, "victim", "1h")
+	stepUntil(t, o, "the job runs", func() bool { b, _ := os.ReadFile(pidFile); return len(b) > 0 })
+	require.NoError(t, command([]string{"cancel", "-state", o.opt.StateDir, "victim"}, io.Discard, io.Discard))
+	_, err := o.Step()
 	require.NoError(t, err)
-	defer o.Close()
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	require.NoError(t, o.records.put(Submission{Name: "long", User: "u", Account: "lab", CPUs: 1, TimeLimit: "1s",
-		Command: []string{"sh", "-c", "echo $$ > " + pidFile + "; exec sleep 60"}}))
-	var id scheduler.JobID
-	for {
-		_, err := o.Step()
-		require.NoError(t, err)
-		id = o.names["long"]
-		if j, ok := o.s.Job(id); ok && j.State == scheduler.JobTimeout {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	pid := readInt(t, pidFile)
-	require.Eventually(t, func() bool { return unix.Kill(pid, 0) == unix.ESRCH }, 20*time.Second, 10*time.Millisecond,
-		"the run is killed")
-	require.Eventually(t, func() bool {
-		_, err := o.Step()
-		require.NoError(t, err)
-		keys, err := o.agent.Runs()
-		require.NoError(t, err)
-		return len(keys) == 0
-	}, 20*time.Second, 20*time.Millisecond, "the run is forgotten")
-	require.NoError(t, o.ledger.View(func(tx accounting.Tx) error {
-		r, err := tx.Job(accounting.JobID(id))
-		require.NoError(t, err)
-		assert.Equal(t, accounting.StateTimeout, r.State)
-		return nil
-	}))
+	j, _ := o.s.Job(o.names["victim"])
+	assert.Equal(t, scheduler.JobCancelled, j.State)
+	reqs, err := o.records.cancels()
+	require.NoError(t, err)
+	assert.Empty(t, reqs)
+	checkKilled(t, o, pidFile, j.ID, accounting.StateCancelled)
 }

@@ -195,3 +195,42 @@ func (r records) command(name string) ([]string, error) {
 	}
 	return s.Command, nil
 }
+
+// requestCancel asks for job name to be cancelled (the cancel
+// subcommand): cancel/<name>, read by the loop.
+func (r records) requestCancel(name string) error {
+	if !validKey(name) {
+		return fmt.Errorf("cancel: name %q: want 1-64 characters from [A-Za-z0-9_.-], not starting with a dot", name)
+	}
+	if err := os.MkdirAll(filepath.Join(r.dir, "cancel"), 0o755); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(r.dir, "cancel", name), nil)
+}
+
+// cancels returns the names of the jobs whose cancellation is requested.
+func (r records) cancels() ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(r.dir, "cancel"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if validKey(e.Name()) && e.Type().IsRegular() {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// cancelled removes the cancel request of job name, once applied.
+func (r records) cancelled(name string) error {
+	err := os.Remove(filepath.Join(r.dir, "cancel", name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
