@@ -89,15 +89,17 @@ type RunState uint8
 
 // The run states.
 const (
-	// RunNotLaunched: the agent has no record of the run; Launch starts it.
+	// RunNotLaunched: the run never started — the agent has no record of
+	// it, or its launch died before the command could start; Launch
+	// starts it.
 	RunNotLaunched RunState = iota
 	// RunRunning: the run's process is alive.
 	RunRunning
 	// RunExited: the run's command ended; RunStatus.ExitCode says how.
 	RunExited
-	// RunLost: the run was launched but its process is gone without an
-	// exit status (its supervisor was killed, or it died during the
-	// launch, or the machine rebooted). The control loop requeues it.
+	// RunLost: the run's command may have started but its supervisor is
+	// gone without an exit status (it was killed, or the machine
+	// rebooted). The control loop requeues the job.
 	RunLost
 )
 

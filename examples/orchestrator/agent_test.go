@@ -91,6 +91,21 @@ func TestLocalAgentReportsExitCodeAndLaunchesOnce(t *testing.T) {
 	assert.Empty(t, out)
 }
 
+// TestLocalAgentRelaunchesRunWhoseLaunchDied: a run directory left by a
+// launch that died before its shim started (no pid file, lock free) is
+// RunNotLaunched, and Launch starts the run then.
+func TestLocalAgentRelaunchesRunWhoseLaunchDied(t *testing.T) {
+	a := testAgent(t, "")
+	k := RunKey("5.0")
+	require.NoError(t, os.Mkdir(a.runDir(k), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(a.runDir(k), "lock"), nil, 0o644))
+	st, err := a.Check(k)
+	require.NoError(t, err)
+	assert.Equal(t, RunNotLaunched, st.State)
+	require.NoError(t, a.Launch(Run{Key: k, Job: 5, Command: []string{"/nonexistent/command"}}))
+	assert.Equal(t, RunStatus{State: RunExited, ExitCode: 127}, waitState(t, a, k, RunRunning))
+}
+
 // TestLocalAgentCommandNotFoundExits127: a command that cannot be
 // started ends the run with 127, as a shell reports it.
 func TestLocalAgentCommandNotFoundExits127(t *testing.T) {

@@ -34,9 +34,11 @@ import (
 // The shim runs in a session of its own (setsid), so it and the job
 // survive the death of the control loop, SIGKILL included; a restarted
 // control loop finds them through the directory: a run whose lock is held
-// is running, one whose lock is free has exited (exit file) or was lost
-// (no exit file: the shim was killed, or the launch died half-way). The
-// run's directory is created before anything is started, so a run is
+// is running, one whose lock is free has exited (exit file), was lost
+// (no exit file: the shim was killed after it wrote its pid file, before
+// which it starts nothing), or never started (no pid file either: the
+// launch died before the shim ran; Launch starts it afresh). The run's
+// directory is created before anything is started, so a run's command is
 // started at most once per key, whatever the control loop's crash point.
 //
 // Where the host allows it (a cgroup v2 hierarchy with the cpuset and
@@ -140,10 +142,21 @@ func (a *LocalAgent) Launch(r Run) (err error) {
 		return fmt.Errorf("agent: run %s: no command", r.Key)
 	}
 	dir := a.runDir(r.Key)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		if errors.Is(err, fs.ErrExist) {
+	err = os.Mkdir(dir, 0o755)
+	if errors.Is(err, fs.ErrExist) {
+		st, cerr := a.Check(r.Key)
+		if cerr != nil {
+			return cerr
+		}
+		if st.State != RunNotLaunched {
 			return nil // launched before: Check tells how it is doing
 		}
+		// A launch that died before its shim started: start afresh.
+		if err = os.RemoveAll(dir); err == nil {
+			err = os.Mkdir(dir, 0o755)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("agent: run %s: %w", r.Key, err)
 	}
 	// The directory must be on disk before the process starts: it is
@@ -240,7 +253,11 @@ func (a *LocalAgent) release(k RunKey) {
 	}
 }
 
-// Check reports run key's state from its directory and its shim's lock.
+// Check reports run key's state from its directory and its shim's lock:
+// no directory, or one whose shim is gone without having written its pid
+// file (the launch died before the command could start), is
+// RunNotLaunched; a held lock RunRunning; a free one with an exit file
+// RunExited, without one RunLost.
 func (a *LocalAgent) Check(key RunKey) (RunStatus, error) {
 	dir := a.runDir(key)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
@@ -257,6 +274,11 @@ func (a *LocalAgent) Check(key RunKey) (RunStatus, error) {
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "exit"))
 	if errors.Is(err, fs.ErrNotExist) {
+		// The shim writes its pid file before it starts the command:
+		// without one, the launch died before the command could start.
+		if _, err := os.Stat(filepath.Join(dir, "pid")); errors.Is(err, fs.ErrNotExist) {
+			return RunStatus{State: RunNotLaunched}, nil
+		}
 		return RunStatus{State: RunLost}, nil
 	}
 	if err != nil {

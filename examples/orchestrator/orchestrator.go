@@ -410,6 +410,14 @@ func (o *Orchestrator) collectEnds(now time.Time) error {
 			if err := o.requeue(now, j, k, nil); err != nil {
 				return err
 			}
+		case RunNotLaunched:
+			if o.launched[k] {
+				// This process launched it and its shim died at once.
+				o.log.Printf("job %d: run %s died while starting", id, k)
+				if err := o.requeue(now, j, k, j.Alloc.NodeNames()); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
