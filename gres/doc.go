@@ -41,4 +41,10 @@
 // Everything here is deterministic and free of I/O, goroutines and clocks.
 // Types are not safe for concurrent mutation; see each type's comment.
 // Device discovery and enforcement drivers live in sub-packages.
+//
+// The plain-data types have text forms (encoding.TextMarshaler, so JSON
+// too): BillingMode, DeviceOrder and PCIeLevel by name, a CoreSet as a
+// Linux CPU list, a Request as "gpu:h100:2", and a Vector without a
+// registry as "cpu=4,mem=16G,tres5=2" (TRESName; Vector.FormatNamed and
+// Registry.FormatTRES name GRES with a registry).
 package gres

@@ -60,6 +60,25 @@
 // for all its tasks and "12_3" for one. ParseArray handles --array
 // ranges, steps and the %throttle.
 //
+// # Runtime changes
+//
+// A Policy is immutable. With (and WithQOS, WithoutQOS, WithAssoc,
+// WithoutAssoc, WithPartitions) validates and compiles a changed Config;
+// Usage.Rebind moves the counters to it — in place, with no pass over the
+// jobs, when the QOS and association layout stays — carrying the reported
+// GrpTRESMins and GrpWall usage by name; Policy.Rebase moves a kept
+// Subject, at one map lookup per distinct plan. Running jobs are never
+// judged again: a lowered limit holds new starts only.
+//
 // Every decision the scheduler makes carries one of these reasons, so an
 // explanation is data the scheduler kept, not a guess made afterwards.
+//
+// # Encodings
+//
+// Reasons, modes and flags encode as their Slurm strings
+// (encoding.TextMarshaler), durations as Slurm times (Duration), and TRES
+// limits as "gres/gpu=16,cpu=256"; the structs holding durations (QOS,
+// Partition, Reservation, Config) have JSON methods writing them so. TRES
+// limits decoded without a registry are unbound until New (or
+// TRESLimits.Bind) binds them; docs/encodings.md lists every form.
 package policy

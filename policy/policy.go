@@ -164,6 +164,9 @@ type Policy struct {
 	preempts   [][]bool // [preemptor][victim] from Preempt lists
 	defaultQOS int32
 	plans      map[planKey]*plan
+	// rebased caches Rebase: the plan of this policy that each plan of
+	// an older one maps to.
+	rebased map[*plan]rebased
 
 	// preemptDepth is, per QOS, the length of the longest chain of QOS it
 	// may preempt (a preempts b preempts c: a 2, b 1, c 0).
@@ -177,6 +180,10 @@ type Policy struct {
 func New(reg *gres.Registry, cfg Config) (*Policy, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("%w: nil TRES registry", ErrInvalidConfig)
+	}
+	cfg, err := bindConfig(reg, cfg)
+	if err != nil {
+		return nil, err
 	}
 	p := &Policy{
 		reg: reg, cfg: cfg,
@@ -398,6 +405,9 @@ func (p *Policy) qosSet(part, field string, names []string) ([]bool, error) {
 func (p *Policy) checkTRES(l Limits, more ...TRESLimits) error {
 	all := append([]TRESLimits{l.GrpTRES, l.GrpTRESMins, l.GrpTRESRunMins, l.MaxTRESPerJob, l.MaxTRESPerNode, l.MaxTRESMinsPerJob}, more...)
 	for _, t := range all {
+		if !t.Bound() {
+			return fmt.Errorf("TRES limits decoded from text are not bound to a registry (see TRESLimits.Bind)")
+		}
 		if id := t.maxID(); int(id) >= p.reg.Len() {
 			return fmt.Errorf("TRES id %d is not in the registry (%w)", id, gres.ErrUnknownTRES)
 		}

@@ -537,7 +537,7 @@ func (b *Reservations) Update(r Reservation, choose NodeChooser) error {
 		return fmt.Errorf("policy: %w %q", ErrUnknownReservation, r.Name)
 	}
 	old := b.rs[i]
-	keep := r.Nodes.Len() == 0 && r.NodeCount == old.NodeCount && slices.Equal(r.TRES, old.TRES) && (old.NodeCount > 0 || !old.TRES.IsZero())
+	keep := r.Nodes.Len() == 0 && r.NodeCount == old.NodeCount && r.TRES.Equal(old.TRES) && (old.NodeCount > 0 || !old.TRES.IsZero())
 	if keep {
 		r.Nodes = old.Nodes
 		r.NodeCount = 0

@@ -21,9 +21,24 @@ import (
 // gres/gpu is not held by it (Slurm's rule), while gres/gpu limits apply to
 // typed and untyped requests alike (a typed request also counts its parent;
 // see gres.Registry.RequestVector).
+//
+// A TRESLimits has a text form (MarshalText, hence JSON) with TRES names,
+// "gres/gpu=16,cpu=256". Decoding it needs no registry: UnmarshalText
+// gives an unbound value, which holds the names and counts but limits
+// nothing until it is bound to a registry (Bind; New binds every limit of
+// its Config). Limits built against a registry (ParseTRESLimits,
+// NewTRESLimits) carry their names; those built from IDs (TRESLimitsOf,
+// With) write an unnamed TRES as gres.TRESName does ("tres7"), which Bind
+// reads back as that ID.
 type TRESLimits struct {
 	ids  []gres.ID // ascending
 	vals []int64
+	// names[i] is the registry name of ids[i] ("" when not known); nil
+	// when no name is known.
+	names []string
+	// unbound holds the decoded name=count elements of a value that
+	// UnmarshalText made and Bind has not bound; ids is then nil.
+	unbound []namedLimit
 }
 
 // ParseTRESLimits parses a Slurm limit string such as
@@ -46,23 +61,17 @@ func ParseTRESLimits(reg *gres.Registry, s string) (TRESLimits, error) {
 		if !ok || name == "" || val == "" {
 			return TRESLimits{}, fmt.Errorf("%w: TRES limits %q: element %q: want name=count", ErrSyntax, s, tok)
 		}
-		id, known := reg.Lookup(strings.ToLower(name))
-		if !known {
-			return TRESLimits{}, fmt.Errorf("%w: TRES limits %q: %w: %q is not registered", ErrSyntax, s, gres.ErrUnknownTRES, name)
+		id, v, limited, err := limitElem(reg, name, val, false)
+		if err != nil {
+			return TRESLimits{}, fmt.Errorf("%w: TRES limits %q: %w", ErrSyntax, s, err)
 		}
 		if seen[id] {
 			return TRESLimits{}, fmt.Errorf("%w: TRES limits %q: %q given twice", ErrSyntax, s, name)
 		}
 		seen[id] = true
-		switch strings.ToLower(val) {
-		case "-1", "unlimited", "infinite":
-			continue
+		if limited {
+			l = l.with(id, v, reg.Name(id))
 		}
-		v, err := reg.ParseTRES(name + "=" + val)
-		if err != nil {
-			return TRESLimits{}, fmt.Errorf("%w: TRES limits %q: %w", ErrSyntax, s, err)
-		}
-		l = l.with(id, v.At(id))
 	}
 	return l, nil
 }
@@ -95,7 +104,7 @@ func NewTRESLimits(reg *gres.Registry, m map[string]int64) (TRESLimits, error) {
 		if v > gres.MaxCount {
 			return TRESLimits{}, fmt.Errorf("%w: TRES limit %s=%d: %w", ErrInvalidConfig, n, v, gres.ErrOverflow)
 		}
-		l = l.with(id, v)
+		l = l.with(id, v, reg.Name(id))
 	}
 	return l, nil
 }
@@ -121,36 +130,55 @@ func TRESLimitsOf(m map[gres.ID]int64) (TRESLimits, error) {
 		if v > gres.MaxCount {
 			return TRESLimits{}, fmt.Errorf("%w: TRES limit on TRES %d = %d: %w", ErrInvalidConfig, id, v, gres.ErrOverflow)
 		}
-		l = l.with(id, v)
+		l = l.with(id, v, "")
 	}
 	return l, nil
 }
 
-// with returns a copy of l with id limited to v.
-func (l TRESLimits) with(id gres.ID, v int64) TRESLimits {
+// with returns a copy of l with id (named name, "" when not known)
+// limited to v. l must be bound.
+func (l TRESLimits) with(id gres.ID, v int64, name string) TRESLimits {
 	i, found := slices.BinarySearch(l.ids, id)
 	ids := slices.Clone(l.ids)
 	vals := slices.Clone(l.vals)
+	names := slices.Clone(l.names)
+	if names == nil && name != "" {
+		names = make([]string, len(ids))
+	}
 	if found {
 		vals[i] = v
+		if names != nil && name != "" {
+			names[i] = name
+		}
 	} else {
 		ids = slices.Insert(ids, i, id)
 		vals = slices.Insert(vals, i, v)
+		if names != nil {
+			names = slices.Insert(names, i, name)
+		}
 	}
-	return TRESLimits{ids: ids, vals: vals}
+	return TRESLimits{ids: ids, vals: vals, names: names}
 }
 
 // With returns a copy of l with TRES id limited to n; a negative n removes
-// the limit.
+// the limit. The name of a newly limited TRES is not known (see
+// TRESLimits). On an unbound l (see Bind) it returns l unchanged.
 func (l TRESLimits) With(id gres.ID, n int64) TRESLimits {
+	if l.unbound != nil {
+		return l
+	}
 	if n < 0 {
 		i, found := slices.BinarySearch(l.ids, id)
 		if !found {
 			return l
 		}
-		return TRESLimits{ids: slices.Delete(slices.Clone(l.ids), i, i+1), vals: slices.Delete(slices.Clone(l.vals), i, i+1)}
+		out := TRESLimits{ids: slices.Delete(slices.Clone(l.ids), i, i+1), vals: slices.Delete(slices.Clone(l.vals), i, i+1)}
+		if l.names != nil {
+			out.names = slices.Delete(slices.Clone(l.names), i, i+1)
+		}
+		return out
 	}
-	return l.with(id, min(n, gres.MaxCount))
+	return l.with(id, min(n, gres.MaxCount), "")
 }
 
 // Get returns the limit on id and whether there is one.
@@ -162,11 +190,13 @@ func (l TRESLimits) Get(id gres.ID) (int64, bool) {
 	return l.vals[i], true
 }
 
-// Len returns the number of limited TRES.
-func (l TRESLimits) Len() int { return len(l.ids) }
+// Len returns the number of limited TRES (of an unbound value: the number
+// of its elements).
+func (l TRESLimits) Len() int { return len(l.ids) + len(l.unbound) }
 
-// IsZero reports whether nothing is limited.
-func (l TRESLimits) IsZero() bool { return len(l.ids) == 0 }
+// IsZero reports whether nothing is limited (an unbound value with
+// elements is not zero, though it limits nothing until bound).
+func (l TRESLimits) IsZero() bool { return len(l.ids) == 0 && len(l.unbound) == 0 }
 
 // All iterates over the limited TRES in ID order.
 func (l TRESLimits) All() iter.Seq2[gres.ID, int64] {

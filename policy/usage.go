@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
@@ -75,6 +76,17 @@ type Usage struct {
 	jobs      map[JobID]*jobRec
 	usedQOS   map[string]usedRec
 	usedAssoc map[AssocKey]usedRec
+	// plans counts the jobs of each plan the jobs' subjects hold (of
+	// this policy or, after Rebind's fast path, of older ones that count
+	// alike), with one job's names: what Rebind checks instead of every
+	// job.
+	plans map[*plan]*planUse
+}
+
+// planUse is how many counted jobs hold a plan, and one job's names.
+type planUse struct {
+	n   int
+	ref JobRef
 }
 
 // NewUsage returns empty counters for p.
@@ -94,6 +106,19 @@ func (u *Usage) bind(p *Policy) {
 	u.assoc = make([]group, len(p.assocs))
 	for i := range u.assoc {
 		u.assoc[i] = u.newGroup()
+	}
+	u.plans = make(map[*plan]*planUse)
+}
+
+// usePlan counts one job more (d 1) or fewer (d -1) holding s's plan.
+func (u *Usage) usePlan(s Subject, d int) {
+	pu := u.plans[s.pl]
+	if pu == nil {
+		pu = &planUse{ref: s.ref}
+		u.plans[s.pl] = pu
+	}
+	if pu.n += d; pu.n <= 0 {
+		delete(u.plans, s.pl)
 	}
 }
 
@@ -119,6 +144,7 @@ func (u *Usage) AddJob(id JobID, s Subject) error {
 		return fmt.Errorf("policy: job %d: %w: subject not resolved by this usage's policy", id, ErrInvalidRequest)
 	}
 	u.jobs[id] = &jobRec{sub: s}
+	u.usePlan(s, 1)
 	u.each(s, func(c *counter, _ *group) { c.submit++ })
 	return nil
 }
@@ -207,6 +233,7 @@ func (u *Usage) RemoveJob(id JobID) error {
 		u.apply(j, -1)
 	}
 	u.each(j.sub, func(c *counter, _ *group) { c.submit-- })
+	u.usePlan(j.sub, -1)
 	delete(u.jobs, id)
 	return nil
 }
@@ -314,13 +341,28 @@ func (p *Policy) assocIndex(k AssocKey) (int32, bool) {
 }
 
 // Rebind moves the counters to a new policy (limits or QOS changed): every
-// job is resolved again under p and recounted, and the reported decayed
-// usage is carried over by name. Jobs whose partition, QOS or association
-// no longer resolves are dropped and returned (sorted); running jobs are
-// never affected otherwise — a lowered limit only holds new starts.
+// job is resolved again under p (Policy.Rebase) and recounted, and the
+// reported decayed usage (GrpTRESMins, GrpWall) is carried over by name.
+// Jobs whose partition, QOS or association no longer resolves are dropped
+// and returned (sorted); running jobs are never affected otherwise — a
+// lowered limit only holds new starts.
+//
+// When p keeps the old policy's QOS and associations where they were
+// (the same names at the same indices, new ones after them, the same
+// account tree) and every job's QOS and association path are what they
+// were, the counters stay as they are and only the jobs' subjects move:
+// a change of limits, priorities, flags or partitions costs a map lookup
+// per job, not a recount.
 func (u *Usage) Rebind(p *Policy) (dropped []JobID) {
+	if p == u.p {
+		return nil
+	}
+	if u.rebindInPlace(p) {
+		return nil
+	}
 	old := u.jobs
 	u.jobs = make(map[JobID]*jobRec, len(old))
+	u.p.rebased = nil
 	u.bind(p)
 	ids := make([]JobID, 0, len(old))
 	for id := range old {
@@ -329,11 +371,7 @@ func (u *Usage) Rebind(p *Policy) (dropped []JobID) {
 	slices.Sort(ids)
 	for _, id := range ids {
 		j := old[id]
-		ref := j.sub.ref
-		if j.sub.pl.jobQOS < 0 {
-			ref.QOS = ""
-		}
-		s, err := p.Resolve(ref)
+		s, err := p.Rebase(j.sub)
 		if err != nil || u.AddJob(id, s) != nil {
 			dropped = append(dropped, id)
 			continue
@@ -349,17 +387,100 @@ func (u *Usage) Rebind(p *Policy) (dropped []JobID) {
 			u.apply(nj, 1)
 		}
 	}
-	for name, r := range u.usedQOS {
+	for _, name := range sortedKeys(u.usedQOS, func(a, b string) int { return strings.Compare(a, b) }) {
+		r := u.usedQOS[name]
 		if u.SetQOSUsed(name, r.mins, r.wall) != nil {
 			delete(u.usedQOS, name)
 		}
 	}
-	for k, r := range u.usedAssoc {
+	for _, k := range sortedKeys(u.usedAssoc, compareAssocKey) {
+		r := u.usedAssoc[k]
 		if u.SetAssocUsed(k, r.mins, r.wall) != nil {
 			delete(u.usedAssoc, k)
 		}
 	}
 	return dropped
+}
+
+// rebindInPlace is Rebind's fast path: when p keeps the counters' layout
+// (see Rebind) and every plan the jobs hold resolves under p to a plan
+// with the same QOS and association path, the counters stay, the jobs
+// keep their subjects (which count exactly as their rebased ones would;
+// Rebind and Rebase move them later), empty counters are added for the
+// QOS and associations p adds, and it reports true. It changes nothing
+// when it reports false.
+func (u *Usage) rebindInPlace(p *Policy) bool {
+	o := u.p
+	if p.reg != o.reg || len(p.qos) < len(o.qos) || len(p.assocs) < len(o.assocs) {
+		return false
+	}
+	for i := range o.qos {
+		if p.qos[i].Name != o.qos[i].Name {
+			return false
+		}
+	}
+	for i := range o.assocs {
+		a, b := &o.assocs[i], &p.assocs[i]
+		if a.Account != b.Account || a.User != b.User || a.Partition != b.Partition || !slices.Equal(a.path, b.path) {
+			return false
+		}
+	}
+	for pl, use := range u.plans {
+		s, err := p.Rebase(Subject{ref: use.ref, pl: pl})
+		if err != nil || !slices.Equal(s.pl.qosOrder, pl.qosOrder) || !slices.Equal(s.pl.path, pl.path) {
+			return false
+		}
+		if (pl.part < 0 && len(p.parts) > 0) || (pl.assoc < 0 && len(p.assocs) > 0) {
+			return false // each job's names count: recount
+		}
+	}
+	u.p = p
+	for range len(p.qos) - len(o.qos) {
+		u.qos = append(u.qos, qosUsage{grp: u.newGroup(), users: make(map[string]*counter), accounts: make(map[string]*counter)})
+	}
+	for range len(p.assocs) - len(o.assocs) {
+		u.assoc = append(u.assoc, u.newGroup())
+	}
+	o.rebased = nil // o's own cache is not needed any more
+	return true
+}
+
+// Compact moves every counted job's subject to the usage's policy, so
+// that the older policies Rebind's fast path left them on can be freed.
+// It costs a map lookup per job; counts do not change.
+func (u *Usage) Compact() {
+	for _, j := range u.jobs {
+		if j.sub.pl.owner == u.p {
+			continue
+		}
+		s, err := u.p.Rebase(j.sub)
+		if err != nil {
+			continue // cannot happen after rebindInPlace; keep what counts
+		}
+		u.usePlan(j.sub, -1)
+		j.sub = s
+		u.usePlan(s, 1)
+	}
+}
+
+func compareAssocKey(a, b AssocKey) int {
+	if c := strings.Compare(a.Account, b.Account); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.User, b.User); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Partition, b.Partition)
+}
+
+// sortedKeys returns m's keys in cmp order.
+func sortedKeys[K comparable, V any](m map[K]V, cmp func(a, b K) int) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, cmp)
+	return out
 }
 
 // GroupUsage is a snapshot of one QOS's or association's counters.

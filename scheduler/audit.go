@@ -947,11 +947,12 @@ func (c Comparison) String() string {
 // partition rules, associations and their limits, preemption settings)
 // with the advance reservations in force. It does not cover fair-share
 // usage (data, not policy), device links or CPU affinity, or the code of
-// hooks. Adding or removing a reservation changes it.
+// hooks. Adding or removing a reservation changes it, as does every
+// administrative change of partitions, QOS or associations.
 //
 // It is computed on the first call (about 1.3 ms at the standard scale)
-// and kept until a reservation is added or removed; the rest of what it
-// covers is fixed by New.
+// and kept until a reservation or an administrative change alters what it
+// covers.
 func (s *Scheduler) PolicyVersion() string {
 	if s.policyVersion == "" {
 		s.policyVersion = s.policyHash()

@@ -327,7 +327,7 @@ func (s *Scheduler) bfJob(now time.Time, x *job, allowed topology.NodeSet) backf
 		Allowed: allowed, TimeLimit: x.TimeLimit, TimeMin: x.Spec.TimeMin,
 		Earliest: x.Spec.BeginTime, Eligible: x.EligibleTime, Priority: float64(x.Priority),
 		User: x.Spec.User, Partition: x.Partition, Assoc: x.assocKey(),
-		NoReserve: x.subject.Valid() && x.subject.NoReserve(), // QOS NoReserve
+		NoReserve: s.subjectOf(x).NoReserve(), // QOS NoReserve
 	}
 	if c := x.constraints(); s.graph != nil && c != (topology.Constraints{}) {
 		var relaxed bool

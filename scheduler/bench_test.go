@@ -91,26 +91,7 @@ func BenchmarkSchedule(b *testing.B) {
 		{"nodes=10000/pending=100000/easy/replan", []func(*scheduler.Config) error{standardPriority, easy}, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			s, now, err := clustertest.NewState(clustertest.StateOptions{Running: 40000, Pending: 100000, Seed: 1,
-				Configure: func(c *scheduler.Config) error {
-					for _, f := range bc.configure {
-						if err := f(c); err != nil {
-							return err
-						}
-					}
-					return nil
-				}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if bc.policy {
-				if err := reserve(s, now); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if _, err := s.Schedule(now); err != nil {
-				b.Fatal(err)
-			}
+			s, now := standardState(b, bc.configure, bc.policy)
 			if strings.HasSuffix(bc.name, "/replan") {
 				// Nothing changes between the loop's cycles, so the
 				// scheduler would extend the last plan (the name without
@@ -128,6 +109,34 @@ func BenchmarkSchedule(b *testing.B) {
 			b.ReportMetric(float64(r), "running")
 		})
 	}
+}
+
+// standardState builds the standard state (10,000 nodes, 40,000 running
+// and 100,000 pending jobs of the seed-1 mix) with configure applied, the
+// standard reservations when reservations is set, and runs a first cycle.
+func standardState(b *testing.B, configure []func(*scheduler.Config) error, reservations bool) (*scheduler.Scheduler, time.Time) {
+	b.Helper()
+	s, now, err := clustertest.NewState(clustertest.StateOptions{Running: 40000, Pending: 100000, Seed: 1,
+		Configure: func(c *scheduler.Config) error {
+			for _, f := range configure {
+				if err := f(c); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if reservations {
+		if err := reserve(s, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := s.Schedule(now); err != nil {
+		b.Fatal(err)
+	}
+	return s, now
 }
 
 func easy(c *scheduler.Config) error {

@@ -385,44 +385,15 @@ func (c *Config) validate() (*topology.Graph, error) {
 	defaults := 0
 	for i := range c.Partitions {
 		p := &c.Partitions[i]
-		if p.Name == "" {
-			return nil, fmt.Errorf("%w: partition %d: empty name", ErrInvalidConfig, i)
-		}
 		if pnames[p.Name] {
 			return nil, fmt.Errorf("%w: partition %q: duplicate name", ErrInvalidConfig, p.Name)
+		}
+		if err := p.validate(i, func(n string) bool { _, ok := names[n]; return ok }); err != nil {
+			return nil, err
 		}
 		pnames[p.Name] = true
 		if p.Default {
 			defaults++
-		}
-		for _, nn := range p.Nodes {
-			if _, ok := names[nn]; !ok {
-				return nil, fmt.Errorf("%w: partition %q: %w %q", ErrInvalidConfig, p.Name, ErrUnknownNode, nn)
-			}
-		}
-		if p.State > PartitionInactive {
-			return nil, fmt.Errorf("%w: partition %q: bad state %d", ErrInvalidConfig, p.Name, p.State)
-		}
-		if p.MaxTime < 0 || (p.MaxTime > 0 && p.MaxTime < time.Second) || p.MaxTime > MaxTimeLimit {
-			return nil, fmt.Errorf("%w: partition %q: MaxTime %v out of range: 0 (unlimited) or [1s, %v]", ErrInvalidConfig, p.Name, p.MaxTime, MaxTimeLimit)
-		}
-		if p.DefaultTime < 0 || (p.DefaultTime > 0 && p.DefaultTime < time.Second) || p.DefaultTime > MaxTimeLimit {
-			return nil, fmt.Errorf("%w: partition %q: DefaultTime %v out of range: 0 (MaxTime) or [1s, %v]", ErrInvalidConfig, p.Name, p.DefaultTime, MaxTimeLimit)
-		}
-		if p.MaxTime > 0 && p.DefaultTime > p.MaxTime {
-			return nil, fmt.Errorf("%w: partition %q: DefaultTime %v exceeds MaxTime %v", ErrInvalidConfig, p.Name, p.DefaultTime, p.MaxTime)
-		}
-		if p.MinNodes < 0 || p.MaxNodes < 0 || (p.MaxNodes > 0 && p.MinNodes > p.MaxNodes) {
-			return nil, fmt.Errorf("%w: partition %q: MinNodes %d / MaxNodes %d invalid", ErrInvalidConfig, p.Name, p.MinNodes, p.MaxNodes)
-		}
-		if p.PriorityTier < 0 || p.PriorityTier > 65533 {
-			return nil, fmt.Errorf("%w: partition %q: PriorityTier %d out of range [0, 65533]", ErrInvalidConfig, p.Name, p.PriorityTier)
-		}
-		if p.PriorityJobFactor < 0 || p.PriorityJobFactor > 65533 {
-			return nil, fmt.Errorf("%w: partition %q: PriorityJobFactor %d out of range [0, 65533]", ErrInvalidConfig, p.Name, p.PriorityJobFactor)
-		}
-		if p.DefMemPerCPU < 0 || p.DefMemPerCPU > gres.MaxCount {
-			return nil, fmt.Errorf("%w: partition %q: DefMemPerCPU %d out of range", ErrInvalidConfig, p.Name, p.DefMemPerCPU)
 		}
 	}
 	var g *topology.Graph
@@ -459,4 +430,43 @@ func (c *Config) graph() (*topology.Graph, error) {
 		return nil, fmt.Errorf("%w: topology: %w", ErrInvalidConfig, err)
 	}
 	return g, nil
+}
+
+// validate checks one partition (the i-th of the configuration) as New
+// does; hasNode reports whether a node name is configured. Uniqueness of
+// the name and of the Default mark is the caller's.
+func (p *PartitionConfig) validate(i int, hasNode func(string) bool) error {
+	if p.Name == "" {
+		return fmt.Errorf("%w: partition %d: empty name", ErrInvalidConfig, i)
+	}
+	for _, nn := range p.Nodes {
+		if !hasNode(nn) {
+			return fmt.Errorf("%w: partition %q: %w %q", ErrInvalidConfig, p.Name, ErrUnknownNode, nn)
+		}
+	}
+	if p.State > PartitionInactive {
+		return fmt.Errorf("%w: partition %q: bad state %d", ErrInvalidConfig, p.Name, p.State)
+	}
+	if p.MaxTime < 0 || (p.MaxTime > 0 && p.MaxTime < time.Second) || p.MaxTime > MaxTimeLimit {
+		return fmt.Errorf("%w: partition %q: MaxTime %v out of range: 0 (unlimited) or [1s, %v]", ErrInvalidConfig, p.Name, p.MaxTime, MaxTimeLimit)
+	}
+	if p.DefaultTime < 0 || (p.DefaultTime > 0 && p.DefaultTime < time.Second) || p.DefaultTime > MaxTimeLimit {
+		return fmt.Errorf("%w: partition %q: DefaultTime %v out of range: 0 (MaxTime) or [1s, %v]", ErrInvalidConfig, p.Name, p.DefaultTime, MaxTimeLimit)
+	}
+	if p.MaxTime > 0 && p.DefaultTime > p.MaxTime {
+		return fmt.Errorf("%w: partition %q: DefaultTime %v exceeds MaxTime %v", ErrInvalidConfig, p.Name, p.DefaultTime, p.MaxTime)
+	}
+	if p.MinNodes < 0 || p.MaxNodes < 0 || (p.MaxNodes > 0 && p.MinNodes > p.MaxNodes) {
+		return fmt.Errorf("%w: partition %q: MinNodes %d / MaxNodes %d invalid", ErrInvalidConfig, p.Name, p.MinNodes, p.MaxNodes)
+	}
+	if p.PriorityTier < 0 || p.PriorityTier > 65533 {
+		return fmt.Errorf("%w: partition %q: PriorityTier %d out of range [0, 65533]", ErrInvalidConfig, p.Name, p.PriorityTier)
+	}
+	if p.PriorityJobFactor < 0 || p.PriorityJobFactor > 65533 {
+		return fmt.Errorf("%w: partition %q: PriorityJobFactor %d out of range [0, 65533]", ErrInvalidConfig, p.Name, p.PriorityJobFactor)
+	}
+	if p.DefMemPerCPU < 0 || p.DefMemPerCPU > gres.MaxCount {
+		return fmt.Errorf("%w: partition %q: DefMemPerCPU %d out of range", ErrInvalidConfig, p.Name, p.DefMemPerCPU)
+	}
+	return nil
 }

@@ -288,6 +288,10 @@ func (s *Scheduler) schedule(now time.Time) (Cycle, error) {
 	}
 	cyc.Decisions = recs
 	s.eventDecisions = nil
+	names := s.tresNames()
+	for i := range cyc.Starts {
+		cyc.Starts[i].Alloc.tres = names // for MarshalJSON's TRES names
+	}
 	return cyc, nil
 }
 

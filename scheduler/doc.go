@@ -14,6 +14,11 @@
 // GPU indices, time limit), the jobs it ended (time limits, preemption
 // grace over), the preemptions to carry out, every pending job with its
 // Slurm reason and expected start, and an audit record of every decision.
+// Partitions, QOS and associations change at runtime too, each change an
+// event validated as New validates the configuration (AddPartition,
+// UpdatePartition, RemovePartition, AddQOS, UpdateQOS, RemoveQOS,
+// PutAssoc, RemoveAssoc; removals refused with ErrInUse while jobs use
+// what they would remove); running jobs are never judged again.
 // An event that is invalid returns an error wrapping one of the package's
 // sentinel errors and changes nothing. Schedule is all-or-nothing too: a
 // cycle that fails (a fair-share source or the backfill planner

@@ -454,6 +454,22 @@ func decodeEvent(k EventKind, raw json.RawMessage) (Event, error) {
 		return decodeAs[ResumeJobEvent](k, raw)
 	case KindRequeueJob:
 		return decodeAs[RequeueJobEvent](k, raw)
+	case KindAddPartition:
+		return decodeAs[AddPartitionEvent](k, raw)
+	case KindUpdatePartition:
+		return decodeAs[UpdatePartitionEvent](k, raw)
+	case KindRemovePartition:
+		return decodeAs[RemovePartitionEvent](k, raw)
+	case KindAddQOS:
+		return decodeAs[AddQOSEvent](k, raw)
+	case KindUpdateQOS:
+		return decodeAs[UpdateQOSEvent](k, raw)
+	case KindRemoveQOS:
+		return decodeAs[RemoveQOSEvent](k, raw)
+	case KindPutAssoc:
+		return decodeAs[PutAssocEvent](k, raw)
+	case KindRemoveAssoc:
+		return decodeAs[RemoveAssocEvent](k, raw)
 	}
 	return nil, fmt.Errorf("%w: unknown event kind %q", ErrInvalidEvent, k)
 }

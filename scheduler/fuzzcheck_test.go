@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -31,7 +32,9 @@ func fzDigest(s *Scheduler, now time.Time) string {
 		fmt.Fprintf(&b, "resv %+v\n", rv)
 	}
 	fmt.Fprintf(&b, "policy %s\n", s.PolicyVersion())
+	fmt.Fprintf(&b, "partitions %+v\n", s.Partitions())
 	if s.pol != nil {
+		fmt.Fprintf(&b, "policy config %x\n", hashValue(nil, reflect.ValueOf(s.pol.p.Config()), 0))
 		u := s.pol.usage
 		fmt.Fprintf(&b, "usage jobs %d\n", u.Len())
 		for _, q := range fzQOS {

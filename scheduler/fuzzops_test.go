@@ -83,12 +83,21 @@ const (
 	fkSuspendJob
 	fkResumeJob
 	fkRequeueJob
+	fkAddPart
+	fkUpdatePart
+	fkRemovePart
+	fkAddQOS
+	fkUpdateQOS
+	fkRemoveQOS
+	fkPutAssoc
+	fkRemoveAssoc
 	fkCount
 )
 
 var fzKindNames = [fkCount]string{"Schedule", "Submit", "SubmitArray", "Cancel", "Finish", "Requeue", "Checkpoint",
 	"DrainNode", "FailNode", "ResumeNode", "DownNode", "SetDeviceHealth", "AddReservation", "RemoveReservation",
-	"Explain", "IdleCapacity", "RequeueRecord", "Hold", "Release", "UpdateJob", "SuspendJob", "ResumeJob", "RequeueJob"}
+	"Explain", "IdleCapacity", "RequeueRecord", "Hold", "Release", "UpdateJob", "SuspendJob", "ResumeJob", "RequeueJob",
+	"AddPartition", "UpdatePartition", "RemovePartition", "AddQOS", "UpdateQOS", "RemoveQOS", "PutAssoc", "RemoveAssoc"}
 
 func (k fzKind) String() string { return fzKindNames[k] }
 
@@ -139,6 +148,11 @@ type fzOp struct {
 	Flag   bool
 	Nodes  []string
 	Update JobUpdate
+	// Part, QOS and Assoc are the administration events' arguments
+	// (fzadmin_test.go); Resv.Name names what a removal removes.
+	Part  PartitionConfig
+	QOS   policy.QOS
+	Assoc policy.Assoc
 }
 
 // fzGen draws events against the state a run has seen: the IDs it was
@@ -479,6 +493,9 @@ func (g *fzGen) resv() fzResv {
 func (g *fzGen) next() fzOp {
 	s := g.src
 	op := fzOp{At: g.at()}
+	if s.chance(10) {
+		return g.admin(op)
+	}
 	switch k := s.intn(100); {
 	case k < 20:
 		op.Kind = fkSchedule
@@ -653,6 +670,8 @@ func fzCall(s *Scheduler, op fzOp) (out fzResult) {
 		if err == nil {
 			out.res = d.String()
 		}
+	default:
+		err = fzAdminCall(s, now, op)
 	}
 	out.err = err
 	return out
@@ -718,7 +737,7 @@ func (op fzOp) goCode() string {
 	case fkRequeueRecord:
 		return fmt.Sprintf("s.RequeueRecord(%s, %d)", at, op.ID)
 	}
-	return "?"
+	return op.adminGoCode(at)
 }
 
 // fzDur writes d as a Go expression.

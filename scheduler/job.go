@@ -286,6 +286,11 @@ type Job struct {
 	ExpectedStart time.Time
 	PlannedNodes  []string
 	EstimatedAt   time.Time
+
+	// tres names PerNode's TRES in MarshalJSON: the registry's names by
+	// ID (set by the scheduler's snapshot of the job; nil in a Job built
+	// by hand).
+	tres []string
 }
 
 // Allocation is the concrete resources a job holds: per node, which CPUs,
@@ -301,6 +306,10 @@ type Allocation struct {
 	// least spread possible for the node count (see topology.Quality); 1
 	// when the cluster has no topology or the job has one node.
 	Quality float64
+
+	// tres names the nodes' TRES in MarshalJSON (set where the scheduler
+	// hands an allocation out; nil in one built by hand).
+	tres []string
 }
 
 // NodeAlloc is a job's share of one node.

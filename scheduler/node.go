@@ -184,6 +184,10 @@ type NodeInfo struct {
 	// UnhealthyDevices lists the device indices reported unhealthy; they
 	// are never allocated.
 	UnhealthyDevices []int
+
+	// tres names Capacity's and Free's TRES in MarshalJSON (nil in a
+	// NodeInfo built by hand).
+	tres []string
 }
 
 // freeDevices returns the free, healthy device indices of every kind.

@@ -24,6 +24,11 @@ type polState struct {
 	// singletons counts running jobs per (user, name), for the singleton
 	// dependency.
 	singletons map[[2]string]int
+	// gen counts the policy changes (runtime administration); a job's
+	// subject of an older generation is rebased when read (subjectOf).
+	// compacted is the generation of the last pass that rebased every
+	// job's subject.
+	gen, compacted uint64
 }
 
 // resvIDBase numbers the profile blocks that stand for reservation windows
@@ -61,7 +66,7 @@ func (s *Scheduler) Policy() *policy.Policy {
 func (s *Scheduler) policyRequest(j *job) policy.Request {
 	total, _ := j.totalRequest() // bounded at submit
 	return policy.Request{
-		Subject: j.subject, TRES: total, PerNode: j.perNode, Nodes: j.nodes,
+		Subject: s.subjectOf(j), TRES: total, PerNode: j.perNode, Nodes: j.nodes,
 		TimeLimit: j.TimeLimit, Reservation: j.Spec.Reservation,
 	}
 }
@@ -93,7 +98,7 @@ func (s *Scheduler) admitPolicy(j *job, self JobID, tasks int) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
 	}
-	j.subject = subj
+	j.subject, j.subjGen = subj, s.pol.gen
 	j.Spec.QOS = subj.Ref().QOS
 	j.preemptRank = subj.PreemptRank()
 	req := s.policyRequest(j)
@@ -141,7 +146,7 @@ func (s *Scheduler) partitionLimits(j *job) (overTime, outNodes bool) {
 	if !overTime && !under && !over {
 		return false, false // within every limit: no flag to look up
 	}
-	ov := j.subject.PartitionOverrides() // zero without a policy
+	ov := s.subjectOf(j).PartitionOverrides() // zero without a policy
 	overTime = overTime && !ov.Has(policy.QOSPartitionTimeLimit)
 	outNodes = (under && !ov.Has(policy.QOSPartitionMinNodes)) || (over && !ov.Has(policy.QOSPartitionMaxNodes))
 	return overTime, outNodes
@@ -338,7 +343,7 @@ func (s *Scheduler) policyStop(j *job, wasRunning, ended bool) {
 	}
 	// Taking the stop back counts the job as it was counted: submitted,
 	// and running with what policyStart gave the usage.
-	id, sub, total, end, nodes := policy.JobID(j.ID), j.subject, j.usageTotal, j.usageEnd, len(j.Alloc.Nodes)
+	id, sub, total, end, nodes := policy.JobID(j.ID), s.subjectOf(j), j.usageTotal, j.usageEnd, len(j.Alloc.Nodes)
 	s.onUndo(func() {
 		if ended {
 			_ = s.pol.usage.AddJob(id, sub) // removed a moment ago

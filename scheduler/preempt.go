@@ -48,12 +48,12 @@ func (s *Scheduler) checkpointJob(now time.Time, id JobID) error {
 // immediately); otherwise j waits for them.
 func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 	allowed := s.allowedNodes(j.shape)
-	pre := policy.Preemptor{Subject: j.subject, Priority: j.Priority, Nodes: allowed}
+	pre := policy.Preemptor{Subject: s.subjectOf(j), Priority: j.Priority, Nodes: allowed}
 	gpuID, hasGPU := s.reg.Lookup("gres/gpu")
 	var cands []policy.Candidate
 	var cjobs []*job
 	s.running.Ascend(func(r *job) bool {
-		if !r.subject.Valid() || r.preempting {
+		if !s.subjectOf(r).Valid() || r.preempting {
 			return true
 		}
 		on := false
@@ -69,7 +69,7 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 		s.sum = r.Alloc.sumInto(s.sum)
 		tot := s.sum
 		c := policy.Candidate{
-			Job: policy.JobID(r.ID), Subject: r.subject, Priority: r.Priority, Start: r.StartTime,
+			Job: policy.JobID(r.ID), Subject: s.subjectOf(r), Priority: r.Priority, Start: r.StartTime,
 			LastCheckpoint: r.LastCheckpoint, CheckpointInterval: r.Spec.CheckpointInterval,
 			Requeue: s.requeueable(r), CPUs: tot[gres.CPU],
 		}

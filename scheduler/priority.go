@@ -271,7 +271,7 @@ func (s *Scheduler) qosPriority(j *job) uint32 {
 	if s.prio.cfg.QOSPriority != nil || s.pol == nil {
 		return s.prio.cfg.QOSPriority[j.Spec.QOS]
 	}
-	return j.subject.QOSPriority()
+	return s.subjectOf(j).QOSPriority()
 }
 
 // priorityInput is the priority engine's input for j (as computePriority

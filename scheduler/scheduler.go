@@ -23,7 +23,10 @@ import (
 // A Scheduler is not safe for concurrent use; serialise calls (one control
 // loop), as with etcd's raft.Node.
 type Scheduler struct {
-	reg        *gres.Registry
+	reg *gres.Registry
+	// tresByID is reg's names by ID, shared by the output values that
+	// carry them for MarshalJSON (see tresNames).
+	tresByID   []string
 	nodes      []node
 	nodeByName map[string]int
 	parts      []partition
@@ -125,8 +128,11 @@ type job struct {
 	// assoc is "account/user", the backfill planner's association key.
 	assoc    string
 	reserved bool
-	// subject is the job's resolved policy identity; dep its dependency.
+	// subject is the job's resolved policy identity, as of policy
+	// generation subjGen (read it with Scheduler.subjectOf, which rebases
+	// it after a policy change); dep its dependency.
 	subject policy.Subject
+	subjGen uint64
 	dep     policy.Dependency
 	// bfPer is the per-node request as the backfill profile counts it
 	// (ceil(total/nodes) for a --gpus total); bfUse caches the per-node use as the profile counts
@@ -300,6 +306,7 @@ func New(cfg Config) (*Scheduler, error) {
 			return nil, err
 		}
 	}
+	s.tresByID = reg.Names()
 	return s, nil
 }
 
@@ -911,6 +918,8 @@ func (s *Scheduler) snapshot(j *job) Job {
 	}
 	out.PerNode = j.perNode.Clone()
 	out.Alloc = copyAlloc(j.Alloc)
+	out.tres = s.tresNames()
+	out.Alloc.tres = out.tres
 	return out
 }
 
@@ -993,7 +1002,7 @@ func (s *Scheduler) nodeInfo(i int) NodeInfo {
 	n := &s.nodes[i]
 	ni := NodeInfo{
 		Index: i, Name: n.cfg.Name, State: n.state(), Reason: n.reason, Since: n.since,
-		Capacity: n.capacity.Clone(), Free: n.free.Clone(), Jobs: slices.Clone(n.jobs),
+		Capacity: n.capacity.Clone(), Free: n.free.Clone(), Jobs: slices.Clone(n.jobs), tres: s.tresNames(),
 	}
 	ni.FreeDevices = n.freeDevices()
 	ni.UnhealthyDevices = n.allUnhealthy()

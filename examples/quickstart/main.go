@@ -95,11 +95,13 @@ func config(l accounting.Ledger, firstID scheduler.JobID) (scheduler.Config, err
 		return cfg, err
 	}
 	cfg.Registry = reg
-	pc := &policy.Config{QOS: []policy.QOS{{Name: "normal", Limits: policy.QOSLimits{MaxTRESPerUser: perUser}}}}
-	for _, k := range assocKeys() {
-		pc.Assocs = append(pc.Assocs, policy.Assoc{Account: k.Account, User: k.User})
+	// The association tree is declared once, in the ledger (the fair-share
+	// shares and the limits): the policy's associations are read from it.
+	assocs, err := ledger.PolicyAssocs(l, cluster, reg)
+	if err != nil {
+		return cfg, err
 	}
-	cfg.Policy = pc
+	cfg.Policy = &policy.Config{QOS: []policy.QOS{{Name: "normal", Limits: policy.QOSLimits{MaxTRESPerUser: perUser}}}, Assocs: assocs}
 	return cfg, nil
 }
 
@@ -256,8 +258,8 @@ func resume(l accounting.Ledger) (day0 time.Time, firstID scheduler.JobID, runs 
 	return day0, scheduler.JobID(maxID) + 1, runs, nil
 }
 
-// assocKeys lists the associations of users, in the order the ledger and
-// the policy create them: each account just before its first user.
+// assocKeys lists the associations of users, in the order the ledger
+// creates them: each account just before its first user.
 func assocKeys() []accounting.AssocKey {
 	var keys []accounting.AssocKey
 	seen := map[string]bool{}

@@ -4,10 +4,17 @@
 // their associations while they run, and feeds the decayed usage back to
 // the scheduler as its fair-share tree.
 //
+// The ledger is also the one source of the association tree: PolicyAssocs
+// converts its associations (limits, QOS lists, default QOS) for the
+// scheduler's policy, FairShare feeds their shares and usage to the
+// priority engine, and SyncAssocs applies later ledger changes to a
+// running scheduler as PutAssoc and RemoveAssoc events.
+//
 // It is glue, not policy: the scheduler decides, the ledger stores, and
 // this package only moves data between them at the times the caller gives.
 //
 //	l, _ := accounting.OpenBunt(path, accounting.Config{}, accounting.BuntOptions{})
+//	cfg.Policy.Assocs, _ = ledger.PolicyAssocs(l, "cluster", cfg.Registry)
 //	cfg.Priority = &scheduler.PriorityConfig{FairShare: ledger.FairShare(l, "cluster"), …}
 //	s, _ := scheduler.New(cfg)
 //	rec, _ := ledger.NewRecorder(now, l, "cluster", s, ledger.Options{})
