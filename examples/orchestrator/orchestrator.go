@@ -89,7 +89,7 @@ type Orchestrator struct {
 // Open recovers the orchestrator from its state directory: the scheduler
 // from the journal, the ledger's recorder from the ledger and the
 // scheduler, the runs from the agent.
-func Open(opt Options) (o *Orchestrator, err error) {
+func Open(opt Options) (_ *Orchestrator, err error) {
 	if opt.Period <= 0 {
 		return nil, fmt.Errorf("orchestrator: period %v: want > 0", opt.Period)
 	}
@@ -101,7 +101,7 @@ func Open(opt Options) (o *Orchestrator, err error) {
 		return nil, fmt.Errorf("orchestrator: state directory: %w", err)
 	}
 	opt.StateDir = dir
-	o = &Orchestrator{opt: opt, log: opt.Log, records: records{opt.StateDir},
+	o := &Orchestrator{opt: opt, log: opt.Log, records: records{opt.StateDir},
 		notes:   requeueNotes{filepath.Join(opt.StateDir, "requeued")},
 		running: map[scheduler.JobID]RunKey{}, launched: map[RunKey]bool{}, names: map[string]scheduler.JobID{}}
 	defer func() {
@@ -196,18 +196,22 @@ func loadCluster(opt Options) (clusterConfig, error) {
 	return c, nil
 }
 
-// Close releases what Open acquired. Running jobs keep running.
+// Close releases what Open acquired (a second call does nothing).
+// Running jobs keep running.
 func (o *Orchestrator) Close() {
 	if o.ledger != nil {
 		if err := o.ledger.Close(); err != nil {
 			o.log.Printf("closing the ledger: %v", err)
 		}
+		o.ledger = nil
 	}
 	if o.journal != nil {
 		_ = o.journal.Close()
+		o.journal = nil
 	}
 	if o.lock != nil {
 		_ = o.lock.Close()
+		o.lock = nil
 	}
 }
 

@@ -420,3 +420,17 @@ func TestOrchestratorCancelKillsRun(t *testing.T) {
 	assert.Empty(t, reqs)
 	checkKilled(t, o, pidFile, j.ID, accounting.StateCancelled)
 }
+
+// TestOpenFailureReleasesState: an Open that fails (here: the state
+// directory is in use) returns an error, not a panic, and leaves the
+// directory usable once the other orchestrator is gone.
+func TestOpenFailureReleasesState(t *testing.T) {
+	o := openQuiet(t, 1)
+	opt := o.opt
+	_, err := Open(opt)
+	require.ErrorContains(t, err, "in use")
+	o.Close()
+	o2, err := Open(opt)
+	require.NoError(t, err)
+	o2.Close()
+}
