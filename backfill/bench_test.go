@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/internal/cputime"
 	"github.com/sluicehq/sluice/topology"
 )
 
@@ -247,7 +248,7 @@ func benchPlan(b *testing.B, w *workload, cfg Config, pending int) {
 	b.ReportAllocs()
 	var plan *Plan
 	var prof *Profile
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	iters := 0
 	for b.Loop() {
 		iters++
@@ -260,7 +261,7 @@ func benchPlan(b *testing.B, w *workload, cfg Config, pending int) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(iters)/1e6, "cpu-ms/op")
+	b.ReportMetric(float64(cputime.Process()-cpu0)/float64(iters)/1e6, "cpu-ms/op")
 	st, cps := plan.Stats, prof.NumChangePoints()
 	b.ReportMetric(float64(st.Started), "started")
 	b.ReportMetric(float64(st.Reserved), "reserved")

@@ -323,11 +323,7 @@ func NewProfile(now time.Time, nodes []NodeState, running []Running, opts Profil
 		return cmp.Compare(x.t, y.t)
 	})
 	p.tls = make([]*timeline, p.n)
-	type bp struct {
-		t    int64
-		node int32
-	}
-	var bps []bp
+	var bps []breakpoint
 	ri := 0
 	for i := range p.n {
 		tl := &timeline{owner: p.cow, times: []int64{p.origin}, free: slices.Clone(free0[i*a : (i+1)*a])}
@@ -339,7 +335,7 @@ func NewProfile(now time.Time, nodes []NodeState, running []Running, opts Profil
 				tl.times = append(tl.times, r.t)
 				tl.free = append(tl.free, tl.free[last*a:(last+1)*a]...)
 				last++
-				bps = append(bps, bp{r.t, int32(i)})
+				bps = append(bps, breakpoint{r.t, int32(i)})
 			}
 			seg := tl.free[last*a : (last+1)*a]
 			e := ents[r.ent]
@@ -355,21 +351,32 @@ func NewProfile(now time.Time, nodes []NodeState, running []Running, opts Profil
 		p.tls[i] = tl
 	}
 
-	// Global change points, then their summaries in one sweep over time.
-	slices.SortFunc(bps, func(x, y bp) int {
+	p.initChangePoints(bps)
+
+	p.ents = btree.NewG(btreeDeg, entLess)
+	for _, e := range ents {
+		p.ents.ReplaceOrInsert(e)
+	}
+	return p, nil
+}
+
+// breakpoint is a time at which one node's free resources change.
+type breakpoint struct {
+	t    int64
+	node int32
+}
+
+// initChangePoints indexes the timelines' breakpoints bps as the global
+// change points (with the origin's) and builds their summaries in one
+// sweep over time.
+func (p *Profile) initChangePoints(bps []breakpoint) {
+	slices.SortFunc(bps, func(x, y breakpoint) int {
 		if c := cmp.Compare(x.t, y.t); c != 0 {
 			return c
 		}
 		return cmp.Compare(x.node, y.node)
 	})
-	ncp := 1
-	for k := range bps {
-		if k == 0 || bps[k].t != bps[k-1].t {
-			ncp++
-		}
-	}
-	cps := make([]*changePoint, 1, ncp)
-	cps[0] = &changePoint{t: p.origin, owner: p.cow}
+	cps := []*changePoint{{t: p.origin, owner: p.cow}}
 	for k := 0; k < len(bps); {
 		cp := &changePoint{t: bps[k].t, owner: p.cow}
 		for ; k < len(bps) && bps[k].t == cp.t; k++ {
@@ -382,12 +389,6 @@ func NewProfile(now time.Time, nodes []NodeState, running []Running, opts Profil
 		p.cps.ReplaceOrInsert(cp)
 	}
 	p.buildSummaries(cps)
-
-	p.ents = btree.NewG(btreeDeg, entLess)
-	for _, e := range ents {
-		p.ents.ReplaceOrInsert(e)
-	}
-	return p, nil
 }
 
 // initDims sets the active dimensions (TRES with capacity on some node)

@@ -979,6 +979,10 @@ func (s *Scheduler) policyHash() string {
 	num(int64(len(s.nodes)))
 	for i := range s.nodes {
 		n := &s.nodes[i]
+		if n.removed {
+			str("(removed)")
+			continue
+		}
 		str(n.cfg.Name)
 		num(int64(n.cfg.CPUs))
 		num(n.cfg.MemoryMiB)
@@ -1066,6 +1070,25 @@ func (s *Scheduler) policyHash() string {
 func hashValue(buf []byte, v reflect.Value, depth int) []byte {
 	if depth > 16 {
 		return append(buf, '~')
+	}
+	if v.Type() == typeTRESLimits && v.CanInterface() {
+		// The limits, not how they were built (with or without names).
+		l := v.Interface().(policy.TRESLimits)
+		buf = binary.AppendUvarint(buf, uint64(l.Len()))
+		for id, x := range l.All() {
+			buf = binary.AppendVarint(binary.AppendVarint(buf, int64(id)), x)
+		}
+		return buf
+	}
+	if v.Type() == typeNodeSet && v.CanInterface() {
+		// The members, not the set's capacity (which grows with the
+		// cluster).
+		ns := v.Interface().(topology.NodeSet)
+		buf = binary.AppendUvarint(buf, uint64(ns.Count()))
+		for i := ns.Next(0); i >= 0; i = ns.Next(i + 1) {
+			buf = binary.AppendUvarint(buf, uint64(i))
+		}
+		return buf
 	}
 	switch v.Kind() {
 	case reflect.Invalid:

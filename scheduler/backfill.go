@@ -19,6 +19,9 @@ type bfState struct {
 	planner *backfill.Planner
 	// estimateEvery is Config.EstimateInterval.
 	estimateEvery time.Duration
+	// customChooser says that Config.Backfill.Chooser was the caller's
+	// (not the topology chooser New supplies): Restore must be given it.
+	customChooser bool
 	// last is the profile kept from cycle to cycle: running jobs, the
 	// reservation windows and the last plan's bookings. Explanations
 	// re-plan on clones of it.
@@ -48,6 +51,7 @@ type bfState struct {
 }
 
 func (s *Scheduler) initBackfill(cfg backfill.Config, estimateEvery time.Duration) error {
+	custom := cfg.Chooser != nil
 	if s.graph != nil && cfg.Chooser == nil {
 		cfg.Chooser = graphChooser(s.graph)
 	}
@@ -55,7 +59,7 @@ func (s *Scheduler) initBackfill(cfg backfill.Config, estimateEvery time.Duratio
 	if err != nil {
 		return fmt.Errorf("%w: backfill: %w", ErrInvalidConfig, err)
 	}
-	s.bf = &bfState{planner: pl, estimateEvery: estimateEvery}
+	s.bf = &bfState{planner: pl, estimateEvery: estimateEvery, customChooser: custom}
 	return nil
 }
 
@@ -84,13 +88,12 @@ func (s *Scheduler) profileNodes() []backfill.NodeState {
 	if b == nil {
 		b = &bfState{} // no backfill configured: nothing to reuse
 	}
-	if len(b.nodes) != len(s.nodes) {
-		b.nodes = make([]backfill.NodeState, len(s.nodes))
-		for i := range s.nodes {
-			c := s.nodes[i].capacity.Clone()
-			c[gres.Node] = 0
-			b.nodes[i] = backfill.NodeState{Capacity: c, Free: make(gres.Vector, len(c))}
-		}
+	// Nodes added since the last call (all of them the first time) get
+	// their entry; UpdateNode and RemoveNode rewrite a node's capacity.
+	for i := len(b.nodes); i < len(s.nodes); i++ {
+		c := s.nodes[i].capacity.Clone()
+		c[gres.Node] = 0
+		b.nodes = append(b.nodes, backfill.NodeState{Capacity: c, Free: make(gres.Vector, len(c))})
 	}
 	for i := range s.nodes {
 		n := &s.nodes[i]
@@ -171,6 +174,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	}); err != nil {
 		return fmt.Errorf("scheduler: backfill: reservations: %w", err)
 	}
+	windows = s.powerWindows(now, windows)
 	jobs, pjobs := b.jobs[:0], b.pjobs[:0]
 	s.pending.Ascend(func(j *job) bool {
 		// Jobs in reservations start in the main pass, inside their
@@ -240,6 +244,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		b.prevUsable = topology.NewNodeSet(s.usable.Len())
 	}
 	b.prevUsable.CopyFrom(s.usable)
+	s.wakeForPlan(now, plan, cyc)
 	cyc.Starts = slices.Grow(cyc.Starts, len(plan.Starts))
 	for _, k := range plan.Starts {
 		e := &plan.Entries[k]
@@ -285,10 +290,22 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		}
 		s.notePending(j)
 		switch e.Status {
-		case backfill.StatusReserved, backfill.StatusEstimated:
+		case backfill.StatusEstimated:
+			if jobs[k].NoEstimate {
+				// An extended plan carries the estimate the last plan
+				// computed; the job's estimate stands (EstimateInterval)
+				// as it was computed then, as a full plan, which only
+				// tests such a job for a start now, leaves it.
+				j.reserved = false
+				break
+			}
 			j.ExpectedStart, j.EstimatedAt = e.Start, now
 			j.planned = append(j.planned[:0], e.Nodes...)
-			j.reserved = e.Status == backfill.StatusReserved
+			j.reserved = false
+		case backfill.StatusReserved:
+			j.ExpectedStart, j.EstimatedAt = e.Start, now
+			j.planned = append(j.planned[:0], e.Nodes...)
+			j.reserved = true
 		case backfill.StatusWaiting:
 			j.reserved = false // its estimate (NoEstimate) stands
 		default:

@@ -143,6 +143,10 @@ type Config struct {
 	// Slurm's placements. With EnforceBinding both orders take only close
 	// devices.
 	GPUOrder gres.DeviceOrder
+	// Power turns on power saving (Slurm's SuspendTime, ResumeTimeout …):
+	// idle nodes are powered down and resumed on demand (see PowerConfig
+	// and power.go). Nil keeps every node on.
+	Power *PowerConfig
 }
 
 // billingMode is the mode Alloc.Billing uses: BillingMode, or the one
@@ -346,24 +350,8 @@ func (c *Config) validate() (*topology.Graph, error) {
 			return nil, fmt.Errorf("%w: node %q: duplicate name (nodes %d and %d)", ErrInvalidConfig, n.Name, j, i)
 		}
 		names[n.Name] = i
-		if n.CPUs < 1 || n.CPUs > gres.MaxCoreID+1 {
-			return nil, fmt.Errorf("%w: node %q: CPUs %d out of range [1, %d]", ErrInvalidConfig, n.Name, n.CPUs, gres.MaxCoreID+1)
-		}
-		if n.MemoryMiB < 0 || n.MemoryMiB > gres.MaxCount {
-			return nil, fmt.Errorf("%w: node %q: MemoryMiB %d out of range", ErrInvalidConfig, n.Name, n.MemoryMiB)
-		}
-		if err := n.Devices.Validate(); err != nil {
-			return nil, fmt.Errorf("%w: node %q: devices: %w", ErrInvalidConfig, n.Name, err)
-		}
-		for _, g := range n.GRES {
-			if err := g.Validate(); err != nil {
-				return nil, fmt.Errorf("%w: node %q: GRES %s: %w", ErrInvalidConfig, n.Name, g, err)
-			}
-			for _, d := range n.Devices.Devices {
-				if strings.EqualFold(d.Name, g.Name) {
-					return nil, fmt.Errorf("%w: node %q: GRES %q is both counted and a device", ErrInvalidConfig, n.Name, g.Name)
-				}
-			}
+		if err := n.validate(); err != nil {
+			return nil, err
 		}
 	}
 	if c.EstimateInterval < 0 {
@@ -409,10 +397,44 @@ func (c *Config) validate() (*topology.Graph, error) {
 	if _, err := c.billingMode(); err != nil {
 		return nil, err
 	}
+	if c.Power != nil {
+		if err := c.Power.validate(names, pnames); err != nil {
+			return nil, err
+		}
+	}
 	if c.GPUOrder > gres.AffinityFirst {
 		return nil, fmt.Errorf("%w: unknown GPUOrder %v", ErrInvalidConfig, c.GPUOrder)
 	}
 	return g, nil
+}
+
+// validate checks one node's own fields (not its name's uniqueness), as
+// New and the node administration events do; errors wrap
+// ErrInvalidConfig and name the node.
+func (n *NodeConfig) validate() error {
+	if n.Name == "" {
+		return fmt.Errorf("%w: node: empty name", ErrInvalidConfig)
+	}
+	if n.CPUs < 1 || n.CPUs > gres.MaxCoreID+1 {
+		return fmt.Errorf("%w: node %q: CPUs %d out of range [1, %d]", ErrInvalidConfig, n.Name, n.CPUs, gres.MaxCoreID+1)
+	}
+	if n.MemoryMiB < 0 || n.MemoryMiB > gres.MaxCount {
+		return fmt.Errorf("%w: node %q: MemoryMiB %d out of range", ErrInvalidConfig, n.Name, n.MemoryMiB)
+	}
+	if err := n.Devices.Validate(); err != nil {
+		return fmt.Errorf("%w: node %q: devices: %w", ErrInvalidConfig, n.Name, err)
+	}
+	for _, g := range n.GRES {
+		if err := g.Validate(); err != nil {
+			return fmt.Errorf("%w: node %q: GRES %s: %w", ErrInvalidConfig, n.Name, g, err)
+		}
+		for _, d := range n.Devices.Devices {
+			if strings.EqualFold(d.Name, g.Name) {
+				return fmt.Errorf("%w: node %q: GRES %q is both counted and a device", ErrInvalidConfig, n.Name, g.Name)
+			}
+		}
+	}
+	return nil
 }
 
 // graph builds the topology graph over the configured nodes.

@@ -41,6 +41,15 @@ type Cycle struct {
 	// victim with a KillAt after Now is to be signalled now and is ended
 	// by the first cycle at or after KillAt (it then appears in Ended).
 	Preemptions []Preemption
+	// With power saving (Config.Power): PowerUp lists the nodes the
+	// cycle powers up for pending jobs (the caller runs its resume
+	// program and reports each with NodePoweredUp), PowerDown the idle
+	// nodes it powers down (the caller runs its suspend program), and
+	// ResumeTimedOut the booting nodes whose ResumeTimeout passed, now
+	// DOWN. See power.go.
+	PowerUp        []PowerUp `json:",omitempty"`
+	PowerDown      []string  `json:",omitempty"`
+	ResumeTimedOut []string  `json:",omitempty"`
 }
 
 // Start is the decision to run a job on concrete resources.
@@ -82,10 +91,16 @@ type Pending struct {
 type shape struct {
 	capable topology.NodeSet
 	// allowed caches capable ∩ usable nodes, and usable its size, for the
-	// cycle numbered stamp (see allowedNodes).
+	// cycle numbered stamp-1 (see allowedNodes; zero: not computed).
 	allowed topology.NodeSet
 	usable  int
 	stamp   uint64
+	// part, perNode and exclusive are what the shape was made for, so
+	// that a node added or changed at run time can be judged (see
+	// nodeadmin.go).
+	part      int
+	perNode   gres.Vector
+	exclusive bool
 }
 
 func shapeKey(part int, v gres.Vector, exclusive bool, excluded []int) string {
@@ -124,9 +139,9 @@ func (s *Scheduler) shapeOf(part int, perNode gres.Vector, exclusive bool, exclu
 	}
 	key := string(s.keyBuf)
 	p := &s.parts[part]
-	sh := &shape{capable: topology.NewNodeSet(len(s.nodes))}
+	sh := &shape{capable: topology.NewNodeSet(len(s.nodes)), part: part, perNode: perNode.Clone(), exclusive: exclusive}
 	for i := p.nodes.Next(0); i >= 0; i = p.nodes.Next(i + 1) {
-		if perNode.Fits(s.nodes[i].capacity) {
+		if sh.holds(s.nodes[i].capacity) {
 			sh.capable.Add(i)
 		}
 	}
@@ -137,18 +152,22 @@ func (s *Scheduler) shapeOf(part int, perNode gres.Vector, exclusive bool, exclu
 	return sh
 }
 
+// holds reports whether a node of this capacity (in the shape's
+// partition) could ever hold a job of the shape.
+func (sh *shape) holds(capacity gres.Vector) bool { return sh.perNode.Fits(capacity) }
+
 // allowedNodes returns the nodes a job of this shape may use this cycle:
 // capable and up, computed once per cycle. The set is shared by all jobs
 // of the shape and must not be modified.
 func (s *Scheduler) allowedNodes(sh *shape) topology.NodeSet {
-	if sh.stamp != s.cycleNo {
-		if sh.allowed.Len() == 0 {
+	if sh.stamp != s.cycleNo+1 {
+		if sh.allowed.Len() != len(s.nodes) {
 			sh.allowed = topology.NewNodeSet(len(s.nodes))
 		}
 		sh.allowed.CopyFrom(sh.capable)
-		sh.allowed.IntersectWith(s.usable)
+		sh.allowed.IntersectWith(s.ableNodes())
 		sh.usable = sh.allowed.Count()
-		sh.stamp = s.cycleNo
+		sh.stamp = s.cycleNo + 1
 	}
 	return sh.allowed
 }
@@ -213,6 +232,7 @@ func (s *Scheduler) schedule(now time.Time) (Cycle, error) {
 	cyc := Cycle{Now: now}
 	s.endExpired(now, &cyc)
 	s.resumeSuspended(now, &cyc)
+	s.powerBegin(now, &cyc)
 
 	s.avail.CopyFrom(s.usable)
 	blocked := &passBlocks{parts: make([]bool, len(s.parts))}
@@ -280,6 +300,7 @@ func (s *Scheduler) schedule(now time.Time) (Cycle, error) {
 			return cyc, err
 		}
 	}
+	s.powerEnd(now, &cyc)
 	recs := s.auditRecords(cyc, s.pendJobs)
 	if len(s.eventDecisions) > 0 {
 		recs = append(s.eventDecisions, recs...)
@@ -468,6 +489,9 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 	if magnetic {
 		return reason
 	}
+	if reason == policy.ReasonResources {
+		s.wakeForMainPass(now, j, cyc) // power saving: its nodes may be resumable
+	}
 	if j.Spec.Reservation != "" {
 		// A job in a reservation holds back the reservation's nodes (the
 		// later jobs in it wait on Priority) and, in a FLEX reservation,
@@ -494,6 +518,7 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 	}
 	blocked.parts[j.part] = true
 	s.avail.Subtract(p.nodes)
+	s.holdWake(p.nodes)
 	return reason
 }
 
@@ -779,6 +804,15 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 			Devices: p.devices, DeviceQuality: p.quality, TRES: p.tres,
 		})
 	}
+	s.commitAllocation(now, j, allocs, quality, killBy)
+	return nil
+}
+
+// commitAllocation gives job j the allocations (checked by the caller:
+// CPUs and devices free and healthy, TRES within the nodes' free TRES)
+// and marks it running from start, until its time limit or killBy when
+// that is earlier (zero for none), counted in the policy usage.
+func (s *Scheduler) commitAllocation(start time.Time, j *job, allocs []NodeAlloc, quality float64, killBy time.Time) {
 	s.touch(j)
 	for _, na := range allocs {
 		s.saveNode(na.Node)
@@ -801,19 +835,18 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 	j.clearEstimate()
 	j.State = JobRunning
 	j.Reason = policy.ReasonNone
-	j.StartTime = now
+	j.StartTime = start
 	if a := s.arrays[j.ArrayJobID]; a != nil {
 		a.running++
 		s.onUndo(func() { a.running-- })
 	}
-	j.deadline = now.Add(j.TimeLimit)
+	j.deadline = start.Add(j.TimeLimit)
 	j.killBy = killBy
 	if !killBy.IsZero() && killBy.Before(j.deadline) {
 		j.deadline = killBy
 	}
 	s.noteStarted(j)
 	s.policyStart(j, s.sum)
-	return nil
 }
 
 // errCannotHost is allocate's error for a node that cannot host the job

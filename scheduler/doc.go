@@ -47,6 +47,19 @@
 // for a start now, which decides the same, and Job.EstimatedAt says how
 // old its estimate is.
 //
+// Nodes change at run time, each change an event validated as New
+// validates a node: AddNode, RemoveNode (refused while jobs run or a
+// reservation holds the node; the slot stays as a tombstone, so indices
+// never move) and UpdateNode (CPUs, memory, devices, GRES, features,
+// partitions; never below what running jobs hold). Running jobs are never
+// judged again: a change holds new starts only. With Config.Power, idle
+// nodes are powered down after SuspendTime and resumed on demand, Slurm's
+// power saving: Cycle.PowerDown and Cycle.PowerUp say which nodes to
+// suspend and to boot, NodePoweredUp reports a node up, and the backfill
+// plan counts a powered-down node free from the time it could have booted
+// (see power.go for how Sluice's pending-while-booting differs from
+// Slurm's CONFIGURING).
+//
 // Explain answers why a job waits (every blocker, with evidence), when it
 // will start, and what would let it start sooner, each answer verified by
 // re-planning; IdleCapacity says why idle GPUs are idle. Everything the
@@ -65,6 +78,28 @@
 // entries can be stored, shipped to a replica, audited, and applied again
 // to a scheduler built from the same configuration, which then holds the
 // same state and makes the same decisions, bit for bit.
+//
+// # Snapshots
+//
+// Snapshot writes the scheduler's whole authoritative state — the
+// configuration as it stands, every node's administrative state and
+// device health, every job with its allocation (CPU ids, GPU indices) and
+// its queue bookkeeping, the reservations, the fair-share inputs, the ID
+// counters, the time of the last event, and the backfill profile the last
+// cycle kept (what Explain and IdleCapacity read between cycles) — and
+// Restore rebuilds a scheduler that decides exactly as the original would
+// have: the same cycles, explanations and job records for the same events
+// from there on. Derived state (plans, caches) is rebuilt, not stored.
+// Functions and interfaces of the configuration (the fair-share source,
+// the site-factor hook, a backfill chooser) are not data: RestoreOptions
+// supplies them again. The format is versioned (a newer major version is
+// refused with ErrSnapshotVersion), sectioned and checksummed per section;
+// registry-bound values are written by TRES name. A truncated or corrupt
+// snapshot is an error wrapping ErrCorruptSnapshot that names the section
+// and the byte offset, never a partial state. A journal (package
+// scheduler/journal) is a snapshot plus the events after it. A caller that
+// keeps its own records instead re-admits each running job with its
+// allocation with Admit (an AdmitEvent).
 //
 // A Scheduler is not safe for concurrent use.
 package scheduler

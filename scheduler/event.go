@@ -470,6 +470,20 @@ func decodeEvent(k EventKind, raw json.RawMessage) (Event, error) {
 		return decodeAs[PutAssocEvent](k, raw)
 	case KindRemoveAssoc:
 		return decodeAs[RemoveAssocEvent](k, raw)
+	case KindAddNode:
+		return decodeAs[AddNodeEvent](k, raw)
+	case KindRemoveNode:
+		return decodeAs[RemoveNodeEvent](k, raw)
+	case KindUpdateNode:
+		return decodeAs[UpdateNodeEvent](k, raw)
+	case KindPowerDownNode:
+		return decodeAs[PowerDownNodeEvent](k, raw)
+	case KindPowerUpNode:
+		return decodeAs[PowerUpNodeEvent](k, raw)
+	case KindNodePoweredUp:
+		return decodeAs[NodePoweredUpEvent](k, raw)
+	case KindAdmit:
+		return decodeAs[AdmitEvent](k, raw)
 	}
 	return nil, fmt.Errorf("%w: unknown event kind %q", ErrInvalidEvent, k)
 }

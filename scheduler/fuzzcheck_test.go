@@ -55,8 +55,8 @@ func fzDigest(s *Scheduler, now time.Time) string {
 // String form: they hold pointers).
 func fzCycleDigest(c Cycle) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "now %s\nended %+v\nstarts %+v\npending %+v\nresumed %v\npreempt %+v\n",
-		c.Now.Format(time.RFC3339Nano), c.Ended, c.Starts, c.Pending, c.Resumed, c.Preemptions)
+	fmt.Fprintf(&b, "now %s\nended %+v\nstarts %+v\npending %+v\nresumed %v\npreempt %+v\npower up %v down %v timedout %v\n",
+		c.Now.Format(time.RFC3339Nano), c.Ended, c.Starts, c.Pending, c.Resumed, c.Preemptions, c.PowerUp, c.PowerDown, c.ResumeTimedOut)
 	for _, d := range c.Decisions {
 		fmt.Fprintf(&b, "decision %s\n", d)
 	}
@@ -87,7 +87,11 @@ func fzDiff(a, b string) string {
 // the device indices; the queue counts match the job states; and, after
 // a cycle, every start on an up node with healthy devices.
 func fzInvariants(s *Scheduler, cyc *Cycle) error {
-	nodes := s.Nodes()
+	// nodes by index: a removed node's slot is the zero NodeInfo.
+	nodes := make([]NodeInfo, len(s.nodes))
+	for _, n := range s.Nodes() {
+		nodes[n.Index] = n
+	}
 	jobs := s.Jobs()
 	gpu, hasGPU := s.reg.Lookup("gres/gpu")
 	type held struct{ cpu, dev map[int]JobID }
@@ -166,6 +170,9 @@ func fzInvariants(s *Scheduler, cyc *Cycle) error {
 		}
 	}
 	for i, n := range nodes {
+		if n.Name == "" {
+			continue // removed
+		}
 		// Unhealthy devices that no job holds are neither held nor free.
 		var sick int64
 		for _, d := range n.UnhealthyDevices {
@@ -190,6 +197,9 @@ func fzInvariants(s *Scheduler, cyc *Cycle) error {
 		}
 		if hasGPU && n.Capacity[gpu] > 0 && int64(len(n.FreeDevices)) != n.Free[gpu] {
 			return fmt.Errorf("node %s: free devices %v but %d gres/gpu free", n.Name, n.FreeDevices, n.Free[gpu])
+		}
+		if n.Power != PowerOn && len(n.Jobs) > 0 {
+			return fmt.Errorf("node %s is %s but runs jobs %v", n.Name, n.Power, n.Jobs)
 		}
 		for _, id := range n.Jobs {
 			if j := byID[id]; j == nil || (j.State != JobRunning && j.State != JobSuspended) {
@@ -232,6 +242,12 @@ func fzInvariants(s *Scheduler, cyc *Cycle) error {
 			}
 			for _, na := range st.Alloc.Nodes {
 				n := &nodes[na.Node]
+				if n.Name != na.Name {
+					return fmt.Errorf("job %d started on node %d %q, which is %q", st.Job, na.Node, na.Name, n.Name)
+				}
+				if n.Power != PowerOn {
+					return fmt.Errorf("job %d started on node %s, which is %s", st.Job, n.Name, n.Power)
+				}
 				if !n.State.Usable() && n.State != NodeDraining && n.State != NodeFailing {
 					return fmt.Errorf("job %d started on node %s in state %s", st.Job, n.Name, n.State)
 				}

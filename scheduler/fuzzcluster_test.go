@@ -71,6 +71,11 @@ type fzCluster struct {
 	GraceSeconds int
 	// MinJobAge, EstimateInterval and RequeueDelay in seconds.
 	MinJobAge, EstimateInterval, RequeueDelay int
+	// SuspendTime, in seconds, turns on power saving (0: off), with
+	// ResumeTimeout in seconds (0: the default) and no rate limit when
+	// NoRate is set.
+	SuspendTime, ResumeTimeout int
+	NoRate                     bool
 }
 
 // fzNodeName is the name of node i.
@@ -109,13 +114,9 @@ func fzInventory(n fzNode) (gres.Inventory, error) {
 func fzConfig(c fzCluster) (Config, error) {
 	var cfg Config
 	for i, n := range c.Nodes {
-		inv, err := fzInventory(n)
+		nc, err := fzNodeConfig(fzNodeName(i), n)
 		if err != nil {
 			return cfg, err
-		}
-		nc := NodeConfig{Name: fzNodeName(i), CPUs: n.Sockets * n.CoresPerSocket, MemoryMiB: n.MemGiB * 1024, Devices: inv}
-		if n.Shards > 0 {
-			nc.GRES = []gres.Request{{Name: "shard", Count: n.Shards}}
 		}
 		cfg.Nodes = append(cfg.Nodes, nc)
 	}
@@ -166,7 +167,39 @@ func fzConfig(c fzCluster) (Config, error) {
 	cfg.MinJobAge = time.Duration(c.MinJobAge) * time.Second
 	cfg.EstimateInterval = time.Duration(c.EstimateInterval) * time.Second
 	cfg.RequeueDelay = time.Duration(c.RequeueDelay) * time.Second
+	if c.SuspendTime > 0 {
+		cfg.Power = &PowerConfig{SuspendTime: time.Duration(c.SuspendTime) * time.Second,
+			ResumeTimeout: time.Duration(c.ResumeTimeout) * time.Second, ResumeRate: 1, SuspendRate: 2}
+		if c.NoRate {
+			cfg.Power.ResumeRate, cfg.Power.SuspendRate = -1, -1
+		}
+	}
 	return cfg, nil
+}
+
+// fzGenNode draws a node: 1–3 sockets with typed GPUs.
+func fzGenNode(src *fzSource) fzNode {
+	n := fzNode{
+		Sockets: 1 + src.intn(3), CoresPerSocket: 2 + src.intn(7), GPUsPerSocket: src.intn(4),
+		GPUType: fzGPUTypes[src.intn(len(fzGPUTypes))], Links: src.intn(2) == 0, MemGiB: int64(1 + src.intn(64)),
+	}
+	if src.intn(4) == 0 {
+		n.Shards = int64(1 + src.intn(8))
+	}
+	return n
+}
+
+// fzNodeConfig is node i's config as fzConfig builds it.
+func fzNodeConfig(name string, n fzNode) (NodeConfig, error) {
+	inv, err := fzInventory(n)
+	if err != nil {
+		return NodeConfig{}, err
+	}
+	nc := NodeConfig{Name: name, CPUs: n.Sockets * n.CoresPerSocket, MemoryMiB: n.MemGiB * 1024, Devices: inv}
+	if n.Shards > 0 {
+		nc.GRES = []gres.Request{{Name: "shard", Count: n.Shards}}
+	}
+	return nc, nil
 }
 
 // fzGenCluster draws a cluster from src: 1–4 nodes of 1–3 sockets with
@@ -176,14 +209,7 @@ func fzGenCluster(src *fzSource) fzCluster {
 	var c fzCluster
 	nn := 1 + src.intn(4)
 	for range nn {
-		n := fzNode{
-			Sockets: 1 + src.intn(3), CoresPerSocket: 2 + src.intn(7), GPUsPerSocket: src.intn(4),
-			GPUType: fzGPUTypes[src.intn(len(fzGPUTypes))], Links: src.intn(2) == 0, MemGiB: int64(1 + src.intn(64)),
-		}
-		if src.intn(4) == 0 {
-			n.Shards = int64(1 + src.intn(8))
-		}
-		c.Nodes = append(c.Nodes, n)
+		c.Nodes = append(c.Nodes, fzGenNode(src))
 	}
 	anyGPU := false
 	for _, n := range c.Nodes {
@@ -256,6 +282,11 @@ func fzGenCluster(src *fzSource) fzCluster {
 	}
 	if src.intn(5) == 0 {
 		c.RequeueDelay = 120
+	}
+	if src.intn(3) == 0 {
+		c.SuspendTime = []int{60, 600, 3600}[src.intn(3)]
+		c.ResumeTimeout = []int{0, 30, 300}[src.intn(3)]
+		c.NoRate = src.intn(2) == 0
 	}
 	return c
 }

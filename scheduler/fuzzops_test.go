@@ -3,6 +3,8 @@ package scheduler
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -91,13 +93,21 @@ const (
 	fkRemoveQOS
 	fkPutAssoc
 	fkRemoveAssoc
+	fkAddNode
+	fkRemoveNode
+	fkUpdateNode
+	fkPowerDown
+	fkPowerUp
+	fkPoweredUp
 	fkCount
 )
 
 var fzKindNames = [fkCount]string{"Schedule", "Submit", "SubmitArray", "Cancel", "Finish", "Requeue", "Checkpoint",
 	"DrainNode", "FailNode", "ResumeNode", "DownNode", "SetDeviceHealth", "AddReservation", "RemoveReservation",
 	"Explain", "IdleCapacity", "RequeueRecord", "Hold", "Release", "UpdateJob", "SuspendJob", "ResumeJob", "RequeueJob",
-	"AddPartition", "UpdatePartition", "RemovePartition", "AddQOS", "UpdateQOS", "RemoveQOS", "PutAssoc", "RemoveAssoc"}
+	"AddPartition", "UpdatePartition", "RemovePartition", "AddQOS", "UpdateQOS", "RemoveQOS", "PutAssoc", "RemoveAssoc",
+	"AddNode", "RemoveNode", "UpdateNode",
+	"PowerDownNode", "PowerUpNode", "NodePoweredUp"}
 
 func (k fzKind) String() string { return fzKindNames[k] }
 
@@ -153,6 +163,17 @@ type fzOp struct {
 	Part  PartitionConfig
 	QOS   policy.QOS
 	Assoc policy.Assoc
+	// NodeCfg, Parts and SetParts are an AddNode's or UpdateNode's node
+	// (named Node) and partitions; SetParts on an AddNode adds the node
+	// powered down.
+	NodeCfg  fzNode
+	Parts    []string
+	SetParts bool
+}
+
+// nodeConfig is the op's node as a NodeConfig.
+func (op fzOp) nodeConfig() (NodeConfig, error) {
+	return fzNodeConfig(op.Node, op.NodeCfg)
 }
 
 // fzGen draws events against the state a run has seen: the IDs it was
@@ -218,9 +239,25 @@ func (g *fzGen) id() JobID {
 func (g *fzGen) node() string {
 	s := g.src
 	if !s.chance(10) {
-		return fzNodeName(s.intn(len(g.c.Nodes)))
+		// Sometimes one the run may have added.
+		return fzNodeName(s.intn(len(g.c.Nodes) + 2))
 	}
 	return fzPick(s, "", "nope", "n0,n1", "n0 ", "n0:1", "N0")
+}
+
+// parts draws a partition list: known names, sometimes an unknown one.
+func (g *fzGen) parts() []string {
+	s := g.src
+	var out []string
+	for k := range g.c.Parts {
+		if s.chance(2) {
+			out = append(out, fmt.Sprintf("p%d", k))
+		}
+	}
+	if s.chance(15) {
+		out = append(out, "nope")
+	}
+	return out
 }
 
 // name draws a user or account name, sometimes hostile.
@@ -571,6 +608,35 @@ func (g *fzGen) next() fzOp {
 			op.Kind, op.Nodes = fkRequeue, []string{g.node()}
 		}
 	}
+	if s.chance(12) {
+		// Node administration, drawn apart so that the other events keep
+		// their share.
+		op.Node, op.NodeCfg = g.node(), fzGenNode(s)
+		if s.chance(20) {
+			op.NodeCfg.Sockets = fzPick(s, 0, -1)
+		}
+		if s.chance(25) {
+			op.NodeCfg.GPUType = fzPick(s, "v100", "h200")
+		}
+		switch s.intn(6) {
+		case 0:
+			op.Kind, op.Parts = fkAddNode, g.parts()
+			op.SetParts = s.chance(4) // powered down
+		case 1:
+			op.Kind = fkRemoveNode
+		case 2:
+			op.Kind = fkPowerDown
+		case 3:
+			op.Kind = fkPowerUp
+		case 4:
+			op.Kind = fkPoweredUp
+		default:
+			op.Kind, op.SetParts = fkUpdateNode, s.chance(2)
+			if op.SetParts {
+				op.Parts = g.parts()
+			}
+		}
+	}
 	return op
 }
 
@@ -590,6 +656,9 @@ type fzResult struct {
 func fzCall(s *Scheduler, op fzOp) (out fzResult) {
 	defer func() {
 		if p := recover(); p != nil {
+			if os.Getenv("SLUICE_FUZZ_STACK") != "" {
+				fmt.Fprintf(os.Stderr, "panic: %v\n%s\n", p, debug.Stack())
+			}
 			out = fzResult{err: fmt.Errorf("panic: %v", p), panicked: true}
 		}
 	}()
@@ -670,6 +739,24 @@ func fzCall(s *Scheduler, op fzOp) (out fzResult) {
 		if err == nil {
 			out.res = d.String()
 		}
+	case fkAddNode, fkUpdateNode:
+		var nc NodeConfig
+		if nc, err = op.nodeConfig(); err != nil {
+			break
+		}
+		if op.Kind == fkAddNode {
+			_, err = s.Apply(now, AddNodeEvent{Node: nc, Partitions: op.Parts, PoweredDown: op.SetParts})
+		} else {
+			_, err = s.Apply(now, UpdateNodeEvent{Node: nc, SetPartitions: op.SetParts, Partitions: op.Parts})
+		}
+	case fkRemoveNode:
+		err = s.RemoveNode(now, op.Node)
+	case fkPowerDown:
+		err = s.PowerDownNode(now, op.Node)
+	case fkPowerUp:
+		err = s.PowerUpNode(now, op.Node)
+	case fkPoweredUp:
+		err = s.NodePoweredUp(now, op.Node)
 	default:
 		err = fzAdminCall(s, now, op)
 	}
@@ -736,8 +823,27 @@ func (op fzOp) goCode() string {
 		return fmt.Sprintf("s.IdleCapacity(%s)", at)
 	case fkRequeueRecord:
 		return fmt.Sprintf("s.RequeueRecord(%s, %d)", at, op.ID)
+	case fkAddNode:
+		return fmt.Sprintf("s.Apply(%s, AddNodeEvent{Node: fzMustNode(%q, %#v), Partitions: %#v, PoweredDown: %v})",
+			at, op.Node, op.NodeCfg, op.Parts, op.SetParts)
+	case fkPowerDown, fkPowerUp, fkPoweredUp:
+		return fmt.Sprintf("s.%s(%s, %q)", op.Kind, at, op.Node)
+	case fkUpdateNode:
+		return fmt.Sprintf("s.Apply(%s, UpdateNodeEvent{Node: fzMustNode(%q, %#v), SetPartitions: %v, Partitions: %#v})",
+			at, op.Node, op.NodeCfg, op.SetParts, op.Parts)
+	case fkRemoveNode:
+		return fmt.Sprintf("s.RemoveNode(%s, %q)", at, op.Node)
 	}
 	return op.adminGoCode(at)
+}
+
+// fzMustNode is fzOp.nodeConfig for a reproduction's Go code.
+func fzMustNode(name string, n fzNode) NodeConfig {
+	nc, err := fzOp{Node: name, NodeCfg: n}.nodeConfig()
+	if err != nil {
+		panic(err)
+	}
+	return nc
 }
 
 // fzDur writes d as a Go expression.

@@ -20,7 +20,7 @@ const (
 	// IdleUnhealthy: a device reported unhealthy and not in use (GPUs only).
 	IdleUnhealthy IdleClass = iota
 	// IdleUnavailable: free on a node that takes no new work (down,
-	// drained, draining, failing).
+	// drained, draining, failing, or, with power saving, not powered on).
 	IdleUnavailable
 	// IdleAdvanceReservation: held by an advance reservation: every idle
 	// unit of a node inside a reservation window open now (whoever may

@@ -137,6 +137,8 @@ func (s *Scheduler) requeueControl(now time.Time, id JobID, hold bool) error {
 		return fmt.Errorf("%w: job %d may not be requeued (--no-requeue)", ErrJobState, id)
 	case j.preempting:
 		return fmt.Errorf("%w: job %d is being preempted", ErrJobState, id)
+	case j.part < 0:
+		return fmt.Errorf("%w: job %d: its partition %q was removed", ErrJobState, id, j.Partition)
 	}
 	if j.State == JobSuspended {
 		hold = true // Slurm: a suspended job that is requeued is held
@@ -164,7 +166,7 @@ func (s *Scheduler) requeueControl(now time.Time, id JobID, hold bool) error {
 		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
 	}
 	if s.pol != nil {
-		if err := s.pol.usage.AddJob(policy.JobID(j.ID), j.subject); err != nil {
+		if err := s.pol.usage.AddJob(policy.JobID(j.ID), s.subjectOf(j)); err != nil {
 			j.Job, j.breakdown = was, b
 			return fmt.Errorf("%w: requeue job %d: %w", ErrInvalidJob, id, err)
 		}

@@ -143,7 +143,7 @@ func (s *Scheduler) updatePending(now time.Time, j *job, u JobUpdate) error {
 	}
 	fail := func(err error) error {
 		if s.pol != nil {
-			_ = s.pol.usage.AddJob(id, j.subject) // removed a moment ago
+			_ = s.pol.usage.AddJob(id, s.subjectOf(j)) // removed a moment ago
 		}
 		return fmt.Errorf("update job %d: %w", j.ID, err)
 	}

@@ -40,6 +40,20 @@ func twinVariants() []struct {
 		name string
 		set  func(*scheduler.Config)
 	}(nil), variants...)
+	out = append(out, struct {
+		name string
+		set  func(*scheduler.Config)
+	}{"power+easy", func(c *scheduler.Config) {
+		// Power saving: idle nodes go down and are woken within the
+		// steps' time jumps; a failed cycle must take back power changes.
+		c.Backfill = &backfill.Config{Mode: backfill.EASY}
+		c.Power = &scheduler.PowerConfig{SuspendTime: 10 * time.Minute, ResumeTimeout: 5 * time.Minute, SuspendRate: 2, ResumeRate: 1}
+	}}, struct {
+		name string
+		set  func(*scheduler.Config)
+	}{"power", func(c *scheduler.Config) {
+		c.Power = &scheduler.PowerConfig{SuspendTime: 10 * time.Minute}
+	}})
 	return append(out, struct {
 		name string
 		set  func(*scheduler.Config)
@@ -154,7 +168,13 @@ func runTwins(t *testing.T, seed uint64, steps int, variant func(*scheduler.Conf
 			both(func(s *scheduler.Scheduler) string { aff, err := s.DownNode(now, n, "x"); return fmt.Sprint(aff, err) })
 		case k < 70:
 			n := nodeNames[rng.IntN(4)]
-			both(func(s *scheduler.Scheduler) string { return fmt.Sprint(s.ResumeNode(now, n)) })
+			booted := cfg.Power != nil && rng.IntN(2) == 0
+			both(func(s *scheduler.Scheduler) string {
+				if booted {
+					return fmt.Sprint(s.NodePoweredUp(now, n))
+				}
+				return fmt.Sprint(s.ResumeNode(now, n))
+			})
 		case k < 73:
 			n, d, h := nodeNames[rng.IntN(4)], rng.IntN(8), rng.IntN(2) == 0
 			both(func(s *scheduler.Scheduler) string { return fmt.Sprint(s.SetDeviceHealth(now, n, d, h, "xid")) })

@@ -81,6 +81,10 @@ type node struct {
 	// saved among the journal's node saves (see Scheduler.saveNode).
 	touched uint64
 	saved   int
+	// removed marks the tombstone of a removed node (see nodeadmin.go).
+	removed bool
+	// pw is the node's power-saving state (see power.go).
+	pw nodePower
 }
 
 func (n *node) state() NodeState {
@@ -188,6 +192,10 @@ type NodeInfo struct {
 	// tres names Capacity's and Free's TRES in MarshalJSON (nil in a
 	// NodeInfo built by hand).
 	tres []string
+	// Power is the node's power state with power saving (Config.Power):
+	// sinfo shows it as the state's suffix (PowerState.Suffix, "idle~").
+	// A node not PowerOn takes no work.
+	Power PowerState
 }
 
 // freeDevices returns the free, healthy device indices of every kind.

@@ -48,12 +48,6 @@ func (s *Scheduler) bfSpreadExact(j *job) (bool, error) {
 // (--mem, --mem-per-gpu, DefMemPerGPU or DefMemPerCPU), node, and GRES.
 func (s *Scheduler) nodeVector(j *job, devReq []gres.Request, v gres.Vector) error {
 	spec := &j.Spec
-	p := &s.parts[j.part]
-	var pp policy.Partition
-	hasPP := false
-	if s.pol != nil {
-		pp, hasPP = s.pol.p.Partition(p.cfg.Name)
-	}
 	var gpus int64 // GPUs per node, for --cpus-per-gpu and --mem-per-gpu
 	for _, r := range devReq {
 		if strings.EqualFold(r.Name, "gpu") {
@@ -66,8 +60,9 @@ func (s *Scheduler) nodeVector(j *job, devReq []gres.Request, v gres.Vector) err
 	cpt := int64(max(spec.CPUsPerTask, 1))
 	v[gres.CPU] = max(j.tpn*cpt, gpus*int64(spec.CPUsPerGPU))
 	var defMemGPU int64
-	if hasPP && spec.CPUsPerGPU == 0 {
+	if spec.CPUsPerGPU == 0 {
 		// The partition's DefCpuPerGPU / DefMemPerGPU.
+		pp := policy.Partition{DefCPUPerGPU: int(j.defCPUPerGPU), DefMemPerGPU: j.defMemPerGPU}
 		c, m := pp.GPUDefaults(gpus)
 		v[gres.CPU] = max(v[gres.CPU], c)
 		defMemGPU = m
@@ -81,11 +76,11 @@ func (s *Scheduler) nodeVector(j *job, devReq []gres.Request, v gres.Vector) err
 	} else if v[gres.Mem] == 0 {
 		v[gres.Mem] = defMemGPU
 	}
-	if v[gres.Mem] == 0 && p.cfg.DefMemPerCPU > 0 {
-		if p.cfg.DefMemPerCPU > gres.MaxCount/v[gres.CPU] {
-			return fmt.Errorf("%w: default memory %d MiB/CPU × %d CPUs overflows", ErrInvalidJob, p.cfg.DefMemPerCPU, v[gres.CPU])
+	if dm := j.defMemPerCPU; v[gres.Mem] == 0 && dm > 0 {
+		if dm > gres.MaxCount/v[gres.CPU] {
+			return fmt.Errorf("%w: default memory %d MiB/CPU × %d CPUs overflows", ErrInvalidJob, dm, v[gres.CPU])
 		}
-		v[gres.Mem] = p.cfg.DefMemPerCPU * v[gres.CPU]
+		v[gres.Mem] = dm * v[gres.CPU]
 	}
 	v[gres.Node] = 1
 	return s.addRequestTRES(v, devReq)

@@ -379,6 +379,9 @@ func (s *Scheduler) addReservation(now time.Time, r policy.Reservation) error {
 	if s.pol == nil {
 		return fmt.Errorf("%w: reservations need a policy (Config.Policy)", ErrInvalidConfig)
 	}
+	if r.Nodes.Intersects(s.removed) {
+		return fmt.Errorf("%w: reservation %q: names removed node(s) %v", ErrUnknownNode, r.Name, r.Nodes.And(s.removed).AppendTo(nil))
+	}
 	busy, err := s.reservationBusy(now, &r)
 	if err != nil {
 		return fmt.Errorf("scheduler: reservation %q: %w", r.Name, err)

@@ -565,7 +565,8 @@ func (s *Scheduler) planPartitions(kind EventKind, edit func([]PartitionConfig) 
 		pols[i] = pc.policyPartition()
 		nodes := topology.NewNodeSet(n)
 		if len(pc.Nodes) == 0 {
-			nodes.Fill()
+			nodes.Fill() // every node, less the tombstones of removed ones
+			nodes.Subtract(s.removed)
 		}
 		for _, nn := range pc.Nodes {
 			nodes.Add(s.nodeByName[nn])

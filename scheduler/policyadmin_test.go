@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -432,6 +433,16 @@ func TestRemovePartitionKeepsFinishedJobs(t *testing.T) {
 	_, err = s.Submit(t0.Add(time.Minute), scheduler.JobSpec{User: "cy", Account: "bio", Partition: "small"})
 	require.ErrorIs(t, err, scheduler.ErrUnknownPartition)
 	mustSchedule(t, s, t0.Add(2*time.Minute))
+	// scontrol requeue of the finished job has no partition to go back to.
+	require.ErrorIs(t, s.RequeueJob(t0.Add(2*time.Minute), id, false), scheduler.ErrJobState)
+	// A snapshot keeps the job, and restores it.
+	var b bytes.Buffer
+	require.NoError(t, s.Snapshot(&b))
+	r, err := scheduler.Restore(&b, scheduler.RestoreOptions{})
+	require.NoError(t, err)
+	rj, ok := r.Job(id)
+	require.True(t, ok)
+	assert.Equal(t, j, rj)
 }
 
 // A scheduler built without a policy gets one with its first QOS or

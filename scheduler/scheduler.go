@@ -48,11 +48,16 @@ type Scheduler struct {
 	last      time.Time // time of the latest event applied
 
 	graph  *topology.Graph  // nil without Config.Topology
+	topo   *topology.Config // Config.Topology as given (Snapshot writes it)
 	prio   *prio            // nil without Config.Priority (FCFS)
 	bf     *bfState         // nil without Config.Backfill
+	power  *powerState      // nil without Config.Power
 	pol    *polState        // nil without Config.Policy
 	usable topology.NodeSet // nodes whose admin state is up
-	shapes map[string]*shape
+	// removed holds the tombstones of removed nodes (see nodeadmin.go);
+	// length 0 until a node is removed.
+	removed topology.NodeSet
+	shapes  map[string]*shape
 	// inPass is set while Schedule walks the pending index; jobs requeued
 	// meanwhile (preemption victims) wait in deferred.
 	inPass   bool
@@ -187,6 +192,10 @@ type job struct {
 	// excluded holds the indices of JobSpec.ExcludeNodes, ascending
 	// (derived from the spec; part of the job's shape).
 	excluded []int
+	// defMemPerCPU, defCPUPerGPU and defMemPerGPU are the partition's
+	// DefMemPerCPU, DefCpuPerGPU and DefMemPerGPU when the job was
+	// submitted (or last updated), what nodeVector applies.
+	defMemPerCPU, defCPUPerGPU, defMemPerGPU int64
 	// killBy is, while the job runs, the end of the reservation window
 	// it runs in (its deadline never passes it); zero for none.
 	killBy time.Time
@@ -219,6 +228,7 @@ func New(cfg Config) (*Scheduler, error) {
 		nextID:     max(cfg.FirstJobID, 1),
 		firstID:    max(cfg.FirstJobID, 1),
 		graph:      graph,
+		topo:       cloneTopology(cfg.Topology),
 		shapes:     make(map[string]*shape),
 		arrays:     make(map[JobID]*array),
 		maxArray:   max(cfg.MaxArraySize, 0),
@@ -234,32 +244,12 @@ func New(cfg Config) (*Scheduler, error) {
 	s.cand = topology.NewNodeSet(n)
 	s.fit = topology.NewNodeSet(n)
 	for i := range cfg.Nodes {
-		nc := cfg.Nodes[i]
-		nc.Features = slices.Clone(nc.Features)
-		nd := &s.nodes[i]
-		nd.cfg = &nc
-		nd.capacity = s.nodeCapacity(&nc)
-		nd.free = nd.capacity.Clone()
-		nd.cpuUsed = make([]uint64, (nc.CPUs+63)/64)
-		if len(nc.Devices.Devices) > 0 {
-			ds, err := gres.NewNodeDevices(nc.Devices)
-			if err != nil {
-				return nil, fmt.Errorf("%w: node %q: %w", ErrInvalidConfig, nc.Name, err)
-			}
-			nd.devs = ds
-			nd.devTRES = make(map[int][2]gres.ID, len(nc.Devices.Devices))
-			nd.devCores = make(map[int]gres.CoreSet, len(nc.Devices.Devices))
-			for _, d := range nc.Devices.Devices {
-				nd.devCores[d.Index] = d.Cores
-				nd.hasAffinity = nd.hasAffinity || !d.Cores.IsEmpty()
-				ids := [2]gres.ID{reg.MustLookup(deviceTRES(d.Name, "")), -1}
-				if d.Type != "" {
-					ids[1] = reg.MustLookup(deviceTRES(d.Name, d.Type))
-				}
-				nd.devTRES[d.Index] = ids
-			}
+		nd, err := s.buildNode(cfg.Nodes[i])
+		if err != nil {
+			return nil, err
 		}
-		s.nodeByName[nc.Name] = i
+		s.nodes[i] = nd
+		s.nodeByName[nd.cfg.Name] = i
 	}
 	s.parts = make([]partition, len(cfg.Partitions))
 	s.defPart = 0
@@ -291,9 +281,18 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 	}
 	if polCfg != nil {
-		if err := s.initPolicy(*polCfg, cfg.Partitions); err != nil {
+		// The policy sees the partitions with their defaults applied
+		// (PriorityTier 1), as the queue does.
+		parts := make([]PartitionConfig, len(s.parts))
+		for i := range s.parts {
+			parts[i] = s.parts[i].cfg
+		}
+		if err := s.initPolicy(*polCfg, parts); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Power != nil {
+		s.initPower(*cfg.Power)
 	}
 	if cfg.Backfill != nil {
 		if err := s.initBackfill(*cfg.Backfill, cfg.EstimateInterval); err != nil {
@@ -308,6 +307,36 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s.tresByID = reg.Names()
 	return s, nil
+}
+
+// buildNode returns the runtime state of a new, idle node with config nc
+// (copied), whose GRES names are registered. It changes nothing.
+func (s *Scheduler) buildNode(nc NodeConfig) (node, error) {
+	nc.Features = slices.Clone(nc.Features)
+	nc.GRES = slices.Clone(nc.GRES)
+	nd := node{cfg: &nc}
+	nd.capacity = s.nodeCapacity(&nc)
+	nd.free = nd.capacity.Clone()
+	nd.cpuUsed = make([]uint64, (nc.CPUs+63)/64)
+	if len(nc.Devices.Devices) > 0 {
+		ds, err := gres.NewNodeDevices(nc.Devices)
+		if err != nil {
+			return node{}, fmt.Errorf("%w: node %q: %w", ErrInvalidConfig, nc.Name, err)
+		}
+		nd.devs = ds
+		nd.devTRES = make(map[int][2]gres.ID, len(nc.Devices.Devices))
+		nd.devCores = make(map[int]gres.CoreSet, len(nc.Devices.Devices))
+		for _, d := range nc.Devices.Devices {
+			nd.devCores[d.Index] = d.Cores
+			nd.hasAffinity = nd.hasAffinity || !d.Cores.IsEmpty()
+			ids := [2]gres.ID{s.reg.MustLookup(deviceTRES(d.Name, "")), -1}
+			if d.Type != "" {
+				ids[1] = s.reg.MustLookup(deviceTRES(d.Name, d.Type))
+			}
+			nd.devTRES[d.Index] = ids
+		}
+	}
+	return nd, nil
 }
 
 // NewRegistry returns a TRES registry holding the built-in TRES and every
@@ -595,6 +624,13 @@ func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 		return nil, err
 	}
 	j.devReq, j.extra, j.tpn = devReq, extra, tpn
+	// The partition's defaults apply as they are at submission (as in
+	// Slurm, a job's request is fixed then): a later change of the
+	// partition does not change the job's CPUs or memory per GPU.
+	j.defMemPerCPU = p.cfg.DefMemPerCPU
+	if hasPP {
+		j.defCPUPerGPU, j.defMemPerGPU = int64(pp.DefCPUPerGPU), pp.DefMemPerGPU
+	}
 	// The per-node request and the backfill profile's view of it (bfPer,
 	// with a --gpus total as ceil(total/nodes) per node) share one array.
 	nv := s.reg.Len()
@@ -989,11 +1025,14 @@ func (s *Scheduler) Node(name string) (NodeInfo, bool) {
 	return s.nodeInfo(i), true
 }
 
-// Nodes returns snapshots of every node, in index order.
+// Nodes returns snapshots of every node, in index order (removed nodes
+// are not listed: their indices are skipped).
 func (s *Scheduler) Nodes() []NodeInfo {
-	out := make([]NodeInfo, len(s.nodes))
+	out := make([]NodeInfo, 0, len(s.nodeByName))
 	for i := range s.nodes {
-		out[i] = s.nodeInfo(i)
+		if !s.nodes[i].removed {
+			out = append(out, s.nodeInfo(i))
+		}
 	}
 	return out
 }
@@ -1002,7 +1041,7 @@ func (s *Scheduler) nodeInfo(i int) NodeInfo {
 	n := &s.nodes[i]
 	ni := NodeInfo{
 		Index: i, Name: n.cfg.Name, State: n.state(), Reason: n.reason, Since: n.since,
-		Capacity: n.capacity.Clone(), Free: n.free.Clone(), Jobs: slices.Clone(n.jobs), tres: s.tresNames(),
+		Capacity: n.capacity.Clone(), Free: n.free.Clone(), Jobs: slices.Clone(n.jobs), tres: s.tresNames(), Power: n.pw.state,
 	}
 	ni.FreeDevices = n.freeDevices()
 	ni.UnhealthyDevices = n.allUnhealthy()
@@ -1038,7 +1077,7 @@ func (s *Scheduler) applyAdmin(now time.Time, i int, st adminState, reason strin
 		s.noteCapacity() // a down node offers nothing to the plan
 	}
 	n.admin, n.reason, n.since, n.autoDrained = st, reason, now, false
-	if st == adminUp {
+	if st == adminUp && n.pw.state == PowerOn {
 		s.usable.Add(i)
 	} else {
 		s.usable.Remove(i)

@@ -1,14 +1,14 @@
 //go:build unix
 
-package backfill
+package scheduler_test
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime returns the process's user+system CPU time, to report next to
-// wall time on a shared machine.
+// cpuTime returns the process's user and system CPU time so far (zero
+// when the system cannot say).
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
