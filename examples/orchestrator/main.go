@@ -67,6 +67,7 @@ func cmdRun(args []string, stderr io.Writer) error {
 	fs.IntVar(&opt.CPUs, "cpus", runtime.NumCPU(), "CPUs of the node (fixed at the state directory's creation)")
 	fs.Int64Var(&opt.MemoryMiB, "mem", 4096, "memory of the node in MiB (fixed at the state directory's creation)")
 	fs.StringVar(&opt.CgroupRoot, "cgroup-root", "", "cgroup v2 directory to confine jobs under, e.g. /sys/fs/cgroup/sluice (empty: unconfined)")
+	fs.Uint64Var(&opt.SnapshotEvery, "snapshot-every", 10000, "compact the journal with a snapshot once it holds this many events (0: never)")
 	fs.BoolVar(&opt.ExitWhenIdle, "exit-when-idle", false, "exit once no job is pending or running and the inbox is empty")
 	if err := fs.Parse(args); err != nil {
 		return err

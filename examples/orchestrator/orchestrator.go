@@ -34,6 +34,9 @@ type Options struct {
 	MemoryMiB int64
 	// CgroupRoot is where runs are confined (LocalOptions.CgroupRoot).
 	CgroupRoot string
+	// SnapshotEvery is how many events the journal holds before the
+	// orchestrator compacts it with a snapshot (after a cycle); 0 never.
+	SnapshotEvery uint64
 	// ExitWhenIdle makes Run return once no job is pending or running
 	// and the inbox is empty.
 	ExitWhenIdle bool
@@ -67,7 +70,7 @@ type Orchestrator struct {
 	log     *log.Logger
 	cluster clusterConfig
 	s       *scheduler.Scheduler
-	journal *fileJournal
+	journal *journalLog
 	ledger  *accounting.BuntLedger
 	rec     *ledger.Recorder
 	agent   NodeAgent
@@ -118,7 +121,7 @@ func Open(opt Options) (_ *Orchestrator, err error) {
 	if o.cluster, err = loadCluster(opt); err != nil {
 		return nil, err
 	}
-	if o.s, o.journal, err = openJournal(filepath.Join(opt.StateDir, "journal.jsonl"), o.cluster.schedulerConfig()); err != nil {
+	if o.s, o.journal, err = openJournal(filepath.Join(opt.StateDir, "journal"), o.cluster.schedulerConfig()); err != nil {
 		return nil, err
 	}
 	if o.ledger, err = accounting.OpenBunt(filepath.Join(opt.StateDir, "ledger.db"), accounting.Config{}, accounting.BuntOptions{}); err != nil {
@@ -270,6 +273,11 @@ func (o *Orchestrator) Step() (idle bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("orchestrator: schedule: %w", err)
 	}
+	// Nothing outside the process — the ledger, a kill, a launch, a run
+	// forgotten — may act on an event a power loss could still take back.
+	if err := o.journal.Sync(); err != nil {
+		return false, fmt.Errorf("orchestrator: %w", err)
+	}
 	if err := o.rec.Observe(now, cyc); err != nil {
 		return false, fmt.Errorf("orchestrator: ledger: %w", err)
 	}
@@ -293,6 +301,13 @@ func (o *Orchestrator) Step() (idle bool, err error) {
 	if err := o.launchStarted(now); err != nil {
 		return false, err
 	}
+	snap := o.journal.snapSeq
+	if err := o.journal.compact(o.s, o.opt.SnapshotEvery); err != nil {
+		return false, err
+	}
+	if o.journal.snapSeq != snap {
+		o.log.Printf("journal compacted: snapshot of event %d", o.journal.snapSeq)
+	}
 	o.writeStatus(now, pending, running, inbox)
 	return pending == 0 && running == 0 && inbox == 0, nil
 }
@@ -307,6 +322,7 @@ func (o *Orchestrator) ingest(now time.Time) (int, error) {
 		return 0, fmt.Errorf("orchestrator: inbox: %w", err)
 	}
 	left := 0
+	var accepted []string
 	for _, name := range names {
 		if _, ok := o.names[name]; !ok {
 			sub, err := o.records.read("inbox", name)
@@ -324,6 +340,17 @@ func (o *Orchestrator) ingest(now time.Time) (int, error) {
 				continue
 			}
 		}
+		accepted = append(accepted, name)
+	}
+	if len(accepted) == 0 {
+		return left, nil
+	}
+	// The submissions leave the inbox only once their Submit events are
+	// on disk.
+	if err := o.journal.Sync(); err != nil {
+		return 0, fmt.Errorf("orchestrator: %w", err)
+	}
+	for _, name := range accepted {
 		if err := o.records.move(name, "jobs"); err != nil {
 			o.log.Printf("submission %s: %v", name, err)
 			left++
@@ -354,6 +381,14 @@ func (o *Orchestrator) cancelRequested(now time.Time) error {
 			}
 			o.log.Printf("job %d: cancelled", id)
 		}
+	}
+	if len(names) > 0 {
+		// The requests go only once their Cancel events are on disk.
+		if err := o.journal.Sync(); err != nil {
+			return fmt.Errorf("orchestrator: %w", err)
+		}
+	}
+	for _, name := range names {
 		if err := o.records.cancelled(name); err != nil {
 			return fmt.Errorf("orchestrator: cancel %s: %w", name, err)
 		}

@@ -78,7 +78,9 @@ func (s *syncBuffer) String() string {
 // orchestratorProcess starts "orchestrator run" on state as a subprocess.
 func orchestratorProcess(t *testing.T, ctx context.Context, out *syncBuffer, state string, extra ...string) *exec.Cmd {
 	t.Helper()
-	args := append([]string{"run", "-state", state, "-period", "50ms", "-cpus", "2"}, extra...)
+	// A snapshot every 20 events (a second of idle cycles): kills land
+	// during compactions too.
+	args := append([]string{"run", "-state", state, "-period", "50ms", "-cpus", "2", "-snapshot-every", "20"}, extra...)
 	cmd := exec.CommandContext(ctx, os.Args[0], args...)
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	cmd.Stdout, cmd.Stderr = out, out
@@ -433,4 +435,31 @@ func TestOpenFailureReleasesState(t *testing.T) {
 	o2, err := Open(opt)
 	require.NoError(t, err)
 	o2.Close()
+}
+
+// TestJournalSnapshotKeepsStateAndClock: an orchestrator that compacts
+// its journal after every cycle recovers, from the snapshot alone, the
+// same jobs and the time of the last event (its clock's floor).
+func TestJournalSnapshotKeepsStateAndClock(t *testing.T) {
+	o := openQuiet(t, 1)
+	o.opt.SnapshotEvery = 1
+	require.NoError(t, o.records.put(Submission{Name: "a", Command: []string{"true"}, User: "u", Account: "lab", CPUs: 1, TimeLimit: "1h"}))
+	require.NoError(t, o.records.put(Submission{Name: "b", Command: []string{"true"}, User: "u", Account: "lab", CPUs: 1, TimeLimit: "1h"}))
+	_, err := o.ingest(o.now())
+	require.NoError(t, err)
+	_, err = o.s.Schedule(o.now())
+	require.NoError(t, err)
+	require.NoError(t, o.journal.compact(o.s, 1))
+	st, err := o.journal.Stats()
+	require.NoError(t, err)
+	require.Equal(t, st.LastSeq, st.SnapshotSeq, "compacted")
+	want, last := o.s.Jobs(), o.journal.Last()
+	opt := o.opt
+	o.Close()
+
+	s, l, err := openJournal(filepath.Join(opt.StateDir, "journal"), clusterConfig{Cluster: "local", CPUs: 1, MemoryMiB: 1024}.schedulerConfig())
+	require.NoError(t, err)
+	defer l.Close()
+	assert.Equal(t, want, s.Jobs())
+	assert.True(t, last.Equal(l.Last()), "last event at %s, recovered %s", last, l.Last())
 }
