@@ -202,12 +202,12 @@ func (s *Scheduler) Schedule(now time.Time) (Cycle, error) {
 
 // runCycle is the ScheduleEvent: one cycle, journaled and taken back on
 // error (see Schedule).
-func (s *Scheduler) runCycle(now time.Time) (Cycle, error) {
+func (s *Scheduler) runCycle(now time.Time, fs *FairShareTree) (Cycle, error) {
 	if err := s.tick(now); err != nil {
 		return Cycle{}, err
 	}
 	s.begin()
-	cyc, err := s.schedule(now)
+	cyc, err := s.schedule(now, fs)
 	if err == nil && s.cycleFault != nil {
 		err = s.cycleFault()
 	}
@@ -223,8 +223,8 @@ func (s *Scheduler) runCycle(now time.Time) (Cycle, error) {
 }
 
 // schedule is Schedule's cycle, journaled by its caller.
-func (s *Scheduler) schedule(now time.Time) (Cycle, error) {
-	if err := s.refreshPriorities(now); err != nil {
+func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
+	if err := s.refreshPriorities(now, fs); err != nil {
 		return Cycle{}, err
 	}
 	s.last = now

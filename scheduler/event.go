@@ -81,12 +81,27 @@ func (s *Scheduler) Apply(now time.Time, ev Event) (Result, error) {
 	if err := s.tick(now); err != nil {
 		return Result{}, err
 	}
+	// An event that depends on input from outside the scheduler (a
+	// cycle's fair-share tree) takes it in now, so that what is logged
+	// and applied is the whole input.
+	if p, ok := ev.(preparer); ok {
+		var err error
+		if ev, err = p.prepare(s, now); err != nil {
+			return Result{}, err
+		}
+	}
 	if s.log != nil {
 		if err := s.log.Append(now, ev); err != nil {
 			return Result{}, fmt.Errorf("scheduler: event log: %s: %w", ev.Kind(), err)
 		}
 	}
 	return ev.apply(s, now)
+}
+
+// preparer is an event that reads input from outside the scheduler into
+// itself before it is logged and applied.
+type preparer interface {
+	prepare(s *Scheduler, now time.Time) (Event, error)
 }
 
 // SubmitEvent queues a new job, or with Array a job array (see Submit and
@@ -348,17 +363,38 @@ func (e RemoveReservationEvent) apply(s *Scheduler, now time.Time) (Result, erro
 }
 
 // ScheduleEvent runs one scheduling cycle (see Schedule); Result.Cycle is
-// the cycle. A cycle is a pure function of the state before it: a replica
-// or a recovering process that applies it again computes the same cycle,
-// and must not launch its starts again (key launches by job ID and start
-// time).
-type ScheduleEvent struct{}
+// the cycle. A cycle is a pure function of the state before it and of the
+// event: a replica or a recovering process that applies it again computes
+// the same cycle, and must not launch its starts again (key launches by
+// job ID and start time).
+type ScheduleEvent struct {
+	// FairShare is the fair-share input of the cycle's priority
+	// recalculation. Apply fills it from the PriorityConfig.FairShare
+	// source when a recalculation is due (before the event is logged), so
+	// that the input the ledger gave is part of the event: a replay
+	// recomputes the same priorities without asking the ledger, whose
+	// usage has moved on since. Nil: none was due, or there is no source.
+	// It is used only when a recalculation is due.
+	FairShare *FairShareTree `json:",omitempty"`
+}
 
 // Kind returns KindSchedule.
 func (ScheduleEvent) Kind() EventKind { return KindSchedule }
 
-func (ScheduleEvent) apply(s *Scheduler, now time.Time) (Result, error) {
-	c, err := s.runCycle(now)
+// prepare reads the fair-share input the cycle needs into the event.
+func (e ScheduleEvent) prepare(s *Scheduler, now time.Time) (Event, error) {
+	if e.FairShare != nil {
+		return e, nil
+	}
+	fs, err := s.readFairShare(now)
+	if err != nil || fs == nil {
+		return e, err
+	}
+	return ScheduleEvent{FairShare: fs}, nil
+}
+
+func (e ScheduleEvent) apply(s *Scheduler, now time.Time) (Result, error) {
+	c, err := s.runCycle(now, e.FairShare)
 	if err != nil {
 		return Result{}, err
 	}

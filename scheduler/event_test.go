@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/priority"
 )
 
 // entryRecorder is an EventLog that keeps every entry as its JSON
@@ -169,4 +171,66 @@ func TestEntryJSON(t *testing.T) {
 	}
 	_, err = json.Marshal(Entry{At: t0})
 	require.ErrorIs(t, err, ErrInvalidEvent)
+}
+
+// TestScheduleEventCarriesFairShare: the fair-share tree a cycle reads
+// from its source is part of the ScheduleEvent, so a replay decides the
+// same although the source (a ledger whose usage moved on) now answers
+// differently.
+func TestScheduleEventCarriesFairShare(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	calls := 0
+	tree := func(bias float64) FairShareFunc {
+		return func(time.Time) ([]priority.Association, error) {
+			calls++
+			u := bias * float64(calls)
+			return []priority.Association{
+				{Account: "root", Shares: 1},
+				{Account: "a", Parent: "root", Shares: 1}, {Account: "b", Parent: "root", Shares: 1},
+				{Account: "a", User: "ann", Shares: 1, Usage: u * 1000},
+				{Account: "b", User: "bob", Shares: 1, Usage: 1000},
+			}, nil
+		}
+	}
+	cfg := func(src FairShareSource) Config {
+		return Config{
+			Nodes:      []NodeConfig{{Name: "n0", CPUs: 4, MemoryMiB: 1024}},
+			Partitions: []PartitionConfig{{Name: "p", Default: true}},
+			Priority: &PriorityConfig{Engine: priority.Config{Weights: priority.Weights{FairShare: 10000}},
+				CalcPeriod: time.Minute, FairShare: src},
+		}
+	}
+	a, err := New(cfg(tree(1)))
+	require.NoError(t, err)
+	rec := &entryRecorder{}
+	a.SetEventLog(rec)
+	var want []string
+	for k := range 12 {
+		now := t0.Add(time.Duration(k) * 30 * time.Second)
+		for _, u := range []string{"ann", "bob"} {
+			acct := map[string]string{"ann": "a", "bob": "b"}[u]
+			_, err := a.Submit(now, JobSpec{User: u, Account: acct, CPUsPerTask: 4, TimeLimit: time.Minute})
+			require.NoError(t, err)
+		}
+		c, err := a.Schedule(now)
+		require.NoError(t, err)
+		want = append(want, fzCycleDigest(c))
+	}
+	// The replay's source answers otherwise: it must not be asked.
+	b, err := New(cfg(tree(-3)))
+	require.NoError(t, err)
+	asked := calls
+	var got []string
+	for _, line := range rec.lines {
+		var e Entry
+		require.NoError(t, json.Unmarshal(line, &e))
+		r, err := b.Apply(e.At, e.Event)
+		require.NoError(t, err)
+		if r.Cycle != nil {
+			got = append(got, fzCycleDigest(*r.Cycle))
+		}
+	}
+	require.Equal(t, want, got)
+	require.Equal(t, asked, calls, "the replay read the fair-share source")
+	require.Contains(t, string(rec.lines[2]), `"FairShare":{"Assocs":[`)
 }

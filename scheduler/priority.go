@@ -111,16 +111,24 @@ func (s *Scheduler) initPriority(pc *PriorityConfig) error {
 
 // refreshPriorities rebuilds the fair-share tree and recomputes every
 // pending job's priority when CalcPeriod has passed since the last time.
-func (s *Scheduler) refreshPriorities(now time.Time) error {
+//
+// The fair-share tree is fs when the cycle's event carries one (see
+// ScheduleEvent), read from the FairShareSource otherwise.
+func (s *Scheduler) refreshPriorities(now time.Time, fs *FairShareTree) error {
 	p := s.prio
-	if p == nil || (!p.lastCalc.IsZero() && now.Sub(p.lastCalc) < p.cfg.CalcPeriod) {
+	if !s.priorityDue(now) {
 		return nil
 	}
 	s.notePrioState()
-	if p.cfg.FairShare != nil {
-		assocs, err := p.cfg.FairShare.FairShareTree(now)
-		if err != nil {
-			return fmt.Errorf("scheduler: fair-share tree: %w", err)
+	if fs != nil || p.cfg.FairShare != nil {
+		var assocs []priority.Association
+		if fs != nil {
+			assocs = fs.Assocs
+		} else {
+			var err error
+			if assocs, err = p.cfg.FairShare.FairShareTree(now); err != nil {
+				return fmt.Errorf("scheduler: fair-share tree: %w", err)
+			}
 		}
 		if err := p.updateTree(assocs); err != nil {
 			return fmt.Errorf("scheduler: fair-share tree: %w", err)
@@ -143,6 +151,41 @@ func (s *Scheduler) refreshPriorities(now time.Time) error {
 		s.mutPending().ReplaceOrInsert(j)
 	}
 	return nil
+}
+
+// priorityDue reports whether a cycle at now recomputes priorities
+// (PriorityCalcPeriod has passed since the last time, or there was none).
+func (s *Scheduler) priorityDue(now time.Time) bool {
+	p := s.prio
+	return p != nil && (p.lastCalc.IsZero() || now.Sub(p.lastCalc) >= p.cfg.CalcPeriod)
+}
+
+// FairShareTree is the fair-share input of one priority recalculation:
+// the associations with their decayed usage, as a FairShareSource
+// returned them.
+type FairShareTree struct {
+	Assocs []priority.Association
+}
+
+// readFairShare returns the fair-share tree a cycle at now recomputes
+// priorities with, read from the FairShareSource (a copy: the source may
+// reuse its slice), or nil when no recalculation is due or there is no
+// source.
+func (s *Scheduler) readFairShare(now time.Time) (*FairShareTree, error) {
+	if !s.priorityDue(now) || s.prio.cfg.FairShare == nil {
+		return nil, nil
+	}
+	assocs, err := s.prio.cfg.FairShare.FairShareTree(now)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: fair-share tree: %w", err)
+	}
+	out := &FairShareTree{Assocs: slices.Clone(assocs)}
+	for k := range out.Assocs {
+		if m := out.Assocs[k].TRESUsage; m != nil {
+			out.Assocs[k].TRESUsage = slices.Clone(m)
+		}
+	}
+	return out, nil
 }
 
 // updateTree brings the fair-share tree to assocs: when only usage changed
