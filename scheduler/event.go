@@ -66,6 +66,11 @@ type EventLog interface {
 	Append(now time.Time, ev Event) error
 }
 
+// LastEventTime returns the time of the latest event applied (zero before
+// the first): the floor of the clock, which a caller recovering from a
+// journal or a snapshot must not go below.
+func (s *Scheduler) LastEventTime() time.Time { return s.last }
+
 // SetEventLog makes every later event go through l before it is applied;
 // nil stops logging. The log is not part of the scheduler's state.
 func (s *Scheduler) SetEventLog(l EventLog) { s.log = l }

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -133,6 +134,7 @@ func TestApplyRejectsWithoutChange(t *testing.T) {
 	require.Equal(t, 1, p)
 	rec.fail = nil
 
+	require.Equal(t, t0, s.LastEventTime())
 	// Time going backwards is refused before the log sees it.
 	err = s.Cancel(t0.Add(-time.Second), id)
 	require.ErrorIs(t, err, ErrTimeWentBackwards)
@@ -233,4 +235,23 @@ func TestScheduleEventCarriesFairShare(t *testing.T) {
 	require.Equal(t, want, got)
 	require.Equal(t, asked, calls, "the replay read the fair-share source")
 	require.Contains(t, string(rec.lines[2]), `"FairShare":{"Assocs":[`)
+}
+
+func TestLastEventTimeSurvivesSnapshot(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	s, err := New(Config{
+		Nodes:      []NodeConfig{{Name: "n0", CPUs: 4, MemoryMiB: 1024}},
+		Partitions: []PartitionConfig{{Name: "p", Default: true}},
+	})
+	require.NoError(t, err)
+	require.True(t, s.LastEventTime().IsZero())
+	_, err = s.Schedule(t0.Add(time.Minute))
+	require.NoError(t, err)
+	var b bytes.Buffer
+	require.NoError(t, s.Snapshot(&b))
+	r, err := Restore(&b, RestoreOptions{})
+	require.NoError(t, err)
+	require.Equal(t, t0.Add(time.Minute), r.LastEventTime())
+	_, err = r.Schedule(t0)
+	require.ErrorIs(t, err, ErrTimeWentBackwards)
 }
