@@ -64,10 +64,10 @@ func (p *Profile) AddNode(ns NodeState) error {
 }
 
 // growSummaries widens every summary to the new node count after node i
-// (the last one, with free amounts free at every time) was appended:
-// every summary is replaced (a clone may share it), the node idle in each
-// when idle, and its block's maximum raised to free (a new block's is
-// free itself).
+// (the last one, with free amounts free at every time) was appended: the
+// node idle in each when idle, its block's maximum raised to free (a new
+// block's is free itself). A summary shared with a clone is replaced, one
+// p owns changed in place.
 func (p *Profile) growSummaries(i int, free []int64, idle bool) {
 	a, nb := p.a, p.nblocks()
 	b := i / blockBits
@@ -77,20 +77,28 @@ func (p *Profile) growSummaries(i int, free []int64, idle bool) {
 		return true
 	})
 	for _, sm := range all {
-		c := &summary{t: sm.t, owner: p.cow, idle: topology.NewNodeSet(p.n), bmax: make([]int64, nb*a)}
-		c.idle.UnionWith(sm.idle)
+		idleSet := topology.NewNodeSet(p.n)
+		idleSet.UnionWith(sm.idle)
 		if idle {
-			c.idle.Add(i)
+			idleSet.Add(i)
 		}
-		copy(c.bmax, sm.bmax)
-		bm := c.bmax[b*a : (b+1)*a]
-		if len(sm.bmax) < len(c.bmax) {
-			copy(bm, free)
-		} else {
-			for x, v := range free {
-				bm[x] = max(bm[x], v)
+		bmax := sm.bmax
+		if sm.owner != p.cow || len(bmax) < nb*a {
+			// Shared with a clone, or a new block: a new array.
+			bmax = make([]int64, nb*a)
+			copy(bmax, sm.bmax)
+			if len(sm.bmax) < len(bmax) {
+				copy(bmax[b*a:(b+1)*a], free)
 			}
 		}
-		p.sums.ReplaceOrInsert(c)
+		bm := bmax[b*a : (b+1)*a]
+		for x, v := range free {
+			bm[x] = max(bm[x], v)
+		}
+		if sm.owner == p.cow {
+			sm.idle, sm.bmax = idleSet, bmax
+			continue
+		}
+		p.sums.ReplaceOrInsert(&summary{t: sm.t, owner: p.cow, idle: idleSet, bmax: bmax})
 	}
 }
