@@ -360,7 +360,12 @@ func (s *Scheduler) addNode(now time.Time, e AddNodeEvent) error {
 		}
 	}
 	pc.commit(s)
-	s.nodesChanged()
+	// The kept backfill profile takes the node in, unless it is dormant
+	// (power saving plans it through its resume windows) or cannot.
+	if e.PoweredDown || !s.growProfile(i) {
+		s.noteCapacity()
+	}
+	s.nodeIndexChanged()
 	s.last = now
 	return nil
 }
@@ -402,6 +407,13 @@ func grownSet(ns topology.NodeSet, n int) topology.NodeSet {
 // policy version recomputed.
 func (s *Scheduler) nodesChanged() {
 	s.noteCapacity()
+	s.nodeIndexChanged()
+}
+
+// nodeIndexChanged drops what the node list invalidates besides the kept
+// backfill profile: the shapes' cached candidate counts and the policy
+// version.
+func (s *Scheduler) nodeIndexChanged() {
 	for _, sh := range s.shapes {
 		sh.stamp = 0
 	}
