@@ -380,12 +380,19 @@ func compareWithFresh(t *testing.T, rng *rand.Rand, p *Profile, m *naive) {
 		require.Equal(t, want, got, "earliest fit %+v", req)
 	}
 	id := JobID(1 << 50)
-	pl, jobs := randomPlanInput(t, rng, p, &id)
-	want, err := pl.Plan(fresh.Clone(), jobs)
+	requireSameRandomPlan(t, rng, fresh, p, &id)
+}
+
+// requireSameRandomPlan checks that a random queue (fresh IDs from idp)
+// gets the same plan on clones of want and got.
+func requireSameRandomPlan(t *testing.T, rng *rand.Rand, want, got *Profile, idp *JobID) {
+	t.Helper()
+	pl, jobs := randomPlanInput(t, rng, got, idp)
+	wp, err := pl.Plan(want.Clone(), jobs)
 	require.NoError(t, err)
-	got, err := pl.Plan(p.Clone(), jobs)
+	gp, err := pl.Plan(got.Clone(), jobs)
 	require.NoError(t, err)
-	require.Equal(t, want, got, "plan")
+	require.Equal(t, wp, gp, "plan")
 }
 
 // randomRequest draws a request for EarliestFit on p.
@@ -440,6 +447,23 @@ func randomPlanInput(t *testing.T, rng *rand.Rand, p *Profile, idp *JobID) (*Pla
 	return pl, jobs
 }
 
+// keptOp applies one random operation of a kept profile's cycle to p
+// and m: an advance, a started job, a planned job started, or a plan
+// (sometimes released).
+func keptOp(t *testing.T, rng *rand.Rand, p *Profile, m *naive, idp *JobID) {
+	t.Helper()
+	switch rng.IntN(4) {
+	case 0:
+		advanceOp(t, rng, p, m)
+	case 1:
+		addStartedOp(t, rng, p, m, idp)
+	case 2:
+		startPlannedOp(t, rng, p, m)
+	default:
+		planReleaseOp(t, rng, p, m, idp)
+	}
+}
+
 // TestAdvanceMatchesFresh drives long random sequences of AddRunning-style
 // setups, Release, Reserve, Block, AddStarted, Plan, ReleaseReservations
 // and Advance on profiles and clones, and after every Advance compares the
@@ -449,16 +473,7 @@ func TestAdvanceMatchesFresh(t *testing.T) {
 	forEachRandomProfile(t, 250, 40, 31, func(t *testing.T, rng *rand.Rand, p *Profile, m *naive) {
 		nextID := JobID(1000)
 		for range 30 {
-			switch rng.IntN(4) {
-			case 0:
-				advanceOp(t, rng, p, m)
-			case 1:
-				addStartedOp(t, rng, p, m, &nextID)
-			case 2:
-				startPlannedOp(t, rng, p, m)
-			default:
-				planReleaseOp(t, rng, p, m, &nextID)
-			}
+			keptOp(t, rng, p, m, &nextID)
 			checkProfile(t, p, m)
 			if rng.IntN(6) == 0 { // a what-if clone advanced further
 				snap := m.clone()

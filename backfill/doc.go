@@ -217,7 +217,11 @@
 // down or comes back, its capacity changes, a device fails — and after any
 // error from the calls of step 2, which leave the profile unchanged but
 // then no longer match the cluster. Draining a node needs no rebuild: it
-// only leaves the node out of Allowed.
+// only leaves the node out of Allowed. Neither does a node that joins the
+// cluster: prof.AddNode(state) appends it (as the next index, holding no
+// job), giving the profile NewProfile would build with it, unless it has
+// a resource no node of the profile has (an error: rebuild then). Plan
+// the whole queue after it: a request's Allowed must span the new count.
 //
 // After step 2 the profile answers every question — timelines, earliest
 // fits, plans, start decisions ("StatusStart" still means "fits at the

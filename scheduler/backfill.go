@@ -28,7 +28,8 @@ type bfState struct {
 	last *backfill.Profile
 	// Changes since the last plan, applied to the kept profile before the
 	// next: jobs that stopped running (or whose end moved), jobs that
-	// started, and whether node capacity changed (then it is rebuilt).
+	// started, and whether node capacity changed (then it is rebuilt; an
+	// added node is grown into it instead, see growProfile).
 	ended   []JobID
 	started []*job
 	dirty   bool
@@ -88,35 +89,62 @@ func (s *Scheduler) profileNodes() []backfill.NodeState {
 	if b == nil {
 		b = &bfState{} // no backfill configured: nothing to reuse
 	}
-	// Nodes added since the last call (all of them the first time) get
-	// their entry; UpdateNode and RemoveNode rewrite a node's capacity.
+	s.addProfileNodes(b)
+	for i := range s.nodes {
+		s.fillProfileNode(b, i)
+	}
+	return b.nodes
+}
+
+// addProfileNodes gives the nodes added since the last call (all of them
+// the first time) their entry in b.nodes; UpdateNode and RemoveNode
+// rewrite a node's capacity.
+func (s *Scheduler) addProfileNodes(b *bfState) {
 	for i := len(b.nodes); i < len(s.nodes); i++ {
 		c := s.nodes[i].capacity.Clone()
 		c[gres.Node] = 0
 		b.nodes = append(b.nodes, backfill.NodeState{Capacity: c, Free: make(gres.Vector, len(c))})
 	}
-	for i := range s.nodes {
-		n := &s.nodes[i]
-		if n.devs != nil {
-			c := b.nodes[i].Capacity
-			copy(c, n.capacity)
-			c[gres.Node] = 0
-			for _, d := range n.cfg.Devices.Devices {
-				if !n.devs.IsHealthy(d.Index) {
-					n.subDeviceTRES(c, d.Index)
-				}
+}
+
+// fillProfileNode writes node i's capacity and free resources into
+// b.nodes[i] (see profileNodes).
+func (s *Scheduler) fillProfileNode(b *bfState, i int) {
+	n := &s.nodes[i]
+	if n.devs != nil {
+		c := b.nodes[i].Capacity
+		copy(c, n.capacity)
+		c[gres.Node] = 0
+		for _, d := range n.cfg.Devices.Devices {
+			if !n.devs.IsHealthy(d.Index) {
+				n.subDeviceTRES(c, d.Index)
 			}
 		}
-		f := b.nodes[i].Free[:cap(b.nodes[i].Free)]
-		if n.admin == adminDown {
-			clear(f)
-		} else {
-			copy(f, n.free)
-			f[gres.Node] = 0
-		}
-		b.nodes[i].Free = f
 	}
-	return b.nodes
+	f := b.nodes[i].Free[:cap(b.nodes[i].Free)]
+	if n.admin == adminDown {
+		clear(f)
+	} else {
+		copy(f, n.free)
+		f[gres.Node] = 0
+	}
+	b.nodes[i].Free = f
+}
+
+// growProfile adds node i, the one just added (up, not powered down), to
+// the kept profile instead of marking it stale: backfill's AddNode gives
+// the profile NewProfile would build with the node, without rebuilding
+// the timelines of the others. It reports whether it did; the caller
+// marks the profile stale otherwise. The next cycle then plans the whole
+// queue on the grown profile (canExtend: the node count changed).
+func (s *Scheduler) growProfile(i int) bool {
+	b := s.bf
+	if b == nil || b.last == nil || b.dirty || b.rebuild || b.last.NumNodes() != i || len(s.nodes) != i+1 {
+		return false
+	}
+	s.addProfileNodes(b)
+	s.fillProfileNode(b, i)
+	return b.last.AddNode(b.nodes[i]) == nil
 }
 
 // profileRunning returns every running job as the profile sees it: what it
@@ -388,7 +416,8 @@ func (s *Scheduler) constrainedChooser(now time.Time, j *job, c topology.Constra
 // bookings and the reservation windows, release the jobs that stopped,
 // advance the origin, add the jobs that started — or builds a fresh one
 // when there is none, when node capacity changed (a node down or back, a
-// device failing), or when an update fails. Both give the same profile
+// device failing, a node updated or removed; an added node is grown into
+// it instead), or when an update fails. Both give the same profile
 // (backfill's Advance is tested against fresh builds). With extend (see
 // canExtend) it only advances the origin, keeping the last plan's
 // bookings and windows, when no change point of the profile was passed
@@ -419,8 +448,9 @@ func (s *Scheduler) keptProfile(now time.Time, extend bool, jobs []backfill.Job)
 // extended with the jobs that joined the queue since (backfill's Extend),
 // which then gives exactly what planning every job again would: nothing
 // the last plan depended on changed. That holds when the last plan started
-// nothing, no job ended or started since, nodes and reservation windows
-// are as they were, the jobs it planned are the head of this cycle's list
+// nothing, no job ended or started since, nodes (their number included:
+// a node added since grew the kept profile, see growProfile) and
+// reservation windows are as they were, the jobs it planned are the head of this cycle's list
 // with the same requests, priorities and constraints, and none of them
 // reached an expected start or a begin time meanwhile (the kept profile
 // also checks that no running job's end or booking was passed). The
@@ -430,7 +460,7 @@ func (s *Scheduler) canExtend(now time.Time, windows []bfWindow, jobs []backfill
 	b := s.bf
 	if b.plan == nil || b.rebuild || b.noExtend || b.dirty || len(b.ended) > 0 || len(b.started) > 0 || len(b.plan.Starts) > 0 ||
 		b.planner.Config().MinAgeReserve > 0 || len(jobs) < len(b.prevJobs) || now.Before(b.planAt) ||
-		!b.prevUsable.Equal(s.usable) ||
+		b.prevUsable.Len() != s.usable.Len() || !b.prevUsable.Equal(s.usable) ||
 		!slices.EqualFunc(windows, b.prevWindows, func(x, y bfWindow) bool {
 			return x.id == y.id && x.w == y.w && slices.Equal(x.nodes, y.nodes)
 		}) {

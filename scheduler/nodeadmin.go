@@ -72,7 +72,10 @@ func (e AddNodeEvent) apply(s *Scheduler, now time.Time) (Result, error) {
 // register the names nodes may bring later before New. A cluster with a
 // topology (Config.Topology) refuses new nodes, since the graph's
 // switches and NVLink domains are fixed at New. The node takes the next
-// index; pending jobs may start on it from the next cycle.
+// index; pending jobs may start on it from the next cycle. The backfill
+// profile kept between cycles takes the node in (unless it is added
+// powered down), so that cycle plans the queue again without rebuilding
+// the profile.
 func (s *Scheduler) AddNode(now time.Time, nc NodeConfig, partitions ...string) error {
 	_, err := s.Apply(now, AddNodeEvent{Node: nc, Partitions: partitions})
 	return err
@@ -360,7 +363,12 @@ func (s *Scheduler) addNode(now time.Time, e AddNodeEvent) error {
 		}
 	}
 	pc.commit(s)
-	s.nodesChanged()
+	// The kept backfill profile takes the node in, unless it is dormant
+	// (power saving plans it through its resume windows) or cannot.
+	if e.PoweredDown || !s.growProfile(i) {
+		s.noteCapacity()
+	}
+	s.nodeIndexChanged()
 	s.last = now
 	return nil
 }
@@ -398,10 +406,17 @@ func grownSet(ns topology.NodeSet, n int) topology.NodeSet {
 }
 
 // nodesChanged records that node configuration changed: the kept
-// backfill profile is rebuilt, every shape's allowed set recomputed, the
+// backfill profile is rebuilt (addNode grows it instead), every shape's allowed set recomputed, the
 // policy version recomputed.
 func (s *Scheduler) nodesChanged() {
 	s.noteCapacity()
+	s.nodeIndexChanged()
+}
+
+// nodeIndexChanged drops what the node list invalidates besides the kept
+// backfill profile: the shapes' cached candidate counts and the policy
+// version.
+func (s *Scheduler) nodeIndexChanged() {
 	for _, sh := range s.shapes {
 		sh.stamp = 0
 	}
