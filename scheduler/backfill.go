@@ -564,6 +564,17 @@ func (s *Scheduler) noteEnded(j *job) {
 }
 
 // noteCapacity marks the kept profile stale (node capacity changed).
+// readableProfile returns the profile kept from the last backfill pass for
+// reading between cycles (Explain, IdleCapacity), or nil without one or
+// when it does not cover every node (nodes were added since and the next
+// cycle rebuilds it): readers then build what they need on demand.
+func (s *Scheduler) readableProfile() *backfill.Profile {
+	if s.bf == nil || s.bf.last == nil || s.bf.last.NumNodes() != len(s.nodes) {
+		return nil
+	}
+	return s.bf.last
+}
+
 func (s *Scheduler) noteCapacity() {
 	if s.bf != nil {
 		s.bf.dirty = true

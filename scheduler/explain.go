@@ -621,8 +621,8 @@ func (c *planCtx) aheadOf(x *job) AheadJob {
 // planContext returns the plan to read for job j: a clone of the last
 // backfill plan, or one built on demand.
 func (s *Scheduler) planContext(now time.Time, j *job) (*planCtx, error) {
-	if s.bf != nil && s.bf.last != nil {
-		p := s.bf.last.Clone()
+	if last := s.readableProfile(); last != nil {
+		p := last.Clone()
 		if p.Has(backfill.JobID(j.ID)) {
 			if err := p.Release(backfill.JobID(j.ID)); err != nil {
 				return nil, fmt.Errorf("scheduler: explain job %d: %w", j.ID, err)

@@ -182,8 +182,8 @@ func (s *Scheduler) IdleCapacity(now time.Time) IdleReport {
 
 	var prof *backfill.Profile
 	var horizon time.Time
-	if s.bf != nil && s.bf.last != nil {
-		prof = s.bf.last
+	if last := s.readableProfile(); last != nil {
+		prof = last
 		rep.PlanTime = prof.Now()
 		horizon = prof.Now().Add(s.bf.planner.Config().Window)
 	}

@@ -182,6 +182,28 @@ func TestAddNodePoweredDown(t *testing.T) {
 	assert.Equal(t, "cloud-01", c.PowerUp[0].Node)
 }
 
+// TestReadsAfterAddingPoweredDownNode: between an AddNode that leaves the
+// kept backfill profile stale (a node added powered down) and the next
+// cycle, Explain and IdleCapacity answer (on demand) instead of failing
+// on a profile that lacks the node.
+func TestReadsAfterAddingPoweredDownNode(t *testing.T) {
+	s := newPowered(t, true)
+	id := mustSubmit(t, s, t0, scheduler.JobSpec{User: "u", Partition: "h100", Nodes: 2, GRESPerNode: gpus(8), TimeLimit: time.Hour})
+	wait := mustSubmit(t, s, t0, scheduler.JobSpec{User: "u", Partition: "h100", Nodes: 2, GRESPerNode: gpus(8), TimeLimit: time.Hour})
+	mustSchedule(t, s, t0)
+	_, err := s.Apply(t0, scheduler.AddNodeEvent{Node: clustertest.DGXNode("cloud-01"), Partitions: []string{"h100"}, PoweredDown: true})
+	require.NoError(t, err)
+	for _, j := range []scheduler.JobID{id, wait} {
+		_, err := s.Explain(t0, j, scheduler.ExplainOptions{Counterfactuals: true})
+		require.NoError(t, err, "job %d", j)
+	}
+	rep := s.IdleCapacity(t0)
+	require.NotEmpty(t, rep.String())
+	mustSchedule(t, s, t0.Add(time.Minute))
+	_, err = s.Explain(t0.Add(time.Minute), wait, scheduler.ExplainOptions{})
+	require.NoError(t, err)
+}
+
 // TestBlockedPartitionHoldsItsPoweredDownNodes checks that, as a job
 // waiting for resources holds back its partition's nodes from the rest
 // of the main pass, it holds back the partition's powered-down nodes: a
