@@ -984,6 +984,10 @@ func (s *Scheduler) policyHash() string {
 			continue
 		}
 		str(n.cfg.Name)
+		if w := n.cfg.weight(); w != 1 {
+			str("weight") // only when set: versions of unweighted clusters stay as they were
+			num(w)
+		}
 		num(int64(n.cfg.CPUs))
 		num(n.cfg.MemoryMiB)
 		num(int64(len(n.cfg.Features)))

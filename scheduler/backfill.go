@@ -378,6 +378,8 @@ func (s *Scheduler) bfJob(now time.Time, x *job, allowed topology.NodeSet) backf
 		var relaxed bool
 		bj.Chooser, relaxed = s.constrainedChooser(now, x, c)
 		bj.ChooserKey = x.chooserKey(c, relaxed)
+	} else if ch, key := s.weightChooser(); ch != nil {
+		bj.Chooser, bj.ChooserKey = ch, key
 	}
 	return bj
 }

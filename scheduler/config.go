@@ -195,6 +195,11 @@ type NodeConfig struct {
 	// local licenses): counted, without device indices. A name must not
 	// also be a device name of the node.
 	GRES []gres.Request
+	// Weight is Slurm's node Weight: among the nodes that can hold a job,
+	// the lightest are allocated first (then the lowest index). Zero
+	// means Slurm's default, 1; at most MaxNodeWeight. See weight.go for
+	// where the order applies.
+	Weight int64 `json:",omitempty"`
 }
 
 // PartitionState is a partition's availability, with Slurm's meaning.
@@ -420,6 +425,9 @@ func (n *NodeConfig) validate() error {
 	}
 	if n.MemoryMiB < 0 || n.MemoryMiB > gres.MaxCount {
 		return fmt.Errorf("%w: node %q: MemoryMiB %d out of range", ErrInvalidConfig, n.Name, n.MemoryMiB)
+	}
+	if n.Weight < 0 || n.Weight > MaxNodeWeight {
+		return fmt.Errorf("%w: node %q: Weight %d out of range [0, %d]", ErrInvalidConfig, n.Name, n.Weight, int64(MaxNodeWeight))
 	}
 	if err := n.Devices.Validate(); err != nil {
 		return fmt.Errorf("%w: node %q: devices: %w", ErrInvalidConfig, n.Name, err)

@@ -567,27 +567,30 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 		return nil, 0
 	}
 	if s.graph == nil && len(j.extra) == 0 {
+		// First fit, lightest nodes first (Weight), then by index.
 		out := s.placed[:0]
-		for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
+		s.byWeight(cand, func(i int) bool {
 			if s.fitsNow(j, i) {
-				if out = append(out, i); len(out) == j.nodes {
-					s.placed = out
-					return out, 1
-				}
+				out = append(out, i)
 			}
-		}
+			return len(out) < j.nodes
+		})
 		s.placed = out
+		if len(out) == j.nodes {
+			return out, 1
+		}
 		return nil, 0
 	}
 	if s.graph == nil {
 		// A GRESPerJob total: the first nodes that hold it, or those with
 		// the most of it free.
 		var fit []int
-		for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
+		s.byWeight(cand, func(i int) bool {
 			if s.fitsNow(j, i) {
 				fit = append(fit, i)
 			}
-		}
+			return true
+		})
 		s.placed = s.spreadNodes(j, fit, s.placed)
 		if s.placed == nil {
 			return nil, 0

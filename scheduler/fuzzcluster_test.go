@@ -36,6 +36,8 @@ type fzNode struct {
 	Links                                  bool
 	Shards                                 int64
 	MemGiB                                 int64
+	// Weight is the node's Weight (0: the default).
+	Weight int64
 }
 
 // fzPart describes one partition; times are in seconds.
@@ -186,6 +188,9 @@ func fzGenNode(src *fzSource) fzNode {
 	if src.intn(4) == 0 {
 		n.Shards = int64(1 + src.intn(8))
 	}
+	if src.intn(3) == 0 {
+		n.Weight = []int64{1, 5, 10, 100}[src.intn(4)]
+	}
 	return n
 }
 
@@ -195,7 +200,7 @@ func fzNodeConfig(name string, n fzNode) (NodeConfig, error) {
 	if err != nil {
 		return NodeConfig{}, err
 	}
-	nc := NodeConfig{Name: name, CPUs: n.Sockets * n.CoresPerSocket, MemoryMiB: n.MemGiB * 1024, Devices: inv}
+	nc := NodeConfig{Name: name, CPUs: n.Sockets * n.CoresPerSocket, MemoryMiB: n.MemGiB * 1024, Devices: inv, Weight: n.Weight}
 	if n.Shards > 0 {
 		nc.GRES = []gres.Request{{Name: "shard", Count: n.Shards}}
 	}

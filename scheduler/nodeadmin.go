@@ -421,6 +421,7 @@ func (s *Scheduler) nodeIndexChanged() {
 		sh.stamp = 0
 	}
 	s.policyVersion = ""
+	s.refreshWeightTiers()
 }
 
 // removeNode removes the named node (see RemoveNode).

@@ -472,19 +472,21 @@ func (s *Scheduler) chooseReservationNodes(r *policy.Reservation, count int, exc
 		cand.Add(i)
 	}
 	if count == 0 {
-		// Enough nodes to hold r.TRES in total, in index order.
+		// Enough nodes to hold r.TRES in total, in allocation order
+		// (lightest first, then by index).
 		need := r.TRES.Clone()
 		out := topology.NewNodeSet(len(s.nodes))
-		for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
+		s.byWeight(cand, func(i int) bool {
 			if need.IsZero() {
-				break
+				return false
 			}
 			out.Add(i)
 			for k := range need {
 				need[k] = max(0, need[k]-s.nodes[i].capacity.At(gres.ID(k)))
 			}
 			need[gres.Node] = 0
-		}
+			return true
+		})
 		if !need.IsZero() {
 			return topology.NodeSet{}, fmt.Errorf("not enough free nodes to hold %s", s.reg.FormatTRES(r.TRES))
 		}
@@ -500,7 +502,7 @@ func (s *Scheduler) chooseReservationNodes(r *policy.Reservation, count int, exc
 		}
 		return p.Nodes, nil
 	}
-	return topology.NodeSetOf(len(s.nodes), cand.FirstN(nil, count)...), nil
+	return topology.NodeSetOf(len(s.nodes), s.firstByWeight(cand, count)...), nil
 }
 
 // reservationWindows calls fn for every reservation window overlapping

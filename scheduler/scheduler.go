@@ -102,6 +102,10 @@ type Scheduler struct {
 	jr journal
 	// log receives every event before it is applied (SetEventLog).
 	log EventLog
+	// tiers groups the live nodes by Weight, lightest first (nil when all
+	// weigh the same); tierGen counts its rebuilds (see weight.go).
+	tiers   []topology.NodeSet
+	tierGen uint64
 	// cycleFault, when set (tests), is called at the end of every cycle;
 	// an error it returns fails the cycle.
 	cycleFault func() error
@@ -306,6 +310,7 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 	}
 	s.tresByID = reg.Names()
+	s.refreshWeightTiers()
 	return s, nil
 }
 
