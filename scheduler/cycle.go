@@ -567,14 +567,23 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 		return nil, 0
 	}
 	if s.graph == nil && len(j.extra) == 0 {
-		// First fit, lightest nodes first (Weight), then by index.
+		// First fit, lightest nodes first (Weight), then by index; the
+		// hot case, every node of one weight, walks the set directly.
 		out := s.placed[:0]
-		s.byWeight(cand, func(i int) bool {
-			if s.fitsNow(j, i) {
-				out = append(out, i)
+		if s.tiers == nil {
+			for i := cand.Next(0); i >= 0 && len(out) < j.nodes; i = cand.Next(i + 1) {
+				if s.fitsNow(j, i) {
+					out = append(out, i)
+				}
 			}
-			return len(out) < j.nodes
-		})
+		} else {
+			s.byWeight(cand, func(i int) bool {
+				if s.fitsNow(j, i) {
+					out = append(out, i)
+				}
+				return len(out) < j.nodes
+			})
+		}
 		s.placed = out
 		if len(out) == j.nodes {
 			return out, 1
