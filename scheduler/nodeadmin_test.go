@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 	"time"
@@ -266,4 +267,28 @@ func TestNodeEventsRoundTripJSON(t *testing.T) {
 		require.NoError(t, json.Unmarshal(b, &e), string(b))
 		assert.Equal(t, ev, e.Event, string(b))
 	}
+}
+
+// TestSnapshotKeepsExclusionOfRemovedNode: a pending job excluding a node
+// that was removed since — its name then reused by a new node — restores
+// excluding the removed node only, as the original does.
+func TestSnapshotKeepsExclusionOfRemovedNode(t *testing.T) {
+	s := weighted(t, false)
+	spec := wholeNode
+	spec.ExcludeNodes = []string{"n1"}
+	spec.BeginTime = t0.Add(time.Hour)
+	id := mustSubmit(t, s, t0, spec)
+	require.NoError(t, s.RemoveNode(t0, "n1"))
+	require.NoError(t, s.AddNode(t0, scheduler.NodeConfig{Name: "n1", CPUs: 4, MemoryMiB: 1024, Weight: 1}))
+	var b bytes.Buffer
+	require.NoError(t, s.Snapshot(&b))
+	r, err := scheduler.Restore(&b, scheduler.RestoreOptions{})
+	require.NoError(t, err)
+	later := t0.Add(2 * time.Hour)
+	mustSchedule(t, s, later)
+	mustSchedule(t, r, later)
+	a, _ := s.Job(id)
+	c, _ := r.Job(id)
+	require.Equal(t, scheduler.JobRunning, a.State)
+	assert.Equal(t, a.Alloc.NodeNames(), c.Alloc.NodeNames())
 }

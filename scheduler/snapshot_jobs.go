@@ -112,6 +112,9 @@ func (e *senc) job(j *job) error {
 	e.varint(j.defMemPerCPU)
 	e.varint(j.defCPUPerGPU)
 	e.varint(j.defMemPerGPU)
+	// The excluded nodes as resolved at submission: a node named there
+	// may have been removed since, its name even reused.
+	e.ints(j.excluded)
 	e.vec(j.perNode)
 	e.requests(j.devReq)
 	e.vec(j.bfPer)
@@ -286,6 +289,14 @@ func (d *sdec) job(s *Scheduler) *job {
 	j.defMemPerCPU = int64(d.intIn(0, gres.MaxCount, "DefMemPerCPU"))
 	j.defCPUPerGPU = int64(d.intIn(0, gres.MaxCount, "DefCpuPerGPU"))
 	j.defMemPerGPU = int64(d.intIn(0, gres.MaxCount, "DefMemPerGPU"))
+	if ex := d.ints(); len(ex) > 0 {
+		for k, i := range ex {
+			if d.err == nil && (i < 0 || i >= len(s.nodes) || (k > 0 && i <= ex[k-1])) {
+				d.fail("job %d: excluded node %d out of range or order", j.ID, i)
+			}
+		}
+		j.excluded = ex
+	}
 	j.perNode = d.vec()
 	j.devReq = d.requests()
 	j.bfPer = d.vec()

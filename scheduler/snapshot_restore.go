@@ -473,17 +473,8 @@ func (s *Scheduler) attachJob(j *job) error {
 	if len(j.perNode) != s.reg.Len() || len(j.bfPer) != s.reg.Len() {
 		return errors.New("request vectors of the wrong length")
 	}
-	excluded, err := s.excludedNodes(j.Spec.ExcludeNodes)
-	switch {
-	case err == nil:
-	case j.State.Finished():
-		excluded = nil // a finished job that named a node since removed
-	default:
-		return err
-	}
-	j.excluded = excluded
 	if j.part >= 0 {
-		j.shape = s.shapeOf(j.part, j.perNode, j.Spec.Exclusive, excluded)
+		j.shape = s.shapeOf(j.part, j.perNode, j.Spec.Exclusive, j.excluded)
 	}
 	if j.Spec.Dependency != "" {
 		dep, err := policy.ParseDependency(j.Spec.Dependency)
