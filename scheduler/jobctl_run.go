@@ -161,13 +161,28 @@ func (s *Scheduler) requeueControl(now time.Time, id JobID, hold bool) error {
 	}
 	b := j.breakdown
 	b.TRES = slices.Clone(b.TRES)
-	if err := s.setPriority(now, j); err != nil {
+	// A finished job's policy subject is not kept current by policy
+	// changes: it is resolved again, as at submission.
+	subj, subjGen, rank := j.subject, j.subjGen, j.preemptRank
+	undo := func() {
 		j.Job, j.breakdown = was, b
+		j.subject, j.subjGen, j.preemptRank = subj, subjGen, rank
+	}
+	if s.pol != nil {
+		ns, err := s.pol.p.Resolve(policy.JobRef{User: j.Spec.User, Account: j.Spec.Account, Partition: j.Partition, QOS: j.Spec.QOS})
+		if err != nil {
+			undo()
+			return fmt.Errorf("%w: requeue job %d: %w", ErrInvalidJob, id, err)
+		}
+		j.subject, j.subjGen, j.preemptRank = ns, s.pol.gen, ns.PreemptRank()
+	}
+	if err := s.setPriority(now, j); err != nil {
+		undo()
 		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
 	}
 	if s.pol != nil {
-		if err := s.pol.usage.AddJob(policy.JobID(j.ID), s.subjectOf(j)); err != nil {
-			j.Job, j.breakdown = was, b
+		if err := s.pol.usage.AddJob(policy.JobID(j.ID), j.subject); err != nil {
+			undo()
 			return fmt.Errorf("%w: requeue job %d: %w", ErrInvalidJob, id, err)
 		}
 	}

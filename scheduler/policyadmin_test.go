@@ -475,3 +475,25 @@ func TestFirstPolicyChangeCreatesPolicy(t *testing.T) {
 	require.NoError(t, s.Finish(t0.Add(time.Minute), run, 0))
 	assert.True(t, startedSet(mustSchedule(t, s, t0.Add(time.Minute)))[next])
 }
+
+// TestRequeueFinishedJobAfterPolicyChanges: scontrol requeue of a job
+// that finished before many policy changes resolves its association and
+// QOS again, as at submission, instead of failing on a stale subject.
+func TestRequeueFinishedJobAfterPolicyChanges(t *testing.T) {
+	s := adminCluster(t, false)
+	id := mustSubmit(t, s, t0, scheduler.JobSpec{User: "ann", Account: "physics", TimeLimit: time.Hour})
+	mustSchedule(t, s, t0)
+	require.NoError(t, s.Finish(t0, id, 1))
+	// Its association goes and comes back (sacctmgr delete, add).
+	require.NoError(t, s.RemoveAssoc(t0, "physics", "ann", ""))
+	require.NoError(t, s.PutAssoc(t0, policy.Assoc{Account: "physics", User: "ann"}))
+	for k := range 40 {
+		require.NoError(t, s.UpdateQOS(t0, policy.QOS{Name: "high", Priority: uint32(100 + k)}))
+		require.NoError(t, s.AddQOS(t0, policy.QOS{Name: fmt.Sprintf("extra%d", k)}))
+	}
+	require.NoError(t, s.RequeueJob(t0, id, false))
+	mustSchedule(t, s, t0.Add(time.Minute))
+	j, _ := s.Job(id)
+	assert.Equal(t, scheduler.JobRunning, j.State)
+	assert.Equal(t, 1, j.Restarts)
+}

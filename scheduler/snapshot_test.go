@@ -100,7 +100,14 @@ func TestSnapshotRestoreSameDecisions(t *testing.T) {
 		runs = 10
 	}
 	runs = snapRuns(t, runs)
+	// Seeds that found defects once, always run: 681, a finished job
+	// requeued (scontrol requeue) after policy changes left its policy
+	// subject stale in the original but not in the restored copy.
+	seeds := []uint64{681}
 	for seed := range uint64(runs) {
+		seeds = append(seeds, seed)
+	}
+	for _, seed := range seeds {
 		src := &fzSource{rng: rand.New(rand.NewPCG(seed, 0x5a9))}
 		c := fzGenCluster(src)
 		cfg, err := fzConfig(c)
