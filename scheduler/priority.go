@@ -112,25 +112,17 @@ func (s *Scheduler) initPriority(pc *PriorityConfig) error {
 // refreshPriorities rebuilds the fair-share tree and recomputes every
 // pending job's priority when CalcPeriod has passed since the last time.
 //
-// The fair-share tree is fs when the cycle's event carries one (see
-// ScheduleEvent), read from the FairShareSource otherwise.
+// The fair-share tree is fs, the one the cycle's event carries: Apply
+// read it from the FairShareSource into the event (see ScheduleEvent),
+// so the source is never asked here; nil leaves the tree as it is.
 func (s *Scheduler) refreshPriorities(now time.Time, fs *FairShareTree) error {
 	p := s.prio
 	if !s.priorityDue(now) {
 		return nil
 	}
 	s.notePrioState()
-	if fs != nil || p.cfg.FairShare != nil {
-		var assocs []priority.Association
-		if fs != nil {
-			assocs = fs.Assocs
-		} else {
-			var err error
-			if assocs, err = p.cfg.FairShare.FairShareTree(now); err != nil {
-				return fmt.Errorf("scheduler: fair-share tree: %w", err)
-			}
-		}
-		if err := p.updateTree(assocs); err != nil {
+	if fs != nil {
+		if err := p.updateTree(fs.Assocs); err != nil {
 			return fmt.Errorf("scheduler: fair-share tree: %w", err)
 		}
 		s.notePrioTree()
