@@ -103,9 +103,13 @@ type Scheduler struct {
 	// log receives every event before it is applied (SetEventLog).
 	log EventLog
 	// tiers groups the live nodes by Weight, lightest first (nil when all
-	// weigh the same); tierGen counts its rebuilds (see weight.go).
+	// weigh the same); tierGen counts its rebuilds, and tierKey names the
+	// current tiers for the backfill planner's cache (see weight.go).
 	tiers   []topology.NodeSet
 	tierGen uint64
+	tierKey string
+	// tierChooser is chooseByWeight as a backfill.NodeChooser, made once.
+	tierChooser backfill.NodeChooser
 	// cycleFault, when set (tests), is called at the end of every cycle;
 	// an error it returns fails the cycle.
 	cycleFault func() error

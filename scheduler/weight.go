@@ -36,6 +36,7 @@ func (s *Scheduler) refreshWeightTiers() {
 		}
 	}
 	s.tierGen++
+	s.tierKey = "weights " + strconv.FormatUint(s.tierGen, 10)
 	if len(ws) < 2 {
 		s.tiers = nil
 		return
@@ -94,10 +95,17 @@ func (s *Scheduler) weightChooser() (backfill.NodeChooser, string) {
 	if s.tiers == nil || s.graph != nil || s.bf == nil || s.bf.customChooser {
 		return nil, ""
 	}
-	return func(cand topology.NodeSet, n int) []int {
-		if out := s.firstByWeight(cand, n); len(out) == n {
-			return out
-		}
-		return nil
-	}, "weights " + strconv.FormatUint(s.tierGen, 10)
+	if s.tierChooser == nil {
+		s.tierChooser = s.chooseByWeight // one method value, not one per job
+	}
+	return s.tierChooser, s.tierKey
+}
+
+// chooseByWeight is the weight order's backfill.NodeChooser: the first n
+// candidates lightest first, or nil when there are fewer.
+func (s *Scheduler) chooseByWeight(cand topology.NodeSet, n int) []int {
+	if out := s.firstByWeight(cand, n); len(out) == n {
+		return out
+	}
+	return nil
 }
