@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/internal/cputime"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
@@ -55,7 +56,7 @@ func BenchmarkAddNode(b *testing.B) {
 			}
 			var add time.Duration
 			k := 0
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				if bc == "addnode+schedule" {
 					nc := tmpl
@@ -73,7 +74,7 @@ func BenchmarkAddNode(b *testing.B) {
 			}
 			// CPU time per step: on a shared machine wall time also counts
 			// the other processes.
-			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64((cputime.Process()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 			if k > 0 {
 				b.ReportMetric(float64(add.Nanoseconds())/float64(k), "add-ns/op")
 			}
