@@ -143,20 +143,19 @@ func (s *Scheduler) requeueControl(now time.Time, id JobID, hold bool) error {
 	if j.State == JobSuspended {
 		hold = true // Slurm: a suspended job that is requeued is held
 	}
+	was := j.Job // for a finished job's undo
+	if hold {
+		j.Hold = max(j.Hold, HoldUser)
+	}
 	if !j.State.Finished() {
-		if hold {
-			j.Hold = max(j.Hold, HoldUser)
-		}
 		s.requeue(now, j, policy.ReasonNone)
 		s.logRequeue(now, j)
 		s.last = now
 		return nil
 	}
 	// A finished job: counted as submitted again, queued again.
-	was := j.Job
 	j.State, j.Reason = JobPending, policy.ReasonNone
 	if hold {
-		j.Hold = max(j.Hold, HoldUser)
 		j.Reason = j.Hold.reason()
 	}
 	b := j.breakdown
