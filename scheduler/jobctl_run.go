@@ -143,20 +143,19 @@ func (s *Scheduler) requeueControl(now time.Time, id JobID, hold bool) error {
 	if j.State == JobSuspended {
 		hold = true // Slurm: a suspended job that is requeued is held
 	}
+	was := j.Job // for a finished job's undo
+	if hold {
+		j.Hold = max(j.Hold, HoldUser)
+	}
 	if !j.State.Finished() {
-		if hold {
-			j.Hold = max(j.Hold, HoldUser)
-		}
 		s.requeue(now, j, policy.ReasonNone)
 		s.logRequeue(now, j)
 		s.last = now
 		return nil
 	}
 	// A finished job: counted as submitted again, queued again.
-	was := j.Job
 	j.State, j.Reason = JobPending, policy.ReasonNone
 	if hold {
-		j.Hold = max(j.Hold, HoldUser)
 		j.Reason = j.Hold.reason()
 	}
 	b := j.breakdown
@@ -164,27 +163,10 @@ func (s *Scheduler) requeueControl(now time.Time, id JobID, hold bool) error {
 	// A finished job's policy subject is not kept current by policy
 	// changes: it is resolved again, as at submission.
 	subj, subjGen, rank := j.subject, j.subjGen, j.preemptRank
-	undo := func() {
+	if err := s.requeueFinished(now, j); err != nil {
 		j.Job, j.breakdown = was, b
 		j.subject, j.subjGen, j.preemptRank = subj, subjGen, rank
-	}
-	if s.pol != nil {
-		ns, err := s.pol.p.Resolve(policy.JobRef{User: j.Spec.User, Account: j.Spec.Account, Partition: j.Partition, QOS: j.Spec.QOS})
-		if err != nil {
-			undo()
-			return fmt.Errorf("%w: requeue job %d: %w", ErrInvalidJob, id, err)
-		}
-		j.subject, j.subjGen, j.preemptRank = ns, s.pol.gen, ns.PreemptRank()
-	}
-	if err := s.setPriority(now, j); err != nil {
-		undo()
-		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
-	}
-	if s.pol != nil {
-		if err := s.pol.usage.AddJob(policy.JobID(j.ID), j.subject); err != nil {
-			undo()
-			return fmt.Errorf("%w: requeue job %d: %w", ErrInvalidJob, id, err)
-		}
+		return err
 	}
 	j.Restarts++
 	j.StartTime, j.EndTime, j.ExitCode = time.Time{}, time.Time{}, 0
@@ -197,6 +179,28 @@ func (s *Scheduler) requeueControl(now time.Time, id JobID, hold bool) error {
 	s.mutPending().ReplaceOrInsert(j)
 	s.logRequeue(now, j)
 	s.last = now
+	return nil
+}
+
+// requeueFinished resolves finished job j's policy subject again, gives
+// it a priority and counts it in the submit usage, as at submission; on
+// error the caller restores what it changed.
+func (s *Scheduler) requeueFinished(now time.Time, j *job) error {
+	if s.pol != nil {
+		ns, err := s.pol.p.Resolve(policy.JobRef{User: j.Spec.User, Account: j.Spec.Account, Partition: j.Partition, QOS: j.Spec.QOS})
+		if err != nil {
+			return fmt.Errorf("%w: requeue job %d: %w", ErrInvalidJob, j.ID, err)
+		}
+		j.subject, j.subjGen, j.preemptRank = ns, s.pol.gen, ns.PreemptRank()
+	}
+	if err := s.setPriority(now, j); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
+	}
+	if s.pol != nil {
+		if err := s.pol.usage.AddJob(policy.JobID(j.ID), j.subject); err != nil {
+			return fmt.Errorf("%w: requeue job %d: %w", ErrInvalidJob, j.ID, err)
+		}
+	}
 	return nil
 }
 
