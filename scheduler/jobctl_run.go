@@ -187,7 +187,7 @@ func (s *Scheduler) requeueControl(now time.Time, id JobID, hold bool) error {
 // error the caller restores what it changed.
 func (s *Scheduler) requeueFinished(now time.Time, j *job) error {
 	if s.pol != nil {
-		ns, err := s.pol.p.Resolve(policy.JobRef{User: j.Spec.User, Account: j.Spec.Account, Partition: j.Partition, QOS: j.Spec.QOS})
+		ns, err := s.pol.p.Resolve(j.policyRef())
 		if err != nil {
 			return fmt.Errorf("%w: requeue job %d: %w", ErrInvalidJob, j.ID, err)
 		}

@@ -71,6 +71,12 @@ func (s *Scheduler) policyRequest(j *job) policy.Request {
 	}
 }
 
+// policyRef is the job's identity as the policy resolves it: user,
+// account, partition and QOS.
+func (j *job) policyRef() policy.JobRef {
+	return policy.JobRef{User: j.Spec.User, Account: j.Spec.Account, Partition: j.Partition, QOS: j.Spec.QOS}
+}
+
 // admitPolicy runs the submit-time policy checks of a new job: its
 // association, QOS and partition resolve, it may use them, the limits that
 // reject at submit (DenyOnLimit, MaxSubmit*) hold, its reservation exists
@@ -94,7 +100,7 @@ func (s *Scheduler) admitPolicy(j *job, self JobID, tasks int) error {
 		}
 		return nil
 	}
-	subj, err := s.pol.p.Resolve(policy.JobRef{User: j.Spec.User, Account: j.Spec.Account, Partition: j.Partition, QOS: j.Spec.QOS})
+	subj, err := s.pol.p.Resolve(j.policyRef())
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
 	}

@@ -394,7 +394,7 @@ func (s *Scheduler) resolveUnder(p *policy.Policy, j *job) error {
 		_, err := p.Rebase(j.subject)
 		return err
 	}
-	_, err := p.Resolve(policy.JobRef{User: j.Spec.User, Account: j.Spec.Account, Partition: j.Partition, QOS: j.Spec.QOS})
+	_, err := p.Resolve(j.policyRef())
 	return err
 }
 
@@ -421,7 +421,7 @@ func (s *Scheduler) planCreate(c *adminChange) error {
 	slices.Sort(ids)
 	for _, id := range ids {
 		j := s.jobs[id]
-		sub, err := c.pol.Resolve(policy.JobRef{User: j.Spec.User, Account: j.Spec.Account, Partition: j.Partition, QOS: j.Spec.QOS})
+		sub, err := c.pol.Resolve(j.policyRef())
 		if err != nil {
 			return fmt.Errorf("%w: job %d: %w", ErrInUse, id, err)
 		}

@@ -486,7 +486,7 @@ func (s *Scheduler) attachJob(j *job) error {
 	active := j.State == JobPending || j.State == JobRunning || j.State == JobSuspended
 	if s.pol != nil && j.part >= 0 {
 		// The resolved QOS gives the plan the submitted one gave.
-		subj, err := s.pol.p.Resolve(policy.JobRef{User: j.Spec.User, Account: j.Spec.Account, Partition: j.Partition, QOS: j.Spec.QOS})
+		subj, err := s.pol.p.Resolve(j.policyRef())
 		switch {
 		case err == nil:
 			j.subject, j.preemptRank = subj, subj.PreemptRank()
