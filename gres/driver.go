@@ -249,6 +249,56 @@ func WatchHealth(ctx context.Context, w HealthWatcher, timeout time.Duration, fn
 	}
 }
 
+// DeviceSample is one reading of one device's activity, as a telemetry
+// driver reports it. A field the hardware does not report is -1.
+type DeviceSample struct {
+	Index int    // the device's Index in the last Discovery's inventory
+	UUID  string // the device's UUID ("" if the inventory has none)
+	// Utilization is the percentage of the sample period the device was
+	// busy, in [0, 100]: NVML's GPU utilisation, AMD's gpu_busy_percent,
+	// Intel's engine busy time.
+	Utilization float64
+	// MemoryUsedMiB is the device memory in use.
+	MemoryUsedMiB int64
+	// PowerWatts is the current (or last averaged) board power.
+	PowerWatts float64
+	// EnergyJoules is the energy used since the driver started counting
+	// (monotonic between resets of the device).
+	EnergyJoules float64
+}
+
+// Validate checks the sample: a non-negative index, utilisation in
+// [0, 100] and every other reading non-negative, each unknown reading
+// exactly -1. Errors wrap ErrInvalidRequest and name the field.
+func (s DeviceSample) Validate() error {
+	bad := func(field string, v any) error {
+		return fmt.Errorf("%w: sample of device %d: %s %v (want >= 0, or -1 for unknown)", ErrInvalidRequest, s.Index, field, v)
+	}
+	switch {
+	case s.Index < 0:
+		return fmt.Errorf("%w: sample of device %d: negative index", ErrInvalidRequest, s.Index)
+	case s.Utilization != -1 && !(s.Utilization >= 0 && s.Utilization <= 100):
+		return fmt.Errorf("%w: sample of device %d: utilization %v outside [0, 100] (or -1 for unknown)", ErrInvalidRequest, s.Index, s.Utilization)
+	case s.MemoryUsedMiB < -1:
+		return bad("memory used", s.MemoryUsedMiB)
+	case s.PowerWatts != -1 && !(s.PowerWatts >= 0):
+		return bad("power", s.PowerWatts)
+	case s.EnergyJoules != -1 && !(s.EnergyJoules >= 0):
+		return bad("energy", s.EnergyJoules)
+	}
+	return nil
+}
+
+// TelemetrySampler reads the current activity of a node's devices.
+//
+// Sample returns one DeviceSample per device of the last Discovery, in
+// index order, each valid (DeviceSample.Validate). It does its own I/O
+// and returns ctx.Err() (possibly wrapped) when ctx is done first. Like
+// HealthWatcher it is a pull API: the caller decides how often to sample.
+type TelemetrySampler interface {
+	Sample(ctx context.Context) ([]DeviceSample, error)
+}
+
 // HealthSummary is the state of a node's devices after ApplyHealth.
 type HealthSummary struct {
 	Total, Healthy int

@@ -11,8 +11,58 @@ const MaxDevices = 256
 // MaxDeviceIndex is the largest Device.Index accepted.
 const MaxDeviceIndex = 1<<16 - 1
 
-// MaxNVLinks is the most NVLink lanes one Link may report.
+// MaxNVLinks is the most fabric lanes (NVLink, XGMI or Xe Link) one Link
+// may report.
 const MaxNVLinks = 255
+
+// LinkFabric is the device-to-device fabric whose lanes a Link counts.
+// The zero value is NVLink, so inventories written before other vendors
+// existed keep their meaning.
+type LinkFabric uint8
+
+const (
+	// FabricNVLink is NVIDIA NVLink (direct or through NVSwitches).
+	FabricNVLink LinkFabric = iota
+	// FabricXGMI is AMD Infinity Fabric (XGMI) between GPUs of one hive.
+	FabricXGMI
+	// FabricXeLink is Intel Xe Link between data-centre GPUs.
+	FabricXeLink
+)
+
+var fabricNames = [...]string{"nvlink", "xgmi", "xelink"}
+
+// String returns "nvlink", "xgmi" or "xelink".
+func (f LinkFabric) String() string {
+	if int(f) < len(fabricNames) {
+		return fabricNames[f]
+	}
+	return "LinkFabric(" + strconv.Itoa(int(f)) + ")"
+}
+
+// MarshalText writes the fabric's name; an unknown fabric is an error.
+func (f LinkFabric) MarshalText() ([]byte, error) {
+	if int(f) >= len(fabricNames) {
+		return nil, fmt.Errorf("%w: unknown link fabric %d", ErrInvalidInventory, f)
+	}
+	return []byte(fabricNames[f]), nil
+}
+
+// UnmarshalText reads a fabric name ("nvlink", "xgmi", "xelink"; "" is
+// nvlink). Errors wrap ErrInvalidInventory.
+func (f *LinkFabric) UnmarshalText(b []byte) error {
+	s := string(b)
+	if s == "" {
+		*f = FabricNVLink
+		return nil
+	}
+	for i, n := range fabricNames {
+		if n == s {
+			*f = LinkFabric(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: link fabric %q: want nvlink, xgmi or xelink", ErrInvalidInventory, s)
+}
 
 // PCIeLevel is how close two devices are on the host side, NVML's
 // GetTopologyCommonAncestor levels (nvidia-smi topo -m: PIX, PXB, PHB,
@@ -51,13 +101,20 @@ func (l PCIeLevel) String() string {
 
 // Link describes the connection between two devices of a node.
 type Link struct {
-	// NVLinks is the number of NVLink lanes the pair can use between them:
-	// direct lanes (e.g. 4 on an A100 PCIe NVLink bridge pair), or, for two
-	// GPUs on one NVSwitch fabric, the lane count of the less-connected GPU
-	// (18 on H100 SXM, 12 on A100 SXM). 0 means no NVLink.
+	// NVLinks is the number of device-to-device fabric lanes the pair can
+	// use between them, on the fabric Fabric names: NVLink lanes — direct
+	// (e.g. 4 on an A100 PCIe NVLink bridge pair) or, for two GPUs on one
+	// NVSwitch fabric, the lane count of the less-connected GPU (18 on H100
+	// SXM, 12 on A100 SXM) — or XGMI / Xe Link links (one per x16 link).
+	// The device chooser ranks pairs by this count whatever the fabric, so
+	// one node's links must all count lanes of comparable bandwidth.
+	// 0 means no fabric link.
 	NVLinks int
+	// Fabric names the fabric NVLinks counts (zero: NVLink).
+	Fabric LinkFabric
 	// NVSwitch reports that both devices sit on one NVSwitch fabric (their
-	// NVLinks go through switches, not directly to each other).
+	// NVLinks go through switches, not directly to each other); only with
+	// FabricNVLink.
 	NVSwitch bool
 	// PCIe is the host-side (PCIe / NUMA / socket) level of the pair.
 	PCIe PCIeLevel
@@ -130,7 +187,8 @@ func (inv *Inventory) Link(i, j int) Link {
 // and types well-formed; UUIDs and PCI bus ids unique when set; memory,
 // NUMA and socket not below their minimum (0, -1, -1); every NUMA node on
 // one socket; a square, symmetric link matrix with a zero diagonal,
-// NVLinks in [0, MaxNVLinks], NVSwitch only with lanes, known PCIe levels,
+// NVLinks in [0, MaxNVLinks], a known Fabric, NVSwitch only with NVLink
+// lanes, known PCIe levels,
 // and PCIe levels that agree with NUMA and socket (PIX … NODE need one NUMA
 // node and socket, SYS needs two NUMA nodes). Errors wrap
 // ErrInvalidInventory and name the device.
@@ -207,7 +265,9 @@ func (inv *Inventory) Validate() error {
 			switch {
 			case l.NVLinks < 0 || l.NVLinks > MaxNVLinks:
 				return bad("devices %d and %d: %d NVLinks outside [0, %d]", a.Index, b.Index, l.NVLinks, MaxNVLinks)
-			case l.NVSwitch && l.NVLinks == 0:
+			case int(l.Fabric) >= len(fabricNames):
+				return bad("devices %d and %d: unknown link fabric %d", a.Index, b.Index, l.Fabric)
+			case l.NVSwitch && (l.NVLinks == 0 || l.Fabric != FabricNVLink):
 				return bad("devices %d and %d: NVSwitch link without NVLink lanes", a.Index, b.Index)
 			case l.PCIe > PCIeBoard:
 				return bad("devices %d and %d: unknown PCIe level %d", a.Index, b.Index, l.PCIe)

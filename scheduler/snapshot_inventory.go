@@ -15,7 +15,7 @@ import (
 const (
 	inventoryFields = 2
 	deviceFields    = 9
-	linkFields      = 3
+	linkFields      = 4
 )
 
 // inventory writes inv: 0 for the same as the last inventory written,
@@ -51,7 +51,7 @@ func (e *senc) inventory(inv *gres.Inventory) {
 		for _, l := range row {
 			e.int(l.NVLinks)
 			e.bool(l.NVSwitch)
-			e.uvarint(uint64(l.PCIe))
+			e.uvarint(uint64(l.PCIe) | uint64(l.Fabric)<<8)
 		}
 	}
 }
@@ -113,7 +113,8 @@ func (d *sdec) inventory() gres.Inventory {
 				l := &inv.Links[i][k]
 				l.NVLinks = d.int()
 				l.NVSwitch = d.bool()
-				l.PCIe = gres.PCIeLevel(d.uvarint())
+				v := d.uvarint()
+				l.PCIe, l.Fabric = gres.PCIeLevel(v&0xff), gres.LinkFabric(v>>8)
 			}
 		}
 	}
