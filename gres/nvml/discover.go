@@ -42,6 +42,7 @@ type physGPU struct {
 
 // migDev is one MIG slice (a compute instance inside a GPU instance).
 type migDev struct {
+	h      gonvml.Device // its NVML handle (telemetry reads its memory)
 	uuid   string
 	gi, ci int
 	memMiB int64
@@ -267,7 +268,7 @@ func (d *Driver) probeMIG(g *physGPU, warnf func(string, ...any)) {
 			warnf("gpu %d: MIG device %d: GetMigDeviceHandleByIndex: %v", g.nvmlIndex, k, ret)
 			continue
 		}
-		s := migDev{pos: -1}
+		s := migDev{h: m, pos: -1}
 		var ret1, ret2, ret3 gonvml.Return
 		s.uuid, ret1 = m.GetUUID()
 		s.gi, ret2 = m.GetGpuInstanceId()
