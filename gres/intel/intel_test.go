@@ -237,3 +237,34 @@ func TestOpenErrors(t *testing.T) {
 	_, err = d.Sample(context.Background())
 	require.ErrorIs(t, err, intel.ErrUnavailable)
 }
+
+// TestUpstreamI915 reads a Max 1550 under the upstream i915 driver, which
+// exposes neither lmem sizes, error counters nor the fabric device:
+// memory from the model table (warned), tiles still paired on their card,
+// no Xe Link between cards; and a PCI address from uevent when the device
+// link's target is not named by the address.
+func TestUpstreamI915(t *testing.T) {
+	m := inteltest.Max1550Node()
+	for i := range m.Cards {
+		m.Cards[i].LmemTotalBytes, m.Cards[i].ErrorCounters, m.Cards[i].XeLink = 0, false, false
+	}
+	tree := m.Tree()
+	dir := inteltest.PCIDir(m.Cards[0].PCI)
+	tree.Link(m.CardDir(0)+"/device", "../../../gpu-alias")
+	tree.Link(filepath.Dir(dir)+"/gpu-alias", filepath.Base(dir))
+	root := gresdriver.WriteTree(t, tree)
+	d, err := intel.Open(intel.Options{Root: root})
+	require.NoError(t, err)
+	disc, err := d.Discover(context.Background())
+	require.NoError(t, err)
+	require.Len(t, disc.Inventory.Devices, 16)
+	assert.Equal(t, int64(64<<10), disc.Inventory.Devices[0].MemoryMiB)
+	assert.Contains(t, disc.Warnings, "card1: device memory not exposed; 131072 MiB from the Intel Data Center GPU Max 1550 table entry")
+	assert.Equal(t, gres.Link{NVLinks: 16, Fabric: gres.FabricXeLink, PCIe: gres.PCIeBoard}, disc.Inventory.Link(0, 1))
+	assert.Equal(t, gres.Link{PCIe: gres.PCIeNODE}, disc.Inventory.Link(0, 2))
+	assert.Equal(t, m.Cards[0].PCI, d.Placements()[0].PCIAddress, "from uevent PCI_SLOT_NAME")
+	assert.Equal(t, "/dev/dri/renderD128", disc.Files[0][1].Path, "render node matched through uevent's address")
+	evs, err := d.PollHealth(context.Background(), time.Millisecond)
+	require.NoError(t, err)
+	assert.Empty(t, evs)
+}

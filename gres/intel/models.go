@@ -29,7 +29,7 @@ type Model struct {
 // non-negative memory size and port count.
 func (m Model) Validate() error {
 	switch {
-	case !validType(m.Type) || m.Tiles > 1 && !validType(m.Type+"_tile"):
+	case !validType(m.Type) || !validType(m.Type+"_tile"):
 		return fmt.Errorf("%w: model %q: type %q: want 1-59 characters from [A-Za-z0-9_.-], not a count", ErrInvalidOptions, m.Product, m.Type)
 	case m.Tiles < 1 || m.Tiles > maxTiles:
 		return fmt.Errorf("%w: model %q: %d tiles, want 1..%d", ErrInvalidOptions, m.Product, m.Tiles, maxTiles)

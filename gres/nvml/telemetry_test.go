@@ -127,3 +127,21 @@ func TestSampleStockMocks(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSample is one telemetry sample of a mock DGX H100 (8 GPUs,
+// four NVML queries each).
+func BenchmarkSample(b *testing.B) {
+	srv := nvmltest.DGXH100()
+	d, err := New(srv, Options{SysfsRoot: b.TempDir(), ProcRoot: b.TempDir()})
+	require.NoError(b, err)
+	require.NoError(b, d.Init())
+	defer d.Shutdown()
+	ctx := context.Background()
+	_, err = d.Discover(ctx)
+	require.NoError(b, err)
+	for b.Loop() {
+		if _, err := d.Sample(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
