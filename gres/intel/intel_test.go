@@ -29,6 +29,15 @@ func open(t *testing.T, m inteltest.Machine, opts intel.Options) (*intel.Driver,
 	return d, opts.Root
 }
 
+// discover opens a driver on m's tree and discovers it.
+func discover(t *testing.T, m inteltest.Machine, opts intel.Options) (*intel.Driver, gres.Discovery, string) {
+	t.Helper()
+	d, root := open(t, m, opts)
+	disc, err := d.Discover(context.Background())
+	require.NoError(t, err)
+	return d, disc, root
+}
+
 // write replaces a file of a written tree.
 func write(t *testing.T, root, rel, content string) {
 	t.Helper()
@@ -73,9 +82,7 @@ func TestConformance(t *testing.T) {
 // device files and links.
 func TestMax1550Flat(t *testing.T) {
 	m := inteltest.Max1550Node()
-	d, _ := open(t, m, intel.Options{})
-	disc, err := d.Discover(context.Background())
-	require.NoError(t, err)
+	d, disc, _ := discover(t, m, intel.Options{})
 	inv := disc.Inventory
 	require.Len(t, inv.Devices, 16)
 	socket0, _ := gres.ParseCoreSet("0-51,104-155")
@@ -137,9 +144,7 @@ func TestMax1550Flat(t *testing.T) {
 // TestMax1550Composite lists whole cards.
 func TestMax1550Composite(t *testing.T) {
 	m := inteltest.Max1550Node()
-	d, _ := open(t, m, intel.Options{Composite: true})
-	disc, err := d.Discover(context.Background())
-	require.NoError(t, err)
+	d, disc, _ := discover(t, m, intel.Options{Composite: true})
 	require.Len(t, disc.Inventory.Devices, 8)
 	for i, dv := range disc.Inventory.Devices {
 		assert.Equal(t, "max_1550", dv.Type)
@@ -154,9 +159,7 @@ func TestMax1550Composite(t *testing.T) {
 // TestMax1550Xe reads the xe driver's per-tile layout: VRAM size per tile
 // (hexadecimal), no Xe Link.
 func TestMax1550Xe(t *testing.T) {
-	d, _ := open(t, inteltest.Max1550NodeXe(), intel.Options{})
-	disc, err := d.Discover(context.Background())
-	require.NoError(t, err)
+	d, disc, _ := discover(t, inteltest.Max1550NodeXe(), intel.Options{})
 	require.Len(t, disc.Inventory.Devices, 16)
 	assert.Equal(t, int64(64<<10), disc.Inventory.Devices[5].MemoryMiB)
 	assert.Equal(t, "xe", d.Placements()[5].KernelDriver)
@@ -168,9 +171,7 @@ func TestMax1550Xe(t *testing.T) {
 // TestFlex170 discovers the single-tile Flex node.
 func TestFlex170(t *testing.T) {
 	m := inteltest.Flex170Node()
-	d, _ := open(t, m, intel.Options{})
-	disc, err := d.Discover(context.Background())
-	require.NoError(t, err)
+	_, disc, _ := discover(t, m, intel.Options{})
 	inv := disc.Inventory
 	require.Len(t, inv.Devices, 4)
 	for i, dv := range inv.Devices {
@@ -192,9 +193,7 @@ func TestDiscoverDegrades(t *testing.T) {
 	m.Cards[1].DeviceID = 0x56C5
 	m.Cards[2].NUMA = -1
 	m.Cards[3].TileVRAMBytes = 0
-	d, root := open(t, m, intel.Options{})
-	disc, err := d.Discover(context.Background())
-	require.NoError(t, err)
+	d, disc, root := discover(t, m, intel.Options{})
 	require.Len(t, disc.Inventory.Devices, 3)
 	assert.Contains(t, disc.Warnings, "card2: Intel device 0x56c5 is not a known data-centre GPU; skipped (add it to Options.Models to list it)")
 	assert.Contains(t, disc.Warnings, "card3: NUMA node unknown")

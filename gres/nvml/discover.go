@@ -171,6 +171,28 @@ func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
 	return snap, nil
 }
 
+// lastSnapshot returns the last discovery, discovering (and keeping the
+// result, unless a concurrent Discover got there first) when there has
+// been none. The caller holds d.mu for reading.
+func (d *Driver) lastSnapshot(ctx context.Context) (*snapshot, error) {
+	d.snapMu.Lock()
+	snap := d.snap
+	d.snapMu.Unlock()
+	if snap != nil {
+		return snap, nil
+	}
+	snap, err := d.discover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d.snapMu.Lock()
+	if d.snap == nil {
+		d.snap = snap
+	}
+	d.snapMu.Unlock()
+	return snap, nil
+}
+
 // probeGPU reads one physical GPU.
 func (d *Driver) probeGPU(idx int, h gonvml.Device, warnf func(string, ...any)) (physGPU, error) {
 	g := physGPU{nvmlIndex: idx, h: h, numa: -1, socket: -1, pos: -1}

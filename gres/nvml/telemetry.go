@@ -37,19 +37,9 @@ func (d *Driver) Sample(ctx context.Context) ([]gres.DeviceSample, error) {
 		return nil, err
 	}
 	defer d.mu.RUnlock()
-	d.snapMu.Lock()
-	snap := d.snap
-	d.snapMu.Unlock()
-	if snap == nil {
-		var err error
-		if snap, err = d.discover(ctx); err != nil {
-			return nil, err
-		}
-		d.snapMu.Lock()
-		if d.snap == nil {
-			d.snap = snap
-		}
-		d.snapMu.Unlock()
+	snap, err := d.lastSnapshot(ctx)
+	if err != nil {
+		return nil, err
 	}
 	devs := snap.disc.Inventory.Devices
 	out := make([]gres.DeviceSample, len(devs))
