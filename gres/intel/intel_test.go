@@ -48,6 +48,7 @@ func write(t *testing.T, root, rel, content string) {
 // both device hierarchies; faults are a rising fatal error counter (i915)
 // or the card leaving sysfs (xe, which has no counters).
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		m         inteltest.Machine
 		composite bool
@@ -81,6 +82,7 @@ func TestConformance(t *testing.T) {
 // fixture's layout: 16 tiles with their cards, NUMA nodes, CPUs, memory,
 // device files and links.
 func TestMax1550Flat(t *testing.T) {
+	t.Parallel()
 	m := inteltest.Max1550Node()
 	d, disc, _ := discover(t, m, intel.Options{})
 	inv := disc.Inventory
@@ -143,6 +145,7 @@ func TestMax1550Flat(t *testing.T) {
 
 // TestMax1550Composite lists whole cards.
 func TestMax1550Composite(t *testing.T) {
+	t.Parallel()
 	m := inteltest.Max1550Node()
 	d, disc, _ := discover(t, m, intel.Options{Composite: true})
 	require.Len(t, disc.Inventory.Devices, 8)
@@ -159,6 +162,7 @@ func TestMax1550Composite(t *testing.T) {
 // TestMax1550Xe reads the xe driver's per-tile layout: VRAM size per tile
 // (hexadecimal), no Xe Link.
 func TestMax1550Xe(t *testing.T) {
+	t.Parallel()
 	d, disc, _ := discover(t, inteltest.Max1550NodeXe(), intel.Options{})
 	require.Len(t, disc.Inventory.Devices, 16)
 	assert.Equal(t, int64(64<<10), disc.Inventory.Devices[5].MemoryMiB)
@@ -170,6 +174,7 @@ func TestMax1550Xe(t *testing.T) {
 
 // TestFlex170 discovers the single-tile Flex node.
 func TestFlex170(t *testing.T) {
+	t.Parallel()
 	m := inteltest.Flex170Node()
 	_, disc, _ := discover(t, m, intel.Options{})
 	inv := disc.Inventory
@@ -189,6 +194,7 @@ func TestFlex170(t *testing.T) {
 // Options.Models; unknown NUMA, missing memory files and missing tiles
 // degrade with warnings.
 func TestDiscoverDegrades(t *testing.T) {
+	t.Parallel()
 	m := inteltest.Flex170Node()
 	m.Cards[1].DeviceID = 0x56C5
 	m.Cards[2].NUMA = -1
@@ -215,6 +221,7 @@ func TestDiscoverDegrades(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	_, err := intel.Open(intel.Options{Root: t.TempDir()})
 	require.ErrorIs(t, err, intel.ErrUnavailable)
 	root := gresdriver.WriteTree(t, inteltest.Flex170Node().Tree())
@@ -243,6 +250,7 @@ func TestOpenErrors(t *testing.T) {
 // no Xe Link between cards; and a PCI address from uevent when the device
 // link's target is not named by the address.
 func TestUpstreamI915(t *testing.T) {
+	t.Parallel()
 	m := inteltest.Max1550Node()
 	for i := range m.Cards {
 		m.Cards[i].LmemTotalBytes, m.Cards[i].ErrorCounters, m.Cards[i].XeLink = 0, false, false

@@ -20,6 +20,7 @@ import (
 // once; correctable counters do not count; counters restarting from zero
 // (device reset) bring it back; counts present at start are a baseline.
 func TestHealthCounters(t *testing.T) {
+	t.Parallel()
 	m := inteltest.Max1550Node()
 	tree := m.Tree()
 	tree.File(m.ErrorCounter(7, 0, "fatal_eu_grf"), "3\n") // before watching: baseline
@@ -63,6 +64,7 @@ func TestHealthCounters(t *testing.T) {
 // TestHealthGone: a card leaving sysfs takes its tiles with it; they
 // recover when it is back.
 func TestHealthGone(t *testing.T) {
+	t.Parallel()
 	m := inteltest.Max1550Node()
 	d, root := open(t, m, intel.Options{})
 	ctx := context.Background()
@@ -87,6 +89,7 @@ func TestHealthGone(t *testing.T) {
 // TestHealthWaits: a change arriving while PollHealth waits ends the wait
 // early; a canceled context ends it with the context's error.
 func TestHealthWaits(t *testing.T) {
+	t.Parallel()
 	m := inteltest.Max1550Node()
 	d, root := open(t, m, intel.Options{})
 	ctx := context.Background()
@@ -113,6 +116,7 @@ func (c *clock) now() time.Time { return c.t }
 // TestSample checks the readings against the documented units: idle
 // residency in ms, energy1_input in µJ, power1_input in µW, lmem in bytes.
 func TestSample(t *testing.T) {
+	t.Parallel()
 	m := inteltest.Max1550Node()
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	root := gresdriver.WriteTree(t, m.Tree())
