@@ -163,8 +163,8 @@ func (d *Driver) renderNodes(drm string) map[string]gres.DeviceFile {
 	out := map[string]gres.DeviceFile{}
 	for _, n := range numbered(drm, "renderD") {
 		dir := filepath.Join(drm, "renderD"+strconv.Itoa(n))
-		pci, err := linkBase(filepath.Join(dir, "device"))
-		if err != nil || !validPCI(pci) {
+		pci := pciOf(filepath.Join(dir, "device"))
+		if pci == "" {
 			continue
 		}
 		major, minor, err := readDevNum(filepath.Join(dir, "dev"))
@@ -174,6 +174,19 @@ func (d *Driver) renderNodes(drm string) map[string]gres.DeviceFile {
 		out[pci] = gres.DeviceFile{Path: "/dev/dri/renderD" + strconv.Itoa(n), Kind: gres.CharDevice, Major: major, Minor: minor}
 	}
 	return out
+}
+
+// pciOf returns the PCI address of the device a class device's device
+// link points to: the link target's name, else the device's uevent
+// PCI_SLOT_NAME; "" when neither is a PCI address.
+func pciOf(dev string) string {
+	if pci, err := linkBase(dev); err == nil && validPCI(pci) {
+		return pci
+	}
+	if pci := strings.ToLower(readUevent(filepath.Join(dev, "uevent"))["PCI_SLOT_NAME"]); validPCI(pci) {
+		return pci
+	}
+	return ""
 }
 
 // probeCard reads one DRM card; ok is false for cards that are not Intel
@@ -196,10 +209,7 @@ func (d *Driver) probeCard(n int, dir string, renders map[string]gres.DeviceFile
 	}
 	c.model = m
 	ue := readUevent(filepath.Join(dev, "uevent"))
-	if c.pci, _ = linkBase(dev); !validPCI(c.pci) {
-		c.pci = strings.ToLower(ue["PCI_SLOT_NAME"])
-	}
-	if !validPCI(c.pci) {
+	if c.pci = pciOf(dev); c.pci == "" {
 		warnf("card%d: skipped: PCI address unknown (device link and uevent PCI_SLOT_NAME unreadable)", n)
 		return c, false
 	}

@@ -258,6 +258,7 @@ func TestUpstreamI915(t *testing.T) {
 	tree := m.Tree()
 	dir := inteltest.PCIDir(m.Cards[0].PCI)
 	tree.Link(m.CardDir(0)+"/device", "../../../gpu-alias")
+	tree.Link(filepath.Dir(m.CardDir(0))+"/renderD128/device", "../../../gpu-alias")
 	tree.Link(filepath.Dir(dir)+"/gpu-alias", filepath.Base(dir))
 	root := gresdriver.WriteTree(t, tree)
 	d, err := intel.Open(intel.Options{Root: root})
