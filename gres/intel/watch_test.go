@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -157,4 +158,45 @@ func TestSample(t *testing.T) {
 	cancel()
 	_, err = comp.Sample(cctx)
 	require.ErrorIs(t, err, context.Canceled)
+}
+
+// TestConcurrent runs Discover, Sample and PollHealth at once (run with
+// -race): the driver's documented concurrency.
+func TestConcurrent(t *testing.T) {
+	t.Parallel()
+	d, root := open(t, inteltest.Max1550Node(), intel.Options{})
+	m := inteltest.Max1550Node()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	wg.Go(func() {
+		for range 10 {
+			if _, err := d.Discover(ctx); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	wg.Go(func() {
+		for range 10 {
+			if _, err := d.Sample(ctx); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	wg.Go(func() {
+		for range 10 {
+			if _, err := d.PollHealth(ctx, time.Millisecond); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	write(t, root, m.ErrorCounter(3, 0, "fatal_sram"), "1\n")
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 }
