@@ -102,8 +102,9 @@ func (m Machine) CardMinor(i int) int {
 	return i
 }
 
-// RenderMinor is the render node minor of Cards[i] (renderD<M>): 128 on
-// for the GPUs, in card order (the BMC has none).
+// RenderMinor is the render node minor of Cards[i] (renderD<M>): 128,
+// 129 … for the GPUs in card order (the BMC's ast driver has no render
+// node, so these differ from 128 + the card number).
 func (m Machine) RenderMinor(i int) int { return 128 + i }
 
 // PCIDir is the relative path of a PCI function's sysfs directory.
