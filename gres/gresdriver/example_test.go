@@ -22,3 +22,20 @@ func ExampleCheckHealthEvents() {
 	// event 1: device 2 unhealthy without a reason
 	// event 1: device 2 not after device 9 (want sorted, one event per device)
 }
+
+// CheckSamples is the telemetry contract as a plain function: one valid
+// sample per device, in index order, naming each device.
+func ExampleCheckSamples() {
+	inv := gpuserver.DGXH100()
+	var samples []gres.DeviceSample
+	for _, d := range inv.Devices[:7] {
+		samples = append(samples, gres.DeviceSample{Index: d.Index, UUID: d.UUID, Utilization: 50, MemoryUsedMiB: -1, PowerWatts: 300, EnergyJoules: -1})
+	}
+	fmt.Println(gresdriver.CheckSamples(inv, samples))
+	samples[2].Utilization = 140
+	fmt.Println(gresdriver.CheckSamples(inv, samples))
+	// Output:
+	// 7 samples for 8 devices
+	// 7 samples for 8 devices
+	// sample 2: invalid device request: sample of device 2: utilization 140 outside [0, 100] (or -1 for unknown)
+}

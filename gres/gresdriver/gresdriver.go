@@ -1,19 +1,28 @@
 // Package gresdriver is a conformance suite for node drivers behind the
 // gres driver interfaces (gres.Discoverer, gres.HealthWatcher,
-// gres.Enforcer). A driver for other hardware (AMD ROCm SMI, Intel Level
-// Zero …) or another confinement mechanism runs it against itself from
-// its own tests:
+// gres.TelemetrySampler, gres.Enforcer). A driver for other hardware (AMD
+// ROCm SMI, Intel Level Zero …) or another confinement mechanism runs it
+// against itself from its own tests:
 //
 //	func TestConformance(t *testing.T) {
 //		d := myDriver(t)                      // over a mock of the vendor library
 //		gresdriver.TestDiscoverer(t, d)
 //		gresdriver.TestHealthWatcher(t, d, d, gresdriver.HealthConfig{Inject: injectFault})
+//		gresdriver.TestTelemetrySampler(t, d, d)
 //	}
+//
+// Run takes a Driver (the seams one driver implements) and runs every
+// applicable part of the suite, so all vendors' drivers are held to the
+// same contracts by one call: gres/nvml over its go-nvml mocks, gres/intel
+// (and gres/amd) over recorded sysfs trees, which they write from a Tree
+// (a fixture machine's files and links as a Go value) into a temporary
+// root.
 //
 // The suite checks the contracts documented on the interfaces: valid,
 // deterministic inventories (unique increasing indices, symmetric links,
 // consistent NUMA/PCIe levels, device files for every device), health
-// events that name known devices and report changes once, and
+// events that name known devices and report changes once, telemetry
+// samples that cover every device in index order with valid readings, and
 // enforcement that is idempotent, validates its input, nests steps in
 // jobs and releases cleanly. The Check* functions are the same checks as
 // plain functions returning errors, for use outside `go test`.

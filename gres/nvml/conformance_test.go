@@ -12,8 +12,8 @@ import (
 	"github.com/sluicehq/sluice/gres/nvml/nvmltest"
 )
 
-// TestConformance runs the gresdriver suite against the driver over
-// mocked servers, MIG included.
+// TestConformance runs the gresdriver suite (discovery, telemetry,
+// health) against the driver over mocked servers, MIG included.
 func TestConformance(t *testing.T) {
 	mig := nvmltest.DGXA100()
 	if _, err := mig.EnableMIG(7, gonvml.GPU_INSTANCE_PROFILE_3_SLICE, gonvml.GPU_INSTANCE_PROFILE_2_SLICE, gonvml.GPU_INSTANCE_PROFILE_1_SLICE); err != nil {
@@ -25,6 +25,7 @@ func TestConformance(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := newDriver(t, srv, Options{})
 			gresdriver.TestDiscoverer(t, d)
+			gresdriver.TestTelemetrySampler(t, d, d)
 			inject := func(index int) error {
 				for i, g := range srv.GPUs {
 					if uuid, _ := g.GetUUID(); d.indexOf(uuid) == index {

@@ -42,6 +42,7 @@ type physGPU struct {
 
 // migDev is one MIG slice (a compute instance inside a GPU instance).
 type migDev struct {
+	h      gonvml.Device // its NVML handle (telemetry reads its memory)
 	uuid   string
 	gi, ci int
 	memMiB int64
@@ -170,6 +171,28 @@ func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
 	return snap, nil
 }
 
+// lastSnapshot returns the last discovery, discovering (and keeping the
+// result, unless a concurrent Discover got there first) when there has
+// been none. The caller holds d.mu for reading.
+func (d *Driver) lastSnapshot(ctx context.Context) (*snapshot, error) {
+	d.snapMu.Lock()
+	snap := d.snap
+	d.snapMu.Unlock()
+	if snap != nil {
+		return snap, nil
+	}
+	snap, err := d.discover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d.snapMu.Lock()
+	if d.snap == nil {
+		d.snap = snap
+	}
+	d.snapMu.Unlock()
+	return snap, nil
+}
+
 // probeGPU reads one physical GPU.
 func (d *Driver) probeGPU(idx int, h gonvml.Device, warnf func(string, ...any)) (physGPU, error) {
 	g := physGPU{nvmlIndex: idx, h: h, numa: -1, socket: -1, pos: -1}
@@ -267,7 +290,7 @@ func (d *Driver) probeMIG(g *physGPU, warnf func(string, ...any)) {
 			warnf("gpu %d: MIG device %d: GetMigDeviceHandleByIndex: %v", g.nvmlIndex, k, ret)
 			continue
 		}
-		s := migDev{pos: -1}
+		s := migDev{h: m, pos: -1}
 		var ret1, ret2, ret3 gonvml.Return
 		s.uuid, ret1 = m.GetUUID()
 		s.gi, ret2 = m.GetGpuInstanceId()

@@ -69,7 +69,8 @@ func (o *Options) Validate() error {
 func validIdent(s string) bool { return gres.Request{Name: s}.Validate() == nil }
 
 // Driver discovers a node's NVIDIA GPUs and watches their health through
-// NVML. It implements gres.Discoverer and gres.HealthWatcher.
+// NVML. It implements gres.Discoverer, gres.HealthWatcher and
+// gres.TelemetrySampler (telemetry.go).
 //
 // A Driver makes no NVML call before Init succeeds and none after
 // Shutdown: every method then returns ErrNotInitialized. This matters

@@ -63,5 +63,9 @@ func TestHardware(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("  health after 200ms: %v", evs)
 	require.NoError(t, gresdriver.CheckHealthEvents(disc.Inventory, evs))
+	samples, err := d.Sample(ctx)
+	require.NoError(t, err)
+	t.Logf("  telemetry: %+v", samples)
 	gresdriver.TestDiscoverer(t, d)
+	gresdriver.TestTelemetrySampler(t, d, d)
 }

@@ -71,19 +71,9 @@ func (d *Driver) PollHealth(ctx context.Context, timeout time.Duration) ([]gres.
 	d.pollMu.Lock()
 	defer d.pollMu.Unlock()
 
-	d.snapMu.Lock()
-	snap := d.snap
-	d.snapMu.Unlock()
-	if snap == nil {
-		var err error
-		if snap, err = d.discover(ctx); err != nil {
-			return nil, err
-		}
-		d.snapMu.Lock()
-		if d.snap == nil {
-			d.snap = snap
-		}
-		d.snapMu.Unlock()
+	snap, err := d.lastSnapshot(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if d.watch == nil {
 		d.watch = &watchState{health: map[string]*devHealth{}}

@@ -58,6 +58,7 @@ type Server struct {
 	migs     map[int][]*MIGDevice
 	freed    int
 	eventSet int
+	tel      map[int]*Telemetry // per GPU position; see telemetry.go
 }
 
 // lane is one NVLink of a GPU: its far end.
@@ -118,7 +119,7 @@ func New(inv gres.Inventory, model gpus.Config) (*Server, error) {
 	s := &Server{
 		Inventory: inv, model: model, pos: map[*server.Device]int{},
 		lost: map[int]bool{}, remap: map[int]bool{}, missing: map[string]bool{},
-		masks: map[int]uint64{}, migs: map[int][]*MIGDevice{},
+		masks: map[int]uint64{}, migs: map[int][]*MIGDevice{}, tel: map[int]*Telemetry{},
 	}
 	s.Server = server.NewServerWithGPUs("550.54.15", "12.550.54.15", 12040, gpus.Multiple(n, model)...)
 	for i := range n {
@@ -133,6 +134,7 @@ func New(inv gres.Inventory, model gpus.Config) (*Server, error) {
 	}
 	for i := range n {
 		s.setDeviceFuncs(i)
+		s.setTelemetryFuncs(i)
 	}
 	s.setServerFuncs()
 	return s, nil

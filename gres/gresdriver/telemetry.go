@@ -1,0 +1,82 @@
+package gresdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/gres"
+)
+
+// CheckSamples returns every contract violation of one batch of telemetry
+// samples for inventory inv (the last discovery's): exactly one sample per
+// device, in the inventory's index order, each valid
+// (gres.DeviceSample.Validate), each naming its device by Index and by
+// UUID when the inventory has one.
+func CheckSamples(inv gres.Inventory, samples []gres.DeviceSample) error {
+	var errs []error
+	if len(samples) != len(inv.Devices) {
+		errs = append(errs, fmt.Errorf("%d samples for %d devices", len(samples), len(inv.Devices)))
+	}
+	for k, s := range samples {
+		if err := s.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("sample %d: %w", k, err))
+		}
+		if k >= len(inv.Devices) {
+			errs = append(errs, fmt.Errorf("sample %d: device %d beyond the inventory's %d devices", k, s.Index, len(inv.Devices)))
+			continue
+		}
+		d := inv.Devices[k]
+		if s.Index != d.Index {
+			errs = append(errs, fmt.Errorf("sample %d: device %d, want device %d (one sample per device, index order)", k, s.Index, d.Index))
+		}
+		if s.UUID != d.UUID {
+			errs = append(errs, fmt.Errorf("sample %d: device %d has UUID %q, sample says %q", k, d.Index, d.UUID, s.UUID))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TestTelemetrySampler runs the gres.TelemetrySampler contract against s,
+// whose samples cover d's inventory, as subtests: after a Discover, Sample
+// returns a batch passing CheckSamples, twice in a row; an energy reading
+// known in both batches does not decrease (it is monotonic between device
+// resets, and the suite resets nothing); a canceled context fails with
+// context.Canceled.
+func TestTelemetrySampler(t *testing.T, d gres.Discoverer, s gres.TelemetrySampler) {
+	t.Helper()
+	ctx := context.Background()
+	disc, err := d.Discover(ctx)
+	require.NoError(t, err)
+	inv := disc.Inventory
+	var first []gres.DeviceSample
+	t.Run("Valid", func(t *testing.T) {
+		first, err = s.Sample(ctx)
+		require.NoError(t, err)
+		require.NoError(t, CheckSamples(inv, first))
+	})
+	t.Run("Repeated", func(t *testing.T) {
+		if first == nil {
+			first, err = s.Sample(ctx)
+			require.NoError(t, err)
+		}
+		second, err := s.Sample(ctx)
+		require.NoError(t, err)
+		require.NoError(t, CheckSamples(inv, second))
+		for k := range min(len(first), len(second)) {
+			a, b := first[k].EnergyJoules, second[k].EnergyJoules
+			if a != -1 && b != -1 {
+				require.GreaterOrEqual(t, b, a, "device %d: energy decreased between samples", second[k].Index)
+			}
+		}
+	})
+	t.Run("Canceled", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err := s.Sample(cctx)
+		require.ErrorIs(t, err, context.Canceled)
+	})
+}

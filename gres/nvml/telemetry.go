@@ -1,0 +1,107 @@
+//go:build cgo
+
+package nvml
+
+import (
+	"context"
+	"fmt"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/sluicehq/sluice/gres"
+)
+
+var _ gres.TelemetrySampler = (*Driver)(nil)
+
+// Sample reads every device of the last Discover (discovering first when
+// there has been none) and returns one gres.DeviceSample per device, in
+// index order:
+//
+//   - a whole GPU: Utilization from DeviceGetUtilizationRates (the
+//     percentage of the last sample period a kernel ran), MemoryUsedMiB
+//     from DeviceGetMemoryInfo, PowerWatts from DeviceGetPowerUsage (mW)
+//     and EnergyJoules from DeviceGetTotalEnergyConsumption (mJ since the
+//     driver was loaded);
+//   - a MIG slice: MemoryUsedMiB from its own DeviceGetMemoryInfo; the
+//     other readings are -1, because NVML reports utilisation, power and
+//     energy only for the physical GPU (it answers NOT_SUPPORTED for MIG
+//     handles), and splitting the parent's among its slices would be a
+//     guess.
+//
+// A reading the device does not support (ERROR_NOT_SUPPORTED), or of a
+// GPU that has fallen off the bus (ERROR_GPU_IS_LOST: the HealthWatcher
+// reports that), is -1. Any other NVML failure fails the call with an
+// error naming the device and wrapping the go-nvml Return.
+func (d *Driver) Sample(ctx context.Context) ([]gres.DeviceSample, error) {
+	if err := d.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer d.mu.RUnlock()
+	snap, err := d.lastSnapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	devs := snap.disc.Inventory.Devices
+	out := make([]gres.DeviceSample, len(devs))
+	for p, dv := range devs {
+		out[p] = gres.DeviceSample{Index: dv.Index, UUID: dv.UUID, Utilization: -1, MemoryUsedMiB: -1, PowerWatts: -1, EnergyJoules: -1}
+	}
+	for i := range snap.gpus {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		g := &snap.gpus[i]
+		if g.pos >= 0 {
+			if err := sampleGPU(g.h, &out[g.pos]); err != nil {
+				return nil, fmt.Errorf("nvml: sample of gpu %d (%s): %w", g.nvmlIndex, g.uuid, err)
+			}
+		}
+		for _, m := range g.migs {
+			if m.pos < 0 || m.h == nil {
+				continue
+			}
+			mem, ret := m.h.GetMemoryInfo()
+			if err := reading(ret, "GetMemoryInfo"); err != nil {
+				return nil, fmt.Errorf("nvml: sample of MIG device %s: %w", m.uuid, err)
+			} else if ret == gonvml.SUCCESS {
+				out[m.pos].MemoryUsedMiB = int64(mem.Used >> 20)
+			}
+		}
+	}
+	return out, nil
+}
+
+// sampleGPU fills s from a whole GPU's activity queries.
+func sampleGPU(h gonvml.Device, s *gres.DeviceSample) error {
+	if u, ret := h.GetUtilizationRates(); ret == gonvml.SUCCESS {
+		s.Utilization = float64(min(u.Gpu, 100))
+	} else if err := reading(ret, "GetUtilizationRates"); err != nil {
+		return err
+	}
+	if m, ret := h.GetMemoryInfo(); ret == gonvml.SUCCESS {
+		s.MemoryUsedMiB = int64(m.Used >> 20)
+	} else if err := reading(ret, "GetMemoryInfo"); err != nil {
+		return err
+	}
+	if mw, ret := h.GetPowerUsage(); ret == gonvml.SUCCESS {
+		s.PowerWatts = float64(mw) / 1e3
+	} else if err := reading(ret, "GetPowerUsage"); err != nil {
+		return err
+	}
+	if mj, ret := h.GetTotalEnergyConsumption(); ret == gonvml.SUCCESS {
+		s.EnergyJoules = float64(mj) / 1e3
+	} else if err := reading(ret, "GetTotalEnergyConsumption"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// reading turns an NVML return into nil for a reading left at -1
+// (success, not supported, GPU lost) or an error naming the query.
+func reading(ret gonvml.Return, query string) error {
+	switch ret {
+	case gonvml.SUCCESS, gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_GPU_IS_LOST:
+		return nil
+	}
+	return fmt.Errorf("%s: %w", query, ret)
+}

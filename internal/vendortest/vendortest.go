@@ -1,0 +1,173 @@
+// Package vendortest builds one GPU node per vendor, each described by
+// what that vendor's driver reports: NVIDIA by the NVML driver over its
+// mock (gres/nvml, with cgo) or the inventory it discovers on a DGX H100
+// (without), Intel by the sysfs driver over its Max 1550 fixture
+// (gres/intel), AMD by a hand-written MI300X inventory with XGMI links
+// standing in for gres/amd (see AMD). Each node comes with a fault
+// injector that returns the health event its driver reports, so that
+// scheduler behaviour can be checked the same whichever vendor a node
+// reports (see the tests), and a mixed cluster can be shown
+// (examples/mixedvendor).
+//
+// It imports test fixtures (gres/intel/inteltest, and gres/nvml/nvmltest
+// with cgo); it is meant for tests and examples.
+package vendortest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/intel"
+	"github.com/sluicehq/sluice/gres/intel/inteltest"
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// GiB is one gibibyte in MiB.
+const GiB = 1024
+
+// Node is one vendor's GPU node.
+type Node struct {
+	// Vendor is "nvidia", "amd" or "intel".
+	Vendor string
+	// Type is the GRES type of the node's GPUs ("h100", "mi300x",
+	// "max_1550_tile").
+	Type string
+	// Config is the node as the scheduler is configured with it; its
+	// Devices are what the vendor's driver discovered.
+	Config scheduler.NodeConfig
+	// Fault makes device index fail and returns the unhealthy event the
+	// vendor's driver then reports for it.
+	Fault func(index int) (gres.HealthEvent, error)
+}
+
+// Vendors are the vendors New builds nodes of, in the order All lists
+// them.
+var Vendors = []string{"nvidia", "amd", "intel"}
+
+// New returns the node of one vendor (see NVIDIA, AMD, Intel) named name,
+// using dir for its driver's recorded trees.
+func New(vendor, dir, name string) (Node, error) {
+	switch vendor {
+	case "nvidia":
+		return NVIDIA(filepath.Join(dir, "nvidia"), name)
+	case "amd":
+		return AMD(name), nil
+	case "intel":
+		return Intel(filepath.Join(dir, "intel"), name)
+	}
+	return Node{}, fmt.Errorf("vendortest: unknown vendor %q (want one of %v)", vendor, Vendors)
+}
+
+// All returns one node of each of Vendors, named "<vendor>-01", using
+// dir for the drivers' recorded trees.
+func All(dir string) ([]Node, error) {
+	var out []Node
+	for _, v := range Vendors {
+		n, err := New(v, dir, v+"-01")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// Intel writes the 8 × Max 1550 fixture (inteltest.Max1550Node) under
+// dir, discovers it with the gres/intel driver in its default flat mode
+// (16 tiles, Xe Link) and returns the node: 2 × 52 cores with two threads
+// each, 1 TiB. Fault raises a fatal error counter of the device's tile
+// and polls the driver until it reports the device.
+func Intel(dir, name string) (Node, error) {
+	m := inteltest.Max1550Node()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Node{}, err
+	}
+	if err := m.Tree().Write(dir); err != nil {
+		return Node{}, err
+	}
+	d, err := intel.Open(intel.Options{Root: dir, PollInterval: time.Millisecond})
+	if err != nil {
+		return Node{}, err
+	}
+	ctx := context.Background()
+	disc, err := d.Discover(ctx)
+	if err != nil {
+		return Node{}, err
+	}
+	if _, err := d.PollHealth(ctx, 0); err != nil { // baseline the counters
+		return Node{}, err
+	}
+	fault := func(index int) (gres.HealthEvent, error) {
+		for _, p := range d.Placements() {
+			if p.Index != index {
+				continue
+			}
+			f := filepath.Join(dir, m.ErrorCounter(p.Card-m.CardMinor(0), max(p.Tile, 0), "fatal_sram"))
+			if err := os.WriteFile(f, []byte("1\n"), 0o644); err != nil {
+				return gres.HealthEvent{}, err
+			}
+			return await(ctx, d, index)
+		}
+		return gres.HealthEvent{}, fmt.Errorf("vendortest: intel: no device %d: %w", index, gres.ErrUnknownDevice)
+	}
+	return Node{Vendor: "intel", Type: "max_1550_tile", Fault: fault,
+		Config: scheduler.NodeConfig{Name: name, CPUs: 208, MemoryMiB: 1024 * GiB, Devices: disc.Inventory}}, nil
+}
+
+// await polls w until it reports device index unhealthy.
+func await(ctx context.Context, w gres.HealthWatcher, index int) (gres.HealthEvent, error) {
+	for range 100 {
+		evs, err := w.PollHealth(ctx, 10*time.Millisecond)
+		if err != nil {
+			return gres.HealthEvent{}, err
+		}
+		for _, ev := range evs {
+			if ev.Index == index && !ev.Healthy {
+				return ev, nil
+			}
+		}
+	}
+	return gres.HealthEvent{}, fmt.Errorf("vendortest: no unhealthy event for device %d", index)
+}
+
+// AMD returns an 8 × MI300X node: one XGMI hive (every pair joined by
+// one x16 XGMI link, Link{NVLinks: 1, Fabric: gres.FabricXGMI}), four GPUs
+// per socket of 2 × 48 cores with two threads each, 2 TiB, 192 GiB per
+// GPU. It is written by hand from the layout gres/amd documents until
+// that driver is merged; swap in the driver's MI300X fixture discovery
+// then. Fault returns the event an AMD driver reports for a rise of a RAS
+// uncorrectable error count.
+func AMD(name string) Node {
+	return Node{Vendor: "amd", Type: "mi300x", Config: scheduler.NodeConfig{Name: name, CPUs: 192, MemoryMiB: 2048 * GiB, Devices: mi300xHive()},
+		Fault: func(index int) (gres.HealthEvent, error) {
+			if index < 0 || index >= 8 {
+				return gres.HealthEvent{}, fmt.Errorf("vendortest: amd: no device %d: %w", index, gres.ErrUnknownDevice)
+			}
+			return gres.HealthEvent{Index: index, Reason: "RAS uncorrectable error count rose (umc)"}, nil
+		}}
+}
+
+// mi300xHive is the hand-written AMD inventory.
+func mi300xHive() gres.Inventory {
+	var inv gres.Inventory
+	for i := range 8 {
+		s := i / 4
+		cores, _ := gres.ParseCoreSet(fmt.Sprintf("%d-%d,%d-%d", 48*s, 48*s+47, 96+48*s, 96+48*s+47))
+		inv.Devices = append(inv.Devices, gres.Device{Index: i, Name: "gpu", Type: "mi300x", MemoryMiB: 192 * GiB,
+			PCIBusID: fmt.Sprintf("0000:%02x:00.0", 0x11+0x20*i), NUMA: s, Socket: s, Cores: cores})
+	}
+	for i := range 8 {
+		for j := i + 1; j < 8; j++ {
+			l := gres.Link{NVLinks: 1, Fabric: gres.FabricXGMI, PCIe: gres.PCIeSYS}
+			if i/4 == j/4 {
+				l.PCIe = gres.PCIeNODE
+			}
+			_ = inv.SetLink(i, j, l) // positions in range
+		}
+	}
+	return inv
+}
