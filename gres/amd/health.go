@@ -18,7 +18,7 @@ import (
 type watchState struct {
 	snap     *snapshot
 	base     map[string]map[string]uint64 // bus → RAS block → uncorrectable count taken as healthy
-	reported []string                     // by position: reason last reported unhealthy ("" healthy)
+	reported map[string]string            // device key → reason last reported unhealthy ("" healthy)
 }
 
 // physHealth is one sweep's view of a physical GPU.
@@ -78,23 +78,29 @@ func (d *Driver) PollHealth(ctx context.Context, timeout time.Duration) ([]gres.
 	}
 }
 
-// watchFor returns the watch state for snap, carrying RAS baselines over
-// from the previous snapshot's state (by PCI bus id).
+// watchFor returns the watch state, moved to snap. RAS baselines (by PCI
+// bus id) and reported states (by bus id and partition ordinal) carry
+// over from earlier snapshots, so rediscovering an unchanged node
+// reports nothing again.
 func (d *Driver) watchFor(snap *snapshot) *watchState {
-	if d.watch != nil && d.watch.snap == snap {
-		return d.watch
+	if d.watch == nil {
+		d.watch = &watchState{base: map[string]map[string]uint64{}, reported: map[string]string{}}
 	}
-	w := &watchState{snap: snap, base: map[string]map[string]uint64{}, reported: make([]string, len(snap.devs))}
+	w := d.watch
+	if w.snap == snap {
+		return w
+	}
+	w.snap = snap
 	for _, ph := range snap.phys {
-		if d.watch != nil && d.watch.base[ph.bus] != nil {
-			w.base[ph.bus] = d.watch.base[ph.bus]
-			continue
+		if w.base[ph.bus] == nil {
+			w.base[ph.bus] = readRAS(ph.pciDir)
 		}
-		w.base[ph.bus] = readRAS(ph.pciDir)
 	}
-	d.watch = w
 	return w
 }
+
+// devKey names an inventory device across snapshots.
+func devKey(in DeviceInfo) string { return in.PCIBusID + "/" + strconv.Itoa(in.Partition) }
 
 // readRAS reads the uncorrectable error count of every RAS block of the
 // PCI device in dir (empty when it reports none). Unreadable counters
@@ -185,7 +191,8 @@ func (w *watchState) sweep() []gres.HealthEvent {
 		} else if _, err := os.Stat(dp.render); err != nil {
 			reason = "device lost"
 		}
-		was := w.reported[pos]
+		key := devKey(s.info[pos])
+		was := w.reported[key]
 		if reason == was || reason != "" && was != "" {
 			continue // no change (an unhealthy device is reported once, whatever its reason becomes)
 		}
@@ -194,7 +201,7 @@ func (w *watchState) sweep() []gres.HealthEvent {
 		if ev.Healthy {
 			ev.Reason = "recovered"
 		}
-		w.reported[pos] = reason
+		w.reported[key] = reason
 		evs = append(evs, ev)
 	}
 	return evs
