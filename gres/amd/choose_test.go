@@ -90,43 +90,41 @@ func TestChooseOptimal(t *testing.T) {
 // TestChoosePlacements checks what the optimal choices are on the AMD
 // machines.
 func TestChoosePlacements(t *testing.T) {
-	choose := func(t *testing.T, m amdtest.Machine, used []int, k int) []int {
-		t.Helper()
+	invs := map[string]gres.Inventory{}
+	for name, m := range map[string]amdtest.Machine{"MI300XHive": amdtest.MI300XHive(), "MI250X": amdtest.MI250XNode(), "MI300XCPX": amdtest.MI300XCPX()} {
 		d, _ := fixture(t, m)
-		s, err := gres.NewNodeDevices(discover(t, d).Inventory)
+		invs[name] = discover(t, d).Inventory
+	}
+	choose := func(t *testing.T, name string, used []int, k int) []int {
+		t.Helper()
+		s, err := gres.NewNodeDevices(invs[name])
 		require.NoError(t, err)
 		require.NoError(t, s.Allocate(used))
 		p, err := s.Choose(gres.DeviceRequest{Name: "gpu", Count: k})
 		require.NoError(t, err)
 		return p.Devices
 	}
-	mi250 := amdtest.MI250XNode()
 	for _, used := range [][]int{nil, {0, 1}, {1, 2, 3}, {0, 2, 4}, {0, 3, 4, 7}} {
 		wholeFree := false
 		for p := range 4 {
 			wholeFree = wholeFree || !slices.Contains(used, 2*p) && !slices.Contains(used, 2*p+1)
 		}
-		got := choose(t, mi250, used, 2)
+		got := choose(t, "MI250X", used, 2)
 		require.Len(t, got, 2)
 		if wholeFree {
 			assert.Equal(t, got[0]/2, got[1]/2, "used %v: a 2-GCD job takes both GCDs of one MI250X, got %v", used, got)
 		} else {
-			assert.Equal(t, 2, discoverLink(t, mi250, got[0], got[1]), "used %v: no package free, a double link, got %v", used, got)
+			assert.Equal(t, 2, link(invs["MI250X"], got[0], got[1]), "used %v: no package free, a double link, got %v", used, got)
 		}
 	}
 	// Four GCDs: two neighbouring packages (4+4+2+1 links).
-	assert.Equal(t, []int{0, 1, 2, 3}, choose(t, mi250, nil, 4))
+	assert.Equal(t, []int{0, 1, 2, 3}, choose(t, "MI250X", nil, 4))
 	// MI300X hive: all pairs have one link; the host side decides.
-	got := choose(t, amdtest.MI300XHive(), nil, 4)
+	got := choose(t, "MI300XHive", nil, 4)
 	assert.True(t, got[0]/4 == got[3]/4, "four GPUs of one NUMA node, got %v", got)
 	// CPX: partitions of one GPU before the other GPU.
-	assert.Equal(t, []int{0, 1}, choose(t, amdtest.MI300XCPX(), nil, 2))
-	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7}, choose(t, amdtest.MI300XCPX(), []int{0}, 7))
+	assert.Equal(t, []int{0, 1}, choose(t, "MI300XCPX", nil, 2))
+	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7}, choose(t, "MI300XCPX", []int{0}, 7))
 }
 
-// discoverLink returns the xGMI links between devices i and j of m.
-func discoverLink(t *testing.T, m amdtest.Machine, i, j int) int {
-	d, _ := fixture(t, m)
-	inv := discover(t, d).Inventory
-	return inv.Link(i, j).NVLinks
-}
+func link(inv gres.Inventory, i, j int) int { return inv.Link(i, j).NVLinks }

@@ -123,8 +123,12 @@ func (d *Driver) readNode(dir string, id int) (kfdGPU, bool, error) {
 	if err != nil {
 		return kfdGPU{}, false, err
 	}
-	if simd, ok := p.get("simd_count"); !ok || simd == 0 {
-		return kfdGPU{}, false, nil // a CPU node (or one without compute units)
+	simd, ok := p.get("simd_count")
+	switch {
+	case !ok:
+		return kfdGPU{}, false, fmt.Errorf("%w: no simd_count", ErrMalformed)
+	case simd == 0:
+		return kfdGPU{}, false, nil // a CPU node
 	}
 	g := kfdGPU{node: id, props: p}
 	vendor, err := p.bounded("vendor_id", 0xffff)
@@ -154,7 +158,6 @@ func (d *Driver) readNode(dir string, id int) (kfdGPU, bool, error) {
 	}
 	g.minor = int64(minor)
 	g.uniqueID, _ = p.get("unique_id")
-	simd, _ := p.get("simd_count")
 	if per, ok := p.get("simd_per_cu"); ok && per > 0 && simd/per <= 1<<20 {
 		g.cus = int(simd / per)
 	}
@@ -294,8 +297,6 @@ func (d *Driver) readPhys(g kfdGPU, warnf func(string, ...any)) physGPU {
 		}
 		if b, err := readUint(filepath.Join(ph.pciDir, "mem_info_vram_total")); err == nil {
 			ph.vramMiB = int64(min(b, 1<<62) >> 20)
-		} else if g.fbBytes > 0 {
-			ph.vramMiB = int64(g.fbBytes >> 20)
 		}
 		ph.compute, _ = readLine(filepath.Join(ph.pciDir, "current_compute_partition"))
 		ph.memory, _ = readLine(filepath.Join(ph.pciDir, "current_memory_partition"))
@@ -308,6 +309,9 @@ func (d *Driver) readPhys(g kfdGPU, warnf func(string, ...any)) physGPU {
 				}
 			}
 		}
+	}
+	if ph.vramMiB == 0 {
+		ph.vramMiB = int64(g.fbBytes >> 20) // the KFD node's frame-buffer banks
 	}
 	if ids := ph.cores.AppendTo(nil); len(ids) > 0 {
 		ph.socket = d.cpuSocket(ids[0])

@@ -100,7 +100,7 @@ type Machine struct {
 
 // Write writes the machine's sysfs tree below root (root/sys/...).
 func (m Machine) Write(root string) error {
-	w := &writer{root: root}
+	w := &writer{root: root, dirs: map[string]bool{}}
 	m.write(w)
 	return w.err
 }
@@ -108,6 +108,18 @@ func (m Machine) Write(root string) error {
 type writer struct {
 	root string
 	err  error
+	dirs map[string]bool // directories already created
+}
+
+func (w *writer) mkdir(dir string) {
+	if w.err != nil || w.dirs[dir] {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		w.err = err
+		return
+	}
+	w.dirs[dir] = true
 }
 
 func (w *writer) file(rel, content string) {
@@ -115,11 +127,10 @@ func (w *writer) file(rel, content string) {
 		return
 	}
 	p := filepath.Join(w.root, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		w.err = err
-		return
+	w.mkdir(filepath.Dir(p))
+	if w.err == nil {
+		w.err = os.WriteFile(p, []byte(content), 0o644)
 	}
-	w.err = os.WriteFile(p, []byte(content), 0o644)
 }
 
 func (w *writer) link(rel, target string) {
@@ -127,11 +138,10 @@ func (w *writer) link(rel, target string) {
 		return
 	}
 	p := filepath.Join(w.root, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		w.err = err
-		return
+	w.mkdir(filepath.Dir(p))
+	if w.err == nil {
+		w.err = os.Symlink(target, p)
 	}
-	w.err = os.Symlink(target, p)
 }
 
 // props formats KFD "key value" lines.
