@@ -83,6 +83,7 @@ func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
 		warnf("kfd topology: %q is not a node number; ignored", o)
 	}
 	var gpus []kfdGPU
+	minors := map[int64]int{} // render minor → KFD node
 	for _, id := range ids {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -91,7 +92,11 @@ func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
 		switch {
 		case err != nil:
 			warnf("kfd node %d: %v; skipped", id, err)
-		case ok:
+		case !ok:
+		case minors[g.minor] != 0:
+			warnf("kfd node %d: render minor %d already belongs to kfd node %d; skipped", id, g.minor, minors[g.minor]-1)
+		default:
+			minors[g.minor] = id + 1
 			gpus = append(gpus, g)
 		}
 	}

@@ -219,3 +219,26 @@ func writeFile(t testing.TB, root, rel, content string) {
 	require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, rel)), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, rel), []byte(content), 0o644))
 }
+
+func TestDiscoverPartitionModeUnknown(t *testing.T) {
+	m := amdtest.MI300XCPX()
+	m.GPUs[0].ComputePartition = ""
+	d, _ := fixture(t, m)
+	disc := discover(t, d)
+	for _, dev := range disc.Inventory.Devices[:8] {
+		assert.Equal(t, "mi300x_xcp", dev.Type)
+	}
+	assert.Contains(t, strings.Join(disc.Warnings, "\n"), `gpu 0000:05:00.0: 8 KFD nodes but compute partition mode ""; partitions typed "mi300x_xcp"`)
+}
+
+func TestDiscoverMI250(t *testing.T) {
+	m := amdtest.MI250XNode()
+	for i := range m.GPUs {
+		m.GPUs[i].CUs = 104
+	}
+	d, _ := fixture(t, m)
+	disc := discover(t, d)
+	for _, dev := range disc.Inventory.Devices {
+		assert.Equal(t, "mi250", dev.Type, "0x740c with 104 CUs per GCD")
+	}
+}
