@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -31,7 +30,7 @@ type Options struct {
 // Validate checks the options. Errors wrap ErrInvalidOptions.
 func (o *Options) Validate() error {
 	switch {
-	case o.Root != "" && (!path.IsAbs(o.Root) && !filepath.IsAbs(o.Root)):
+	case o.Root != "" && !filepath.IsAbs(o.Root):
 		return fmt.Errorf("%w: Root %q: want an absolute path", ErrInvalidOptions, o.Root)
 	case o.Name != "" && gres.ValidateName(o.Name, "") != nil:
 		return fmt.Errorf("%w: Name %q: want a letter then up to 63 letters, digits, '_', '-' or '.'", ErrInvalidOptions, o.Name)

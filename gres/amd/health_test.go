@@ -224,3 +224,43 @@ func TestParseRASCount(t *testing.T) {
 		assert.ErrorIs(t, err, amd.ErrMalformed, "%q", s)
 	}
 }
+
+// TestConcurrentUse runs Discover, PollHealth and Sample at once (run
+// with -race): the driver's documented concurrency.
+func TestConcurrentUse(t *testing.T) {
+	m := amdtest.MI300XCPX()
+	d, root := fixture(t, m)
+	ctx := context.Background()
+	done := make(chan error, 3)
+	go func() {
+		for range 20 {
+			if _, err := d.Discover(ctx); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	go func() {
+		for range 20 {
+			if _, err := d.PollHealth(ctx, time.Millisecond); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	go func() {
+		for range 20 {
+			if _, err := d.Sample(ctx); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	require.NoError(t, m.GPUs[1].WriteRAS(root, "umc", 1, 0))
+	for range 3 {
+		require.NoError(t, <-done)
+	}
+}

@@ -10,7 +10,6 @@ import (
 
 // KFD io-link types (the CRAT table's io-link interface types).
 const (
-	ioLinkPCIe = 2  // PCI Express
 	ioLinkXGMI = 11 // xGMI (Infinity Fabric) between GPUs
 )
 
