@@ -145,23 +145,7 @@ func (d *Driver) Discover(ctx context.Context) (gres.Discovery, error) {
 	d.mu.Lock()
 	d.snap = s
 	d.mu.Unlock()
-	return cloneDiscovery(&s.disc), nil
-}
-
-func cloneDiscovery(d *gres.Discovery) gres.Discovery {
-	out := gres.Discovery{
-		Inventory:   d.Inventory.Clone(),
-		CommonFiles: slices.Clone(d.CommonFiles),
-		Driver:      d.Driver,
-		Warnings:    slices.Clone(d.Warnings),
-	}
-	if d.Files != nil {
-		out.Files = make([][]gres.DeviceFile, len(d.Files))
-		for i, f := range d.Files {
-			out.Files[i] = slices.Clone(f)
-		}
-	}
-	return out
+	return s.disc.Clone(), nil
 }
 
 var (

@@ -42,6 +42,7 @@ func editProps(t *testing.T, root, rel, key, value string) {
 // 2-9 (GPUs 0-7).
 func TestMalformedSysfs(t *testing.T) {
 	m := amdtest.MI300XHive()
+	m.CPUsPerNUMA = 8 // fewer files to write per case
 	gpu := func(i int) string { return topo + "/" + string(rune('0'+i+2)) }
 	cases := []struct {
 		name    string
@@ -100,14 +101,14 @@ func TestMalformedSysfs(t *testing.T) {
 				assert.Equal(t, gres.PCIeUnknown, disc.Inventory.Link(0, 1).PCIe)
 			}},
 		{"garbage cpulist", func(t *testing.T, root string) {
-			writeFile(t, root, filepath.Join(m.GPUs[5].PCIDir(), "local_cpulist"), "64-\n")
+			writeFile(t, root, filepath.Join(m.GPUs[5].PCIDir(), "local_cpulist"), "8-\n")
 		}, 8, "",
 			func(t *testing.T, disc gres.Discovery) {
 				assert.True(t, disc.Inventory.Devices[5].Cores.IsEmpty())
 				assert.Equal(t, -1, disc.Inventory.Devices[5].Socket)
 			}},
 		{"NUMA node on two sockets", func(t *testing.T, root string) {
-			writeFile(t, root, filepath.Join(m.GPUs[1].PCIDir(), "local_cpulist"), "1-63\n")
+			writeFile(t, root, filepath.Join(m.GPUs[1].PCIDir(), "local_cpulist"), "1-7\n")
 			writeFile(t, root, "sys/devices/system/cpu/cpu1/topology/physical_package_id", "1\n")
 		}, 8, "NUMA node 0 reported on sockets 0 and 1; sockets ignored", func(t *testing.T, disc gres.Discovery) {
 			for _, d := range disc.Inventory.Devices {
