@@ -109,7 +109,7 @@ func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
 		return nil, err
 	}
 	d.fixSockets(s, warnf)
-	d.buildLinks(s, gpus, warnf)
+	d.buildLinks(s, gpus, ids, warnf)
 	d.buildFiles(s, gpus, warnf)
 	s.disc.Driver = "amdgpu"
 	if v, err := readLine(filepath.Join(d.root, "sys/module/amdgpu/version")); err == nil && v != "" {

@@ -2,6 +2,7 @@ package amd
 
 import (
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -68,7 +69,10 @@ func (d *Driver) readLinks(g kfdGPU, warnf func(string, ...any)) kfdLinks {
 // buildLinks fills the link matrix: xGMI links between GPUs, partitions
 // of one GPU on one board with PartitionLanes, host-side levels from NUMA
 // nodes and the PCI tree.
-func (d *Driver) buildLinks(s *snapshot, gpus []kfdGPU, warnf func(string, ...any)) {
+// nodes are every KFD node number: xGMI links to other nodes (the CPU of
+// an MI300A, a GPU skipped for its own faults) are left out quietly, links
+// to nodes that do not exist with a warning.
+func (d *Driver) buildLinks(s *snapshot, gpus []kfdGPU, nodes []int, warnf func(string, ...any)) {
 	n := len(gpus)
 	if n == 0 {
 		return
@@ -87,8 +91,11 @@ func (d *Driver) buildLinks(s *snapshot, gpus []kfdGPU, warnf func(string, ...an
 	for i := range n {
 		for to, c := range s.links[i] {
 			j, ok := posOf[to]
+			_, exists := slices.BinarySearch(nodes, to)
+			if !exists || ok && j == i {
+				warnf("kfd node %d: xGMI link to node %d, which is not another node; ignored", gpus[i].node, to)
+			}
 			if !ok || j == i {
-				warnf("kfd node %d: xGMI link to node %d, which is not another GPU; ignored", gpus[i].node, to)
 				continue
 			}
 			lanes[i][j], lanes[j][i] = max(lanes[i][j], c), max(lanes[j][i], c)

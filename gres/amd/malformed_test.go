@@ -72,7 +72,11 @@ func TestMalformedSysfs(t *testing.T) {
 			func(t *testing.T, disc gres.Discovery) {
 				assert.Equal(t, 1, disc.Inventory.Link(0, 1).NVLinks, "the other direction still tells")
 			}},
-		{"io_link to nowhere", func(t *testing.T, root string) { editProps(t, root, gpu(0)+"/io_links/1/properties", "node_to", "99") }, 8, "xGMI link to node 99, which is not another GPU", nil},
+		{"io_link to nowhere", func(t *testing.T, root string) { editProps(t, root, gpu(0)+"/io_links/1/properties", "node_to", "99") }, 8, "xGMI link to node 99, which is not another node", nil},
+		{"xGMI link to a CPU", func(t *testing.T, root string) { editProps(t, root, gpu(0)+"/io_links/0/properties", "type", "11") }, 8, "",
+			func(t *testing.T, disc gres.Discovery) {
+				assert.Empty(t, disc.Warnings, "an APU's GPU-CPU link is xGMI")
+			}},
 		{"io_link from elsewhere", func(t *testing.T, root string) { editProps(t, root, gpu(0)+"/io_links/1/properties", "node_from", "7") }, 8, "do not name this node", nil},
 		{"io_link without bandwidth", func(t *testing.T, root string) {
 			for i := range 8 {
