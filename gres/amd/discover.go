@@ -3,8 +3,10 @@ package amd
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -58,7 +60,6 @@ type physGPU struct {
 type kfdGPU struct {
 	node     int
 	gpuID    uint64
-	props    Properties
 	devID    uint16
 	bus      string
 	minor    int64
@@ -135,7 +136,7 @@ func (d *Driver) readNode(dir string, id int) (kfdGPU, bool, error) {
 	case simd == 0:
 		return kfdGPU{}, false, nil // a CPU node
 	}
-	g := kfdGPU{node: id, props: p}
+	g := kfdGPU{node: id}
 	vendor, err := p.bounded("vendor_id", 0xffff)
 	if err != nil {
 		return g, false, err
@@ -244,16 +245,16 @@ func (d *Driver) buildDevices(s *snapshot, gpus []kfdGPU, warnf func(string, ...
 				ph.bus, ph.compute, ph.memory, indexList(s.disc.Inventory.Devices, ph.nodes))
 		}
 	}
-	for u, c := range uuids {
-		if c > 1 && !sharedByOneGPU(s, gpus, u) {
-			warnf("unique_id %016x shared by %d GPUs of different PCI devices; they have no UUID", u, c)
+	for _, u := range slices.Sorted(maps.Keys(uuids)) {
+		if c := uuids[u]; c > 1 && !sharedByOneGPU(gpus, u) {
+			warnf("unique_id %016x shared by %d KFD nodes of different PCI devices; they have no UUID", u, c)
 		}
 	}
 }
 
 // sharedByOneGPU reports whether every node with unique id u belongs to
 // one physical GPU.
-func sharedByOneGPU(s *snapshot, gpus []kfdGPU, u uint64) bool {
+func sharedByOneGPU(gpus []kfdGPU, u uint64) bool {
 	bus := ""
 	for _, g := range gpus {
 		if g.uniqueID == u {

@@ -150,6 +150,7 @@ func TestDiscoverMI300XCPX(t *testing.T) {
 	joined := strings.Join(disc.Warnings, "\n")
 	assert.Contains(t, joined, "gpu 0000:05:00.0: compute partition mode CPX, memory partition mode NPS1: devices 0,1,2,3,4,5,6,7 are its partitions")
 	assert.Contains(t, joined, "partitions share unique_id")
+	assert.Equal(t, disc, discover(t, d), "warnings included, a second discovery is the same")
 }
 
 func TestTypeOf(t *testing.T) {
@@ -241,4 +242,20 @@ func TestDiscoverMI250(t *testing.T) {
 	for _, dev := range disc.Inventory.Devices {
 		assert.Equal(t, "mi250", dev.Type, "0x740c with 104 CUs per GCD")
 	}
+}
+
+func TestDiscoverSharedUniqueID(t *testing.T) {
+	m := amdtest.MI300XHive()
+	m.GPUs[3].UniqueID = m.GPUs[1].UniqueID
+	m.GPUs[6].UniqueID = 0
+	d, _ := fixture(t, m)
+	disc := discover(t, d)
+	for i, dev := range disc.Inventory.Devices {
+		if i == 1 || i == 3 || i == 6 {
+			assert.Empty(t, dev.UUID, "device %d", i)
+		} else {
+			assert.NotEmpty(t, dev.UUID, "device %d", i)
+		}
+	}
+	assert.Contains(t, strings.Join(disc.Warnings, "\n"), "shared by 2 KFD nodes of different PCI devices; they have no UUID")
 }
