@@ -33,12 +33,14 @@ type physHealth struct {
 // every Options.PollInterval until a change shows or timeout passes:
 //
 //   - RAS: the uncorrectable ("ue") count of every block in the GPU's
-//     ras/<block>_err_count files. The counts seen by the first poll
-//     after a Discover are the baseline; a count above its baseline makes
-//     every device of that GPU unhealthy ("RAS uncorrectable errors: umc
-//     3", the count now). A count that falls (the GPU was reset and its
-//     counters cleared) becomes the new baseline, so a GPU reporting
-//     clean after a reset is reported healthy again ("recovered").
+//     ras/<block>_err_count files. The counts the first poll sees for a
+//     GPU (by PCI address, kept across Discovers) are its baseline: errors
+//     counted before the watch began are history. A count above its
+//     baseline makes every device of that GPU unhealthy ("RAS
+//     uncorrectable errors: umc 3", the count now). A count that falls
+//     (the GPU was reset and its counters cleared) becomes the new
+//     baseline, so a GPU reporting clean after a reset is reported
+//     healthy again ("recovered").
 //   - A GPU whose PCI device or a device whose render node disappears
 //     from sysfs is unhealthy ("device lost") until it is back.
 //
