@@ -87,10 +87,12 @@ type Machine struct {
 	NUMAPerSocket int // NUMA nodes per socket (one KFD CPU node each)
 	CPUsPerNUMA   int // logical CPUs per NUMA node, numbered consecutively
 	GPUs          []GPU
-	// XGMI lists the direct links of the hive; every GPU in Hive is in
-	// one hive (nil Hive: no hive).
+	// XGMI lists the direct links of the hive. With Hive set every GPU
+	// is in that one hive and has an xGMI io_link to every GPU node of
+	// another GPU (to a GPU it has no Link with, one whose max_bandwidth
+	// is 0); Hive 0 writes no xGMI io_links.
 	XGMI []Link
-	Hive uint64 // KFD hive_id of the hive (0: no hive)
+	Hive uint64 // KFD hive_id of the hive
 	// LinkMBps is the bandwidth of one xGMI link in MB/s (KFD's
 	// min_bandwidth; max_bandwidth is Links × LinkMBps).
 	LinkMBps int
