@@ -153,6 +153,24 @@ func (d *Discovery) Validate() error {
 	return nil
 }
 
+// Clone returns a deep copy of the discovery (inventory, files and
+// warnings), for drivers that hand out a copy of what they keep.
+func (d *Discovery) Clone() Discovery {
+	out := Discovery{
+		Inventory:   d.Inventory.Clone(),
+		CommonFiles: slices.Clone(d.CommonFiles),
+		Driver:      d.Driver,
+		Warnings:    slices.Clone(d.Warnings),
+	}
+	if d.Files != nil {
+		out.Files = make([][]DeviceFile, len(d.Files))
+		for i, f := range d.Files {
+			out.Files[i] = slices.Clone(f)
+		}
+	}
+	return out
+}
+
 // FilesFor returns the files a job holding the given device indices must
 // be allowed to open: the union of their Files plus CommonFiles (when at
 // least one index is given), sorted and without duplicates. It fails with
