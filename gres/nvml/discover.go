@@ -103,23 +103,7 @@ func (d *Driver) Discover(ctx context.Context) (gres.Discovery, error) {
 	d.snapMu.Lock()
 	d.snap = snap
 	d.snapMu.Unlock()
-	return cloneDiscovery(&snap.disc), nil
-}
-
-func cloneDiscovery(d *gres.Discovery) gres.Discovery {
-	out := gres.Discovery{
-		Inventory:   d.Inventory.Clone(),
-		CommonFiles: slices.Clone(d.CommonFiles),
-		Driver:      d.Driver,
-		Warnings:    slices.Clone(d.Warnings),
-	}
-	if d.Files != nil {
-		out.Files = make([][]gres.DeviceFile, len(d.Files))
-		for i, f := range d.Files {
-			out.Files[i] = slices.Clone(f)
-		}
-	}
-	return out
+	return snap.disc.Clone(), nil
 }
 
 // discover builds a snapshot. The caller holds d.mu for reading.
