@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
 // watchState is PollHealth's state for one snapshot, guarded by
@@ -148,7 +149,7 @@ func ParseRASCount(s string) (uint64, error) {
 		}
 		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("%w: RAS count %q: want an unsigned integer", ErrMalformed, clip(strings.TrimSpace(v)))
+			return 0, fmt.Errorf("%w: RAS count %q: want an unsigned integer", ErrMalformed, sysfs.Clip(strings.TrimSpace(v)))
 		}
 		return n, nil
 	}
@@ -248,22 +249,22 @@ func (d *Driver) Sample(ctx context.Context) ([]gres.DeviceSample, error) {
 
 // readActivity fills smp from the PCI device directory dir.
 func readActivity(dir string, smp *gres.DeviceSample) {
-	if v, err := readUint(filepath.Join(dir, "gpu_busy_percent")); err == nil && v <= 100 {
+	if v, err := sysfs.Uint(filepath.Join(dir, "gpu_busy_percent")); err == nil && v <= 100 {
 		smp.Utilization = float64(v)
 	}
-	if v, err := readUint(filepath.Join(dir, "mem_info_vram_used")); err == nil {
+	if v, err := sysfs.Uint(filepath.Join(dir, "mem_info_vram_used")); err == nil {
 		smp.MemoryUsedMiB = int64(min(v, 1<<62) >> 20)
 	}
 	hw, _ := filepath.Glob(filepath.Join(dir, "hwmon", "hwmon*"))
 	slices.Sort(hw)
 	for _, h := range hw {
 		for _, f := range []string{"power1_average", "power1_input"} {
-			if v, err := readUint(filepath.Join(h, f)); err == nil {
+			if v, err := sysfs.Uint(filepath.Join(h, f)); err == nil {
 				smp.PowerWatts = float64(v) / 1e6
 				break
 			}
 		}
-		if v, err := readUint(filepath.Join(h, "energy1_input")); err == nil {
+		if v, err := sysfs.Uint(filepath.Join(h, "energy1_input")); err == nil {
 			smp.EnergyJoules = float64(v) / 1e6
 		}
 		if smp.PowerWatts >= 0 || smp.EnergyJoules >= 0 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
 // Options configures a Driver. The zero value reads the running system.
@@ -86,7 +87,7 @@ func Open(opts Options) (*Driver, error) {
 	if d.now == nil {
 		d.now = time.Now
 	}
-	if !exists(d.sys("class", "drm")) {
+	if !sysfs.Exists(d.sys("class", "drm")) {
 		return nil, fmt.Errorf("%w: %s does not exist", ErrUnavailable, d.sys("class", "drm"))
 	}
 	return d, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
 // watchState is PollHealth's memory, by device key (PCI address and
@@ -96,7 +97,7 @@ func (d *Driver) check(snap *snapshot) []gres.HealthEvent {
 	var evs []gres.HealthEvent
 	present := make(map[int]bool, len(snap.cards))
 	for ci := range snap.cards {
-		present[ci] = exists(filepath.Join(snap.cards[ci].dir, "device", "vendor"))
+		present[ci] = sysfs.Exists(filepath.Join(snap.cards[ci].dir, "device", "vendor"))
 	}
 	for p, dv := range snap.disc.Inventory.Devices {
 		r := snap.devs[p]
@@ -161,7 +162,7 @@ func fatalCounters(c *card, t int) map[string]int64 {
 			if !strings.HasPrefix(e.Name(), "fatal_") {
 				continue
 			}
-			if v, err := readInt(filepath.Join(tl.errors, e.Name())); err == nil {
+			if v, err := sysfs.Int(filepath.Join(tl.errors, e.Name())); err == nil {
 				out[fmt.Sprintf("gt%d/%s", tl.id, e.Name())] = v
 			}
 		}

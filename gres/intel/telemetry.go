@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
 // counterReading is one reading of a cumulative counter (ms of idle
@@ -62,8 +63,8 @@ func (d *Driver) Sample(ctx context.Context) ([]gres.DeviceSample, error) {
 		if r.tile < 0 || len(c.tiles) == 1 {
 			s.EnergyJoules, s.PowerWatts = d.energy(c, now)
 			if c.lmem {
-				total, err1 := readInt(filepath.Join(c.dir, "lmem_total_bytes"))
-				avail, err2 := readInt(filepath.Join(c.dir, "lmem_avail_bytes"))
+				total, err1 := sysfs.Int(filepath.Join(c.dir, "lmem_total_bytes"))
+				avail, err2 := sysfs.Int(filepath.Join(c.dir, "lmem_avail_bytes"))
 				if err1 == nil && err2 == nil && avail >= 0 && avail <= total {
 					s.MemoryUsedMiB = (total - avail) >> 20
 				}
@@ -97,7 +98,7 @@ func (d *Driver) busy(c *card, t int, now time.Time) float64 {
 			continue
 		}
 		n++
-		ms, err := readInt(tl.idle)
+		ms, err := sysfs.Int(tl.idle)
 		if tl.idle == "" || err != nil {
 			known = false
 			continue
@@ -120,14 +121,14 @@ func (d *Driver) energy(c *card, now time.Time) (joules, watts float64) {
 	if c.hwmon == "" {
 		return
 	}
-	uj, err := readInt(filepath.Join(c.hwmon, "energy1_input"))
+	uj, err := sysfs.Int(filepath.Join(c.hwmon, "energy1_input"))
 	if err == nil && uj >= 0 {
 		joules = float64(uj) / 1e6
 		if perSec, ok := d.rate("energy:"+c.pci, uj, now); ok {
 			watts = perSec / 1e6
 		}
 	}
-	if uw, err := readInt(filepath.Join(c.hwmon, "power1_input")); err == nil && uw >= 0 {
+	if uw, err := sysfs.Int(filepath.Join(c.hwmon, "power1_input")); err == nil && uw >= 0 {
 		watts = float64(uw) / 1e6
 	}
 	return
