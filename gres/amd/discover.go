@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/driverkit"
 	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
@@ -110,7 +111,7 @@ func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	d.fixSockets(s, warnf)
+	driverkit.FixSockets(s.disc.Inventory.Devices, warnf)
 	d.buildLinks(s, gpus, ids, warnf)
 	d.buildFiles(s, gpus, warnf)
 	s.disc.Driver = "amdgpu"
@@ -329,29 +330,6 @@ func (d *Driver) readPhys(g kfdGPU, warnf func(string, ...any)) physGPU {
 	}
 	ph.typ = typ
 	return ph
-}
-
-// fixSockets clears sockets when sysfs puts one NUMA node on two sockets
-// (the inventory would not validate).
-func (d *Driver) fixSockets(s *snapshot, warnf func(string, ...any)) {
-	devs := s.disc.Inventory.Devices
-	seen := map[int]int{}
-	for _, dv := range devs {
-		if dv.NUMA < 0 || dv.Socket < 0 {
-			continue
-		}
-		if so, ok := seen[dv.NUMA]; ok && so != dv.Socket {
-			warnf("NUMA node %d reported on sockets %d and %d; sockets ignored", dv.NUMA, so, dv.Socket)
-			for i := range devs {
-				devs[i].Socket = -1
-			}
-			for i := range s.phys {
-				s.phys[i].socket = -1
-			}
-			return
-		}
-		seen[dv.NUMA] = dv.Socket
-	}
 }
 
 // buildFiles sets the device files: each device's render node, and

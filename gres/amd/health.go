@@ -3,6 +3,7 @@ package amd
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/driverkit"
 	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
@@ -54,31 +56,12 @@ func (d *Driver) PollHealth(ctx context.Context, timeout time.Duration) ([]gres.
 	}
 	d.pollMu.Lock()
 	defer d.pollMu.Unlock()
-	snap, err := d.last(ctx)
+	snap, err := d.snap.Load(ctx, d.discover)
 	if err != nil {
 		return nil, err
 	}
 	w := d.watchFor(snap)
-	deadline := time.Now().Add(timeout)
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if evs := w.sweep(); len(evs) > 0 {
-			return evs, nil
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil, nil
-		}
-		t := time.NewTimer(min(left, d.interval))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-	}
+	return driverkit.Poll(ctx, timeout, d.interval, w.sweep)
 }
 
 // watchFor returns the watch state, moved to snap. RAS baselines (by PCI
@@ -172,7 +155,7 @@ func (w *watchState) sweep() []gres.HealthEvent {
 		now := readRAS(ph.pciDir)
 		base := w.base[ph.bus]
 		var bad []string
-		for _, block := range sortedKeys(now) {
+		for _, block := range slices.Sorted(maps.Keys(now)) {
 			ue := now[block]
 			b, seen := base[block]
 			switch {
@@ -210,15 +193,6 @@ func (w *watchState) sweep() []gres.HealthEvent {
 	return evs
 }
 
-func sortedKeys(m map[string]uint64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // Sample reads the activity of every device of the last Discover
 // (running Discover first if there was none), in index order: busy
 // percentage (gpu_busy_percent), VRAM in use (mem_info_vram_used), board
@@ -231,18 +205,15 @@ func (d *Driver) Sample(ctx context.Context) ([]gres.DeviceSample, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	snap, err := d.last(ctx)
+	snap, err := d.snap.Load(ctx, d.discover)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]gres.DeviceSample, len(snap.devs))
+	out := driverkit.UnknownSamples(snap.disc.Inventory.Devices)
 	for pos, dp := range snap.devs {
-		dev := snap.disc.Inventory.Devices[pos]
-		smp := gres.DeviceSample{Index: dev.Index, UUID: dev.UUID, Utilization: -1, MemoryUsedMiB: -1, PowerWatts: -1, EnergyJoules: -1}
 		if dir := snap.phys[dp.phys].pciDir; !dp.partition && dir != "" {
-			readActivity(dir, &smp)
+			readActivity(dir, &out[pos])
 		}
-		out[pos] = smp
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/driverkit"
 	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
@@ -65,7 +66,8 @@ type snapshot struct {
 //   - its PCI address is the device link's target (uevent PCI_SLOT_NAME
 //     otherwise), its kernel driver the driver link, NUMA node numa_node
 //     (-1: unknown), CPU affinity local_cpulist, socket the
-//     physical_package_id of its first local CPU;
+//     physical_package_id of its first local CPU (every socket unknown,
+//     with a warning, when that puts one NUMA node on two sockets);
 //   - tiles are the i915 driver's card<N>/gt/gt<K> directories or the xe
 //     driver's device/tile<K> directories (else the model table's count,
 //     with a warning). In the default (flat) mode a card with several
@@ -98,9 +100,7 @@ func (d *Driver) Discover(ctx context.Context) (gres.Discovery, error) {
 	if err != nil {
 		return gres.Discovery{}, err
 	}
-	d.mu.Lock()
-	d.snap = snap
-	d.mu.Unlock()
+	d.snap.Set(snap)
 	return snap.disc.Clone(), nil
 }
 
@@ -126,6 +126,7 @@ func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
 		}
 	}
 	d.inventory(snap, warnf)
+	driverkit.FixSockets(snap.disc.Inventory.Devices, warnf)
 	snap.disc.Driver = "intel sysfs"
 	if drivers := kernelDrivers(snap.cards); drivers != "" {
 		snap.disc.Driver += " (" + drivers + ")"

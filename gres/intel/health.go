@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/driverkit"
 	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
@@ -61,35 +62,14 @@ func (d *Driver) PollHealth(ctx context.Context, timeout time.Duration) ([]gres.
 	}
 	d.pollMu.Lock()
 	defer d.pollMu.Unlock()
-	snap, err := d.last(ctx)
+	snap, err := d.snap.Load(ctx, d.discover)
 	if err != nil {
 		return nil, err
 	}
 	if d.watch == nil {
 		d.watch = &watchState{devs: map[string]*devHealth{}}
 	}
-	var timer *time.Timer
-	deadline := time.Now().Add(timeout)
-	for {
-		if evs := d.check(snap); len(evs) > 0 {
-			return evs, nil
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil, nil
-		}
-		if timer == nil {
-			timer = time.NewTimer(min(left, d.interval))
-			defer timer.Stop()
-		} else {
-			timer.Reset(min(left, d.interval))
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-timer.C:
-		}
-	}
+	return driverkit.Poll(ctx, timeout, d.interval, func() []gres.HealthEvent { return d.check(snap) })
 }
 
 // check reads every device once and returns the changes.

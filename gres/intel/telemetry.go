@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/driverkit"
 	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
@@ -41,7 +42,7 @@ func (d *Driver) Sample(ctx context.Context) ([]gres.DeviceSample, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	snap, err := d.last(ctx)
+	snap, err := d.snap.Load(ctx, d.discover)
 	if err != nil {
 		return nil, err
 	}
@@ -51,14 +52,14 @@ func (d *Driver) Sample(ctx context.Context) ([]gres.DeviceSample, error) {
 		d.prev = map[string]counterReading{}
 	}
 	now := d.now()
-	out := make([]gres.DeviceSample, len(snap.devs))
-	for p, dv := range snap.disc.Inventory.Devices {
+	out := driverkit.UnknownSamples(snap.disc.Inventory.Devices)
+	for p := range out {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		r := snap.devs[p]
 		c := &snap.cards[r.card]
-		s := gres.DeviceSample{Index: dv.Index, UUID: dv.UUID, Utilization: -1, MemoryUsedMiB: -1, PowerWatts: -1, EnergyJoules: -1}
+		s := &out[p]
 		s.Utilization = d.busy(c, r.tile, now)
 		if r.tile < 0 || len(c.tiles) == 1 {
 			s.EnergyJoules, s.PowerWatts = d.energy(c, now)
@@ -70,7 +71,6 @@ func (d *Driver) Sample(ctx context.Context) ([]gres.DeviceSample, error) {
 				}
 			}
 		}
-		out[p] = s
 	}
 	return out, nil
 }

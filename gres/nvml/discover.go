@@ -14,6 +14,7 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/driverkit"
 )
 
 // nvidiaMajor is the character major of /dev/nvidiaN and /dev/nvidiactl.
@@ -100,9 +101,7 @@ func (d *Driver) Discover(ctx context.Context) (gres.Discovery, error) {
 	if err != nil {
 		return gres.Discovery{}, err
 	}
-	d.snapMu.Lock()
-	d.snap = snap
-	d.snapMu.Unlock()
+	d.snap.Set(snap)
 	return snap.disc.Clone(), nil
 }
 
@@ -141,7 +140,7 @@ func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
 	if len(snap.disc.Inventory.Devices) > gres.MaxDevices {
 		return nil, fmt.Errorf("nvml: %d devices (GPUs and MIG slices), at most %d", len(snap.disc.Inventory.Devices), gres.MaxDevices)
 	}
-	d.fixSockets(snap, warnf)
+	driverkit.FixSockets(snap.disc.Inventory.Devices, warnf)
 	d.links(ctx, snap, warnf)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -152,28 +151,6 @@ func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
 	if err := snap.disc.Validate(); err != nil {
 		return nil, fmt.Errorf("nvml: discovered inventory does not validate: %w", err)
 	}
-	return snap, nil
-}
-
-// lastSnapshot returns the last discovery, discovering (and keeping the
-// result, unless a concurrent Discover got there first) when there has
-// been none. The caller holds d.mu for reading.
-func (d *Driver) lastSnapshot(ctx context.Context) (*snapshot, error) {
-	d.snapMu.Lock()
-	snap := d.snap
-	d.snapMu.Unlock()
-	if snap != nil {
-		return snap, nil
-	}
-	snap, err := d.discover(ctx)
-	if err != nil {
-		return nil, err
-	}
-	d.snapMu.Lock()
-	if d.snap == nil {
-		d.snap = snap
-	}
-	d.snapMu.Unlock()
 	return snap, nil
 }
 
@@ -336,26 +313,6 @@ func (d *Driver) assignPositions(snap *snapshot, count int) {
 			})
 			next++
 		}
-	}
-}
-
-// fixSockets clears sockets when sysfs puts one NUMA node on two sockets
-// (the inventory would not validate).
-func (d *Driver) fixSockets(snap *snapshot, warnf func(string, ...any)) {
-	devs := snap.disc.Inventory.Devices
-	seen := map[int]int{}
-	for _, dv := range devs {
-		if dv.NUMA < 0 || dv.Socket < 0 {
-			continue
-		}
-		if s, ok := seen[dv.NUMA]; ok && s != dv.Socket {
-			warnf("NUMA node %d reported on sockets %d and %d; sockets ignored", dv.NUMA, s, dv.Socket)
-			for i := range devs {
-				devs[i].Socket = -1
-			}
-			return
-		}
-		seen[dv.NUMA] = dv.Socket
 	}
 }
 
