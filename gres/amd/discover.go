@@ -75,6 +75,9 @@ type kfdLinks map[int]int // far KFD node → xGMI links (0: reachable only thro
 
 // discover builds a snapshot from sysfs.
 func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	var warns []string
 	warnf := func(format string, args ...any) { warns = append(warns, fmt.Sprintf(format, args...)) }
 	dir := d.nodesDir()

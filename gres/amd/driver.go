@@ -112,14 +112,10 @@ func (d *Driver) Devices() []DeviceInfo {
 // Discover reads the node's AMD GPUs from sysfs; see the package
 // documentation for what it reads and how it builds the inventory.
 func (d *Driver) Discover(ctx context.Context) (gres.Discovery, error) {
-	if err := ctx.Err(); err != nil {
-		return gres.Discovery{}, err
-	}
-	s, err := d.discover(ctx)
+	s, err := d.snap.Refresh(ctx, d.discover)
 	if err != nil {
 		return gres.Discovery{}, err
 	}
-	d.snap.Set(s)
 	return s.disc.Clone(), nil
 }
 

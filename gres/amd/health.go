@@ -202,9 +202,6 @@ func (w *watchState) sweep() []gres.HealthEvent {
 // partition (sysfs reports activity per physical GPU, not per partition)
 // or of a GPU that is gone.
 func (d *Driver) Sample(ctx context.Context) ([]gres.DeviceSample, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	snap, err := d.snap.Load(ctx, d.discover)
 	if err != nil {
 		return nil, err

@@ -96,11 +96,10 @@ type snapshot struct {
 // fails (wrapping ErrUnavailable) when Root/sys/class/drm is gone, and
 // returns ctx.Err() when ctx ends first.
 func (d *Driver) Discover(ctx context.Context) (gres.Discovery, error) {
-	snap, err := d.discover(ctx)
+	snap, err := d.snap.Refresh(ctx, d.discover)
 	if err != nil {
 		return gres.Discovery{}, err
 	}
-	d.snap.Set(snap)
 	return snap.disc.Clone(), nil
 }
 

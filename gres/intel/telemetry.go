@@ -39,9 +39,6 @@ type counterReading struct {
 // card's. Unreadable files are -1, so Sample fails only when discovery
 // does or ctx ends.
 func (d *Driver) Sample(ctx context.Context) ([]gres.DeviceSample, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	snap, err := d.snap.Load(ctx, d.discover)
 	if err != nil {
 		return nil, err

@@ -97,11 +97,10 @@ func (d *Driver) Discover(ctx context.Context) (gres.Discovery, error) {
 		return gres.Discovery{}, err
 	}
 	defer d.mu.RUnlock()
-	snap, err := d.discover(ctx)
+	snap, err := d.snap.Refresh(ctx, d.discover)
 	if err != nil {
 		return gres.Discovery{}, err
 	}
-	d.snap.Set(snap)
 	return snap.disc.Clone(), nil
 }
 

@@ -37,12 +37,27 @@ func (l *Last[S]) Set(s *S) {
 	l.mu.Unlock()
 }
 
+// Refresh discovers a snapshot with discover and holds it, for a
+// driver's Discover. A discover error is returned as it is and the
+// snapshot held stays.
+func (l *Last[S]) Refresh(ctx context.Context, discover func(context.Context) (*S, error)) (*S, error) {
+	s, err := discover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.Set(s)
+	return s, nil
+}
+
 // Load returns the snapshot held or, when there is none, discovers one
 // with discover (without holding the lock, so a slow discovery blocks no
 // Get) and holds it, unless a concurrent Set got there first: then it
 // returns that one. A discover error is returned as it is and nothing is
-// held.
+// held. When ctx is done, Load returns ctx.Err() whatever it holds.
 func (l *Last[S]) Load(ctx context.Context, discover func(context.Context) (*S, error)) (*S, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if s := l.Get(); s != nil {
 		return s, nil
 	}

@@ -30,12 +30,27 @@ func TestLast(t *testing.T) {
 	assert.Equal(t, 1, s.n, "held: not discovered again")
 	assert.Equal(t, 1, calls)
 
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = l.Load(cctx, discover)
+	assert.ErrorIs(t, err, context.Canceled, "a done context fails even with a snapshot held")
+
 	l.Set(&snap{7})
 	assert.Equal(t, 7, l.Get().n)
 	l.Set(nil)
 	assert.Nil(t, l.Get())
 
+	s, err = l.Refresh(ctx, discover)
+	require.NoError(t, err)
+	assert.Equal(t, 2, s.n)
+	assert.Same(t, s, l.Get(), "Refresh holds what it discovered")
+
 	boom := errors.New("boom")
+	_, err = l.Refresh(ctx, func(context.Context) (*snap, error) { return nil, boom })
+	assert.ErrorIs(t, err, boom)
+	assert.Same(t, s, l.Get(), "a failed Refresh keeps what was held")
+
+	l.Set(nil)
 	_, err = l.Load(ctx, func(context.Context) (*snap, error) { return nil, boom })
 	assert.ErrorIs(t, err, boom)
 	assert.Nil(t, l.Get(), "a failed discovery holds nothing")

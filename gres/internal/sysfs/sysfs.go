@@ -44,82 +44,68 @@ func Clip(s string) string {
 	return s
 }
 
-// malformed returns an error wrapping ErrMalformed for content s of the
-// file at path, which should have been want.
-func malformed(path, s, want string) error {
-	return fmt.Errorf("%w: %s: %q: want %s", ErrMalformed, path, Clip(s), want)
+// read parses the first line of the file at path with parse; content
+// parse rejects is an error wrapping ErrMalformed saying it should have
+// been want.
+func read[T any](path, want string, parse func(string) (T, bool)) (T, error) {
+	var zero T
+	s, err := Line(path)
+	if err != nil {
+		return zero, err
+	}
+	v, ok := parse(s)
+	if !ok {
+		return zero, fmt.Errorf("%w: %s: %q: want %s", ErrMalformed, path, Clip(s), want)
+	}
+	return v, nil
 }
 
 // Uint reads a file holding one unsigned decimal number.
 func Uint(path string) (uint64, error) {
-	s, err := Line(path)
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, malformed(path, s, "an unsigned integer")
-	}
-	return n, nil
+	return read(path, "an unsigned integer", func(s string) (uint64, bool) {
+		n, err := strconv.ParseUint(s, 10, 64)
+		return n, err == nil
+	})
 }
 
 // Int reads a file holding one decimal integer (energy1_input,
 // rc6_residency_ms …).
 func Int(path string) (int64, error) {
-	s, err := Line(path)
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, malformed(path, s, "a decimal integer")
-	}
-	return n, nil
+	return read(path, "a decimal integer", func(s string) (int64, bool) {
+		n, err := strconv.ParseInt(s, 10, 64)
+		return n, err == nil
+	})
 }
 
 // Size reads a byte count written in decimal or, like the xe driver's
 // physical_vram_size_bytes, in hexadecimal with a 0x prefix.
 func Size(path string) (int64, error) {
-	s, err := Line(path)
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.ParseInt(s, 0, 64)
-	if err != nil || n < 0 {
-		return 0, malformed(path, s, "a byte count")
-	}
-	return n, nil
+	return read(path, "a byte count", func(s string) (int64, bool) {
+		n, err := strconv.ParseInt(s, 0, 64)
+		return n, err == nil && n >= 0
+	})
 }
 
 // HexID reads a 16-bit PCI id file ("0x1002"; the kernel prints the 0x
 // prefix).
 func HexID(path string) (uint16, error) {
-	s, err := Line(path)
-	if err != nil {
-		return 0, err
-	}
-	h, ok := strings.CutPrefix(strings.ToLower(s), "0x")
-	n, perr := strconv.ParseUint(h, 16, 16)
-	if !ok || perr != nil {
-		return 0, malformed(path, s, "a 16-bit hexadecimal id such as 0x1002")
-	}
-	return uint16(n), nil
+	return read(path, "a 16-bit hexadecimal id such as 0x1002", func(s string) (uint16, bool) {
+		h, ok := strings.CutPrefix(strings.ToLower(s), "0x")
+		n, err := strconv.ParseUint(h, 16, 16)
+		return uint16(n), ok && err == nil
+	})
 }
 
 // DevNumber reads the dev attribute of a class device: its device number
 // "major:minor", each in [0, gres.MaxDeviceNumber].
 func DevNumber(path string) (major, minor int64, err error) {
-	s, err := Line(path)
-	if err != nil {
-		return 0, 0, err
-	}
-	a, b, ok := strings.Cut(s, ":")
-	ma, err1 := strconv.ParseInt(a, 10, 64)
-	mi, err2 := strconv.ParseInt(b, 10, 64)
-	if !ok || err1 != nil || err2 != nil || ma < 0 || mi < 0 || ma > gres.MaxDeviceNumber || mi > gres.MaxDeviceNumber {
-		return 0, 0, malformed(path, s, "major:minor")
-	}
-	return ma, mi, nil
+	n, err := read(path, "major:minor", func(s string) ([2]int64, bool) {
+		a, b, ok := strings.Cut(s, ":")
+		ma, err1 := strconv.ParseInt(a, 10, 64)
+		mi, err2 := strconv.ParseInt(b, 10, 64)
+		return [2]int64{ma, mi}, ok && err1 == nil && err2 == nil && ma >= 0 && mi >= 0 && ma <= gres.MaxDeviceNumber && mi <= gres.MaxDeviceNumber
+	})
+	return n[0], n[1], err
 }
 
 // ID reads a file holding a non-negative id (a socket's
