@@ -23,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/gres/amd"
 	"github.com/sluicehq/sluice/gres/amd/amdtest"
+	"github.com/sluicehq/sluice/gres/gresdriver"
 	"github.com/sluicehq/sluice/gres/intel"
 	"github.com/sluicehq/sluice/gres/intel/inteltest"
 	"github.com/sluicehq/sluice/scheduler"
@@ -85,24 +86,13 @@ func All(dir string) ([]Node, error) {
 // and polls the driver until it reports the device.
 func Intel(dir, name string) (Node, error) {
 	m := inteltest.Max1550Node()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Node{}, err
-	}
-	if err := m.Tree().Write(dir); err != nil {
-		return Node{}, err
-	}
-	d, err := intel.Open(intel.Options{Root: dir, PollInterval: time.Millisecond})
+	d, inv, err := watch(dir, m.Tree(), func(root string) (*intel.Driver, error) {
+		return intel.Open(intel.Options{Root: root, PollInterval: time.Millisecond})
+	})
 	if err != nil {
 		return Node{}, err
 	}
 	ctx := context.Background()
-	disc, err := d.Discover(ctx)
-	if err != nil {
-		return Node{}, err
-	}
-	if _, err := d.PollHealth(ctx, 0); err != nil { // baseline the counters
-		return Node{}, err
-	}
 	fault := func(index int) (gres.HealthEvent, error) {
 		for _, p := range d.Placements() {
 			if p.Index != index {
@@ -117,7 +107,39 @@ func Intel(dir, name string) (Node, error) {
 		return gres.HealthEvent{}, fmt.Errorf("vendortest: intel: no device %d: %w", index, gres.ErrUnknownDevice)
 	}
 	return Node{Vendor: "intel", Type: "max_1550_tile", Fault: fault,
-		Config: scheduler.NodeConfig{Name: name, CPUs: 208, MemoryMiB: 1024 * GiB, Devices: disc.Inventory}}, nil
+		Config: scheduler.NodeConfig{Name: name, CPUs: 208, MemoryMiB: 1024 * GiB, Devices: inv}}, nil
+}
+
+// sysfsDriver is a driver reading a sysfs tree.
+type sysfsDriver interface {
+	gres.Discoverer
+	gres.HealthWatcher
+}
+
+// watch writes tree under dir, opens a driver on it, discovers the node
+// and takes the health counters' baseline (a first quiet poll), so that
+// a fault injected next is a change.
+func watch[D sysfsDriver](dir string, tree gresdriver.Tree, open func(root string) (D, error)) (D, gres.Inventory, error) {
+	var none D
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return none, gres.Inventory{}, err
+	}
+	if err := tree.Write(dir); err != nil {
+		return none, gres.Inventory{}, err
+	}
+	d, err := open(dir)
+	if err != nil {
+		return none, gres.Inventory{}, err
+	}
+	ctx := context.Background()
+	disc, err := d.Discover(ctx)
+	if err != nil {
+		return none, gres.Inventory{}, err
+	}
+	if _, err := d.PollHealth(ctx, 0); err != nil {
+		return none, gres.Inventory{}, err
+	}
+	return d, disc.Inventory, nil
 }
 
 // await polls w until it reports device index unhealthy.
@@ -144,24 +166,17 @@ func await(ctx context.Context, w gres.HealthWatcher, index int) (gres.HealthEve
 // device's GPU and polls the driver until it reports the device.
 func AMD(dir, name string) (Node, error) {
 	m := amdtest.MI300XHive()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	tree, err := m.Tree()
+	if err != nil {
 		return Node{}, err
 	}
-	if err := m.Write(dir); err != nil {
-		return Node{}, err
-	}
-	d, err := amd.Open(amd.Options{Root: dir, PollInterval: time.Millisecond})
+	d, inv, err := watch(dir, tree, func(root string) (*amd.Driver, error) {
+		return amd.Open(amd.Options{Root: root, PollInterval: time.Millisecond})
+	})
 	if err != nil {
 		return Node{}, err
 	}
 	ctx := context.Background()
-	disc, err := d.Discover(ctx)
-	if err != nil {
-		return Node{}, err
-	}
-	if _, err := d.PollHealth(ctx, 0); err != nil { // baseline the counters
-		return Node{}, err
-	}
 	ue := map[string]uint64{} // uncorrectable UMC errors injected, by PCI address
 	fault := func(index int) (gres.HealthEvent, error) {
 		for _, in := range d.Devices() {
@@ -183,5 +198,5 @@ func AMD(dir, name string) (Node, error) {
 	}
 	cpus := m.Sockets * m.NUMAPerSocket * m.CPUsPerNUMA
 	return Node{Vendor: "amd", Type: "mi300x", Fault: fault,
-		Config: scheduler.NodeConfig{Name: name, CPUs: cpus, MemoryMiB: 512 * GiB, Devices: disc.Inventory}}, nil
+		Config: scheduler.NodeConfig{Name: name, CPUs: cpus, MemoryMiB: 512 * GiB, Devices: inv}}, nil
 }
