@@ -9,11 +9,11 @@
 //
 // The nodes (internal/vendortest): an NVIDIA DGX H100 discovered by the
 // NVML driver over its mock (8 × h100 on NVSwitch; without cgo, the
-// inventory that driver reports), an 8 × MI300X node with one XGMI hive,
-// and an 8 × Intel Max 1550 node discovered by the sysfs driver
-// (gres/intel) from a recorded tree, listed as 16 tiles with Xe Link.
-// A real cluster builds the same NodeConfigs from each node agent's
-// Discover (nvml.Open, intel.Open, the AMD driver).
+// inventory that driver reports), an 8 × MI300X node with one xGMI hive
+// and an 8 × Intel Max 1550 node, both discovered by their sysfs drivers
+// (gres/amd, gres/intel) from fixture trees, the Intel one listed as 16
+// tiles with Xe Link. A real cluster builds the same NodeConfigs from
+// each node agent's Discover (nvml.Open, amd.Open, intel.Open).
 package main
 
 import (

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/driverkit"
+	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
 // AMD's PCI vendor id and the major number of DRM device files.
@@ -73,10 +75,13 @@ type kfdLinks map[int]int // far KFD node → xGMI links (0: reachable only thro
 
 // discover builds a snapshot from sysfs.
 func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	var warns []string
 	warnf := func(format string, args ...any) { warns = append(warns, fmt.Sprintf(format, args...)) }
 	dir := d.nodesDir()
-	ids, others, err := numberedDirs(dir)
+	ids, others, err := sysfs.ReadNumbered(dir, "")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -109,11 +114,11 @@ func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	d.fixSockets(s, warnf)
+	driverkit.FixSockets(s.disc.Inventory.Devices, warnf)
 	d.buildLinks(s, gpus, ids, warnf)
 	d.buildFiles(s, gpus, warnf)
 	s.disc.Driver = "amdgpu"
-	if v, err := readLine(filepath.Join(d.root, "sys/module/amdgpu/version")); err == nil && v != "" {
+	if v, err := sysfs.Line(filepath.Join(d.root, "sys/module/amdgpu/version")); err == nil && v != "" {
 		s.disc.Driver += " " + v
 	}
 	s.disc.Warnings = warns
@@ -167,10 +172,10 @@ func (d *Driver) readNode(dir string, id int) (kfdGPU, bool, error) {
 	if per, ok := p.get("simd_per_cu"); ok && per > 0 && simd/per <= 1<<20 {
 		g.cus = int(simd / per)
 	}
-	if id, err := readUint(filepath.Join(dir, "gpu_id")); err == nil {
+	if id, err := sysfs.Uint(filepath.Join(dir, "gpu_id")); err == nil {
 		g.gpuID = id
 	}
-	banks, _, _ := numberedDirs(filepath.Join(dir, "mem_banks"))
+	banks := sysfs.Numbered(filepath.Join(dir, "mem_banks"), "")
 	for _, b := range banks {
 		bp, err := readProps(filepath.Join(dir, "mem_banks", strconv.Itoa(b), "properties"))
 		if err != nil {
@@ -285,7 +290,7 @@ func (d *Driver) readPhys(g kfdGPU, warnf func(string, ...any)) physGPU {
 		filepath.Join(d.root, "sys/bus/pci/devices", g.bus),
 		filepath.Join(d.root, "sys/class/drm", "renderD"+strconv.FormatInt(g.minor, 10), "device"),
 	} {
-		if v, err := readHexID(filepath.Join(dir, "vendor")); err == nil && v == vendorAMD {
+		if v, err := sysfs.HexID(filepath.Join(dir, "vendor")); err == nil && v == vendorAMD {
 			ph.pciDir = dir
 			break
 		}
@@ -294,20 +299,20 @@ func (d *Driver) readPhys(g kfdGPU, warnf func(string, ...any)) physGPU {
 	if ph.pciDir == "" {
 		warnf("gpu %s: PCI device not found in sysfs; NUMA node, CPUs, memory and partition mode unknown", g.bus)
 	} else {
-		if id, err := readHexID(filepath.Join(ph.pciDir, "device")); err == nil && id != g.devID {
+		if id, err := sysfs.HexID(filepath.Join(ph.pciDir, "device")); err == nil && id != g.devID {
 			warnf("gpu %s: PCI device id 0x%04x but KFD device_id 0x%04x; using KFD's", g.bus, id, g.devID)
 		}
-		ph.numa = readNUMA(filepath.Join(ph.pciDir, "numa_node"))
-		if c, ok := readCPUList(filepath.Join(ph.pciDir, "local_cpulist")); ok {
+		ph.numa = sysfs.NUMANode(filepath.Join(ph.pciDir, "numa_node"))
+		if c, ok := sysfs.CPUs(filepath.Join(ph.pciDir, "local_cpulist")); ok {
 			ph.cores = c
 		}
-		if b, err := readUint(filepath.Join(ph.pciDir, "mem_info_vram_total")); err == nil {
+		if b, err := sysfs.Uint(filepath.Join(ph.pciDir, "mem_info_vram_total")); err == nil {
 			ph.vramMiB = int64(min(b, 1<<62) >> 20)
 		}
-		ph.compute, _ = readLine(filepath.Join(ph.pciDir, "current_compute_partition"))
-		ph.memory, _ = readLine(filepath.Join(ph.pciDir, "current_memory_partition"))
-		ph.compute, ph.memory = strings.ToUpper(clip(ph.compute)), strings.ToUpper(clip(ph.memory))
-		name, _ = readLine(filepath.Join(ph.pciDir, "product_name"))
+		ph.compute, _ = sysfs.Line(filepath.Join(ph.pciDir, "current_compute_partition"))
+		ph.memory, _ = sysfs.Line(filepath.Join(ph.pciDir, "current_memory_partition"))
+		ph.compute, ph.memory = strings.ToUpper(sysfs.Clip(ph.compute)), strings.ToUpper(sysfs.Clip(ph.memory))
+		name, _ = sysfs.Line(filepath.Join(ph.pciDir, "product_name"))
 		if r, err := filepath.EvalSymlinks(ph.pciDir); err == nil {
 			if base, err := filepath.EvalSymlinks(filepath.Join(d.root, "sys/devices")); err == nil {
 				if rel, err := filepath.Rel(base, r); err == nil && !strings.HasPrefix(rel, "..") {
@@ -320,37 +325,14 @@ func (d *Driver) readPhys(g kfdGPU, warnf func(string, ...any)) physGPU {
 		ph.vramMiB = int64(g.fbBytes >> 20) // the KFD node's frame-buffer banks
 	}
 	if ids := ph.cores.AppendTo(nil); len(ids) > 0 {
-		ph.socket = d.cpuSocket(ids[0])
+		ph.socket = sysfs.CPUSocket(filepath.Join(d.root, "sys"), ids[0])
 	}
 	typ, known := TypeOf(g.devID, g.cus, name)
 	if !known {
-		warnf("gpu %s: unknown AMD device id 0x%04x (%q); typed %q", g.bus, g.devID, clip(name), typ)
+		warnf("gpu %s: unknown AMD device id 0x%04x (%q); typed %q", g.bus, g.devID, sysfs.Clip(name), typ)
 	}
 	ph.typ = typ
 	return ph
-}
-
-// fixSockets clears sockets when sysfs puts one NUMA node on two sockets
-// (the inventory would not validate).
-func (d *Driver) fixSockets(s *snapshot, warnf func(string, ...any)) {
-	devs := s.disc.Inventory.Devices
-	seen := map[int]int{}
-	for _, dv := range devs {
-		if dv.NUMA < 0 || dv.Socket < 0 {
-			continue
-		}
-		if so, ok := seen[dv.NUMA]; ok && so != dv.Socket {
-			warnf("NUMA node %d reported on sockets %d and %d; sockets ignored", dv.NUMA, so, dv.Socket)
-			for i := range devs {
-				devs[i].Socket = -1
-			}
-			for i := range s.phys {
-				s.phys[i].socket = -1
-			}
-			return
-		}
-		seen[dv.NUMA] = dv.Socket
-	}
 }
 
 // buildFiles sets the device files: each device's render node, and
@@ -359,7 +341,7 @@ func (d *Driver) buildFiles(s *snapshot, gpus []kfdGPU, warnf func(string, ...an
 	s.disc.Files = make([][]gres.DeviceFile, len(gpus))
 	for pos, g := range gpus {
 		f := gres.DeviceFile{Path: "/dev/dri/renderD" + strconv.FormatInt(g.minor, 10), Kind: gres.CharDevice, Major: drmMajor, Minor: g.minor}
-		if ma, mi, err := readDevNumber(filepath.Join(s.devs[pos].render, "dev")); err == nil {
+		if ma, mi, err := sysfs.DevNumber(filepath.Join(s.devs[pos].render, "dev")); err == nil {
 			if ma != drmMajor || mi != g.minor {
 				warnf("gpu %d: %s is %d:%d, not %d:%d; using the dev file's numbers", pos, f.Path, ma, mi, drmMajor, g.minor)
 			}
@@ -372,7 +354,7 @@ func (d *Driver) buildFiles(s *snapshot, gpus []kfdGPU, warnf func(string, ...an
 	if len(gpus) == 0 {
 		return
 	}
-	ma, mi, err := readDevNumber(filepath.Join(d.root, "sys/class/kfd/kfd/dev"))
+	ma, mi, err := sysfs.DevNumber(filepath.Join(d.root, "sys/class/kfd/kfd/dev"))
 	if err != nil {
 		warnf("/dev/kfd: device number unknown (%v); not among the common files, though every GPU job needs it", err)
 		return

@@ -21,8 +21,9 @@ import (
 // fixture writes m into a temporary root and opens a driver on it.
 func fixture(t testing.TB, m amdtest.Machine) (*amd.Driver, string) {
 	t.Helper()
-	root := t.TempDir()
-	require.NoError(t, m.Write(root))
+	tree, err := m.Tree()
+	require.NoError(t, err)
+	root := gresdriver.WriteTree(t, tree)
 	d, err := amd.Open(amd.Options{Root: root, PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	return d, root

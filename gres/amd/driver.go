@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/driverkit"
 )
 
 // Options configures a Driver. The zero value reads the host's /sys.
@@ -70,8 +71,7 @@ type Driver struct {
 	name     string
 	interval time.Duration
 
-	mu   sync.Mutex // guards snap
-	snap *snapshot
+	snap driverkit.Last[snapshot]
 
 	pollMu sync.Mutex // serialises PollHealth
 	watch  *watchState
@@ -103,48 +103,19 @@ func (d *Driver) nodesDir() string { return filepath.Join(d.root, "sys/class/kfd
 // Devices returns what the last Discover found about each device, in
 // inventory order (nil before the first Discover).
 func (d *Driver) Devices() []DeviceInfo {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.snap == nil {
-		return nil
+	if s := d.snap.Get(); s != nil {
+		return slices.Clone(s.info)
 	}
-	return slices.Clone(d.snap.info)
-}
-
-// last returns the last snapshot, discovering one when there is none.
-func (d *Driver) last(ctx context.Context) (*snapshot, error) {
-	d.mu.Lock()
-	s := d.snap
-	d.mu.Unlock()
-	if s != nil {
-		return s, nil
-	}
-	s, err := d.discover(ctx)
-	if err != nil {
-		return nil, err
-	}
-	d.mu.Lock()
-	if d.snap == nil {
-		d.snap = s
-	}
-	s = d.snap
-	d.mu.Unlock()
-	return s, nil
+	return nil
 }
 
 // Discover reads the node's AMD GPUs from sysfs; see the package
 // documentation for what it reads and how it builds the inventory.
 func (d *Driver) Discover(ctx context.Context) (gres.Discovery, error) {
-	if err := ctx.Err(); err != nil {
-		return gres.Discovery{}, err
-	}
-	s, err := d.discover(ctx)
+	s, err := d.snap.Refresh(ctx, d.discover)
 	if err != nil {
 		return gres.Discovery{}, err
 	}
-	d.mu.Lock()
-	d.snap = s
-	d.mu.Unlock()
 	return s.disc.Clone(), nil
 }
 

@@ -3,6 +3,7 @@ package amd
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/driverkit"
+	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
 // watchState is PollHealth's state for one snapshot, guarded by
@@ -53,31 +56,12 @@ func (d *Driver) PollHealth(ctx context.Context, timeout time.Duration) ([]gres.
 	}
 	d.pollMu.Lock()
 	defer d.pollMu.Unlock()
-	snap, err := d.last(ctx)
+	snap, err := d.snap.Load(ctx, d.discover)
 	if err != nil {
 		return nil, err
 	}
 	w := d.watchFor(snap)
-	deadline := time.Now().Add(timeout)
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if evs := w.sweep(); len(evs) > 0 {
-			return evs, nil
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil, nil
-		}
-		t := time.NewTimer(min(left, d.interval))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-	}
+	return driverkit.Poll(ctx, timeout, d.interval, w.sweep)
 }
 
 // watchFor returns the watch state, moved to snap. RAS baselines (by PCI
@@ -148,7 +132,7 @@ func ParseRASCount(s string) (uint64, error) {
 		}
 		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("%w: RAS count %q: want an unsigned integer", ErrMalformed, clip(strings.TrimSpace(v)))
+			return 0, fmt.Errorf("%w: RAS count %q: want an unsigned integer", ErrMalformed, sysfs.Clip(strings.TrimSpace(v)))
 		}
 		return n, nil
 	}
@@ -171,7 +155,7 @@ func (w *watchState) sweep() []gres.HealthEvent {
 		now := readRAS(ph.pciDir)
 		base := w.base[ph.bus]
 		var bad []string
-		for _, block := range sortedKeys(now) {
+		for _, block := range slices.Sorted(maps.Keys(now)) {
 			ue := now[block]
 			b, seen := base[block]
 			switch {
@@ -209,15 +193,6 @@ func (w *watchState) sweep() []gres.HealthEvent {
 	return evs
 }
 
-func sortedKeys(m map[string]uint64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // Sample reads the activity of every device of the last Discover
 // (running Discover first if there was none), in index order: busy
 // percentage (gpu_busy_percent), VRAM in use (mem_info_vram_used), board
@@ -227,43 +202,37 @@ func sortedKeys(m map[string]uint64) []string {
 // partition (sysfs reports activity per physical GPU, not per partition)
 // or of a GPU that is gone.
 func (d *Driver) Sample(ctx context.Context) ([]gres.DeviceSample, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	snap, err := d.last(ctx)
+	snap, err := d.snap.Load(ctx, d.discover)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]gres.DeviceSample, len(snap.devs))
+	out := driverkit.UnknownSamples(snap.disc.Inventory.Devices)
 	for pos, dp := range snap.devs {
-		dev := snap.disc.Inventory.Devices[pos]
-		smp := gres.DeviceSample{Index: dev.Index, UUID: dev.UUID, Utilization: -1, MemoryUsedMiB: -1, PowerWatts: -1, EnergyJoules: -1}
 		if dir := snap.phys[dp.phys].pciDir; !dp.partition && dir != "" {
-			readActivity(dir, &smp)
+			readActivity(dir, &out[pos])
 		}
-		out[pos] = smp
 	}
 	return out, nil
 }
 
 // readActivity fills smp from the PCI device directory dir.
 func readActivity(dir string, smp *gres.DeviceSample) {
-	if v, err := readUint(filepath.Join(dir, "gpu_busy_percent")); err == nil && v <= 100 {
+	if v, err := sysfs.Uint(filepath.Join(dir, "gpu_busy_percent")); err == nil && v <= 100 {
 		smp.Utilization = float64(v)
 	}
-	if v, err := readUint(filepath.Join(dir, "mem_info_vram_used")); err == nil {
+	if v, err := sysfs.Uint(filepath.Join(dir, "mem_info_vram_used")); err == nil {
 		smp.MemoryUsedMiB = int64(min(v, 1<<62) >> 20)
 	}
 	hw, _ := filepath.Glob(filepath.Join(dir, "hwmon", "hwmon*"))
 	slices.Sort(hw)
 	for _, h := range hw {
 		for _, f := range []string{"power1_average", "power1_input"} {
-			if v, err := readUint(filepath.Join(h, f)); err == nil {
+			if v, err := sysfs.Uint(filepath.Join(h, f)); err == nil {
 				smp.PowerWatts = float64(v) / 1e6
 				break
 			}
 		}
-		if v, err := readUint(filepath.Join(h, "energy1_input")); err == nil {
+		if v, err := sysfs.Uint(filepath.Join(h, "energy1_input")); err == nil {
 			smp.EnergyJoules = float64(v) / 1e6
 		}
 		if smp.PowerWatts >= 0 || smp.EnergyJoules >= 0 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
 // KFD io-link types (the CRAT table's io-link interface types).
@@ -30,7 +31,7 @@ const PartitionLanes = 16
 // bandwidth counts as one link (with a warning).
 func (d *Driver) readLinks(g kfdGPU, warnf func(string, ...any)) kfdLinks {
 	dir := filepath.Join(d.nodesDir(), strconv.Itoa(g.node), "io_links")
-	ids, _, err := numberedDirs(dir)
+	ids, _, err := sysfs.ReadNumbered(dir, "")
 	if err != nil {
 		return nil
 	}

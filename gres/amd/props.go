@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
 // Sentinel errors of this package.
@@ -16,15 +19,12 @@ var (
 	// ErrUnavailable reports that the node has no KFD topology (the amdgpu
 	// driver is not loaded, or Options.Root is not a sysfs tree).
 	ErrUnavailable = errors.New("amd: KFD topology unavailable")
-	// ErrMalformed reports a sysfs file in an unexpected format.
-	ErrMalformed = errors.New("amd: malformed sysfs file")
+	// ErrMalformed reports a sysfs file in an unexpected format (a KFD
+	// properties file, a RAS counter, an attribute).
+	ErrMalformed = sysfs.ErrMalformed
 	// ErrInvalidOptions reports bad Options.
 	ErrInvalidOptions = errors.New("amd: invalid options")
 )
-
-// maxFileBytes bounds what is read of one sysfs file (sysfs attributes
-// are at most one page; KFD properties files stay well below this).
-const maxFileBytes = 64 << 10
 
 // maxProperties bounds the keys of one properties file.
 const maxProperties = 1024
@@ -40,16 +40,16 @@ type Properties map[string]uint64
 // A malformed line, a repeated key, more than 1024 keys or more than
 // 64 KiB of input is an error wrapping ErrMalformed and naming the line.
 func ParseProperties(r io.Reader) (Properties, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxFileBytes+1))
+	data, err := io.ReadAll(io.LimitReader(r, sysfs.MaxFileBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > maxFileBytes {
-		return nil, fmt.Errorf("%w: properties longer than %d bytes", ErrMalformed, maxFileBytes)
+	if len(data) > sysfs.MaxFileBytes {
+		return nil, fmt.Errorf("%w: properties longer than %d bytes", ErrMalformed, sysfs.MaxFileBytes)
 	}
 	p := Properties{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 4096), maxFileBytes)
+	sc.Buffer(make([]byte, 0, 4096), sysfs.MaxFileBytes)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -60,11 +60,11 @@ func ParseProperties(r io.Reader) (Properties, error) {
 		k, v, ok := strings.Cut(t, " ")
 		v = strings.TrimSpace(v)
 		if !ok || !validKey(k) {
-			return nil, fmt.Errorf("%w: properties line %d %q: want \"key value\"", ErrMalformed, line, clip(t))
+			return nil, fmt.Errorf("%w: properties line %d %q: want \"key value\"", ErrMalformed, line, sysfs.Clip(t))
 		}
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("%w: properties line %d: %s %q: want an unsigned decimal integer", ErrMalformed, line, k, clip(v))
+			return nil, fmt.Errorf("%w: properties line %d: %s %q: want an unsigned decimal integer", ErrMalformed, line, k, sysfs.Clip(v))
 		}
 		if _, dup := p[k]; dup {
 			return nil, fmt.Errorf("%w: properties line %d: key %s repeated", ErrMalformed, line, k)
@@ -125,10 +125,16 @@ func validKey(k string) bool {
 	return true
 }
 
-// clip shortens s for an error message.
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
+// readProps parses a KFD properties file.
+func readProps(path string) (Properties, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
-	return s
+	defer f.Close()
+	p, err := ParseProperties(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
 }

@@ -2,6 +2,7 @@ package intel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/driverkit"
+	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
 // drmMajor is the character major of DRM minors (/dev/dri/*), used when
@@ -63,7 +66,8 @@ type snapshot struct {
 //   - its PCI address is the device link's target (uevent PCI_SLOT_NAME
 //     otherwise), its kernel driver the driver link, NUMA node numa_node
 //     (-1: unknown), CPU affinity local_cpulist, socket the
-//     physical_package_id of its first local CPU;
+//     physical_package_id of its first local CPU (every socket unknown,
+//     with a warning, when that puts one NUMA node on two sockets);
 //   - tiles are the i915 driver's card<N>/gt/gt<K> directories or the xe
 //     driver's device/tile<K> directories (else the model table's count,
 //     with a warning). In the default (flat) mode a card with several
@@ -92,25 +96,11 @@ type snapshot struct {
 // fails (wrapping ErrUnavailable) when Root/sys/class/drm is gone, and
 // returns ctx.Err() when ctx ends first.
 func (d *Driver) Discover(ctx context.Context) (gres.Discovery, error) {
-	snap, err := d.discover(ctx)
+	snap, err := d.snap.Refresh(ctx, d.discover)
 	if err != nil {
 		return gres.Discovery{}, err
 	}
-	d.mu.Lock()
-	d.snap = snap
-	d.mu.Unlock()
-	return cloneDiscovery(&snap.disc), nil
-}
-
-func cloneDiscovery(in *gres.Discovery) gres.Discovery {
-	out := *in
-	out.Inventory = in.Inventory.Clone()
-	out.Warnings = slices.Clone(in.Warnings)
-	out.Files = make([][]gres.DeviceFile, len(in.Files))
-	for i, f := range in.Files {
-		out.Files[i] = slices.Clone(f)
-	}
-	return out
+	return snap.disc.Clone(), nil
 }
 
 func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
@@ -118,14 +108,14 @@ func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
 		return nil, err
 	}
 	drm := d.sys("class", "drm")
-	if !exists(drm) {
+	if !sysfs.Exists(drm) {
 		return nil, fmt.Errorf("%w: %s does not exist", ErrUnavailable, drm)
 	}
 	var warn []string
 	warnf := func(format string, args ...any) { warn = append(warn, fmt.Sprintf(format, args...)) }
 	renders := d.renderNodes(drm)
 	snap := &snapshot{}
-	for _, n := range numbered(drm, "card") {
+	for _, n := range sysfs.Numbered(drm, "card") {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -135,6 +125,7 @@ func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
 		}
 	}
 	d.inventory(snap, warnf)
+	driverkit.FixSockets(snap.disc.Inventory.Devices, warnf)
 	snap.disc.Driver = "intel sysfs"
 	if drivers := kernelDrivers(snap.cards); drivers != "" {
 		snap.disc.Driver += " (" + drivers + ")"
@@ -161,13 +152,13 @@ func kernelDrivers(cards []card) string {
 // renderNodes maps PCI addresses to their render node's device file.
 func (d *Driver) renderNodes(drm string) map[string]gres.DeviceFile {
 	out := map[string]gres.DeviceFile{}
-	for _, n := range numbered(drm, "renderD") {
+	for _, n := range sysfs.Numbered(drm, "renderD") {
 		dir := filepath.Join(drm, "renderD"+strconv.Itoa(n))
 		pci := pciOf(filepath.Join(dir, "device"))
 		if pci == "" {
 			continue
 		}
-		major, minor, err := readDevNum(filepath.Join(dir, "dev"))
+		major, minor, err := sysfs.DevNumber(filepath.Join(dir, "dev"))
 		if err != nil {
 			continue
 		}
@@ -180,10 +171,10 @@ func (d *Driver) renderNodes(drm string) map[string]gres.DeviceFile {
 // link points to: the link target's name, else the device's uevent
 // PCI_SLOT_NAME; "" when neither is a PCI address.
 func pciOf(dev string) string {
-	if pci, err := linkBase(dev); err == nil && validPCI(pci) {
+	if pci, err := sysfs.LinkBase(dev); err == nil && sysfs.ValidPCI(pci) {
 		return pci
 	}
-	if pci := strings.ToLower(readUevent(filepath.Join(dev, "uevent"))["PCI_SLOT_NAME"]); validPCI(pci) {
+	if pci := strings.ToLower(sysfs.Uevent(filepath.Join(dev, "uevent"))["PCI_SLOT_NAME"]); sysfs.ValidPCI(pci) {
 		return pci
 	}
 	return ""
@@ -194,10 +185,10 @@ func pciOf(dev string) string {
 func (d *Driver) probeCard(n int, dir string, renders map[string]gres.DeviceFile, warnf func(string, ...any)) (card, bool) {
 	dev := filepath.Join(dir, "device")
 	c := card{minor: n, dir: dir, numa: -1, socket: -1}
-	if v, err := readHexID(filepath.Join(dev, "vendor")); err != nil || v != VendorID {
+	if v, err := sysfs.HexID(filepath.Join(dev, "vendor")); err != nil || v != VendorID {
 		return c, false
 	}
-	id, err := readHexID(filepath.Join(dev, "device"))
+	id, err := sysfs.HexID(filepath.Join(dev, "device"))
 	if err != nil {
 		warnf("card%d: skipped: %v", n, err)
 		return c, false
@@ -208,34 +199,29 @@ func (d *Driver) probeCard(n int, dir string, renders map[string]gres.DeviceFile
 		return c, false
 	}
 	c.model = m
-	ue := readUevent(filepath.Join(dev, "uevent"))
+	ue := sysfs.Uevent(filepath.Join(dev, "uevent"))
 	if c.pci = pciOf(dev); c.pci == "" {
 		warnf("card%d: skipped: PCI address unknown (device link and uevent PCI_SLOT_NAME unreadable)", n)
 		return c, false
 	}
-	if c.driver, _ = linkBase(filepath.Join(dev, "driver")); c.driver == "" {
+	if c.driver, _ = sysfs.LinkBase(filepath.Join(dev, "driver")); c.driver == "" {
 		c.driver = ue["DRIVER"]
 	}
-	if v, err := readInt(filepath.Join(dev, "numa_node")); err == nil && v >= 0 && v <= gres.MaxNUMANode {
-		c.numa = int(v)
-	} else {
+	if c.numa = sysfs.NUMANode(filepath.Join(dev, "numa_node")); c.numa < 0 {
 		warnf("card%d: NUMA node unknown", n)
 	}
-	if s, err := readLine(filepath.Join(dev, "local_cpulist")); err == nil {
-		if cs, err := gres.ParseCoreSet(s); err == nil {
-			c.cores = cs
-			if first := cs.AppendTo(nil); len(first) > 0 {
-				if v, err := readInt(d.sys("devices", "system", "cpu", "cpu"+strconv.Itoa(first[0]), "topology", "physical_package_id")); err == nil && v >= 0 {
-					c.socket = int(v)
-				}
-			}
-		} else {
-			warnf("card%d: local_cpulist %q unreadable: %v", n, s, err)
+	switch cs, err := sysfs.CPUList(filepath.Join(dev, "local_cpulist")); {
+	case err == nil:
+		c.cores = cs
+		if first := cs.AppendTo(nil); len(first) > 0 {
+			c.socket = sysfs.CPUSocket(d.sys(), first[0])
 		}
+	case errors.Is(err, sysfs.ErrMalformed):
+		warnf("card%d: local_cpulist unreadable: %v", n, err)
 	}
 	d.probeTiles(&c, warnf)
 	d.probeFiles(&c, renders, warnf)
-	if hw := numbered(filepath.Join(dev, "hwmon"), "hwmon"); len(hw) > 0 {
+	if hw := sysfs.Numbered(filepath.Join(dev, "hwmon"), "hwmon"); len(hw) > 0 {
 		c.hwmon = filepath.Join(dev, "hwmon", "hwmon"+strconv.Itoa(hw[0]))
 	}
 	c.xelink = d.hasFabric(dev)
@@ -245,25 +231,25 @@ func (d *Driver) probeCard(n int, dir string, renders map[string]gres.DeviceFile
 // probeTiles reads the tiles and memory of c.
 func (d *Driver) probeTiles(c *card, warnf func(string, ...any)) {
 	dev := filepath.Join(c.dir, "device")
-	if ids := numbered(filepath.Join(dev), "tile"); len(ids) > 0 { // xe
+	if ids := sysfs.Numbered(filepath.Join(dev), "tile"); len(ids) > 0 { // xe
 		c.tileLayout = "tile"
 		for _, k := range ids {
 			tdir := filepath.Join(dev, "tile"+strconv.Itoa(k))
 			t := tile{id: k}
-			if v, err := readSize(filepath.Join(tdir, "physical_vram_size_bytes")); err == nil && v >= 0 {
+			if v, err := sysfs.Size(filepath.Join(tdir, "physical_vram_size_bytes")); err == nil && v >= 0 {
 				t.memMiB = v >> 20
 			}
-			if gts := numbered(tdir, "gt"); len(gts) > 0 {
+			if gts := sysfs.Numbered(tdir, "gt"); len(gts) > 0 {
 				t.idle = filepath.Join(tdir, "gt"+strconv.Itoa(gts[0]), "gtidle", "idle_residency_ms")
 			}
 			c.tiles = append(c.tiles, t)
 		}
-	} else if ids := numbered(filepath.Join(c.dir, "gt"), "gt"); len(ids) > 0 { // i915
+	} else if ids := sysfs.Numbered(filepath.Join(c.dir, "gt"), "gt"); len(ids) > 0 { // i915
 		c.tileLayout = "gt"
 		for _, k := range ids {
 			gdir := filepath.Join(c.dir, "gt", "gt"+strconv.Itoa(k))
 			t := tile{id: k, idle: filepath.Join(gdir, "rc6_residency_ms")}
-			if exists(filepath.Join(gdir, "error_counter")) {
+			if sysfs.Exists(filepath.Join(gdir, "error_counter")) {
 				t.errors = filepath.Join(gdir, "error_counter")
 			}
 			c.tiles = append(c.tiles, t)
@@ -284,7 +270,7 @@ func (d *Driver) probeTiles(c *card, warnf func(string, ...any)) {
 		sum += t.memMiB
 		known = known && t.memMiB > 0
 	}
-	switch total, err := readInt(filepath.Join(c.dir, "lmem_total_bytes")); {
+	switch total, err := sysfs.Int(filepath.Join(c.dir, "lmem_total_bytes")); {
 	case known:
 		c.memMiB = sum
 	case err == nil && total > 0:
@@ -303,7 +289,7 @@ func (d *Driver) probeTiles(c *card, warnf func(string, ...any)) {
 // probeFiles reads the device files of c.
 func (d *Driver) probeFiles(c *card, renders map[string]gres.DeviceFile, warnf func(string, ...any)) {
 	f := gres.DeviceFile{Path: "/dev/dri/card" + strconv.Itoa(c.minor), Kind: gres.CharDevice, Major: drmMajor, Minor: int64(c.minor)}
-	if major, minor, err := readDevNum(filepath.Join(c.dir, "dev")); err == nil {
+	if major, minor, err := sysfs.DevNumber(filepath.Join(c.dir, "dev")); err == nil {
 		f.Major, f.Minor = major, minor
 	} else {
 		warnf("card%d: %v; assuming %d:%d", c.minor, err, f.Major, f.Minor)
@@ -324,7 +310,7 @@ func (d *Driver) hasFabric(dev string) bool {
 		return false
 	}
 	for _, e := range ents {
-		if strings.Contains(e.Name(), ".iaf.") && exists(filepath.Join(dev, e.Name(), "iaf_fabric_id")) {
+		if strings.Contains(e.Name(), ".iaf.") && sysfs.Exists(filepath.Join(dev, e.Name(), "iaf_fabric_id")) {
 			return true
 		}
 	}

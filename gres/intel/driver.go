@@ -2,7 +2,6 @@ package intel
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/driverkit"
+	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
 // Options configures a Driver. The zero value reads the running system.
@@ -49,8 +50,7 @@ type Driver struct {
 	interval time.Duration
 	now      func() time.Time
 
-	mu   sync.Mutex
-	snap *snapshot // last discovery
+	snap driverkit.Last[snapshot] // last discovery
 
 	pollMu sync.Mutex
 	watch  *watchState
@@ -86,7 +86,7 @@ func Open(opts Options) (*Driver, error) {
 	if d.now == nil {
 		d.now = time.Now
 	}
-	if !exists(d.sys("class", "drm")) {
+	if !sysfs.Exists(d.sys("class", "drm")) {
 		return nil, fmt.Errorf("%w: %s does not exist", ErrUnavailable, d.sys("class", "drm"))
 	}
 	return d, nil
@@ -112,40 +112,18 @@ type Placement struct {
 // inventory order (nil before the first Discover): the parent card of
 // every tile.
 func (d *Driver) Placements() []Placement {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.snap == nil {
+	snap := d.snap.Get()
+	if snap == nil {
 		return nil
 	}
-	out := make([]Placement, len(d.snap.devs))
-	for p, r := range d.snap.devs {
-		c := &d.snap.cards[r.card]
+	out := make([]Placement, len(snap.devs))
+	for p, r := range snap.devs {
+		c := &snap.cards[r.card]
 		tile := -1
 		if r.tile >= 0 {
 			tile = c.tiles[r.tile].id
 		}
-		out[p] = Placement{Index: d.snap.disc.Inventory.Devices[p].Index, Card: c.minor, PCIAddress: c.pci, Tile: tile, KernelDriver: c.driver}
+		out[p] = Placement{Index: snap.disc.Inventory.Devices[p].Index, Card: c.minor, PCIAddress: c.pci, Tile: tile, KernelDriver: c.driver}
 	}
 	return out
-}
-
-// last returns the last discovery, discovering when there is none.
-func (d *Driver) last(ctx context.Context) (*snapshot, error) {
-	d.mu.Lock()
-	snap := d.snap
-	d.mu.Unlock()
-	if snap != nil {
-		return snap, nil
-	}
-	snap, err := d.discover(ctx)
-	if err != nil {
-		return nil, err
-	}
-	d.mu.Lock()
-	if d.snap == nil {
-		d.snap = snap
-	}
-	snap = d.snap
-	d.mu.Unlock()
-	return snap, nil
 }

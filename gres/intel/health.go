@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/driverkit"
+	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
 // watchState is PollHealth's memory, by device key (PCI address and
@@ -60,35 +62,14 @@ func (d *Driver) PollHealth(ctx context.Context, timeout time.Duration) ([]gres.
 	}
 	d.pollMu.Lock()
 	defer d.pollMu.Unlock()
-	snap, err := d.last(ctx)
+	snap, err := d.snap.Load(ctx, d.discover)
 	if err != nil {
 		return nil, err
 	}
 	if d.watch == nil {
 		d.watch = &watchState{devs: map[string]*devHealth{}}
 	}
-	var timer *time.Timer
-	deadline := time.Now().Add(timeout)
-	for {
-		if evs := d.check(snap); len(evs) > 0 {
-			return evs, nil
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil, nil
-		}
-		if timer == nil {
-			timer = time.NewTimer(min(left, d.interval))
-			defer timer.Stop()
-		} else {
-			timer.Reset(min(left, d.interval))
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-timer.C:
-		}
-	}
+	return driverkit.Poll(ctx, timeout, d.interval, func() []gres.HealthEvent { return d.check(snap) })
 }
 
 // check reads every device once and returns the changes.
@@ -96,7 +77,7 @@ func (d *Driver) check(snap *snapshot) []gres.HealthEvent {
 	var evs []gres.HealthEvent
 	present := make(map[int]bool, len(snap.cards))
 	for ci := range snap.cards {
-		present[ci] = exists(filepath.Join(snap.cards[ci].dir, "device", "vendor"))
+		present[ci] = sysfs.Exists(filepath.Join(snap.cards[ci].dir, "device", "vendor"))
 	}
 	for p, dv := range snap.disc.Inventory.Devices {
 		r := snap.devs[p]
@@ -161,7 +142,7 @@ func fatalCounters(c *card, t int) map[string]int64 {
 			if !strings.HasPrefix(e.Name(), "fatal_") {
 				continue
 			}
-			if v, err := readInt(filepath.Join(tl.errors, e.Name())); err == nil {
+			if v, err := sysfs.Int(filepath.Join(tl.errors, e.Name())); err == nil {
 				out[fmt.Sprintf("gt%d/%s", tl.id, e.Name())] = v
 			}
 		}

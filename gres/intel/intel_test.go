@@ -220,6 +220,28 @@ func TestDiscoverDegrades(t *testing.T) {
 	assert.Contains(t, disc.Warnings, "card1: no tiles in sysfs (neither gt/gt<K> nor device/tile<K>); 1 from the model table")
 }
 
+// TestDiscoverInconsistentSockets: a card whose local CPUs sit on the
+// other socket than its NUMA node's other cards would put one NUMA node
+// on two sockets, which an inventory may not; sockets are dropped with a
+// warning instead of failing discovery.
+func TestDiscoverInconsistentSockets(t *testing.T) {
+	t.Parallel()
+	m := inteltest.Flex170Node() // cards 0 and 1 on NUMA node 0 (socket 0)
+	tree := m.Tree()
+	tree.File(inteltest.PCIDir(m.Cards[1].PCI)+"/local_cpulist", "32-63,96-127\n") // socket 1's CPUs
+	d, err := intel.Open(intel.Options{Root: gresdriver.WriteTree(t, tree)})
+	require.NoError(t, err)
+	disc, err := d.Discover(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, gresdriver.CheckDiscovery(disc))
+	assert.Contains(t, disc.Warnings, "NUMA node 0 reported on sockets 0 and 1; sockets ignored")
+	for _, dv := range disc.Inventory.Devices {
+		assert.Equal(t, -1, dv.Socket, "device %d", dv.Index)
+	}
+	assert.Equal(t, gres.PCIeUnknown, disc.Inventory.Link(0, 1).PCIe, "one NUMA node, sockets said to differ: no level")
+	assert.Equal(t, gres.PCIeSYS, disc.Inventory.Link(0, 2).PCIe)
+}
+
 func TestOpenErrors(t *testing.T) {
 	t.Parallel()
 	_, err := intel.Open(intel.Options{Root: t.TempDir()})

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/driverkit"
+	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
 // counterReading is one reading of a cumulative counter (ms of idle
@@ -37,10 +39,7 @@ type counterReading struct {
 // card's. Unreadable files are -1, so Sample fails only when discovery
 // does or ctx ends.
 func (d *Driver) Sample(ctx context.Context) ([]gres.DeviceSample, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	snap, err := d.last(ctx)
+	snap, err := d.snap.Load(ctx, d.discover)
 	if err != nil {
 		return nil, err
 	}
@@ -50,26 +49,25 @@ func (d *Driver) Sample(ctx context.Context) ([]gres.DeviceSample, error) {
 		d.prev = map[string]counterReading{}
 	}
 	now := d.now()
-	out := make([]gres.DeviceSample, len(snap.devs))
-	for p, dv := range snap.disc.Inventory.Devices {
+	out := driverkit.UnknownSamples(snap.disc.Inventory.Devices)
+	for p := range out {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		r := snap.devs[p]
 		c := &snap.cards[r.card]
-		s := gres.DeviceSample{Index: dv.Index, UUID: dv.UUID, Utilization: -1, MemoryUsedMiB: -1, PowerWatts: -1, EnergyJoules: -1}
+		s := &out[p]
 		s.Utilization = d.busy(c, r.tile, now)
 		if r.tile < 0 || len(c.tiles) == 1 {
 			s.EnergyJoules, s.PowerWatts = d.energy(c, now)
 			if c.lmem {
-				total, err1 := readInt(filepath.Join(c.dir, "lmem_total_bytes"))
-				avail, err2 := readInt(filepath.Join(c.dir, "lmem_avail_bytes"))
+				total, err1 := sysfs.Int(filepath.Join(c.dir, "lmem_total_bytes"))
+				avail, err2 := sysfs.Int(filepath.Join(c.dir, "lmem_avail_bytes"))
 				if err1 == nil && err2 == nil && avail >= 0 && avail <= total {
 					s.MemoryUsedMiB = (total - avail) >> 20
 				}
 			}
 		}
-		out[p] = s
 	}
 	return out, nil
 }
@@ -97,7 +95,7 @@ func (d *Driver) busy(c *card, t int, now time.Time) float64 {
 			continue
 		}
 		n++
-		ms, err := readInt(tl.idle)
+		ms, err := sysfs.Int(tl.idle)
 		if tl.idle == "" || err != nil {
 			known = false
 			continue
@@ -120,14 +118,14 @@ func (d *Driver) energy(c *card, now time.Time) (joules, watts float64) {
 	if c.hwmon == "" {
 		return
 	}
-	uj, err := readInt(filepath.Join(c.hwmon, "energy1_input"))
+	uj, err := sysfs.Int(filepath.Join(c.hwmon, "energy1_input"))
 	if err == nil && uj >= 0 {
 		joules = float64(uj) / 1e6
 		if perSec, ok := d.rate("energy:"+c.pci, uj, now); ok {
 			watts = perSec / 1e6
 		}
 	}
-	if uw, err := readInt(filepath.Join(c.hwmon, "power1_input")); err == nil && uw >= 0 {
+	if uw, err := sysfs.Int(filepath.Join(c.hwmon, "power1_input")); err == nil && uw >= 0 {
 		watts = float64(uw) / 1e6
 	}
 	return

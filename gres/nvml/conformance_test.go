@@ -51,12 +51,11 @@ func TestConformance(t *testing.T) {
 
 // indexOf returns the inventory index of the device with uuid (-1 if none).
 func (d *Driver) indexOf(uuid string) int {
-	d.snapMu.Lock()
-	defer d.snapMu.Unlock()
-	if d.snap == nil {
+	snap := d.snap.Get()
+	if snap == nil {
 		return -1
 	}
-	for _, dv := range d.snap.disc.Inventory.Devices {
+	for _, dv := range snap.disc.Inventory.Devices {
 		if dv.UUID == uuid {
 			return dv.Index
 		}

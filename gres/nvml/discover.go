@@ -14,6 +14,7 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/driverkit"
 )
 
 // nvidiaMajor is the character major of /dev/nvidiaN and /dev/nvidiactl.
@@ -96,30 +97,11 @@ func (d *Driver) Discover(ctx context.Context) (gres.Discovery, error) {
 		return gres.Discovery{}, err
 	}
 	defer d.mu.RUnlock()
-	snap, err := d.discover(ctx)
+	snap, err := d.snap.Refresh(ctx, d.discover)
 	if err != nil {
 		return gres.Discovery{}, err
 	}
-	d.snapMu.Lock()
-	d.snap = snap
-	d.snapMu.Unlock()
-	return cloneDiscovery(&snap.disc), nil
-}
-
-func cloneDiscovery(d *gres.Discovery) gres.Discovery {
-	out := gres.Discovery{
-		Inventory:   d.Inventory.Clone(),
-		CommonFiles: slices.Clone(d.CommonFiles),
-		Driver:      d.Driver,
-		Warnings:    slices.Clone(d.Warnings),
-	}
-	if d.Files != nil {
-		out.Files = make([][]gres.DeviceFile, len(d.Files))
-		for i, f := range d.Files {
-			out.Files[i] = slices.Clone(f)
-		}
-	}
-	return out
+	return snap.disc.Clone(), nil
 }
 
 // discover builds a snapshot. The caller holds d.mu for reading.
@@ -157,7 +139,7 @@ func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
 	if len(snap.disc.Inventory.Devices) > gres.MaxDevices {
 		return nil, fmt.Errorf("nvml: %d devices (GPUs and MIG slices), at most %d", len(snap.disc.Inventory.Devices), gres.MaxDevices)
 	}
-	d.fixSockets(snap, warnf)
+	driverkit.FixSockets(snap.disc.Inventory.Devices, warnf)
 	d.links(ctx, snap, warnf)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -168,28 +150,6 @@ func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
 	if err := snap.disc.Validate(); err != nil {
 		return nil, fmt.Errorf("nvml: discovered inventory does not validate: %w", err)
 	}
-	return snap, nil
-}
-
-// lastSnapshot returns the last discovery, discovering (and keeping the
-// result, unless a concurrent Discover got there first) when there has
-// been none. The caller holds d.mu for reading.
-func (d *Driver) lastSnapshot(ctx context.Context) (*snapshot, error) {
-	d.snapMu.Lock()
-	snap := d.snap
-	d.snapMu.Unlock()
-	if snap != nil {
-		return snap, nil
-	}
-	snap, err := d.discover(ctx)
-	if err != nil {
-		return nil, err
-	}
-	d.snapMu.Lock()
-	if d.snap == nil {
-		d.snap = snap
-	}
-	d.snapMu.Unlock()
 	return snap, nil
 }
 
@@ -352,26 +312,6 @@ func (d *Driver) assignPositions(snap *snapshot, count int) {
 			})
 			next++
 		}
-	}
-}
-
-// fixSockets clears sockets when sysfs puts one NUMA node on two sockets
-// (the inventory would not validate).
-func (d *Driver) fixSockets(snap *snapshot, warnf func(string, ...any)) {
-	devs := snap.disc.Inventory.Devices
-	seen := map[int]int{}
-	for _, dv := range devs {
-		if dv.NUMA < 0 || dv.Socket < 0 {
-			continue
-		}
-		if s, ok := seen[dv.NUMA]; ok && s != dv.Socket {
-			warnf("NUMA node %d reported on sockets %d and %d; sockets ignored", dv.NUMA, s, dv.Socket)
-			for i := range devs {
-				devs[i].Socket = -1
-			}
-			return
-		}
-		seen[dv.NUMA] = dv.Socket
 	}
 }
 

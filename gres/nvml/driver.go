@@ -12,6 +12,7 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/driverkit"
 )
 
 // DefaultIgnoredXIDs returns the XIDs that do not make a GPU unhealthy by
@@ -96,8 +97,7 @@ type Driver struct {
 	has     map[string]bool // optional NVML symbols present in the loaded library
 	version string
 
-	snapMu sync.Mutex
-	snap   *snapshot // last discovery
+	snap driverkit.Last[snapshot] // last discovery
 
 	pollMu sync.Mutex
 	watch  *watchState
@@ -224,9 +224,7 @@ func (d *Driver) Shutdown() error {
 	}
 	d.watch = nil
 	d.pollMu.Unlock()
-	d.snapMu.Lock()
-	d.snap = nil
-	d.snapMu.Unlock()
+	d.snap.Set(nil)
 	d.ready = false
 	if ret := d.lib.Shutdown(); ret != gonvml.SUCCESS {
 		return fmt.Errorf("nvml: Shutdown: %w", ret)

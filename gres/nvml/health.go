@@ -71,7 +71,7 @@ func (d *Driver) PollHealth(ctx context.Context, timeout time.Duration) ([]gres.
 	d.pollMu.Lock()
 	defer d.pollMu.Unlock()
 
-	snap, err := d.lastSnapshot(ctx)
+	snap, err := d.snap.Load(ctx, d.discover)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
 // This file reads what NVML does not tell: sysfs (NUMA node, local CPUs,
@@ -73,20 +74,6 @@ func cString(b []int8) string {
 	return string(out)
 }
 
-// readFirstLine returns the trimmed first line of a small file.
-func readFirstLine(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	line, err := bufio.NewReader(io.LimitReader(f, 1<<16)).ReadString('\n')
-	if err != nil && err != io.EOF {
-		return "", err
-	}
-	return strings.TrimSpace(line), nil
-}
-
 // host reads sysfs and procfs below configurable roots.
 type host struct {
 	sysfs, procfs string
@@ -97,32 +84,7 @@ func (h host) pciNUMANode(bus string) int {
 	if bus == "" {
 		return -1
 	}
-	return readID(filepath.Join(h.sysfs, "bus/pci/devices", bus, "numa_node"))
-}
-
-// readID reads a file holding a non-negative id (NUMA node, socket); -1
-// when it is unreadable or negative.
-func readID(path string) int {
-	s, err := readFirstLine(path)
-	if err != nil {
-		return -1
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return -1
-	}
-	return n
-}
-
-// readCPUList reads a file holding a Linux CPU list; false when it is
-// unreadable, malformed or empty.
-func readCPUList(path string) (gres.CoreSet, bool) {
-	s, err := readFirstLine(path)
-	if err != nil {
-		return gres.CoreSet{}, false
-	}
-	c, err := gres.ParseCoreSet(s)
-	return c, err == nil && !c.IsEmpty()
+	return sysfs.ID(filepath.Join(h.sysfs, "bus/pci/devices", bus, "numa_node"))
 }
 
 // pciLocalCPUs reads /sys/bus/pci/devices/<bus>/local_cpulist.
@@ -130,17 +92,17 @@ func (h host) pciLocalCPUs(bus string) (gres.CoreSet, bool) {
 	if bus == "" {
 		return gres.CoreSet{}, false
 	}
-	return readCPUList(filepath.Join(h.sysfs, "bus/pci/devices", bus, "local_cpulist"))
+	return sysfs.CPUs(filepath.Join(h.sysfs, "bus/pci/devices", bus, "local_cpulist"))
 }
 
 // nodeCPUs reads /sys/devices/system/node/node<N>/cpulist.
 func (h host) nodeCPUs(node int) (gres.CoreSet, bool) {
-	return readCPUList(filepath.Join(h.sysfs, "devices/system/node", "node"+strconv.Itoa(node), "cpulist"))
+	return sysfs.CPUs(filepath.Join(h.sysfs, "devices/system/node", "node"+strconv.Itoa(node), "cpulist"))
 }
 
 // cpuSocket reads /sys/devices/system/cpu/cpu<N>/topology/physical_package_id.
 func (h host) cpuSocket(cpu int) int {
-	return readID(filepath.Join(h.sysfs, "devices/system/cpu", "cpu"+strconv.Itoa(cpu), "topology/physical_package_id"))
+	return sysfs.ID(filepath.Join(h.sysfs, "devices/system/cpu", "cpu"+strconv.Itoa(cpu), "topology/physical_package_id"))
 }
 
 // socketOf returns the socket of the lowest CPU in cores, else of the

@@ -9,6 +9,7 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/internal/driverkit"
 )
 
 var _ gres.TelemetrySampler = (*Driver)(nil)
@@ -37,15 +38,11 @@ func (d *Driver) Sample(ctx context.Context) ([]gres.DeviceSample, error) {
 		return nil, err
 	}
 	defer d.mu.RUnlock()
-	snap, err := d.lastSnapshot(ctx)
+	snap, err := d.snap.Load(ctx, d.discover)
 	if err != nil {
 		return nil, err
 	}
-	devs := snap.disc.Inventory.Devices
-	out := make([]gres.DeviceSample, len(devs))
-	for p, dv := range devs {
-		out[p] = gres.DeviceSample{Index: dv.Index, UUID: dv.UUID, Utilization: -1, MemoryUsedMiB: -1, PowerWatts: -1, EnergyJoules: -1}
-	}
+	out := driverkit.UnknownSamples(snap.disc.Inventory.Devices)
 	for i := range snap.gpus {
 		if err := ctx.Err(); err != nil {
 			return nil, err

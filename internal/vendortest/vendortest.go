@@ -2,15 +2,15 @@
 // what that vendor's driver reports: NVIDIA by the NVML driver over its
 // mock (gres/nvml, with cgo) or the inventory it discovers on a DGX H100
 // (without), Intel by the sysfs driver over its Max 1550 fixture
-// (gres/intel), AMD by a hand-written MI300X inventory with XGMI links
-// standing in for gres/amd (see AMD). Each node comes with a fault
-// injector that returns the health event its driver reports, so that
-// scheduler behaviour can be checked the same whichever vendor a node
-// reports (see the tests), and a mixed cluster can be shown
-// (examples/mixedvendor).
+// (gres/intel), AMD by the sysfs driver over its MI300X hive fixture
+// (gres/amd). Each node comes with a fault injector that makes its
+// driver report a health event (an XID, a fatal error counter, a RAS
+// uncorrectable count), so that scheduler behaviour can be checked the
+// same whichever vendor a node reports (see the tests), and a mixed
+// cluster can be shown (examples/mixedvendor).
 //
-// It imports test fixtures (gres/intel/inteltest, and gres/nvml/nvmltest
-// with cgo); it is meant for tests and examples.
+// It imports test fixtures (gres/amd/amdtest, gres/intel/inteltest, and
+// gres/nvml/nvmltest with cgo); it is meant for tests and examples.
 package vendortest
 
 import (
@@ -21,6 +21,9 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/gres/amd"
+	"github.com/sluicehq/sluice/gres/amd/amdtest"
+	"github.com/sluicehq/sluice/gres/gresdriver"
 	"github.com/sluicehq/sluice/gres/intel"
 	"github.com/sluicehq/sluice/gres/intel/inteltest"
 	"github.com/sluicehq/sluice/scheduler"
@@ -55,7 +58,7 @@ func New(vendor, dir, name string) (Node, error) {
 	case "nvidia":
 		return NVIDIA(filepath.Join(dir, "nvidia"), name)
 	case "amd":
-		return AMD(name), nil
+		return AMD(filepath.Join(dir, "amd"), name)
 	case "intel":
 		return Intel(filepath.Join(dir, "intel"), name)
 	}
@@ -83,24 +86,13 @@ func All(dir string) ([]Node, error) {
 // and polls the driver until it reports the device.
 func Intel(dir, name string) (Node, error) {
 	m := inteltest.Max1550Node()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Node{}, err
-	}
-	if err := m.Tree().Write(dir); err != nil {
-		return Node{}, err
-	}
-	d, err := intel.Open(intel.Options{Root: dir, PollInterval: time.Millisecond})
+	d, inv, err := watch(dir, m.Tree(), func(root string) (*intel.Driver, error) {
+		return intel.Open(intel.Options{Root: root, PollInterval: time.Millisecond})
+	})
 	if err != nil {
 		return Node{}, err
 	}
 	ctx := context.Background()
-	disc, err := d.Discover(ctx)
-	if err != nil {
-		return Node{}, err
-	}
-	if _, err := d.PollHealth(ctx, 0); err != nil { // baseline the counters
-		return Node{}, err
-	}
 	fault := func(index int) (gres.HealthEvent, error) {
 		for _, p := range d.Placements() {
 			if p.Index != index {
@@ -115,7 +107,39 @@ func Intel(dir, name string) (Node, error) {
 		return gres.HealthEvent{}, fmt.Errorf("vendortest: intel: no device %d: %w", index, gres.ErrUnknownDevice)
 	}
 	return Node{Vendor: "intel", Type: "max_1550_tile", Fault: fault,
-		Config: scheduler.NodeConfig{Name: name, CPUs: 208, MemoryMiB: 1024 * GiB, Devices: disc.Inventory}}, nil
+		Config: scheduler.NodeConfig{Name: name, CPUs: 208, MemoryMiB: 1024 * GiB, Devices: inv}}, nil
+}
+
+// sysfsDriver is a driver reading a sysfs tree.
+type sysfsDriver interface {
+	gres.Discoverer
+	gres.HealthWatcher
+}
+
+// watch writes tree under dir, opens a driver on it, discovers the node
+// and takes the health counters' baseline (a first quiet poll), so that
+// a fault injected next is a change.
+func watch[D sysfsDriver](dir string, tree gresdriver.Tree, open func(root string) (D, error)) (D, gres.Inventory, error) {
+	var none D
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return none, gres.Inventory{}, err
+	}
+	if err := tree.Write(dir); err != nil {
+		return none, gres.Inventory{}, err
+	}
+	d, err := open(dir)
+	if err != nil {
+		return none, gres.Inventory{}, err
+	}
+	ctx := context.Background()
+	disc, err := d.Discover(ctx)
+	if err != nil {
+		return none, gres.Inventory{}, err
+	}
+	if _, err := d.PollHealth(ctx, 0); err != nil {
+		return none, gres.Inventory{}, err
+	}
+	return d, disc.Inventory, nil
 }
 
 // await polls w until it reports device index unhealthy.
@@ -134,40 +158,45 @@ func await(ctx context.Context, w gres.HealthWatcher, index int) (gres.HealthEve
 	return gres.HealthEvent{}, fmt.Errorf("vendortest: no unhealthy event for device %d", index)
 }
 
-// AMD returns an 8 × MI300X node: one XGMI hive (every pair joined by
-// one x16 XGMI link, Link{NVLinks: 1, Fabric: gres.FabricXGMI}), four GPUs
-// per socket of 2 × 48 cores with two threads each, 2 TiB, 192 GiB per
-// GPU. It is written by hand from the layout gres/amd documents until
-// that driver is merged; swap in the driver's MI300X fixture discovery
-// then. Fault returns the event an AMD driver reports for a rise of a RAS
-// uncorrectable error count.
-func AMD(name string) Node {
-	return Node{Vendor: "amd", Type: "mi300x", Config: scheduler.NodeConfig{Name: name, CPUs: 192, MemoryMiB: 2048 * GiB, Devices: mi300xHive()},
-		Fault: func(index int) (gres.HealthEvent, error) {
-			if index < 0 || index >= 8 {
-				return gres.HealthEvent{}, fmt.Errorf("vendortest: amd: no device %d: %w", index, gres.ErrUnknownDevice)
-			}
-			return gres.HealthEvent{Index: index, Reason: "RAS uncorrectable error count rose (umc)"}, nil
-		}}
-}
-
-// mi300xHive is the hand-written AMD inventory.
-func mi300xHive() gres.Inventory {
-	var inv gres.Inventory
-	for i := range 8 {
-		s := i / 4
-		cores, _ := gres.ParseCoreSet(fmt.Sprintf("%d-%d,%d-%d", 48*s, 48*s+47, 96+48*s, 96+48*s+47))
-		inv.Devices = append(inv.Devices, gres.Device{Index: i, Name: "gpu", Type: "mi300x", MemoryMiB: 192 * GiB,
-			PCIBusID: fmt.Sprintf("0000:%02x:00.0", 0x11+0x20*i), NUMA: s, Socket: s, Cores: cores})
+// AMD writes the 8 × MI300X fixture (amdtest.MI300XHive: one xGMI hive,
+// one link between every pair, GPUs 0-3 on NUMA node 0 and 4-7 on node 1)
+// under dir, discovers it with the gres/amd driver and returns the node:
+// 2 × 64 CPUs and 512 GiB, as the fixture's two KFD CPU nodes report.
+// Fault raises the uncorrectable count of the UMC RAS block of the
+// device's GPU and polls the driver until it reports the device.
+func AMD(dir, name string) (Node, error) {
+	m := amdtest.MI300XHive()
+	tree, err := m.Tree()
+	if err != nil {
+		return Node{}, err
 	}
-	for i := range 8 {
-		for j := i + 1; j < 8; j++ {
-			l := gres.Link{NVLinks: 1, Fabric: gres.FabricXGMI, PCIe: gres.PCIeSYS}
-			if i/4 == j/4 {
-				l.PCIe = gres.PCIeNODE
+	d, inv, err := watch(dir, tree, func(root string) (*amd.Driver, error) {
+		return amd.Open(amd.Options{Root: root, PollInterval: time.Millisecond})
+	})
+	if err != nil {
+		return Node{}, err
+	}
+	ctx := context.Background()
+	ue := map[string]uint64{} // uncorrectable UMC errors injected, by PCI address
+	fault := func(index int) (gres.HealthEvent, error) {
+		for _, in := range d.Devices() {
+			if in.Index != index {
+				continue
 			}
-			_ = inv.SetLink(i, j, l) // positions in range
+			for _, g := range m.GPUs {
+				if g.Bus != in.PCIBusID {
+					continue
+				}
+				ue[g.Bus]++
+				if err := g.WriteRAS(dir, "umc", ue[g.Bus], 0); err != nil {
+					return gres.HealthEvent{}, err
+				}
+				return await(ctx, d, index)
+			}
 		}
+		return gres.HealthEvent{}, fmt.Errorf("vendortest: amd: no device %d: %w", index, gres.ErrUnknownDevice)
 	}
-	return inv
+	cpus := m.Sockets * m.NUMAPerSocket * m.CPUsPerNUMA
+	return Node{Vendor: "amd", Type: "mi300x", Fault: fault,
+		Config: scheduler.NodeConfig{Name: name, CPUs: cpus, MemoryMiB: 512 * GiB, Devices: inv}}, nil
 }

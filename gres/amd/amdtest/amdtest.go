@@ -1,6 +1,7 @@
-// Package amdtest writes synthetic sysfs trees of AMD Instinct machines
-// into a directory, for tests of package amd (and of anything that
-// schedules on AMD nodes). The trees follow the layout the Linux kernel
+// Package amdtest builds synthetic sysfs trees of AMD Instinct machines
+// as gresdriver.Tree values (Machine.Tree) and writes them into a
+// directory (Machine.Write), for tests of package amd (and of anything
+// that schedules on AMD nodes). The trees follow the layout the Linux kernel
 // documents for the amdgpu and amdkfd drivers — the KFD topology under
 // /sys/class/kfd/kfd/topology (CPU and GPU nodes with their properties,
 // memory banks and io_links), the PCI device directories under
@@ -16,15 +17,21 @@
 // location_id = bus<<8 | device<<3 | function, hexadecimal PCI ids with a
 // 0x prefix, "ue: N" / "ce: N" RAS counters, microwatts in hwmon) and
 // shares no code with the parser.
+//
+// It imports gres/gresdriver (and so testing); import it only from tests
+// and test helpers.
 package amdtest
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/gres/gresdriver"
 )
 
 // Vendor is AMD's PCI vendor id.
@@ -100,50 +107,24 @@ type Machine struct {
 	KFDDev string
 }
 
+// Tree returns the machine's sysfs tree (paths under the root:
+// "sys/class/kfd/…"), or an error naming what makes the machine
+// impossible.
+func (m Machine) Tree() (gresdriver.Tree, error) {
+	var t gresdriver.Tree
+	if err := m.write(&t); err != nil {
+		return gresdriver.Tree{}, err
+	}
+	return t, nil
+}
+
 // Write writes the machine's sysfs tree below root (root/sys/...).
 func (m Machine) Write(root string) error {
-	w := &writer{root: root, dirs: map[string]bool{}}
-	m.write(w)
-	return w.err
-}
-
-type writer struct {
-	root string
-	err  error
-	dirs map[string]bool // directories already created
-}
-
-func (w *writer) mkdir(dir string) {
-	if w.err != nil || w.dirs[dir] {
-		return
+	t, err := m.Tree()
+	if err != nil {
+		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		w.err = err
-		return
-	}
-	w.dirs[dir] = true
-}
-
-func (w *writer) file(rel, content string) {
-	if w.err != nil {
-		return
-	}
-	p := filepath.Join(w.root, rel)
-	w.mkdir(filepath.Dir(p))
-	if w.err == nil {
-		w.err = os.WriteFile(p, []byte(content), 0o644)
-	}
-}
-
-func (w *writer) link(rel, target string) {
-	if w.err != nil {
-		return
-	}
-	p := filepath.Join(w.root, rel)
-	w.mkdir(filepath.Dir(p))
-	if w.err == nil {
-		w.err = os.Symlink(target, p)
-	}
+	return t.Write(root)
 }
 
 // props formats KFD "key value" lines.
@@ -181,25 +162,25 @@ func (g GPU) PCIDir() string {
 	base := uint64(g.RootComplex) * 0x20
 	rc := fmt.Sprintf("pci%04x:%02x", dom, base)
 	if g.Switch < 0 {
-		return filepath.Join("sys/devices", rc, fmt.Sprintf("%04x:%02x:%02x.1", dom, base, 1), g.Bus)
+		return path.Join("sys/devices", rc, fmt.Sprintf("%04x:%02x:%02x.1", dom, base, 1), g.Bus)
 	}
 	sw := uint64(g.Switch)
 	rp := fmt.Sprintf("%04x:%02x:%02x.1", dom, base, 2+sw)
 	usp := fmt.Sprintf("%04x:%02x:00.0", dom, base+1+2*sw)
 	dsp := fmt.Sprintf("%04x:%02x:%02x.0", dom, base+2+2*sw, b&0x1f)
-	return filepath.Join("sys/devices", rc, rp, usp, dsp, g.Bus)
+	return path.Join("sys/devices", rc, rp, usp, dsp, g.Bus)
 }
 
 // RASFile returns the path, relative to the tree root, of g's RAS error
 // counter file of block (e.g. "umc").
 func (g GPU) RASFile(block string) string {
-	return filepath.Join(g.PCIDir(), "ras", block+"_err_count")
+	return path.Join(g.PCIDir(), "ras", block+"_err_count")
 }
 
 // WriteRAS rewrites g's RAS counter of block below root with ue
 // uncorrectable and ce correctable errors (fault injection).
 func (g GPU) WriteRAS(root, block string, ue, ce uint64) error {
-	return os.WriteFile(filepath.Join(root, g.RASFile(block)), fmt.Appendf(nil, "ue: %d\nce: %d\n", ue, ce), 0o644)
+	return os.WriteFile(filepath.Join(root, filepath.FromSlash(g.RASFile(block))), fmt.Appendf(nil, "ue: %d\nce: %d\n", ue, ce), 0o644)
 }
 
 func (m Machine) numaNodes() int { return m.Sockets * m.NUMAPerSocket }
@@ -208,32 +189,29 @@ func (m Machine) numaCPUs(n int) (lo, hi int) {
 	return n * m.CPUsPerNUMA, n*m.CPUsPerNUMA + m.CPUsPerNUMA - 1
 }
 
-func (m Machine) write(w *writer) {
+func (m Machine) write(w *gresdriver.Tree) error {
 	if m.Sockets <= 0 || m.NUMAPerSocket <= 0 || m.CPUsPerNUMA <= 0 {
-		w.err = errors.New("amdtest: machine needs sockets, NUMA nodes and CPUs")
-		return
+		return errors.New("amdtest: machine needs sockets, NUMA nodes and CPUs")
 	}
 	for _, g := range m.GPUs {
 		if _, _, _, _, ok := parseBus(g.Bus); !ok {
-			w.err = fmt.Errorf("amdtest: GPU bus id %q: want dddd:bb:dd.f", g.Bus)
-			return
+			return fmt.Errorf("amdtest: GPU bus id %q: want dddd:bb:dd.f", g.Bus)
 		}
 		if len(g.RenderMinors) == 0 {
-			w.err = fmt.Errorf("amdtest: GPU %s: no render minors", g.Bus)
-			return
+			return fmt.Errorf("amdtest: GPU %s: no render minors", g.Bus)
 		}
 	}
 	// CPUs and NUMA nodes.
 	for n := range m.numaNodes() {
 		lo, hi := m.numaCPUs(n)
-		w.file(fmt.Sprintf("sys/devices/system/node/node%d/cpulist", n), fmt.Sprintf("%d-%d\n", lo, hi))
+		w.File(fmt.Sprintf("sys/devices/system/node/node%d/cpulist", n), fmt.Sprintf("%d-%d\n", lo, hi))
 		for c := lo; c <= hi; c++ {
-			w.file(fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/physical_package_id", c), fmt.Sprintf("%d\n", n/m.NUMAPerSocket))
+			w.File(fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/physical_package_id", c), fmt.Sprintf("%d\n", n/m.NUMAPerSocket))
 		}
 	}
-	w.file("sys/class/kfd/kfd/dev", m.KFDDev+"\n")
-	w.file(kfdTopo+"/generation_id", "1\n")
-	w.file(kfdTopo+"/system_properties", props("platform_oem", 0, "platform_id", 0, "platform_rev", 0))
+	w.File("sys/class/kfd/kfd/dev", m.KFDDev+"\n")
+	w.File(kfdTopo+"/generation_id", "1\n")
+	w.File(kfdTopo+"/system_properties", props("platform_oem", 0, "platform_id", 0, "platform_rev", 0))
 
 	// KFD node numbering: CPU nodes first (one per NUMA node), then one
 	// node per GPU render device, GPUs in order.
@@ -241,16 +219,16 @@ func (m Machine) write(w *writer) {
 	for n := range m.numaNodes() {
 		lo, _ := m.numaCPUs(n)
 		dir := fmt.Sprintf("%s/nodes/%d", kfdTopo, node)
-		w.file(dir+"/gpu_id", "0\n")
-		w.file(dir+"/name", "\n")
-		w.file(dir+"/properties", props("cpu_cores_count", m.CPUsPerNUMA, "simd_count", 0, "mem_banks_count", 1,
+		w.File(dir+"/gpu_id", "0\n")
+		w.File(dir+"/name", "\n")
+		w.File(dir+"/properties", props("cpu_cores_count", m.CPUsPerNUMA, "simd_count", 0, "mem_banks_count", 1,
 			"caches_count", 0, "io_links_count", 0, "p2p_links_count", 0, "cpu_core_id_base", lo, "simd_id_base", 0,
 			"max_waves_per_simd", 0, "lds_size_in_kb", 0, "gds_size_in_kb", 0, "num_gws", 0, "wave_front_size", 0,
 			"array_count", 0, "simd_arrays_per_engine", 0, "cu_per_simd_array", 0, "simd_per_cu", 0,
 			"max_slots_scratch_cu", 0, "gfx_target_version", 0, "vendor_id", 0, "device_id", 0, "location_id", 0,
 			"domain", 0, "drm_render_minor", 0, "hive_id", 0, "num_sdma_engines", 0, "num_sdma_xgmi_engines", 0,
 			"num_sdma_queues_per_engine", 0, "num_cp_queues", 0, "max_engine_clk_ccompute", 3700))
-		w.file(dir+"/mem_banks/0/properties", props("heap_type", 0, "size_in_bytes", uint64(256)<<30, "flags", 0, "width", 64, "mem_clk_max", 4800))
+		w.File(dir+"/mem_banks/0/properties", props("heap_type", 0, "size_in_bytes", uint64(256)<<30, "flags", 0, "width", 64, "mem_clk_max", 4800))
 		node++
 	}
 	type gnode struct {
@@ -273,9 +251,9 @@ func (m Machine) write(w *writer) {
 		dom, bus, dev, fn, _ := parseBus(g.Bus) // checked above
 		dir := fmt.Sprintf("%s/nodes/%d", kfdTopo, gn.node)
 		parts := len(g.RenderMinors)
-		w.file(dir+"/gpu_id", fmt.Sprintf("%d\n", 40000+gn.node*1117))
-		w.file(dir+"/name", "gfx942\n")
-		w.file(dir+"/properties", props("cpu_cores_count", 0, "simd_count", g.CUs*4/parts, "mem_banks_count", 1,
+		w.File(dir+"/gpu_id", fmt.Sprintf("%d\n", 40000+gn.node*1117))
+		w.File(dir+"/name", "gfx942\n")
+		w.File(dir+"/properties", props("cpu_cores_count", 0, "simd_count", g.CUs*4/parts, "mem_banks_count", 1,
 			"caches_count", 0, "io_links_count", 0, "p2p_links_count", 0, "cpu_core_id_base", 0,
 			"simd_id_base", 2147487744+gn.node*1000, "max_waves_per_simd", 8, "lds_size_in_kb", 64, "gds_size_in_kb", 0,
 			"num_gws", 64, "wave_front_size", 64, "array_count", 4, "simd_arrays_per_engine", 1,
@@ -285,12 +263,12 @@ func (m Machine) write(w *writer) {
 			"num_sdma_queues_per_engine", 8, "num_cp_queues", 24, "max_engine_clk_fcompute", 2100,
 			"local_mem_size", 0, "fw_version", 177, "capability", 746332800, "debug_prop", 1495, "sdma_fw_version", 22,
 			"unique_id", g.UniqueID, "num_xcc", 8/parts, "max_engine_clk_ccompute", 3700))
-		w.file(dir+"/mem_banks/0/properties", props("heap_type", 1, "size_in_bytes", g.VRAMBytes/uint64(parts), "flags", 0, "width", 8192, "mem_clk_max", 1300))
+		w.File(dir+"/mem_banks/0/properties", props("heap_type", 1, "size_in_bytes", g.VRAMBytes/uint64(parts), "flags", 0, "width", 8192, "mem_clk_max", 1300))
 		// io_links: first the PCIe link to the CPU node of its NUMA node,
 		// then xGMI links to every other GPU node of the hive.
 		k := 0
 		cpuNode := max(g.NUMA, 0)
-		w.file(fmt.Sprintf("%s/io_links/%d/properties", dir, k), props("type", IOLinkPCIe, "version_major", 0, "version_minor", 0,
+		w.File(fmt.Sprintf("%s/io_links/%d/properties", dir, k), props("type", IOLinkPCIe, "version_major", 0, "version_minor", 0,
 			"node_from", gn.node, "node_to", cpuNode, "weight", 20, "min_latency", 0, "max_latency", 0,
 			"min_bandwidth", 312, "max_bandwidth", 64000, "recommended_transfer_size", 0, "recommended_sdma_engine_id_mask", 0, "flags", 1))
 		k++
@@ -304,7 +282,7 @@ func (m Machine) write(w *writer) {
 				if n == 0 {
 					hops = 2
 				}
-				w.file(fmt.Sprintf("%s/io_links/%d/properties", dir, k), props("type", IOLinkXGMI, "version_major", 0, "version_minor", 0,
+				w.File(fmt.Sprintf("%s/io_links/%d/properties", dir, k), props("type", IOLinkXGMI, "version_major", 0, "version_minor", 0,
 					"node_from", gn.node, "node_to", peer.node, "weight", 15*hops, "min_latency", 0, "max_latency", 0,
 					"min_bandwidth", m.LinkMBps, "max_bandwidth", maxBW, "recommended_transfer_size", 0,
 					"recommended_sdma_engine_id_mask", 0, "flags", 1))
@@ -318,54 +296,55 @@ func (m Machine) write(w *writer) {
 		} else {
 			devDir = fmt.Sprintf("sys/devices/platform/amdgpu_xcp.%d", xcp)
 			xcp++
-			w.file(devDir+"/uevent", "DRIVER=amdgpu_xcp\n") // a platform device: no PCI attributes
+			w.File(devDir+"/uevent", "DRIVER=amdgpu_xcp\n") // a platform device: no PCI attributes
 		}
 		rd := fmt.Sprintf("%s/drm/renderD%d", devDir, gn.minor)
-		w.file(rd+"/dev", fmt.Sprintf("226:%d\n", gn.minor))
-		w.link(rd+"/device", "../..")
+		w.File(rd+"/dev", fmt.Sprintf("226:%d\n", gn.minor))
+		w.Link(rd+"/device", "../..")
 		rel, _ := filepath.Rel("sys/class/drm", rd)
-		w.link(fmt.Sprintf("sys/class/drm/renderD%d", gn.minor), rel)
+		w.Link(fmt.Sprintf("sys/class/drm/renderD%d", gn.minor), filepath.ToSlash(rel))
 	}
 	for gi, g := range m.GPUs {
 		d := g.PCIDir()
-		w.file(d+"/vendor", fmt.Sprintf("0x%04x\n", Vendor))
-		w.file(d+"/device", fmt.Sprintf("0x%04x\n", g.DeviceID))
-		w.file(d+"/class", "0x120000\n")
-		w.file(d+"/numa_node", fmt.Sprintf("%d\n", g.NUMA))
+		w.File(d+"/vendor", fmt.Sprintf("0x%04x\n", Vendor))
+		w.File(d+"/device", fmt.Sprintf("0x%04x\n", g.DeviceID))
+		w.File(d+"/class", "0x120000\n")
+		w.File(d+"/numa_node", fmt.Sprintf("%d\n", g.NUMA))
 		cpus := "0-" + strconv.Itoa(m.numaNodes()*m.CPUsPerNUMA-1)
 		if g.NUMA >= 0 {
 			lo, hi := m.numaCPUs(g.NUMA)
 			cpus = fmt.Sprintf("%d-%d", lo, hi)
 		}
-		w.file(d+"/local_cpulist", cpus+"\n")
-		w.file(d+"/mem_info_vram_total", fmt.Sprintf("%d\n", g.VRAMBytes))
-		w.file(d+"/mem_info_vram_used", fmt.Sprintf("%d\n", g.VRAMUsedBytes))
-		w.file(d+"/gpu_busy_percent", fmt.Sprintf("%d\n", g.BusyPercent))
+		w.File(d+"/local_cpulist", cpus+"\n")
+		w.File(d+"/mem_info_vram_total", fmt.Sprintf("%d\n", g.VRAMBytes))
+		w.File(d+"/mem_info_vram_used", fmt.Sprintf("%d\n", g.VRAMUsedBytes))
+		w.File(d+"/gpu_busy_percent", fmt.Sprintf("%d\n", g.BusyPercent))
 		if g.ProductName != "" {
-			w.file(d+"/product_name", g.ProductName+"\n")
+			w.File(d+"/product_name", g.ProductName+"\n")
 		}
 		if g.ComputePartition != "" {
-			w.file(d+"/current_compute_partition", g.ComputePartition+"\n")
+			w.File(d+"/current_compute_partition", g.ComputePartition+"\n")
 		}
 		if g.AvailablePartitions != "" {
-			w.file(d+"/available_compute_partition", g.AvailablePartitions+"\n")
+			w.File(d+"/available_compute_partition", g.AvailablePartitions+"\n")
 		}
 		if g.MemoryPartition != "" {
-			w.file(d+"/current_memory_partition", g.MemoryPartition+"\n")
+			w.File(d+"/current_memory_partition", g.MemoryPartition+"\n")
 		}
 		for _, b := range g.RAS {
-			w.file(g.RASFile(b), "ue: 0\nce: 0\n")
+			w.File(g.RASFile(b), "ue: 0\nce: 0\n")
 		}
-		w.file(d+"/ras/features", "feature mask: 0x3fff\n")
+		w.File(d+"/ras/features", "feature mask: 0x3fff\n")
 		hw := fmt.Sprintf("%s/hwmon/hwmon%d", d, gi+2)
-		w.file(hw+"/name", "amdgpu\n")
+		w.File(hw+"/name", "amdgpu\n")
 		if g.PowerMicroWatts >= 0 {
-			w.file(hw+"/power1_average", fmt.Sprintf("%d\n", g.PowerMicroWatts))
+			w.File(hw+"/power1_average", fmt.Sprintf("%d\n", g.PowerMicroWatts))
 		}
 		if g.EnergyMicroJoules >= 0 {
-			w.file(hw+"/energy1_input", fmt.Sprintf("%d\n", g.EnergyMicroJoules))
+			w.File(hw+"/energy1_input", fmt.Sprintf("%d\n", g.EnergyMicroJoules))
 		}
 		rel, _ := filepath.Rel("sys/bus/pci/devices", d)
-		w.link("sys/bus/pci/devices/"+g.Bus, rel)
+		w.Link("sys/bus/pci/devices/"+g.Bus, filepath.ToSlash(rel))
 	}
+	return nil
 }

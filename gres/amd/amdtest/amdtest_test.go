@@ -17,6 +17,9 @@ func TestWriteRejectsBadMachines(t *testing.T) {
 		if err := m.Write(t.TempDir()); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+		if tree, err := m.Tree(); err == nil || tree.Files != nil || tree.Links != nil {
+			t.Errorf("%s: Tree returned %d files, %d links and error %v", name, len(tree.Files), len(tree.Links), err)
+		}
 	}
 }
 
