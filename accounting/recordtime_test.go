@@ -18,6 +18,9 @@ func TestRecordTime(t *testing.T) {
 	submit := time.Date(2024, 3, 31, 23, 0, 0, 0, time.UTC)
 	start := time.Date(2024, 4, 1, 1, 0, 0, 0, time.UTC)
 	require.NoError(t, l.Update(func(tx accounting.Tx) error {
+		if _, err := tx.PutAssoc(submit, accounting.Assoc{AssocKey: accounting.AssocKey{Cluster: "c", Account: "a"}}); err != nil {
+			return err
+		}
 		a, err := tx.PutAssoc(submit, accounting.Assoc{AssocKey: accounting.AssocKey{Cluster: "c", Account: "a", User: "u"}})
 		require.NoError(t, err)
 		j := accounting.JobRecord{ID: 7, Cluster: "c", Assoc: a.ID, Name: "n", Submit: submit, Start: start, ArrayJobID: 5, ArrayTaskID: 2,
