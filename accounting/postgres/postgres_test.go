@@ -168,7 +168,7 @@ func TestPostgresLockRefusal(t *testing.T) {
 	var pid int32
 	require.NoError(t, pool.QueryRow(ctx, `SELECT pid FROM pg_locks l JOIN sluice_clusters c ON l.objid = c.id
 WHERE l.locktype = 'advisory' AND l.classid = $1 AND c.name = $2`, 0x534c5543, c).Scan(&pid))
-	_, err = pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid)
+	_, err = pool.Exec(ctx, `SELECT pg_terminate_backend($1, 10000)`, pid) // waits until it is gone
 	require.NoError(t, err)
 	require.Error(t, l2.Update(func(tx accounting.Tx) error {
 		_, err := tx.PutAssoc(t0, accounting.Assoc{AssocKey: accounting.AssocKey{Cluster: c, Account: "a"}})
