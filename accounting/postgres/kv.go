@@ -47,6 +47,14 @@ type kvTx struct {
 	stored    map[string]time.Time
 	newParts  map[int32]bool
 	iterating bool
+
+	fresh bool     // every record key written is new (Import): no moves
+	extra []queued // statements sent with the commit, before COMMIT
+}
+
+type queued struct {
+	sql  string
+	args []any
 }
 
 // Record keys (accounting.RecordTime) live in sluice_records.
@@ -290,7 +298,7 @@ func (t *kvTx) commit() error {
 		default:
 			recK, recV, recM = append(recK, k), append(recV, []byte(it.v)), append(recM, it.month)
 			months[monthIndex(it.month)] = it.month
-			if old, known := t.stored[it.k]; !known || (!old.IsZero() && !old.Equal(it.month)) {
+			if old, known := t.stored[it.k]; !t.fresh && !known || (!old.IsZero() && !old.Equal(it.month)) {
 				moveK, moveM = append(moveK, k), append(moveM, it.month)
 			}
 		}
@@ -318,6 +326,9 @@ WHERE r.cluster = $1 AND r.key = n.k AND r.month <> n.m`, c, moveK, moveM)
 	if len(recK) > 0 {
 		bt.Queue(`INSERT INTO sluice_records (cluster, month, key, val) SELECT $1, m, k, v FROM unnest($2::bytea[], $3::date[], $4::bytea[]) AS n(k, m, v)
 ON CONFLICT (cluster, key, month) DO UPDATE SET val = EXCLUDED.val`, c, recK, recM, recV)
+	}
+	for _, q := range t.extra {
+		bt.Queue(q.sql, q.args...)
 	}
 	bt.Queue("COMMIT")
 	if err := t.q.SendBatch(t.ctx, &bt).Close(); err != nil {

@@ -41,12 +41,24 @@ CREATE TABLE sluice_records (
 	PRIMARY KEY (cluster, key, month)
 ) PARTITION BY RANGE (month);
 `},
+	{2, "import checkpoints", `
+-- Progress of Import into a cluster: the last key copied, so an
+-- interrupted import resumes after it.
+CREATE TABLE sluice_imports (
+	cluster    int PRIMARY KEY REFERENCES sluice_clusters (id),
+	source     text NOT NULL,
+	last_key   bytea NOT NULL,
+	keys       bigint NOT NULL,
+	done       boolean NOT NULL DEFAULT false,
+	updated_at timestamptz NOT NULL DEFAULT now()
+);
+`},
 }
 
 // SchemaVersion is the database schema version this package migrates to
 // (the last migration's). A database at a higher version, migrated by
 // newer code, is refused.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrate applies pending migrations on conn under the migration
 // advisory lock, each in its own transaction with its version row.

@@ -172,6 +172,10 @@ func (b *Backend) View(fn func(accounting.KVReader) error) error {
 // other transaction changes what this one reads, and writers of other
 // clusters never conflict with it (no serialisation failures to retry).
 func (b *Backend) Update(fn func(accounting.KVWriter) error) error {
+	return b.update(func(t *kvTx) error { return fn(t) })
+}
+
+func (b *Backend) update(fn func(*kvTx) error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
