@@ -349,6 +349,15 @@ func (t *kvTx) flushRollups() error {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	pre := slices.Clone(keys)
+	for _, k := range keys {
+		if strings.HasPrefix(k, prefixRollup+"h:") { // and the day record read when its hours are gone
+			pre = append(pre, prefixRollup+"d:"+k[len(prefixRollup)+2:])
+		}
+	}
+	if err := prefetch(t.r, pre); err != nil {
+		return err
+	}
 	for _, key := range keys {
 		cur, err := t.loadPack(key)
 		if err != nil {
@@ -671,6 +680,12 @@ func (t *kvTx) scanPacks(prefix string, lc byte, from, to time.Time, sum bool, f
 }
 
 func (t *kvTx) Totals(id AssocID, from, to time.Time) (Totals, error) {
+	return t.totals(id, from, to, true)
+}
+
+// totals is Totals; with prefetch it first hands a Prefetcher backend the
+// records it reads (callers that prefetched already pass false).
+func (t *kvTx) totals(id AssocID, from, to time.Time, prefetch bool) (Totals, error) {
 	if err := validTime("from", from, false); err != nil {
 		return Totals{}, err
 	}
@@ -722,14 +737,13 @@ func (t *kvTx) Totals(id AssocID, from, to time.Time) (Totals, error) {
 		}
 		return nil
 	}
-	for cur < end {
-		var lc byte = 'h'
-		next := c.nextHour(cur)
-		if cur == c.monthStart(cur) && c.nextMonth(cur) <= end {
-			lc, next = 'm', c.nextMonth(cur)
-		} else if cur == c.dayStart(cur) && c.nextDay(cur) <= end {
-			lc, next = 'd', c.nextDay(cur)
+	if p, ok := t.r.(Prefetcher); ok && prefetch {
+		if err := p.Prefetch(t.totalsKeys(id, cur, end)); err != nil {
+			return Totals{}, err
 		}
+	}
+	for cur < end {
+		lc, next := c.totalsStep(cur, end)
 		if err := add(lc, cur); err != nil {
 			return Totals{}, err
 		}
@@ -745,6 +759,43 @@ func (t *kvTx) Totals(id AssocID, from, to time.Time) (Totals, error) {
 		}
 	}
 	return tot, nil
+}
+
+// totalsStep returns the largest bucket Totals reads at cur, before end:
+// a whole month, a whole day, or an hour, and where the next one starts.
+func (c cal) totalsStep(cur, end int64) (byte, int64) {
+	if cur == c.monthStart(cur) && c.nextMonth(cur) <= end {
+		return 'm', c.nextMonth(cur)
+	}
+	if cur == c.dayStart(cur) && c.nextDay(cur) <= end {
+		return 'd', c.nextDay(cur)
+	}
+	return 'h', c.nextHour(cur)
+}
+
+// totalsKeys returns the rollup records Totals reads for association id
+// over hours [cur, end), for a Prefetcher.
+func (t *kvTx) totalsKeys(id AssocID, cur, end int64) []string {
+	c := cal{t.l.loc}
+	var keys []string
+	last := ""
+	for cur < end {
+		lc, next := c.totalsStep(cur, end)
+		ps, _ := c.slotOf(lc, cur)
+		k := rollupPrefix(lc, id) + hexT(ps)
+		if lc == 'd' { // a day's hour pack, or its day record
+			k = rollupPrefix('h', id) + hexT(ps)
+		}
+		if k != last {
+			keys = append(keys, k)
+			if lc == 'd' {
+				keys = append(keys, rollupPrefix('d', id)+hexT(ps))
+			}
+			last = k
+		}
+		cur = next
+	}
+	return keys
 }
 
 func (t *kvTx) ReservationUsage(cluster, name string, from, to time.Time) ([]Rollup, error) {

@@ -48,6 +48,8 @@ type kvTx struct {
 	newParts  map[int32]bool
 	iterating bool
 
+	ahead readAhead // rollup rows read ahead of Get
+
 	fresh bool     // every record key written is new (Import): no moves
 	extra []queued // statements sent with the commit, before COMMIT
 }
@@ -75,6 +77,14 @@ func (t *kvTx) Get(key string) (string, bool, error) {
 			return it.v, !it.del, nil
 		}
 	}
+	if v, ok, hit, err := t.readAhead(key); hit || err != nil {
+		return v, ok, err
+	}
+	return t.getDB(key)
+}
+
+// getDB reads key from the database.
+func (t *kvTx) getDB(key string) (string, bool, error) {
 	if !isRecordKey(key) {
 		var v []byte
 		err := t.q.QueryRow(t.ctx, `SELECT val FROM sluice_kv WHERE cluster = $1 AND key = $2`, t.b.cluster, []byte(key)).Scan(&v)

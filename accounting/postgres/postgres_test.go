@@ -17,7 +17,7 @@ import (
 
 var t0 = time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
 
-func openLedger(t *testing.T, pool *pgxpool.Pool, cluster string, cfg accounting.Config) accounting.Ledger {
+func openLedger(t testing.TB, pool *pgxpool.Pool, cluster string, cfg accounting.Config) accounting.Ledger {
 	t.Helper()
 	l, err := postgres.Open(context.Background(), pool, postgres.Options{Cluster: cluster}, cfg)
 	require.NoError(t, err)
@@ -26,7 +26,7 @@ func openLedger(t *testing.T, pool *pgxpool.Pool, cluster string, cfg accounting
 }
 
 // users builds account "acct" with n users in ledger cluster c.
-func users(t *testing.T, l accounting.Ledger, c string, n int) []accounting.Assoc {
+func users(t testing.TB, l accounting.Ledger, c string, n int) []accounting.Assoc {
 	t.Helper()
 	var out []accounting.Assoc
 	require.NoError(t, l.Update(func(tx accounting.Tx) error {
