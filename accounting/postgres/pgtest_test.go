@@ -41,6 +41,10 @@ func runMain(m *testing.M) int {
 		return 0
 	}
 	defer stop()
+	if err := os.Setenv("SLUICE_PG_DSN", serverDSN); err != nil { // for Example, written as a program would be
+		fmt.Println(err)
+		return 1
+	}
 	return m.Run()
 }
 
