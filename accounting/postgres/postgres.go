@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -58,10 +59,11 @@ type Backend struct {
 	opts    Options
 	cluster int32
 
-	mu     sync.Mutex // serialises Updates and guards the fields below
+	closed atomic.Bool
+
+	mu     sync.Mutex // serialises Updates and Close, guards the fields below
 	conn   *pgx.Conn  // holds the writer lock; runs Updates
 	parts  map[int32]bool
-	closed bool
 	failed error
 }
 
@@ -149,10 +151,7 @@ func (b *Backend) ctx() (context.Context, context.CancelFunc) {
 // View runs fn in a read-only REPEATABLE READ transaction on a pooled
 // connection: every read sees one snapshot.
 func (b *Backend) View(fn func(accounting.KVReader) error) error {
-	b.mu.Lock()
-	closed := b.closed
-	b.mu.Unlock()
-	if closed {
+	if b.closed.Load() {
 		return accounting.ErrClosed
 	}
 	ctx, cancel := b.ctx()
@@ -179,7 +178,7 @@ func (b *Backend) update(fn func(*kvTx) error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
-	case b.closed:
+	case b.closed.Load():
 		return accounting.ErrClosed
 	case b.failed != nil:
 		return b.failed
@@ -189,6 +188,11 @@ func (b *Backend) update(fn func(*kvTx) error) error {
 	}
 	ctx, cancel := b.ctx()
 	defer cancel()
+	if b.conn.PgConn().TxStatus() != 'I' { // left open by a panic in an earlier fn
+		if _, err := b.conn.Exec(ctx, "ROLLBACK"); err != nil {
+			return fmt.Errorf("postgres: roll back an abandoned transaction: %w", err)
+		}
+	}
 	if _, err := b.conn.Exec(ctx, "BEGIN ISOLATION LEVEL READ COMMITTED"); err != nil {
 		return fmt.Errorf("postgres: begin: %w", err)
 	}
@@ -216,10 +220,10 @@ func (b *Backend) update(fn func(*kvTx) error) error {
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	if b.closed.Load() {
 		return accounting.ErrClosed
 	}
-	b.closed = true
+	b.closed.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var err error

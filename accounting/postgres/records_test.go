@@ -146,3 +146,27 @@ AND cluster = (SELECT id FROM sluice_clusters WHERE name = $1)`, c)
 	}
 	assert.ErrorIs(t, err, accounting.ErrCorrupt, "and the failed open released the lock (same error, not ErrLocked)")
 }
+
+// A panic inside an Update leaves nothing behind: the next Update starts
+// a clean transaction.
+func TestPostgresUpdateAfterPanic(t *testing.T) {
+	b, err := postgres.OpenBackend(context.Background(), testPool(t), postgres.Options{Cluster: clusterName("panic")})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	func() {
+		defer func() { assert.Equal(t, "boom", recover()) }()
+		_ = b.Update(func(w accounting.KVWriter) error {
+			require.NoError(t, w.Set("a", "1"))
+			_, _, err := w.Get("zz") // the transaction is open on the server
+			require.NoError(t, err)
+			panic("boom")
+		})
+	}()
+	require.NoError(t, b.Update(func(w accounting.KVWriter) error { return w.Set("b", "2") }))
+	require.NoError(t, b.View(func(r accounting.KVReader) error {
+		var keys []string
+		err := r.Ascend("", "", func(k, _ string) bool { keys = append(keys, k); return true })
+		assert.Equal(t, []string{"b"}, keys)
+		return err
+	}))
+}
