@@ -5,11 +5,13 @@ import (
 	"time"
 )
 
-// ChargeKeyRetention is how long after the end of its interval a
-// Charge.Key is remembered. A retry of a keyed charge arriving later than
-// that is charged again; keys older than that are pruned as new keyed
-// charges are recorded.
-const ChargeKeyRetention = 7 * 24 * time.Hour
+// ChargeKeyRetention is how long a Charge.Key is remembered: a key is
+// pruned once a keyed charge for an interval ending ChargeKeyRetention
+// after the key's interval ended is committed, and a retry arriving after
+// that is charged again. An hour covers a control loop retrying its next
+// cycles while keeping the keys of periodic charges few (a charge per
+// running job per PriorityCalcPeriod, for an hour).
+const ChargeKeyRetention = time.Hour
 
 // maxChargeKey is the longest Charge.Key accepted, in bytes.
 const maxChargeKey = 256
@@ -19,9 +21,9 @@ const maxChargeKey = 256
 const (
 	prefixChargeKey     = "ck:"
 	prefixChargeKeyTime = "ckt:"
-	// chargePruneBatch bounds the keys one Charge prunes, so a backlog
-	// is worked off over later charges instead of in one transaction.
-	chargePruneBatch = 64
+	// chargePruneBatch bounds the keys one transaction prunes, so a
+	// backlog is worked off over later ones.
+	chargePruneBatch = 1024
 )
 
 // chargeSeen reports whether a charge with key was already applied ("" is
@@ -35,7 +37,7 @@ func (t *kvTx) chargeSeen(key string) (bool, error) {
 }
 
 // rememberCharge records key (when set) as applied for an interval ending
-// at to, and prunes keys whose interval ended ChargeKeyRetention before to.
+// at to.
 func (t *kvTx) rememberCharge(key string, to int64) error {
 	if key == "" {
 		return nil
@@ -43,11 +45,16 @@ func (t *kvTx) rememberCharge(key string, to int64) error {
 	if err := t.set(prefixChargeKey+key, strconv.FormatInt(to, 10)); err != nil {
 		return err
 	}
-	if err := t.set(prefixChargeKeyTime+hex16(uint64(to))+":"+key, ""); err != nil {
-		return err
-	}
-	cut := to - int64(ChargeKeyRetention/time.Second)
-	if cut <= 0 {
+	t.chargeTo = max(t.chargeTo, to)
+	return t.set(prefixChargeKeyTime+hex16(uint64(to))+":"+key, "")
+}
+
+// pruneChargeKeys deletes, at commit, up to chargePruneBatch keys whose
+// interval ended ChargeKeyRetention before this transaction's latest
+// keyed charge.
+func (t *kvTx) pruneChargeKeys() error {
+	cut := t.chargeTo - int64(ChargeKeyRetention/time.Second)
+	if t.chargeTo == 0 || cut <= 0 {
 		return nil
 	}
 	var old []string

@@ -74,12 +74,22 @@ func testChargeIdempotent(t *testing.T, open Opener) {
 	charge(accounting.JobCharge(j, t0.Add(3*time.Hour), t0.Add(4*time.Hour)))
 	assert.InDelta(t, 6*h+4*3600.0, raw(t0.Add(4*time.Hour)), 1e-6, "the job's interval is charged once")
 
-	// A keyed charge past the retention prunes k1; k1 then charges again.
-	late := t0.Add(accounting.ChargeKeyRetention + 2*time.Hour)
-	charge(accounting.Charge{Assoc: tr.bob.ID, TRES: accounting.TRES{"cpu": 2}, From: late.Add(-time.Hour), To: late, Key: "late"})
-	charge(hour("k2", 1))
-	const job = 4 * 3600.0 // the job's billing (4) for an hour
-	assert.InDelta(t, 7*h+job, raw(late), 1e-6, "k2 was still remembered (k1 only is older than the retention)")
-	charge(hour("k1", 0))
-	assert.InDelta(t, 8*h+job, raw(late), 1e-6, "k1 was forgotten after ChargeKeyRetention")
+	// A key is remembered until a keyed charge ending more than
+	// ChargeKeyRetention after its interval commits.
+	total := 6*h + 4*3600.0
+	e := t0.Add(10 * time.Hour)
+	keyed := func(key string, end time.Time) {
+		t.Helper()
+		charge(accounting.Charge{Assoc: tr.bob.ID, TRES: accounting.TRES{"cpu": 2}, From: end.Add(-time.Hour), To: end, Key: key})
+	}
+	keyed("r1", e)
+	keyed("s1", e.Add(accounting.ChargeKeyRetention))
+	keyed("r1", e)
+	total += 2 * h
+	last := e.Add(accounting.ChargeKeyRetention + time.Second)
+	assert.InDelta(t, total, raw(last), 1e-6, "r1 is remembered for ChargeKeyRetention")
+	keyed("s2", last)
+	keyed("r1", e)
+	total += 2 * h
+	assert.InDelta(t, total, raw(last), 1e-6, "and forgotten after it")
 }
