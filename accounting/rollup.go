@@ -438,12 +438,18 @@ func (t *kvTx) storePack(key string, p *pack) error {
 }
 
 func (t *kvTx) decodeTVs(key string, d *dec) (tvs, error) {
-	n := d.count(2)
-	if n == 0 {
-		return nil, nil
+	a, err := t.decodeTVsTo(key, d, nil)
+	if len(a) == 0 {
+		a = nil
 	}
-	a := make(tvs, n)
-	for i := range a {
+	return a, err
+}
+
+// decodeTVsTo decodes TRES counts appending to buf.
+func (t *kvTx) decodeTVsTo(key string, d *dec, buf tvs) (tvs, error) {
+	n := d.count(2)
+	a := slices.Grow(buf, n)
+	for i := range n {
 		id, v := d.u(), d.u()
 		if _, ok := t.str(id); !ok || id == 0 || id > 1<<32-1 {
 			return nil, corruptKey(key, "unknown TRES name ID %d", id)
@@ -451,10 +457,10 @@ func (t *kvTx) decodeTVs(key string, d *dec) (tvs, error) {
 		if v > 1<<62 {
 			return nil, corruptKey(key, "TRES count %d out of range", v)
 		}
-		if i > 0 && uint32(id) <= a[i-1].id {
+		if i > 0 && uint32(id) <= a[len(a)-1].id {
 			return nil, corruptKey(key, "TRES IDs out of order")
 		}
-		a[i] = tv{uint32(id), int64(v)}
+		a = append(a, tv{uint32(id), int64(v)})
 	}
 	return a, nil
 }
@@ -497,31 +503,58 @@ func (t *kvTx) decodeTRES(key string, d *dec) (TRES, error) {
 }
 
 func (t *kvTx) decodePack(key, v string) (*pack, error) {
-	d := dec{b: []byte(v)}
-	if d.byte1() != codecVersion {
-		return nil, corruptKey(key, "unknown rollup record version")
-	}
-	n := d.count(4)
 	p := &pack{}
-	for range n {
-		idx := d.u()
-		if idx > 31 || p[idx] != nil {
-			return nil, corruptKey(key, "rollup slot %d out of range or repeated", idx)
+	slots := make([]slot, 0, 24)
+	var arena tvs // the slots' counts, in one allocation (mostly)
+	keep := func(x tvs) tvs {
+		if len(x) == 0 {
+			return nil
 		}
-		s := &slot{jobs: int64(d.u() & (1<<62 - 1))}
-		var err error
-		if s.tres, err = t.decodeTVs(key, &d); err != nil {
-			return nil, err
-		}
-		if s.wait, err = t.decodeTVs(key, &d); err != nil {
-			return nil, err
-		}
-		p[idx] = s
+		a := len(arena)
+		arena = append(arena, x...)
+		return arena[a:len(arena):len(arena)]
 	}
-	if !d.done() {
-		return nil, corruptKey(key, "rollup record: %s", d.errOr("trailing bytes"))
+	err := t.packSlots(key, v, func(idx uint64, jobs int64, tres, wait tvs) {
+		slots = append(slots, slot{jobs: jobs, tres: keep(tres), wait: keep(wait)})
+		p[idx] = &slots[len(slots)-1]
+	})
+	if err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// packSlots calls fn for each slot of the pack record v stored under key,
+// with its counts decoded into buffers reused for the next slot (fn must
+// not keep them).
+func (t *kvTx) packSlots(key, v string, fn func(idx uint64, jobs int64, tres, wait tvs)) error {
+	d := dec{b: []byte(v)}
+	if d.byte1() != codecVersion {
+		return corruptKey(key, "unknown rollup record version")
+	}
+	n := d.count(4)
+	var seen uint32
+	var tres, wait tvs
+	for range n {
+		idx := d.u()
+		if idx > 31 || seen&(1<<idx) != 0 {
+			return corruptKey(key, "rollup slot %d out of range or repeated", idx)
+		}
+		seen |= 1 << idx
+		jobs := int64(d.u() & (1<<62 - 1))
+		var err error
+		if tres, err = t.decodeTVsTo(key, &d, tres[:0]); err != nil {
+			return err
+		}
+		if wait, err = t.decodeTVsTo(key, &d, wait[:0]); err != nil {
+			return err
+		}
+		fn(idx, jobs, tres, wait)
+	}
+	if !d.done() {
+		return corruptKey(key, "rollup record: %s", d.errOr("trailing bytes"))
+	}
+	return nil
 }
 
 // jobContribution adds sign × the rollup contribution of job j (charged to
@@ -708,18 +741,19 @@ func (t *kvTx) totals(id AssocID, from, to time.Time, prefetch bool) (Totals, er
 			lc = 'h'
 		}
 		key := rollupPrefix(lc, id) + hexT(ps)
-		if key != lastKey {
-			var err error
-			if last, err = t.loadPack(key); err != nil {
+		var s *slot
+		if whole {
+			v, ok, err := t.get(key)
+			if err != nil {
 				return err
 			}
-			lastKey = key
-		}
-		var s *slot
-		switch {
-		case whole && last != nil:
-			s = sumPack(last)
-		case whole:
+			if ok { // summed as decoded
+				return t.packSlots(key, v, func(_ uint64, jobs int64, tres, w tvs) {
+					tot.Jobs += jobs
+					sum = sum.addScaled(tres, 1)
+					wait = wait.addScaled(w, 1)
+				})
+			}
 			day, err := t.loadPack(rollupPrefix('d', id) + hexT(ps))
 			if err != nil {
 				return err
@@ -727,8 +761,17 @@ func (t *kvTx) totals(id AssocID, from, to time.Time, prefetch bool) (Totals, er
 			if day != nil {
 				s = day[0]
 			}
-		case last != nil:
-			s = last[idx]
+		} else {
+			if key != lastKey {
+				var err error
+				if last, err = t.loadPack(key); err != nil {
+					return err
+				}
+				lastKey = key
+			}
+			if last != nil {
+				s = last[idx]
+			}
 		}
 		if s != nil {
 			tot.Jobs += s.jobs
