@@ -41,11 +41,16 @@ type aheadRow struct {
 type span struct{ lo, hi string }
 
 // aheadPrefix returns the part of key shared by the rows read ahead with
-// it ("rh:<assoc>:" for an hour pack, "j:" for a job record), or "" when
-// key is not read ahead.
+// it ("rh:<assoc>:" for an hour pack, "j:" for a job record, "ck:" for a
+// charge key, "u:" for usage), or "" when key is not read ahead.
 func aheadPrefix(key string) string {
-	if strings.HasPrefix(key, "j:") {
+	switch {
+	case strings.HasPrefix(key, "j:"):
 		return "j:"
+	case strings.HasPrefix(key, "ck:"): // charge keys: mostly absent, checked one by one
+		return "ck:"
+	case strings.HasPrefix(key, "u:"), strings.HasPrefix(key, "uq:"): // usage, read per charged association
+		return key[:strings.IndexByte(key, ':')+1]
 	}
 	if len(key) < 4 || key[0] != 'r' || key[2] != ':' || !strings.ContainsRune("hdm", rune(key[1])) {
 		return ""

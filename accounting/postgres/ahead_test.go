@@ -20,7 +20,15 @@ func TestPostgresReadAheadMatchesStore(t *testing.T) {
 	b, err := postgres.OpenBackend(context.Background(), testPool(t), postgres.Options{Cluster: clusterName("ahead")})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
-	key := func(a, n int) string { return fmt.Sprintf("r%c:%08x:%04x", "hdm"[a%3], a, n) }
+	key := func(a, n int) string {
+		switch a {
+		case 4:
+			return fmt.Sprintf("u:%08x", n)
+		case 5:
+			return fmt.Sprintf("ck:job:c:%d:0-60", n)
+		}
+		return fmt.Sprintf("r%c:%08x:%04x", "hdm"[a%3], a, n)
+	}
 	model := map[string]string{}
 	require.NoError(t, b.Update(func(w accounting.KVWriter) error {
 		for a := range 6 {
