@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -88,18 +89,22 @@ func BenchmarkPostgresJobInsert(b *testing.B) {
 
 // BenchmarkPostgresFourClusters has four clusters' ledgers write one
 // database at once, each from its own goroutine: per iteration every
-// cluster commits insertBatch/4 jobs with a keyed charge each.
+// cluster commits insertBatch/4 jobs with a keyed charge each. At the end
+// each cluster's usage must be the sum of its charges and its rollups
+// must count each job once: nothing lost or doubled.
 func BenchmarkPostgresFourClusters(b *testing.B) {
 	pool := testPool(b)
 	const n = 4
 	ls := make([]accounting.Ledger, n)
 	uss := make([][]accounting.Assoc, n)
+	names := make([]string, n)
 	for i := range ls {
-		c := clusterName(fmt.Sprintf("bench-4c%d", i))
-		ls[i] = openLedger(b, pool, c, accounting.Config{})
-		uss[i] = benchTree(b, ls[i], c)
+		names[i] = clusterName(fmt.Sprintf("bench-4c%d", i))
+		ls[i] = openLedger(b, pool, names[i], accounting.Config{NoDecay: true})
+		uss[i] = benchTree(b, ls[i], names[i])
 	}
 	ids := make([]accounting.JobID, n)
+	charged := make([]float64, n) // billing-seconds committed
 	rs := make([]*rand.Rand, n)
 	for i := range rs {
 		rs[i] = rand.New(rand.NewPCG(uint64(i), 7))
@@ -112,19 +117,25 @@ func BenchmarkPostgresFourClusters(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				var sum float64
 				errs[i] = ls[i].Update(func(tx accounting.Tx) error {
-					for range insertBatch / n {
-						ids[i]++
-						j := benchJob(rs[i], ids[i], uss[i], 0)
+					sum = 0
+					for k := range insertBatch / n {
+						j := benchJob(rs[i], ids[i]+accounting.JobID(k+1), uss[i], 0)
 						if err := tx.PutJob(j); err != nil {
 							return err
 						}
 						if err := tx.Charge(accounting.JobCharge(j, j.Start, j.End)); err != nil {
 							return err
 						}
+						sum += float64(j.AllocTRES["billing"]) * j.End.Sub(j.Start).Seconds()
 					}
 					return nil
 				})
+				if errs[i] == nil {
+					ids[i] += insertBatch / n
+					charged[i] += sum
+				}
 			}()
 		}
 		wg.Wait()
@@ -134,7 +145,32 @@ func BenchmarkPostgresFourClusters(b *testing.B) {
 			}
 		}
 	}
+	b.StopTimer()
 	b.ReportMetric(float64(b.N*insertBatch)/b.Elapsed().Seconds(), "records/s")
+	for i, l := range ls {
+		err := l.View(func(tx accounting.Tx) error {
+			root, err := tx.LookupAssoc(accounting.AssocKey{Cluster: names[i], Account: accounting.RootAccount})
+			if err != nil {
+				return err
+			}
+			end := t0.Add(time.Duration(ids[i]+1)*every + 9*time.Hour)
+			u, err := tx.Usage(root.ID, end)
+			if err != nil {
+				return err
+			}
+			tot, err := tx.Totals(root.ID, t0, end)
+			if err != nil {
+				return err
+			}
+			if math.Abs(u.Raw-charged[i]) > 1e-6*charged[i] || tot.Jobs != int64(ids[i]) {
+				return fmt.Errorf("cluster %s: usage %v, charged %v; rollups count %d jobs of %d", names[i], u.Raw, charged[i], tot.Jobs, ids[i])
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // reportLoad is the ledger the report benchmark reads: SLUICE_PG_BIG=1
