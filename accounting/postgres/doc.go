@@ -18,8 +18,7 @@
 // job's submit time, a step's start), with a partition created on demand
 // the first time a month is written (created and then attached, under a
 // transaction-level advisory lock, so readers and writers of other
-// clusters are not blocked); old months can be detached and archived as
-// whole tables. Every other key (associations, usage, rollups, decisions,
+// clusters are not blocked). Every other key (associations, usage, rollups, decisions,
 // interned strings) is in sluice_kv. Keys and values are bytea, so keys
 // sort in Go's byte order, as the Backend contract requires; reads of
 // record keys go through the partitioned parent and see every month.
@@ -31,8 +30,8 @@
 // writer of the same cluster fails with accounting.ErrLocked (as buntdb
 // refuses a locked file), while any number of clusters write one
 // database at once. If that connection is lost, so is the lock, and the
-// ledger fails its next Update with accounting.ErrFailed instead of
-// writing unlocked. An Update buffers its writes in memory (its reads see
+// ledger's Updates fail (with accounting.ErrFailed once the loss is seen)
+// instead of writing unlocked. An Update buffers its writes in memory (its reads see
 // them; scans merge them with the database in key order) and sends them
 // with COMMIT in one round trip (a pgx batch of array upserts). It runs
 // at READ COMMITTED: its statements touch only its own cluster's rows,
