@@ -41,23 +41,6 @@ type KVWriter interface {
 	Delete(key string) error
 }
 
-// Prefetcher is an optional KVReader method for backends where each Get
-// costs a round trip (a server database): before reading a known set of
-// keys one by one (the rollup records a commit updates), the ledger
-// passes them to Prefetch, which may read them all at once. Later Gets
-// must return exactly what they would have without it.
-type Prefetcher interface {
-	Prefetch(keys []string) error
-}
-
-// prefetch passes keys to r's Prefetch, when it has one.
-func prefetch(r KVReader, keys []string) error {
-	if p, ok := r.(Prefetcher); ok && len(keys) > 0 {
-		return p.Prefetch(keys)
-	}
-	return nil
-}
-
 // prefixEnd returns the smallest key greater than every key with prefix p.
 func prefixEnd(p string) string {
 	b := []byte(p)

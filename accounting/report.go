@@ -539,29 +539,3 @@ func (n *ShareNode) Walk(fn func(n *ShareNode, depth int) bool) {
 	}
 	rec(n, 0)
 }
-
-// prefetchTotals hands a Prefetcher backend every rollup record the
-// Totals of the tree under n over hours [lo, hi) read, so that a server
-// database answers them in one round trip instead of one per association,
-// and returns the Totals to call for them.
-func prefetchTotals(tx Tx, n *treeNode, lo, hi int64) (func(AssocID, time.Time, time.Time) (Totals, error), error) {
-	kt, ok := tx.(*kvTx)
-	if !ok {
-		return tx.Totals, nil
-	}
-	p, ok := kt.r.(Prefetcher)
-	if !ok {
-		return tx.Totals, nil
-	}
-	totals := func(id AssocID, from, to time.Time) (Totals, error) { return kt.totals(id, from, to, false) }
-	var keys []string
-	var walk func(n *treeNode)
-	walk = func(n *treeNode) {
-		keys = append(keys, kt.totalsKeys(n.a.ID, lo, hi)...)
-		for _, ch := range n.children {
-			walk(ch)
-		}
-	}
-	walk(n)
-	return totals, p.Prefetch(keys)
-}

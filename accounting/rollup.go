@@ -804,43 +804,6 @@ func (t *kvTx) totals(id AssocID, from, to time.Time, prefetch bool) (Totals, er
 	return tot, nil
 }
 
-// totalsStep returns the largest bucket Totals reads at cur, before end:
-// a whole month, a whole day, or an hour, and where the next one starts.
-func (c cal) totalsStep(cur, end int64) (byte, int64) {
-	if cur == c.monthStart(cur) && c.nextMonth(cur) <= end {
-		return 'm', c.nextMonth(cur)
-	}
-	if cur == c.dayStart(cur) && c.nextDay(cur) <= end {
-		return 'd', c.nextDay(cur)
-	}
-	return 'h', c.nextHour(cur)
-}
-
-// totalsKeys returns the rollup records Totals reads for association id
-// over hours [cur, end), for a Prefetcher.
-func (t *kvTx) totalsKeys(id AssocID, cur, end int64) []string {
-	c := cal{t.l.loc}
-	var keys []string
-	last := ""
-	for cur < end {
-		lc, next := c.totalsStep(cur, end)
-		ps, _ := c.slotOf(lc, cur)
-		k := rollupPrefix(lc, id) + hexT(ps)
-		if lc == 'd' { // a day's hour pack, or its day record
-			k = rollupPrefix('h', id) + hexT(ps)
-		}
-		if k != last {
-			keys = append(keys, k)
-			if lc == 'd' {
-				keys = append(keys, rollupPrefix('d', id)+hexT(ps))
-			}
-			last = k
-		}
-		cur = next
-	}
-	return keys
-}
-
 func (t *kvTx) ReservationUsage(cluster, name string, from, to time.Time) ([]Rollup, error) {
 	if err := validName("cluster", cluster, false); err != nil {
 		return nil, err
