@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sluicehq/sluice/accounting"
 )
@@ -50,4 +51,15 @@ func BulkLoad(ctx context.Context, b *Backend, keys, vals []string) error {
 		return fmt.Errorf("copy kv: %w", err)
 	}
 	return nil
+}
+
+// MigrateTo applies the migrations up to version last to the database of
+// pool, as code of that version would.
+func MigrateTo(ctx context.Context, pool *pgxpool.Pool, last int) error {
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	return migrateTo(ctx, c.Conn(), last)
 }

@@ -62,7 +62,12 @@ const SchemaVersion = 2
 
 // migrate applies pending migrations on conn under the migration
 // advisory lock, each in its own transaction with its version row.
-func migrate(ctx context.Context, conn *pgx.Conn) (err error) {
+func migrate(ctx context.Context, conn *pgx.Conn) error {
+	return migrateTo(ctx, conn, SchemaVersion)
+}
+
+// migrateTo applies the pending migrations up to version last.
+func migrateTo(ctx context.Context, conn *pgx.Conn, last int) (err error) {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1, $2)`, lockClass, migrateLock); err != nil {
 		return fmt.Errorf("postgres: migration lock: %w", err)
 	}
@@ -87,7 +92,7 @@ func migrate(ctx context.Context, conn *pgx.Conn) (err error) {
 		return fmt.Errorf("%w: postgres: database schema version %d is newer than this code's %d (upgrade Sluice)", accounting.ErrSchemaVersion, cur, SchemaVersion)
 	}
 	for _, m := range migrations {
-		if m.version <= cur {
+		if m.version <= cur || m.version > last {
 			continue
 		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {

@@ -244,3 +244,22 @@ func TestPostgresOptions(t *testing.T) {
 	_, err := postgres.Open(ctx, nil, postgres.Options{Cluster: "x"}, accounting.Config{})
 	assert.ErrorIs(t, err, accounting.ErrInvalidConfig)
 }
+
+// A database at an older schema version is migrated forward at open, one
+// version after another.
+func TestPostgresMigratesOlderSchema(t *testing.T) {
+	pool := poolFor(t, freshDB(t))
+	ctx := context.Background()
+	require.NoError(t, postgres.MigrateTo(ctx, pool, 1))
+	var imports *string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT to_regclass('sluice_imports')::text`).Scan(&imports))
+	assert.Nil(t, imports, "version 1 has no import checkpoints")
+	l := openLedger(t, pool, "old", accounting.Config{})
+	require.NoError(t, l.Close())
+	require.NoError(t, pool.QueryRow(ctx, `SELECT to_regclass('sluice_imports')::text`).Scan(&imports))
+	require.NotNil(t, imports)
+	var n, maxV int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), max(version) FROM sluice_schema_migrations`).Scan(&n, &maxV))
+	assert.Equal(t, postgres.SchemaVersion, n)
+	assert.Equal(t, postgres.SchemaVersion, maxV)
+}
