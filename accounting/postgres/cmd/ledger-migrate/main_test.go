@@ -63,7 +63,14 @@ func TestLedgerMigrate(t *testing.T) {
 	var out bytes.Buffer
 	cluster := fmt.Sprintf("migrated-%d", time.Now().UnixNano())
 	args := []string{"-from", path, "-dsn", dsn, "-cluster", cluster, "-batch", "20"}
+
+	// A first run interrupted after its first batch (Ctrl-C)...
+	ctx, cancel := context.WithCancel(context.Background())
+	err = run(ctx, args, cancelOnProgress{cancel})
+	require.ErrorIs(t, err, context.Canceled)
+	// ...and the second resumes it.
 	require.NoError(t, run(context.Background(), args, &out), out.String())
+	assert.NotContains(t, out.String(), "copied 20 keys\n", "resumed after the first batch")
 	assert.Contains(t, out.String(), "50 job records")
 	assert.Contains(t, out.String(), "verified: job records per cluster map[c:50]")
 
@@ -84,4 +91,15 @@ func TestLedgerMigrate(t *testing.T) {
 	require.NoError(t, run(context.Background(), args, &out), "running it again only verifies")
 	assert.NotContains(t, out.String(), "copied")
 	assert.Error(t, run(context.Background(), []string{"-from", path}, &out), "missing flags")
+}
+
+// cancelOnProgress cancels the run when it reports its first batch, as
+// an operator's Ctrl-C would.
+type cancelOnProgress struct{ cancel context.CancelFunc }
+
+func (c cancelOnProgress) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("copied")) {
+		c.cancel()
+	}
+	return len(p), nil
 }
