@@ -188,6 +188,7 @@ var reportLoad struct {
 // rollups are the ledger's own) and copies each chunk's record rows and
 // finally every other row into PostgreSQL with COPY.
 func loadReport(tb testing.TB) (*pgxpool.Pool, string, int) {
+	needServer(tb)
 	rl := &reportLoad
 	rl.once.Do(func() {
 		rl.records = 100_000

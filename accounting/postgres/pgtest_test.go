@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -19,10 +20,11 @@ import (
 // one TestMain starts. Without either, every test of the package is
 // skipped with the reason.
 var (
-	serverDSN string // the database tests use
-	adminDSN  string // a database for CREATE DATABASE ("" = use serverDSN)
-	runID     string // prefix of this run's cluster names (shared servers)
-	seq       atomic.Int64
+	serverDSN  string // the database tests use
+	adminDSN   string // a database for CREATE DATABASE ("" = use serverDSN)
+	runID      string // prefix of this run's cluster names (shared servers)
+	skipReason string // why there is no server, when there is none
+	seq        atomic.Int64
 )
 
 func TestMain(m *testing.M) {
@@ -37,8 +39,14 @@ func runMain(m *testing.M) int {
 	var err error
 	serverDSN, adminDSN, stop, err = pgtest.Setup("sluice_test")
 	if err != nil {
-		fmt.Printf("SKIP accounting/postgres: no PostgreSQL: %v\n", err)
-		return 0
+		skipReason = "no PostgreSQL: " + err.Error()
+		fmt.Println("accounting/postgres:", skipReason)
+		// Examples cannot skip: run the tests alone; each skips with the
+		// reason.
+		if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "" {
+			_ = flag.Set("test.run", "^Test")
+		}
+		return m.Run()
 	}
 	defer stop()
 	if err := os.Setenv("SLUICE_PG_DSN", serverDSN); err != nil { // for Example, written as a program would be
@@ -56,6 +64,7 @@ func testPool(t testing.TB) *pgxpool.Pool {
 
 func poolFor(t testing.TB, dsn string) *pgxpool.Pool {
 	t.Helper()
+	needServer(t)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +82,7 @@ func poolFor(t testing.TB, dsn string) *pgxpool.Pool {
 // tests) and returns its DSN; it skips t where the server refuses.
 func freshDB(t testing.TB) string {
 	t.Helper()
+	needServer(t)
 	if adminDSN == "" {
 		t.Skip("SLUICE_PG_DSN is set: this test needs an empty database of its own (it uses the server the test starts)")
 	}
@@ -87,4 +97,12 @@ func freshDB(t testing.TB) string {
 // clusterName returns a cluster name no other test of this run uses.
 func clusterName(what string) string {
 	return fmt.Sprintf("%s-%s-%d", what, runID, seq.Add(1))
+}
+
+// needServer skips t when no server could be had.
+func needServer(t testing.TB) {
+	t.Helper()
+	if skipReason != "" {
+		t.Skip(skipReason)
+	}
 }

@@ -18,15 +18,15 @@ import (
 	"github.com/sluicehq/sluice/accounting/postgres/internal/pgtest"
 )
 
-var dsn string
+var dsn, skipReason string
 
 func TestMain(m *testing.M) {
 	var stop func()
 	var err error
 	dsn, _, stop, err = pgtest.Setup("sluice_migrate_test")
 	if err != nil {
-		fmt.Printf("SKIP ledger-migrate: no PostgreSQL: %v\n", err)
-		os.Exit(0)
+		skipReason = "no PostgreSQL: " + err.Error()
+		os.Exit(m.Run())
 	}
 	code := m.Run()
 	stop()
@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 }
 
 func TestLedgerMigrate(t *testing.T) {
+	if skipReason != "" {
+		t.Skip(skipReason)
+	}
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	berlin, err := time.LoadLocation("Europe/Berlin")
 	require.NoError(t, err)
