@@ -26,7 +26,9 @@
 // commit by default, checksummed records, a commit record per
 // transaction, crash recovery that drops only an interrupted transaction,
 // RepairBunt for damaged files, a stored schema version). Package
-// ledgertest is the conformance suite any other implementation can run.
+// accounting/postgres is the same logic over PostgreSQL, for many
+// clusters in one database. Package ledgertest is the conformance suite
+// any other implementation can run.
 //
 // Reports read a Tx: ClusterUtilization (sreport's cluster utilisation),
 // AccountUsage (usage per account and user, for chargeback), TopUsers and

@@ -365,10 +365,14 @@ func AccountUsage(tx Tx, cluster string, from, to, now time.Time, all bool) ([]U
 	if err != nil {
 		return nil, err
 	}
+	totals, err := prefetchTotals(tx, root, lo, hi)
+	if err != nil {
+		return nil, err
+	}
 	var rows []UsageRow
 	var walk func(n *treeNode, depth int) error
 	walk = func(n *treeNode, depth int) error {
-		tot, err := tx.Totals(n.a.ID, time.Unix(lo, 0), time.Unix(hi, 0))
+		tot, err := totals(n.a.ID, time.Unix(lo, 0), time.Unix(hi, 0))
 		if err != nil {
 			return err
 		}

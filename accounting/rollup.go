@@ -349,6 +349,15 @@ func (t *kvTx) flushRollups() error {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	pre := slices.Clone(keys)
+	for _, k := range keys {
+		if strings.HasPrefix(k, prefixRollup+"h:") { // and the day record read when its hours are gone
+			pre = append(pre, prefixRollup+"d:"+k[len(prefixRollup)+2:])
+		}
+	}
+	if err := prefetch(t.r, pre); err != nil {
+		return err
+	}
 	for _, key := range keys {
 		cur, err := t.loadPack(key)
 		if err != nil {
@@ -429,12 +438,18 @@ func (t *kvTx) storePack(key string, p *pack) error {
 }
 
 func (t *kvTx) decodeTVs(key string, d *dec) (tvs, error) {
-	n := d.count(2)
-	if n == 0 {
-		return nil, nil
+	a, err := t.decodeTVsTo(key, d, nil)
+	if len(a) == 0 {
+		a = nil
 	}
-	a := make(tvs, n)
-	for i := range a {
+	return a, err
+}
+
+// decodeTVsTo decodes TRES counts appending to buf.
+func (t *kvTx) decodeTVsTo(key string, d *dec, buf tvs) (tvs, error) {
+	n := d.count(2)
+	a := slices.Grow(buf, n)
+	for i := range n {
 		id, v := d.u(), d.u()
 		if _, ok := t.str(id); !ok || id == 0 || id > 1<<32-1 {
 			return nil, corruptKey(key, "unknown TRES name ID %d", id)
@@ -442,10 +457,10 @@ func (t *kvTx) decodeTVs(key string, d *dec) (tvs, error) {
 		if v > 1<<62 {
 			return nil, corruptKey(key, "TRES count %d out of range", v)
 		}
-		if i > 0 && uint32(id) <= a[i-1].id {
+		if i > 0 && uint32(id) <= a[len(a)-1].id {
 			return nil, corruptKey(key, "TRES IDs out of order")
 		}
-		a[i] = tv{uint32(id), int64(v)}
+		a = append(a, tv{uint32(id), int64(v)})
 	}
 	return a, nil
 }
@@ -488,31 +503,58 @@ func (t *kvTx) decodeTRES(key string, d *dec) (TRES, error) {
 }
 
 func (t *kvTx) decodePack(key, v string) (*pack, error) {
-	d := dec{b: []byte(v)}
-	if d.byte1() != codecVersion {
-		return nil, corruptKey(key, "unknown rollup record version")
-	}
-	n := d.count(4)
 	p := &pack{}
-	for range n {
-		idx := d.u()
-		if idx > 31 || p[idx] != nil {
-			return nil, corruptKey(key, "rollup slot %d out of range or repeated", idx)
+	slots := make([]slot, 0, 24)
+	var arena tvs // the slots' counts, in one allocation (mostly)
+	keep := func(x tvs) tvs {
+		if len(x) == 0 {
+			return nil
 		}
-		s := &slot{jobs: int64(d.u() & (1<<62 - 1))}
-		var err error
-		if s.tres, err = t.decodeTVs(key, &d); err != nil {
-			return nil, err
-		}
-		if s.wait, err = t.decodeTVs(key, &d); err != nil {
-			return nil, err
-		}
-		p[idx] = s
+		a := len(arena)
+		arena = append(arena, x...)
+		return arena[a:len(arena):len(arena)]
 	}
-	if !d.done() {
-		return nil, corruptKey(key, "rollup record: %s", d.errOr("trailing bytes"))
+	err := t.packSlots(key, v, func(idx uint64, jobs int64, tres, wait tvs) {
+		slots = append(slots, slot{jobs: jobs, tres: keep(tres), wait: keep(wait)})
+		p[idx] = &slots[len(slots)-1]
+	})
+	if err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// packSlots calls fn for each slot of the pack record v stored under key,
+// with its counts decoded into buffers reused for the next slot (fn must
+// not keep them).
+func (t *kvTx) packSlots(key, v string, fn func(idx uint64, jobs int64, tres, wait tvs)) error {
+	d := dec{b: []byte(v)}
+	if d.byte1() != codecVersion {
+		return corruptKey(key, "unknown rollup record version")
+	}
+	n := d.count(4)
+	var seen uint32
+	var tres, wait tvs
+	for range n {
+		idx := d.u()
+		if idx > 31 || seen&(1<<idx) != 0 {
+			return corruptKey(key, "rollup slot %d out of range or repeated", idx)
+		}
+		seen |= 1 << idx
+		jobs := int64(d.u() & (1<<62 - 1))
+		var err error
+		if tres, err = t.decodeTVsTo(key, &d, tres[:0]); err != nil {
+			return err
+		}
+		if wait, err = t.decodeTVsTo(key, &d, wait[:0]); err != nil {
+			return err
+		}
+		fn(idx, jobs, tres, wait)
+	}
+	if !d.done() {
+		return corruptKey(key, "rollup record: %s", d.errOr("trailing bytes"))
+	}
+	return nil
 }
 
 // jobContribution adds sign × the rollup contribution of job j (charged to
@@ -671,6 +713,12 @@ func (t *kvTx) scanPacks(prefix string, lc byte, from, to time.Time, sum bool, f
 }
 
 func (t *kvTx) Totals(id AssocID, from, to time.Time) (Totals, error) {
+	return t.totals(id, from, to, true)
+}
+
+// totals is Totals; with prefetch it first hands a Prefetcher backend the
+// records it reads (callers that prefetched already pass false).
+func (t *kvTx) totals(id AssocID, from, to time.Time, prefetch bool) (Totals, error) {
 	if err := validTime("from", from, false); err != nil {
 		return Totals{}, err
 	}
@@ -693,18 +741,19 @@ func (t *kvTx) Totals(id AssocID, from, to time.Time) (Totals, error) {
 			lc = 'h'
 		}
 		key := rollupPrefix(lc, id) + hexT(ps)
-		if key != lastKey {
-			var err error
-			if last, err = t.loadPack(key); err != nil {
+		var s *slot
+		if whole {
+			v, ok, err := t.get(key)
+			if err != nil {
 				return err
 			}
-			lastKey = key
-		}
-		var s *slot
-		switch {
-		case whole && last != nil:
-			s = sumPack(last)
-		case whole:
+			if ok { // summed as decoded
+				return t.packSlots(key, v, func(_ uint64, jobs int64, tres, w tvs) {
+					tot.Jobs += jobs
+					sum = sum.addScaled(tres, 1)
+					wait = wait.addScaled(w, 1)
+				})
+			}
 			day, err := t.loadPack(rollupPrefix('d', id) + hexT(ps))
 			if err != nil {
 				return err
@@ -712,8 +761,17 @@ func (t *kvTx) Totals(id AssocID, from, to time.Time) (Totals, error) {
 			if day != nil {
 				s = day[0]
 			}
-		case last != nil:
-			s = last[idx]
+		} else {
+			if key != lastKey {
+				var err error
+				if last, err = t.loadPack(key); err != nil {
+					return err
+				}
+				lastKey = key
+			}
+			if last != nil {
+				s = last[idx]
+			}
 		}
 		if s != nil {
 			tot.Jobs += s.jobs
@@ -722,14 +780,13 @@ func (t *kvTx) Totals(id AssocID, from, to time.Time) (Totals, error) {
 		}
 		return nil
 	}
-	for cur < end {
-		var lc byte = 'h'
-		next := c.nextHour(cur)
-		if cur == c.monthStart(cur) && c.nextMonth(cur) <= end {
-			lc, next = 'm', c.nextMonth(cur)
-		} else if cur == c.dayStart(cur) && c.nextDay(cur) <= end {
-			lc, next = 'd', c.nextDay(cur)
+	if p, ok := t.r.(Prefetcher); ok && prefetch {
+		if err := p.Prefetch(t.totalsKeys(id, cur, end)); err != nil {
+			return Totals{}, err
 		}
+	}
+	for cur < end {
+		lc, next := c.totalsStep(cur, end)
 		if err := add(lc, cur); err != nil {
 			return Totals{}, err
 		}

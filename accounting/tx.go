@@ -25,6 +25,8 @@ type kvTx struct {
 	resetLoaded bool
 	reset       int64 // last ResetUsage (unix seconds)
 
+	chargeTo int64 // end of the latest keyed charge, for pruning keys at flush
+
 	assocDirty bool                // this transaction changed associations
 	assocLocal map[AssocID][]Assoc // version cache once assocDirty
 
@@ -163,6 +165,9 @@ func (t *kvTx) str(id uint64) (string, bool) {
 // flush writes pending rollup and usage changes; called before commit.
 func (t *kvTx) flush() error {
 	if err := t.flushRollups(); err != nil {
+		return err
+	}
+	if err := t.pruneChargeKeys(); err != nil {
 		return err
 	}
 	return t.flushUsage()

@@ -31,6 +31,11 @@ type Charge struct {
 	TRES    TRES
 	From    time.Time
 	To      time.Time
+	// Key, when set, makes the charge idempotent: a charge whose Key was
+	// already applied changes nothing, so a caller that retries a write it
+	// cannot tell committed never double-charges. Keys are remembered for
+	// ChargeKeyRetention after the interval's end (see JobCharge).
+	Key string
 }
 
 // Usage is the accumulated usage of an association's subtree or of a QOS.
@@ -100,6 +105,9 @@ func (c Charge) validate() error {
 	if err := c.TRES.Validate(); err != nil {
 		return f(err)
 	}
+	if len(c.Key) > maxChargeKey {
+		return f(fmt.Errorf("%w: key is %d bytes, at most %d", ErrInvalid, len(c.Key), maxChargeKey))
+	}
 	return nil
 }
 
@@ -129,6 +137,9 @@ func (t *kvTx) Charge(c Charge) error {
 	if len(vs) == 0 || vs[len(vs)-1].Removed {
 		return fmt.Errorf("charge: %w: association %d", ErrNotFound, c.Assoc)
 	}
+	if seen, err := t.chargeSeen(c.Key); err != nil || seen {
+		return err
+	}
 	to, from := c.To.Unix(), c.From.Unix()
 	ep, err := t.epoch(to)
 	if err != nil {
@@ -137,6 +148,9 @@ func (t *kvTx) Charge(c Charge) error {
 	from = max(from, ep)
 	if to <= from {
 		return nil
+	}
+	if err := t.rememberCharge(c.Key, to); err != nil {
+		return err
 	}
 	d := float64(to - from)
 	uf := 1.0
@@ -454,7 +468,9 @@ func (t *kvTx) ResetUsage(now time.Time) error {
 // [max(from, j.Start), min(to, j.End)] (up to to for a running job). The
 // caller adds what the QOS says (UsageFactor, NoDecay, the partition's
 // QOS). A job that did not run in the window gives an empty interval,
-// which Charge ignores. j.Assoc must be set (PutJob resolves it; read the
+// which Charge ignores. A non-empty interval gets Key
+// "job:<cluster>:<id>:<from>-<to>" (unix seconds), so charging the same
+// job's same interval again is a no-op. j.Assoc must be set (PutJob resolves it; read the
 // record back with Tx.Job).
 func JobCharge(j JobRecord, from, to time.Time) Charge {
 	c := Charge{Assoc: j.Assoc, QOS: j.QOS, TRES: j.AllocTRES, From: to, To: to}
@@ -471,6 +487,7 @@ func JobCharge(j JobRecord, from, to time.Time) Charge {
 	}
 	if start.Before(end) {
 		c.From, c.To = start, end
+		c.Key = fmt.Sprintf("job:%s:%d:%d-%d", j.Cluster, j.ID, c.From.Unix(), c.To.Unix())
 	}
 	return c
 }

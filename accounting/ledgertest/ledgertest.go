@@ -63,6 +63,7 @@ func Run(t *testing.T, open Opener) {
 		{"RollupReplace", testRollupReplace},
 		{"PurgeRollups", testPurgeRollups},
 		{"UsageChargesChainAndQOS", testUsageChain},
+		{"ChargeIdempotent", testChargeIdempotent},
 		{"DecayExact", testDecayExact},
 		{"DecaySlurm", testDecaySlurm},
 		{"NoDecayQOS", testNoDecayQOS},
