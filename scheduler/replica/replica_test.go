@@ -1,0 +1,297 @@
+package replica_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/scheduler/replica"
+)
+
+// TestReplicaLeaderKill kills the leader mid-cycle, between proposing a
+// ScheduleEvent and handing out its decisions: either after the cycle
+// committed and before the consumer took it (the new leader must deliver
+// it, with the same index), or while the proposal is in flight (it
+// commits or it does not; either way it is delivered exactly when it is
+// committed). The killed replica comes back on its stores. After each
+// run: one leader, every committed cycle delivered once (by index), all
+// digests equal.
+func TestReplicaLeaderKill(t *testing.T) {
+	for seed := range uint64(runs(t, 4)) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			c := newCluster(t, 3, testRaft, nil)
+			w := newWorkload(c, seed)
+			for range 10 + int(seed%5) {
+				w.step()
+			}
+			for kill := range 2 {
+				for range 4 {
+					w.step()
+				}
+				w.now = w.now.Add(time.Minute) // a priority recalculation is due
+				lead := c.leader()
+				l := c.members[lead]
+				if (seed+uint64(kill))%2 == 0 {
+					// Committed, not delivered.
+					c.cons.holdOff(l.rep)
+					a, err := l.rep.Schedule(w.now)
+					if err != nil {
+						t.Fatalf("schedule on the leader: %v", err)
+					}
+					w.cycles = append(w.cycles, a.Index)
+					for _, st := range a.Result.Cycle.Starts {
+						w.running = append(w.running, st.Job)
+					}
+				} else {
+					// In flight.
+					var wg sync.WaitGroup
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						if a, err := l.rep.Schedule(w.now); err == nil {
+							c.cons.mu.Lock()
+							w.cycles = append(w.cycles, a.Index)
+							c.cons.mu.Unlock()
+						}
+					}()
+					time.Sleep(time.Duration(rand.N(2000)) * time.Microsecond)
+					c.kill(lead)
+					wg.Wait()
+				}
+				c.kill(lead)
+				for range 6 {
+					w.step()
+				}
+				c.start(lead, false)
+			}
+			c.settle()
+			w.checkSeen()
+		})
+	}
+}
+
+// TestReplicaPartition partitions the network in process: the leader
+// alone on one side (it cannot commit: what it takes is never applied
+// anywhere, and the majority elects a leader and goes on), or a follower
+// alone (the majority goes on without it). After healing: one leader,
+// nothing lost or duplicated, all digests equal.
+func TestReplicaPartition(t *testing.T) {
+	for seed := range uint64(runs(t, 4)) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			c := newCluster(t, 3, testRaft, nil)
+			w := newWorkload(c, seed)
+			for range 8 {
+				w.step()
+			}
+			lead := c.leader()
+			alone := lead
+			if seed%2 == 1 {
+				alone = (lead + 1) % 3
+			}
+			var rest []int
+			for i := range 3 {
+				if i != alone {
+					rest = append(rest, i)
+				}
+			}
+			c.partition([]int{alone}, rest)
+			if alone == lead {
+				// The minority leader cannot commit.
+				w.now = w.now.Add(time.Second)
+				_, err := c.members[alone].rep.Propose(w.now, scheduler.SubmitEvent{Spec: scheduler.JobSpec{
+					User: "ann", Account: "a", Name: "minority", Tasks: 1, CPUsPerTask: 1, TimeLimit: time.Hour}})
+				if err == nil {
+					t.Fatal("a leader cut off from the majority committed a submit")
+				}
+			}
+			for range 12 {
+				w.step()
+			}
+			c.settle()
+			w.checkSeen()
+			for _, m := range c.members {
+				err := m.rep.Read(func(s *scheduler.Scheduler) error {
+					for _, j := range s.Jobs() {
+						if j.Spec.Name == "minority" {
+							return fmt.Errorf("job %d submitted on the cut-off leader exists", j.ID)
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Errorf("%s: %v", m.id, err)
+				}
+			}
+		})
+	}
+}
+
+// TestReplicaFollowerRestartFromNothing stops a follower, compacts the
+// leader's log past what it has, and starts it again on empty stores: it
+// must be brought up by a snapshot install (Scheduler.Snapshot/Restore
+// under raft's InstallSnapshot) and end with the others' digest.
+func TestReplicaFollowerRestartFromNothing(t *testing.T) {
+	cfg := func() *raft.Config {
+		c := testRaft()
+		c.TrailingLogs = 2
+		c.SnapshotThreshold = 1 << 20 // snapshots only when asked
+		return c
+	}
+	for seed := range uint64(runs(t, 3)) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			c := newCluster(t, 3, cfg, nil)
+			w := newWorkload(c, seed)
+			for range 10 {
+				w.step()
+			}
+			lead := c.leader()
+			f := (lead + 1 + int(seed%2)) % 3
+			c.kill(f)
+			for range 15 {
+				w.step()
+			}
+			lead = c.leader()
+			if err := c.members[lead].rep.Raft().Snapshot().Error(); err != nil {
+				t.Fatal(err)
+			}
+			c.start(f, true)
+			for range 5 {
+				w.step()
+			}
+			c.settle()
+			w.checkSeen()
+			if snaps, err := c.members[f].snaps.List(); err != nil || len(snaps) == 0 {
+				t.Errorf("the restarted follower holds no installed snapshot (%v)", err)
+			}
+		})
+	}
+}
+
+// slowStore is a LogStore on a slow disk: every write waits.
+type slowStore struct {
+	raft.LogStore
+	mu    sync.Mutex
+	rng   *rand.Rand
+	delay time.Duration
+}
+
+func (s *slowStore) wait() {
+	s.mu.Lock()
+	d := time.Duration(s.rng.Int64N(int64(s.delay)))
+	s.mu.Unlock()
+	time.Sleep(d)
+}
+
+func (s *slowStore) StoreLog(l *raft.Log) error { s.wait(); return s.LogStore.StoreLog(l) }
+
+func (s *slowStore) StoreLogs(ls []*raft.Log) error { s.wait(); return s.LogStore.StoreLogs(ls) }
+
+// TestReplicaSlowDisk runs the workload with every log write delayed (up
+// to several milliseconds, longer than a heartbeat sometimes takes) and a
+// leader kill: the invariants hold as on fast disks.
+func TestReplicaSlowDisk(t *testing.T) {
+	for seed := range uint64(runs(t, 3)) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 7))
+			slow := func(ls raft.LogStore) raft.LogStore {
+				return &slowStore{LogStore: ls, rng: rand.New(rand.NewPCG(rng.Uint64(), 1)), delay: 8 * time.Millisecond}
+			}
+			c := newCluster(t, 3, testRaft, slow)
+			w := newWorkload(c, seed)
+			for range 15 {
+				w.step()
+			}
+			lead := c.leader()
+			c.kill(lead)
+			for range 10 {
+				w.step()
+			}
+			c.start(lead, false)
+			c.settle()
+			w.checkSeen()
+		})
+	}
+}
+
+// TestReplicaNotLeader checks that a follower refuses a proposal and an
+// ack, naming the leader.
+func TestReplicaNotLeader(t *testing.T) {
+	c := newCluster(t, 3, testRaft, nil)
+	lead := c.leader()
+	f := c.members[(lead+1)%3].rep
+	_, err := f.Propose(t0, scheduler.ScheduleEvent{})
+	var nl *replica.NotLeaderError
+	if !errors.As(err, &nl) || !errors.Is(err, replica.ErrNotLeader) {
+		t.Fatalf("follower propose: %v, want a NotLeaderError", err)
+	}
+	if nl.ID != c.members[lead].id || nl.Address != c.members[lead].addr {
+		t.Errorf("follower names %s at %s, the leader is %s at %s", nl.ID, nl.Address, c.members[lead].id, c.members[lead].addr)
+	}
+	if err := f.Ack(1); !errors.Is(err, replica.ErrNotLeader) {
+		t.Errorf("follower ack: %v, want ErrNotLeader", err)
+	}
+}
+
+// TestReplicaTimeNeverGoesBack checks the log's clock: a proposal before
+// the latest time is refused and not logged; a zero time is stamped by
+// the Clock, raised to the log's latest when the clock is behind.
+func TestReplicaTimeNeverGoesBack(t *testing.T) {
+	c := newCluster(t, 1, testRaft, nil)
+	r := c.members[c.leader()].rep
+	if _, err := r.Schedule(t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	before := r.Stats()
+	if _, err := r.Schedule(t0); !errors.Is(err, replica.ErrTimeBackwards) {
+		t.Fatalf("schedule an hour back: %v, want ErrTimeBackwards", err)
+	}
+	if r.Stats() != before {
+		t.Errorf("a refused proposal changed the state: %+v, then %+v", before, r.Stats())
+	}
+	if _, err := r.Schedule(time.Time{}); err == nil {
+		t.Error("a zero time without a Clock was accepted")
+	}
+}
+
+// TestReplicaFailedEventChangesNothing checks that an event that fails
+// fails on every replica and leaves the scheduler as it was.
+func TestReplicaFailedEventChangesNothing(t *testing.T) {
+	c := newCluster(t, 3, testRaft, nil)
+	w := newWorkload(c, 1)
+	for range 6 {
+		w.step()
+	}
+	c.settle()
+	snap := func(r *replica.Replica) string {
+		var b []byte
+		_ = r.Read(func(s *scheduler.Scheduler) error {
+			var buf bytesBuffer
+			err := s.Snapshot(&buf)
+			b = buf
+			return err
+		})
+		return string(b)
+	}
+	before := snap(c.members[0].rep)
+	a, err := c.propose(w.now, scheduler.CancelEvent{Job: 999999})
+	if !errors.Is(err, scheduler.ErrUnknownJob) || a.Index == 0 {
+		t.Fatalf("cancel of an unknown job: index %d, %v; want it committed and failed with ErrUnknownJob", a.Index, err)
+	}
+	c.settle()
+	for _, m := range c.members {
+		if snap(m.rep) != before {
+			t.Errorf("%s: the failed event changed the scheduler", m.id)
+		}
+	}
+}
+
+// bytesBuffer is an io.Writer into a byte slice.
+type bytesBuffer []byte
+
+func (b *bytesBuffer) Write(p []byte) (int, error) { *b = append(*b, p...); return len(p), nil }
