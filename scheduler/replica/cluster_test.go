@@ -82,10 +82,24 @@ type cluster struct {
 	members []*member
 	cons    *consumer
 	cut     map[[2]int]bool // links cut by partition
+	// initial, when set, is the scheduler snapshot every member starts
+	// from (replica.Config.Initial) instead of testConfig.
+	initial []byte
 }
 
 func newCluster(t testing.TB, n int, raftCfg func() *raft.Config, slow func(raft.LogStore) raft.LogStore) *cluster {
-	c := &cluster{t: t, raftCfg: raftCfg, slow: slow, cons: newConsumer(), cut: map[[2]int]bool{}}
+	return newClusterOf(&cluster{t: t, raftCfg: raftCfg, slow: slow}, n)
+}
+
+// newClusterFrom starts a cluster whose members start from a scheduler
+// snapshot.
+func newClusterFrom(t testing.TB, n int, raftCfg func() *raft.Config, initial []byte) *cluster {
+	return newClusterOf(&cluster{t: t, raftCfg: raftCfg, initial: initial}, n)
+}
+
+func newClusterOf(c *cluster, n int) *cluster {
+	t := c.t
+	c.cons, c.cut = newConsumer(), map[[2]int]bool{}
 	for i := range n {
 		id := raft.ServerID("r" + strconv.Itoa(i))
 		c.members = append(c.members, &member{id: id, addr: raft.ServerAddress("mem-" + string(id))})
@@ -115,8 +129,12 @@ func (c *cluster) start(i int, fresh bool) {
 		}
 	}
 	_, m.trans = raft.NewInmemTransport(m.addr)
+	sc := testConfig(string(m.id))
+	if c.initial != nil {
+		sc = scheduler.Config{}
+	}
 	rep, err := replica.New(replica.Config{
-		ID: m.id, Scheduler: testConfig(string(m.id)), Raft: c.raftCfg(),
+		ID: m.id, Scheduler: sc, Initial: c.initial, Raft: c.raftCfg(),
 		LogStore: m.logs, StableStore: m.stable, SnapshotStore: m.snaps, Transport: m.trans,
 		ApplyTimeout: 2 * time.Second,
 	})

@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"bytes"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -32,7 +31,7 @@ func (r *Replica) deliverLoop() {
 			continue
 		}
 		if t := r.raft.CurrentTerm(); t != term {
-			if err := r.raft.Barrier(r.timeout).Error(); err != nil {
+			if err := r.wait(r.raft.Barrier(r.timeout)); err != nil {
 				continue
 			}
 			term = t
@@ -73,6 +72,3 @@ func (r *Replica) forgetAcked(sent map[uint64]bool) {
 		}
 	}
 }
-
-// bytesReader reads a byte slice.
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -173,7 +174,7 @@ func initial(sc scheduler.Config, snap []byte, ropts scheduler.RestoreOptions) (
 		}
 		return s, nil
 	}
-	s, err := scheduler.Restore(bytesReader(snap), ropts)
+	s, err := scheduler.Restore(bytes.NewReader(snap), ropts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: initial snapshot: %w", ErrInvalidConfig, err)
 	}
@@ -229,7 +230,7 @@ func (r *Replica) Propose(now time.Time, ev scheduler.Event) (Applied, error) {
 	if err != nil {
 		return Applied{}, err
 	}
-	if err := fut.Error(); err != nil {
+	if err := r.wait(fut); err != nil {
 		return Applied{}, r.raftError(ev.Kind(), err)
 	}
 	resp, _ := fut.Response().(response)
@@ -286,7 +287,7 @@ func (r *Replica) ready() error {
 	if term == r.readyTerm {
 		return nil
 	}
-	if err := r.raft.Barrier(r.timeout).Error(); err != nil {
+	if err := r.wait(r.raft.Barrier(r.timeout)); err != nil {
 		return r.raftError("barrier", err)
 	}
 	if t := r.fsm.lastEventTime(); t.After(r.floor) {
@@ -294,6 +295,20 @@ func (r *Replica) ready() error {
 	}
 	r.readyTerm = term
 	return nil
+}
+
+// wait waits for raft's answer, or for Shutdown: raft does not answer a
+// future that its shutdown caught between commit and apply, and then the
+// goroutine waiting for it stays until the process ends.
+func (r *Replica) wait(f raft.Future) error {
+	ch := make(chan error, 1)
+	go func() { ch <- f.Error() }()
+	select {
+	case err := <-ch:
+		return err
+	case <-r.stop:
+		return raft.ErrRaftShutdown
+	}
 }
 
 func (r *Replica) notLeader() error {
@@ -324,7 +339,7 @@ func (r *Replica) Ack(indices ...uint64) error {
 	}
 	fut := r.raft.Apply(encodeAck(indices), r.timeout)
 	r.propMu.Unlock()
-	if err := fut.Error(); err != nil {
+	if err := r.wait(fut); err != nil {
 		return r.raftError("ack", err)
 	}
 	return nil
