@@ -52,9 +52,10 @@ func TestReplicaLeaderKill(t *testing.T) {
 					// In flight.
 					var wg sync.WaitGroup
 					wg.Add(1)
+					rep, now := l.rep, w.now
 					go func() {
 						defer wg.Done()
-						if a, err := l.rep.Schedule(w.now); err == nil {
+						if a, err := rep.Schedule(now); err == nil {
 							c.cons.mu.Lock()
 							w.cycles = append(w.cycles, a.Index)
 							c.cons.mu.Unlock()
