@@ -169,6 +169,9 @@ func (c *cluster) kill(i int) {
 	if m.rep == nil {
 		return
 	}
+	c.cons.mu.Lock()
+	c.cons.dead[m.rep] = true
+	c.cons.mu.Unlock()
 	if err := m.rep.Shutdown(); err != nil {
 		c.t.Errorf("shutdown %s: %v", m.id, err)
 	}
@@ -372,12 +375,14 @@ type consumer struct {
 	// hold, when set for a member, stops its deliveries being read;
 	// paused says the consumer has stopped reading them.
 	hold, paused map[*replica.Replica]bool
+	// dead marks the members being shut down.
+	dead map[*replica.Replica]bool
 	// starts are the jobs started, by the deliveries taken.
 	starts []scheduler.JobID
 }
 
 func newConsumer() *consumer {
-	return &consumer{got: map[uint64]string{}, hold: map[*replica.Replica]bool{}, paused: map[*replica.Replica]bool{}}
+	return &consumer{got: map[uint64]string{}, hold: map[*replica.Replica]bool{}, paused: map[*replica.Replica]bool{}, dead: map[*replica.Replica]bool{}}
 }
 
 func (c *consumer) run(rep *replica.Replica, done chan struct{}) {
@@ -388,7 +393,10 @@ func (c *consumer) run(rep *replica.Replica, done chan struct{}) {
 		c.paused[rep] = held
 		c.mu.Unlock()
 		if held {
-			if rep.Raft().State() == raft.Shutdown {
+			c.mu.Lock()
+			dead := c.dead[rep]
+			c.mu.Unlock()
+			if dead {
 				for range rep.Deliveries() { // lost with the consumer's process
 				}
 				return
@@ -521,6 +529,22 @@ func (w *workload) step() {
 		ev = scheduler.ScheduleEvent{}
 	}
 	w.propose(ev)
+}
+
+// steps proposes n events.
+func (w *workload) steps(n int) {
+	w.c.t.Helper()
+	for range n {
+		w.step()
+	}
+}
+
+// settle settles the cluster (see cluster.settle) and checks that every
+// cycle the client saw committed was delivered.
+func (w *workload) settle() {
+	w.c.t.Helper()
+	w.c.settle()
+	w.checkSeen()
 }
 
 func (w *workload) propose(ev scheduler.Event) {

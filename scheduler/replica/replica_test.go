@@ -27,13 +27,9 @@ func TestReplicaLeaderKill(t *testing.T) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			c := newCluster(t, 3, testRaft, nil)
 			w := newWorkload(c, seed)
-			for range 10 + int(seed%5) {
-				w.step()
-			}
+			w.steps(10 + int(seed%5))
 			for kill := range 2 {
-				for range 4 {
-					w.step()
-				}
+				w.steps(4)
 				w.now = w.now.Add(time.Minute) // a priority recalculation is due
 				lead := c.leader()
 				l := c.members[lead]
@@ -66,13 +62,10 @@ func TestReplicaLeaderKill(t *testing.T) {
 					wg.Wait()
 				}
 				c.kill(lead)
-				for range 6 {
-					w.step()
-				}
+				w.steps(6)
 				c.start(lead, false)
 			}
-			c.settle()
-			w.checkSeen()
+			w.settle()
 		})
 	}
 }
@@ -87,9 +80,7 @@ func TestReplicaPartition(t *testing.T) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			c := newCluster(t, 3, testRaft, nil)
 			w := newWorkload(c, seed)
-			for range 8 {
-				w.step()
-			}
+			w.steps(8)
 			lead := c.leader()
 			alone := lead
 			if seed%2 == 1 {
@@ -111,11 +102,8 @@ func TestReplicaPartition(t *testing.T) {
 					t.Fatal("a leader cut off from the majority committed a submit")
 				}
 			}
-			for range 12 {
-				w.step()
-			}
-			c.settle()
-			w.checkSeen()
+			w.steps(12)
+			w.settle()
 			for _, m := range c.members {
 				err := m.rep.Read(func(s *scheduler.Scheduler) error {
 					for _, j := range s.Jobs() {
@@ -148,25 +136,18 @@ func TestReplicaFollowerRestartFromNothing(t *testing.T) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			c := newCluster(t, 3, cfg, nil)
 			w := newWorkload(c, seed)
-			for range 10 {
-				w.step()
-			}
+			w.steps(10)
 			lead := c.leader()
 			f := (lead + 1 + int(seed%2)) % 3
 			c.kill(f)
-			for range 15 {
-				w.step()
-			}
+			w.steps(15)
 			lead = c.leader()
 			if err := c.members[lead].rep.Raft().Snapshot().Error(); err != nil {
 				t.Fatal(err)
 			}
 			c.start(f, true)
-			for range 5 {
-				w.step()
-			}
-			c.settle()
-			w.checkSeen()
+			w.steps(5)
+			w.settle()
 			if snaps, err := c.members[f].snaps.List(); err != nil || len(snaps) == 0 {
 				t.Errorf("the restarted follower holds no installed snapshot (%v)", err)
 			}
@@ -205,17 +186,12 @@ func TestReplicaSlowDisk(t *testing.T) {
 			}
 			c := newCluster(t, 3, testRaft, slow)
 			w := newWorkload(c, seed)
-			for range 15 {
-				w.step()
-			}
+			w.steps(15)
 			lead := c.leader()
 			c.kill(lead)
-			for range 10 {
-				w.step()
-			}
+			w.steps(10)
 			c.start(lead, false)
-			c.settle()
-			w.checkSeen()
+			w.settle()
 		})
 	}
 }
@@ -265,9 +241,7 @@ func TestReplicaTimeNeverGoesBack(t *testing.T) {
 func TestReplicaFailedEventChangesNothing(t *testing.T) {
 	c := newCluster(t, 3, testRaft, nil)
 	w := newWorkload(c, 1)
-	for range 6 {
-		w.step()
-	}
+	w.steps(6)
 	c.settle()
 	snap := func(r *replica.Replica) string {
 		var b []byte
@@ -296,3 +270,61 @@ func TestReplicaFailedEventChangesNothing(t *testing.T) {
 type bytesBuffer []byte
 
 func (b *bytesBuffer) Write(p []byte) (int, error) { *b = append(*b, p...); return len(p), nil }
+
+// TestReplicaRedeliverAfterSnapshot keeps the deliveries unacknowledged
+// (the consumer is stopped everywhere), snapshots the leader, brings a
+// follower up from nothing by that snapshot, and hands it the
+// leadership: the unacknowledged deliveries live in the replicated state
+// (the snapshot), so the new leader hands them out, under the indices of
+// their cycles.
+func TestReplicaRedeliverAfterSnapshot(t *testing.T) {
+	cfg := func() *raft.Config {
+		c := testRaft()
+		c.TrailingLogs = 2
+		c.SnapshotThreshold = 1 << 20
+		return c
+	}
+	c := newCluster(t, 3, cfg, nil)
+	w := newWorkload(c, 5)
+	w.steps(4)
+	c.settle()
+	for _, m := range c.members {
+		c.cons.holdOff(m.rep)
+	}
+	lead := c.leader()
+	f := (lead + 1) % 3
+	c.kill(f)
+	w.steps(20)
+	held := c.members[lead].rep.Stats().Undelivered
+	if held == 0 {
+		t.Fatal("no cycle is waiting for delivery")
+	}
+	if err := c.members[lead].rep.Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	c.start(f, true)
+	c.cons.holdOff(c.members[f].rep)
+	for c.members[f].rep.Stats().Applied != c.members[lead].rep.Stats().Applied {
+		time.Sleep(time.Millisecond)
+	}
+	if got := c.members[f].rep.Stats().Undelivered; got != held {
+		t.Fatalf("the installed follower holds %d undelivered, the leader %d", got, held)
+	}
+	m := c.members[f]
+	if err := c.members[lead].rep.Raft().LeadershipTransferToServer(m.id, m.addr).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if c.leader() != f {
+		t.Fatalf("leadership not moved to %s: %s", m.id, c.describe())
+	}
+	c.cons.mu.Lock()
+	before := len(c.cons.got)
+	clear(c.cons.hold)
+	c.cons.mu.Unlock()
+	w.settle()
+	c.cons.mu.Lock()
+	defer c.cons.mu.Unlock()
+	if len(c.cons.got)-before != held {
+		t.Errorf("%d deliveries taken after the move, %d were held", len(c.cons.got)-before, held)
+	}
+}
