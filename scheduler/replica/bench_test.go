@@ -187,7 +187,7 @@ func BenchmarkReplicaSnapshotInstall(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		b.StopTimer()
-		c := newClusterFrom(b, 3, cfg, initial)
+		c := newClusterFrom(b, 3, cfg, initial, false)
 		lead := c.leader()
 		for i := range 3 {
 			if _, err := c.propose(now.Add(time.Duration(i+1)*time.Second), scheduler.ScheduleEvent{}); err != nil {

@@ -85,6 +85,7 @@ type cluster struct {
 	// initial, when set, is the scheduler snapshot every member starts
 	// from (replica.Config.Initial) instead of testConfig.
 	initial []byte
+	hooks   bool
 }
 
 func newCluster(t testing.TB, n int, raftCfg func() *raft.Config, slow func(raft.LogStore) raft.LogStore) *cluster {
@@ -92,9 +93,10 @@ func newCluster(t testing.TB, n int, raftCfg func() *raft.Config, slow func(raft
 }
 
 // newClusterFrom starts a cluster whose members start from a scheduler
-// snapshot.
-func newClusterFrom(t testing.TB, n int, raftCfg func() *raft.Config, initial []byte) *cluster {
-	return newClusterOf(&cluster{t: t, raftCfg: raftCfg, initial: initial}, n)
+// snapshot, taken with testConfig's hooks (its fair-share source) when
+// hooks is set, else with none.
+func newClusterFrom(t testing.TB, n int, raftCfg func() *raft.Config, initial []byte, hooks bool) *cluster {
+	return newClusterOf(&cluster{t: t, raftCfg: raftCfg, initial: initial, hooks: hooks}, n)
 }
 
 func newClusterOf(c *cluster, n int) *cluster {
@@ -130,7 +132,7 @@ func (c *cluster) start(i int, fresh bool) {
 	}
 	_, m.trans = raft.NewInmemTransport(m.addr)
 	sc := testConfig(string(m.id))
-	if c.initial != nil {
+	if c.initial != nil && !c.hooks {
 		sc = scheduler.Config{}
 	}
 	rep, err := replica.New(replica.Config{

@@ -42,8 +42,10 @@
 // leader before it is proposed: a ScheduleEvent due to recalculate
 // priorities gets its fair-share tree there (scheduler.Scheduler.Prepare,
 // from Config.Scheduler's FairShare source, which only the leader reads).
-// The replicas' schedulers have no source, so applying the log reads
-// nothing outside it. An event that fails (an unknown job, say) fails on
+// The replicas' schedulers have a source that refuses, so applying the
+// log reads nothing outside it (ScheduleEvents are proposed one at a
+// time, each prepared on the state after the one before, so a due
+// cycle always carries its tree). An event that fails (an unknown job, say) fails on
 // every replica alike and changes nothing; Propose returns its error.
 //
 // Followers do not forward proposals: Propose and Ack on a follower

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/sluicehq/sluice/priority"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/journal"
 )
@@ -52,14 +53,17 @@ type Config struct {
 	// Scheduler is the configuration of the state every replica starts
 	// from (scheduler.New). Its Priority.FairShare source is read by the
 	// leader only, when it prepares a ScheduleEvent (see
-	// scheduler.Scheduler.Prepare); the replicas' schedulers have none,
-	// so that applying the log reads nothing from outside. The site-factor
-	// hook and a backfill chooser are kept, and given to Restore.
+	// scheduler.Scheduler.Prepare); the replicas' schedulers get a
+	// source that refuses, so that applying the log reads nothing from
+	// outside. The site-factor hook and a backfill chooser are kept, and
+	// given to Restore.
 	Scheduler scheduler.Config
 	// Initial, when set, is the state every replica starts from instead:
 	// a scheduler snapshot (Scheduler.Snapshot, or a journal's), the way
 	// to move a single-process scheduler under Raft. Scheduler then only
-	// supplies the hooks (fair-share source, site factor, chooser).
+	// supplies the hooks, and must have those the snapshotted scheduler
+	// had (a fair-share source, a site factor, a backfill chooser), as
+	// scheduler.Restore requires.
 	Initial []byte
 	// Raft is the Raft configuration; nil is raft.DefaultConfig() with
 	// logging off. LocalID is set to ID.
@@ -123,7 +127,14 @@ func New(cfg Config) (*Replica, error) {
 	ropts := scheduler.RestoreOptions{}
 	if sc.Priority != nil {
 		pc := *sc.Priority
-		src, pc.FairShare = pc.FairShare, nil
+		src = pc.FairShare
+		if src != nil {
+			// The replicas' schedulers get a source that refuses: the
+			// log carries the tree (Prepare on the leader), and an entry
+			// without one fails alike everywhere rather than reading a
+			// replica's own source.
+			pc.FairShare, ropts.FairShare = noSource{}, noSource{}
+		}
 		sc.Priority = &pc
 		ropts.SiteFactor = pc.Engine.Site
 	}
@@ -163,6 +174,15 @@ func New(cfg Config) (*Replica, error) {
 	}
 	go r.deliverLoop()
 	return r, nil
+}
+
+// noSource is the replicas' fair-share source: the tree comes in the
+// log, never from it.
+type noSource struct{}
+
+// FairShareTree refuses.
+func (noSource) FairShareTree(time.Time) ([]priority.Association, error) {
+	return nil, errors.New("replica: a cycle's fair-share tree must come in its log entry")
 }
 
 // initial builds the starting state: Initial's snapshot, or New(sc).

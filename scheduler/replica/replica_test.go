@@ -328,3 +328,55 @@ func TestReplicaRedeliverAfterSnapshot(t *testing.T) {
 		t.Errorf("%d deliveries taken after the move, %d were held", len(c.cons.got)-before, held)
 	}
 }
+
+// TestReplicaInitialSnapshot starts a group from a snapshot of a
+// scheduler that ran alone with a fair-share source (Config.Initial):
+// the replicas carry on from its state, a follower restarted from
+// nothing is installed from a Raft snapshot of it, and all end equal.
+func TestReplicaInitialSnapshot(t *testing.T) {
+	s, err := scheduler.New(testConfig("solo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := scheduler.JobSpec{User: "ann", Account: "a", Tasks: 1, CPUsPerTask: 8, TimeLimit: time.Hour}
+	for range 3 {
+		if _, err := s.Submit(t0, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Schedule(t0); err != nil {
+		t.Fatal(err)
+	}
+	var snap bytesBuffer
+	if err := s.Snapshot(&snap); err != nil {
+		t.Fatal(err)
+	}
+	cfg := func() *raft.Config {
+		c := testRaft()
+		c.TrailingLogs = 2
+		c.SnapshotThreshold = 1 << 20
+		return c
+	}
+	c := newClusterFrom(t, 3, cfg, snap, true)
+	w := newWorkload(c, 3)
+	w.now = t0.Add(time.Hour)
+	w.steps(10)
+	lead := c.leader()
+	f := (lead + 2) % 3
+	c.kill(f)
+	w.steps(10)
+	if err := c.members[c.leader()].rep.Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	c.start(f, true)
+	w.settle()
+	err = c.members[f].rep.Read(func(s *scheduler.Scheduler) error {
+		if j, ok := s.Job(1); !ok || j.State == scheduler.JobPending {
+			return fmt.Errorf("job 1, started before replication, is %+v", j.State)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}
