@@ -23,7 +23,7 @@ import (
 // run: one leader, every committed cycle delivered once (by index), all
 // digests equal.
 func TestReplicaLeaderKill(t *testing.T) {
-	for seed := range uint64(runs(t, 4)) {
+	for seed := range uint64(runs(t, 8)) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			c := newCluster(t, 3, testRaft, nil)
 			w := newWorkload(c, seed)
@@ -76,7 +76,7 @@ func TestReplicaLeaderKill(t *testing.T) {
 // alone (the majority goes on without it). After healing: one leader,
 // nothing lost or duplicated, all digests equal.
 func TestReplicaPartition(t *testing.T) {
-	for seed := range uint64(runs(t, 4)) {
+	for seed := range uint64(runs(t, 8)) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			c := newCluster(t, 3, testRaft, nil)
 			w := newWorkload(c, seed)
@@ -132,7 +132,7 @@ func TestReplicaFollowerRestartFromNothing(t *testing.T) {
 		c.SnapshotThreshold = 1 << 20 // snapshots only when asked
 		return c
 	}
-	for seed := range uint64(runs(t, 3)) {
+	for seed := range uint64(runs(t, 5)) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			c := newCluster(t, 3, cfg, nil)
 			w := newWorkload(c, seed)
@@ -178,7 +178,7 @@ func (s *slowStore) StoreLogs(ls []*raft.Log) error { s.wait(); return s.LogStor
 // to several milliseconds, longer than a heartbeat sometimes takes) and a
 // leader kill: the invariants hold as on fast disks.
 func TestReplicaSlowDisk(t *testing.T) {
-	for seed := range uint64(runs(t, 3)) {
+	for seed := range uint64(runs(t, 5)) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			slow := func(ls raft.LogStore) raft.LogStore {
