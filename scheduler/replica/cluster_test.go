@@ -576,6 +576,13 @@ func (w *workload) checkSeen() {
 	}
 }
 
+// seeded runs fn as a subtest per seed, runs(t, def) of them.
+func seeded(t *testing.T, def int, fn func(t *testing.T, seed uint64)) {
+	for seed := range uint64(runs(t, def)) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { fn(t, seed) })
+	}
+}
+
 // runs is the number of seeded runs of each fault test: a few by
 // default, SLUICE_REPLICA_RUNS for more.
 func runs(t *testing.T, def int) int {

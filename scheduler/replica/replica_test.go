@@ -23,51 +23,49 @@ import (
 // run: one leader, every committed cycle delivered once (by index), all
 // digests equal.
 func TestReplicaLeaderKill(t *testing.T) {
-	for seed := range uint64(runs(t, 8)) {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			c := newCluster(t, 3, testRaft, nil)
-			w := newWorkload(c, seed)
-			w.steps(10 + int(seed%5))
-			for kill := range 2 {
-				w.steps(4)
-				w.now = w.now.Add(time.Minute) // a priority recalculation is due
-				lead := c.leader()
-				l := c.members[lead]
-				if (seed+uint64(kill))%2 == 0 {
-					// Committed, not delivered.
-					c.cons.holdOff(l.rep)
-					a, err := l.rep.Schedule(w.now)
-					if err != nil {
-						t.Fatalf("schedule on the leader: %v", err)
-					}
-					w.cycles = append(w.cycles, a.Index)
-					for _, st := range a.Result.Cycle.Starts {
-						w.running = append(w.running, st.Job)
-					}
-				} else {
-					// In flight.
-					var wg sync.WaitGroup
-					wg.Add(1)
-					rep, now := l.rep, w.now
-					go func() {
-						defer wg.Done()
-						if a, err := rep.Schedule(now); err == nil {
-							c.cons.mu.Lock()
-							w.cycles = append(w.cycles, a.Index)
-							c.cons.mu.Unlock()
-						}
-					}()
-					time.Sleep(time.Duration(rand.N(2000)) * time.Microsecond)
-					c.kill(lead)
-					wg.Wait()
+	seeded(t, 8, func(t *testing.T, seed uint64) {
+		c := newCluster(t, 3, testRaft, nil)
+		w := newWorkload(c, seed)
+		w.steps(10 + int(seed%5))
+		for kill := range 2 {
+			w.steps(4)
+			w.now = w.now.Add(time.Minute) // a priority recalculation is due
+			lead := c.leader()
+			l := c.members[lead]
+			if (seed+uint64(kill))%2 == 0 {
+				// Committed, not delivered.
+				c.cons.holdOff(l.rep)
+				a, err := l.rep.Schedule(w.now)
+				if err != nil {
+					t.Fatalf("schedule on the leader: %v", err)
 				}
+				w.cycles = append(w.cycles, a.Index)
+				for _, st := range a.Result.Cycle.Starts {
+					w.running = append(w.running, st.Job)
+				}
+			} else {
+				// In flight.
+				var wg sync.WaitGroup
+				wg.Add(1)
+				rep, now := l.rep, w.now
+				go func() {
+					defer wg.Done()
+					if a, err := rep.Schedule(now); err == nil {
+						c.cons.mu.Lock()
+						w.cycles = append(w.cycles, a.Index)
+						c.cons.mu.Unlock()
+					}
+				}()
+				time.Sleep(time.Duration(rand.N(2000)) * time.Microsecond)
 				c.kill(lead)
-				w.steps(6)
-				c.start(lead, false)
+				wg.Wait()
 			}
-			w.settle()
-		})
-	}
+			c.kill(lead)
+			w.steps(6)
+			c.start(lead, false)
+		}
+		w.settle()
+	})
 }
 
 // TestReplicaPartition partitions the network in process: the leader
@@ -76,49 +74,47 @@ func TestReplicaLeaderKill(t *testing.T) {
 // alone (the majority goes on without it). After healing: one leader,
 // nothing lost or duplicated, all digests equal.
 func TestReplicaPartition(t *testing.T) {
-	for seed := range uint64(runs(t, 8)) {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			c := newCluster(t, 3, testRaft, nil)
-			w := newWorkload(c, seed)
-			w.steps(8)
-			lead := c.leader()
-			alone := lead
-			if seed%2 == 1 {
-				alone = (lead + 1) % 3
+	seeded(t, 8, func(t *testing.T, seed uint64) {
+		c := newCluster(t, 3, testRaft, nil)
+		w := newWorkload(c, seed)
+		w.steps(8)
+		lead := c.leader()
+		alone := lead
+		if seed%2 == 1 {
+			alone = (lead + 1) % 3
+		}
+		var rest []int
+		for i := range 3 {
+			if i != alone {
+				rest = append(rest, i)
 			}
-			var rest []int
-			for i := range 3 {
-				if i != alone {
-					rest = append(rest, i)
-				}
+		}
+		c.partition([]int{alone}, rest)
+		if alone == lead {
+			// The minority leader cannot commit.
+			w.now = w.now.Add(time.Second)
+			_, err := c.members[alone].rep.Propose(w.now, scheduler.SubmitEvent{Spec: scheduler.JobSpec{
+				User: "ann", Account: "a", Name: "minority", Tasks: 1, CPUsPerTask: 1, TimeLimit: time.Hour}})
+			if err == nil {
+				t.Fatal("a leader cut off from the majority committed a submit")
 			}
-			c.partition([]int{alone}, rest)
-			if alone == lead {
-				// The minority leader cannot commit.
-				w.now = w.now.Add(time.Second)
-				_, err := c.members[alone].rep.Propose(w.now, scheduler.SubmitEvent{Spec: scheduler.JobSpec{
-					User: "ann", Account: "a", Name: "minority", Tasks: 1, CPUsPerTask: 1, TimeLimit: time.Hour}})
-				if err == nil {
-					t.Fatal("a leader cut off from the majority committed a submit")
-				}
-			}
-			w.steps(12)
-			w.settle()
-			for _, m := range c.members {
-				err := m.rep.Read(func(s *scheduler.Scheduler) error {
-					for _, j := range s.Jobs() {
-						if j.Spec.Name == "minority" {
-							return fmt.Errorf("job %d submitted on the cut-off leader exists", j.ID)
-						}
+		}
+		w.steps(12)
+		w.settle()
+		for _, m := range c.members {
+			err := m.rep.Read(func(s *scheduler.Scheduler) error {
+				for _, j := range s.Jobs() {
+					if j.Spec.Name == "minority" {
+						return fmt.Errorf("job %d submitted on the cut-off leader exists", j.ID)
 					}
-					return nil
-				})
-				if err != nil {
-					t.Errorf("%s: %v", m.id, err)
 				}
+				return nil
+			})
+			if err != nil {
+				t.Errorf("%s: %v", m.id, err)
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestReplicaFollowerRestartFromNothing stops a follower, compacts the
@@ -132,27 +128,25 @@ func TestReplicaFollowerRestartFromNothing(t *testing.T) {
 		c.SnapshotThreshold = 1 << 20 // snapshots only when asked
 		return c
 	}
-	for seed := range uint64(runs(t, 5)) {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			c := newCluster(t, 3, cfg, nil)
-			w := newWorkload(c, seed)
-			w.steps(10)
-			lead := c.leader()
-			f := (lead + 1 + int(seed%2)) % 3
-			c.kill(f)
-			w.steps(15)
-			lead = c.leader()
-			if err := c.members[lead].rep.Raft().Snapshot().Error(); err != nil {
-				t.Fatal(err)
-			}
-			c.start(f, true)
-			w.steps(5)
-			w.settle()
-			if snaps, err := c.members[f].snaps.List(); err != nil || len(snaps) == 0 {
-				t.Errorf("the restarted follower holds no installed snapshot (%v)", err)
-			}
-		})
-	}
+	seeded(t, 5, func(t *testing.T, seed uint64) {
+		c := newCluster(t, 3, cfg, nil)
+		w := newWorkload(c, seed)
+		w.steps(10)
+		lead := c.leader()
+		f := (lead + 1 + int(seed%2)) % 3
+		c.kill(f)
+		w.steps(15)
+		lead = c.leader()
+		if err := c.members[lead].rep.Raft().Snapshot().Error(); err != nil {
+			t.Fatal(err)
+		}
+		c.start(f, true)
+		w.steps(5)
+		w.settle()
+		if snaps, err := c.members[f].snaps.List(); err != nil || len(snaps) == 0 {
+			t.Errorf("the restarted follower holds no installed snapshot (%v)", err)
+		}
+	})
 }
 
 // slowStore is a LogStore on a slow disk: every write waits.
@@ -178,22 +172,20 @@ func (s *slowStore) StoreLogs(ls []*raft.Log) error { s.wait(); return s.LogStor
 // to several milliseconds, longer than a heartbeat sometimes takes) and a
 // leader kill: the invariants hold as on fast disks.
 func TestReplicaSlowDisk(t *testing.T) {
-	for seed := range uint64(runs(t, 5)) {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 7))
-			slow := func(ls raft.LogStore) raft.LogStore {
-				return &slowStore{LogStore: ls, rng: rand.New(rand.NewPCG(rng.Uint64(), 1)), delay: 8 * time.Millisecond}
-			}
-			c := newCluster(t, 3, testRaft, slow)
-			w := newWorkload(c, seed)
-			w.steps(15)
-			lead := c.leader()
-			c.kill(lead)
-			w.steps(10)
-			c.start(lead, false)
-			w.settle()
-		})
-	}
+	seeded(t, 5, func(t *testing.T, seed uint64) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		slow := func(ls raft.LogStore) raft.LogStore {
+			return &slowStore{LogStore: ls, rng: rand.New(rand.NewPCG(rng.Uint64(), 1)), delay: 8 * time.Millisecond}
+		}
+		c := newCluster(t, 3, testRaft, slow)
+		w := newWorkload(c, seed)
+		w.steps(15)
+		lead := c.leader()
+		c.kill(lead)
+		w.steps(10)
+		c.start(lead, false)
+		w.settle()
+	})
 }
 
 // TestReplicaNotLeader checks that a follower refuses a proposal and an
