@@ -35,6 +35,7 @@ type NotLeaderError struct {
 	Address raft.ServerAddress
 }
 
+// Error names the leader.
 func (e *NotLeaderError) Error() string {
 	if e.Address == "" {
 		return "replica: not the leader, and no leader is known"
