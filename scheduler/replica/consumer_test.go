@@ -223,4 +223,3 @@ func (w *workload) checkSeen() {
 		}
 	}
 }
-
