@@ -47,6 +47,9 @@ type Delivery struct {
 type state struct {
 	// Applied is the log index of the last command applied.
 	Applied uint64
+	// Latest is the latest time of an entry applied, failed ones
+	// included (the scheduler's clock counts only those that applied).
+	Latest time.Time
 	// Cycles counts the cycles applied (each one a Delivery).
 	Cycles uint64
 	// Acked counts the deliveries acknowledged.
@@ -95,6 +98,9 @@ func (f *fsm) Apply(l *raft.Log) any {
 		e, err := f.codec.DecodeEntry(l.Data[1:])
 		if err != nil {
 			return response{err: fmt.Errorf("replica: log entry %d: %w", l.Index, err)}
+		}
+		if e.At.After(f.st.Latest) {
+			f.st.Latest = e.At
 		}
 		res, err := f.s.Apply(e.At, e.Event)
 		if err == nil && res.Cycle != nil {
@@ -276,9 +282,13 @@ func (f *fsm) undelivered(skip map[uint64]bool) []Delivery {
 	return out
 }
 
-// lastEventTime is the scheduler's clock floor.
-func (f *fsm) lastEventTime() time.Time {
+// latest is the latest time in the log applied: the floor of the next
+// proposal's.
+func (f *fsm) latest() time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.s.LastEventTime()
+	if t := f.s.LastEventTime(); t.After(f.st.Latest) {
+		return t // an Initial state's clock
+	}
+	return f.st.Latest
 }

@@ -311,9 +311,10 @@ func (r *Replica) ready() error {
 	if err := r.wait(r.raft.Barrier(r.timeout)); err != nil {
 		return r.raftError("barrier", err)
 	}
-	if t := r.fsm.lastEventTime(); t.After(r.floor) {
-		r.floor = t
-	}
+	// Every entry before the term is applied now: the log's latest time
+	// is the state's (entries this replica proposed in an earlier term
+	// and that were not committed are gone).
+	r.floor = r.fsm.latest()
 	r.readyTerm = term
 	return nil
 }
