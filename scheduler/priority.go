@@ -164,10 +164,19 @@ type FairShareTree struct {
 // reuse its slice), or nil when no recalculation is due or there is no
 // source.
 func (s *Scheduler) readFairShare(now time.Time) (*FairShareTree, error) {
-	if !s.priorityDue(now) || s.prio.cfg.FairShare == nil {
+	if !s.priorityDue(now) {
 		return nil, nil
 	}
-	assocs, err := s.prio.cfg.FairShare.FairShareTree(now)
+	return readFairShareFrom(s.prio.cfg.FairShare, now)
+}
+
+// readFairShareFrom reads src's tree as of now (a copy); nil for a nil
+// source.
+func readFairShareFrom(src FairShareSource, now time.Time) (*FairShareTree, error) {
+	if src == nil {
+		return nil, nil
+	}
+	assocs, err := src.FairShareTree(now)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: fair-share tree: %w", err)
 	}

@@ -374,8 +374,13 @@ func (j *Journal) Sync() error {
 // encode appends an entry's record payload (a format byte and the entry)
 // to b.
 func (j *Journal) encode(b []byte, now time.Time, ev scheduler.Event) ([]byte, error) {
-	if j.opts.Encoding == EncodingBinary {
-		out, err := j.codec.appendEntry(append(b, recBinary), now, ev)
+	return encodeWith(j.codec, j.opts.Encoding, b, now, ev)
+}
+
+// encodeWith appends an entry's record payload in encoding enc to b.
+func encodeWith(c *codec, enc Encoding, b []byte, now time.Time, ev scheduler.Event) ([]byte, error) {
+	if enc == EncodingBinary {
+		out, err := c.appendEntry(append(b, recBinary), now, ev)
 		if err == nil {
 			return out, nil
 		}
@@ -387,7 +392,7 @@ func (j *Journal) encode(b []byte, now time.Time, ev scheduler.Event) ([]byte, e
 	if err != nil {
 		return b, fmt.Errorf("journal: append %s event: %w", ev.Kind(), err)
 	}
-	if _, err := j.codec.eventType(ev.Kind()); err != nil {
+	if _, err := c.eventType(ev.Kind()); err != nil {
 		// Never journal (and so apply) what recovery could not read back.
 		var e scheduler.Entry
 		if err := json.Unmarshal(data, &e); err != nil {
