@@ -228,6 +228,63 @@ func TestReplicaTimeNeverGoesBack(t *testing.T) {
 	}
 }
 
+// TestReplicaTimeFloorSurvivesFailover checks that the floor is the
+// log's, not the leader's: an entry that failed to apply (its time is
+// not the scheduler's clock) still bounds what a new leader accepts.
+func TestReplicaTimeFloorSurvivesFailover(t *testing.T) {
+	c := newCluster(t, 3, testRaft, nil)
+	late := t0.Add(2 * time.Hour)
+	if a, err := c.propose(late, scheduler.CancelEvent{Job: 424242}); !errors.Is(err, scheduler.ErrUnknownJob) || a.Index == 0 {
+		t.Fatalf("cancel of an unknown job: index %d, %v", a.Index, err)
+	}
+	lead := c.leader()
+	c.kill(lead)
+	if _, err := c.propose(t0.Add(time.Hour), scheduler.ScheduleEvent{}); !errors.Is(err, replica.ErrTimeBackwards) {
+		t.Fatalf("new leader took a time before the failed entry's: %v, want ErrTimeBackwards", err)
+	}
+	if _, err := c.propose(late, scheduler.ScheduleEvent{}); err != nil {
+		t.Fatalf("new leader refused the log's latest time: %v", err)
+	}
+	c.start(lead, false)
+	c.settle()
+}
+
+// TestReplicaClockStamps checks that a zero time is stamped from
+// Config.Clock, and raised to the log's latest when the clock is behind.
+func TestReplicaClockStamps(t *testing.T) {
+	addr, trans := raft.NewInmemTransport("")
+	clock := t0.Add(time.Hour)
+	r, err := replica.New(replica.Config{ID: "c0", Scheduler: testConfig("c0"), Raft: testRaft(),
+		LogStore: raft.NewInmemStore(), StableStore: raft.NewInmemStore(), SnapshotStore: raft.NewInmemSnapshotStore(),
+		Transport: trans, Clock: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Shutdown()
+	go func() {
+		for d := range r.Deliveries() {
+			_ = r.Ack(d.Index)
+		}
+	}()
+	if err := r.Bootstrap(raft.Server{ID: "c0", Address: addr}); err != nil {
+		t.Fatal(err)
+	}
+	for !r.IsLeader() {
+		time.Sleep(time.Millisecond)
+	}
+	a, err := r.Schedule(time.Time{})
+	if err != nil || !a.At.Equal(clock) || !a.Result.Cycle.Now.Equal(clock) {
+		t.Fatalf("zero time stamped %v (cycle at %v), %v; want the clock's %v", a.At, a.Result.Cycle, err, clock)
+	}
+	ahead := clock.Add(time.Hour)
+	if _, err := r.Schedule(ahead); err != nil {
+		t.Fatal(err)
+	}
+	if a, err = r.Schedule(time.Time{}); err != nil || !a.At.Equal(ahead) {
+		t.Errorf("clock behind the log: stamped %v, %v; want the log's latest %v", a.At, err, ahead)
+	}
+}
+
 // TestReplicaFailedEventChangesNothing checks that an event that fails
 // fails on every replica and leaves the scheduler as it was.
 func TestReplicaFailedEventChangesNothing(t *testing.T) {
