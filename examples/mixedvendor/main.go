@@ -7,7 +7,7 @@
 //
 //	go run ./examples/mixedvendor
 //
-// The nodes (internal/vendortest): an NVIDIA DGX H100 discovered by the
+// The nodes (scheduler/vendortest): an NVIDIA DGX H100 discovered by the
 // NVML driver over its mock (8 × h100 on NVSwitch; without cgo, the
 // inventory that driver reports), an 8 × MI300X node with one xGMI hive
 // and an 8 × Intel Max 1550 node, both discovered by their sysfs drivers
@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/internal/vendortest"
+	"github.com/sluicehq/sluice/scheduler/vendortest"
 	"github.com/sluicehq/sluice/scheduler"
 )
 

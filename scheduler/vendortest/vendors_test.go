@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/internal/vendortest"
+	"github.com/sluicehq/sluice/scheduler/vendortest"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
 )

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/internal/vendortest"
+	"github.com/sluicehq/sluice/scheduler/vendortest"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
