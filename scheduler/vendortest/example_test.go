@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/scheduler/vendortest"
 	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/scheduler/vendortest"
 )
 
 // One node per vendor, each as its driver reports it, in one cluster:
