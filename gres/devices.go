@@ -66,8 +66,8 @@ type topo struct {
 	pos      []int16 // device index -> position, -1 when absent
 	w        []int64 // n×n pair weights
 	groups   []group
-	bestPair int64   // best pairValue over all pairs (for Quality)
-	twin     []int16 // position -> lowest position with an identical link row (itself if none)
+	bestPair int64          // best pairValue over all pairs (for Quality)
+	twin     []int16        // position -> lowest position with an identical link row (itself if none)
 	shares   []DeviceShares // position -> its shares; nil when no device is shared
 }
 
@@ -240,6 +240,16 @@ func (s *NodeDevices) Clone() *NodeDevices {
 		c.use = append([]shareUse(nil), s.use...)
 	}
 	return &c
+}
+
+// Copy returns an independent copy of the state by value (for saving it
+// and restoring it with *s = saved); like Clone it shares the inventory.
+func (s *NodeDevices) Copy() NodeDevices {
+	c := *s
+	if s.use != nil {
+		c.use = append([]shareUse(nil), s.use...)
+	}
+	return c
 }
 
 // Inventory returns the node's inventory (with names and types in lower

@@ -63,6 +63,25 @@ func (s *NodeDevices) ShareCounts(name string) (total, free int) {
 	return total, free
 }
 
+// MaxFreeShares returns the most free shares of name any one device has
+// (on healthy devices not allocated whole): the largest request of it
+// ChooseShares can satisfy without Spread.
+func (s *NodeDevices) MaxFreeShares(name string) int {
+	best := 0
+	for p, sh := range s.t.shares {
+		if c := sh.count(name); c > 0 && !s.used.has(p) && !s.bad.has(p) {
+			best = max(best, c-int(*s.use[p].of(name)))
+		}
+	}
+	return best
+}
+
+// IsShared reports whether device index has shares in use.
+func (s *NodeDevices) IsShared(index int) bool {
+	p, ok := s.t.position(index)
+	return ok && s.shared.has(p)
+}
+
 // SharesInUse returns how many shares of name are in use on device index
 // (0 when unknown or not shared).
 func (s *NodeDevices) SharesInUse(index int, name string) int {

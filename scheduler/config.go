@@ -442,7 +442,7 @@ func (n *NodeConfig) validate() error {
 			}
 		}
 	}
-	return nil
+	return n.validateShares()
 }
 
 // graph builds the topology graph over the configured nodes.

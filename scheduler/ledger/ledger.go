@@ -369,8 +369,15 @@ func (r *Recorder) record(j scheduler.Job) accounting.JobRecord {
 		names := j.Alloc.NodeNames()
 		rec.NodeList, _ = topology.CompressHostlist(names)
 		for _, na := range j.Alloc.Nodes {
-			if len(na.Devices) > 0 {
-				rec.GPUs = append(rec.GPUs, accounting.NodeGPUs{Node: na.Name, Indices: slices.Clone(na.Devices)})
+			idx := slices.Clone(na.Devices)
+			for _, g := range na.Shares { // shared devices (gres/shard, gres/mps) are the job's GPUs too
+				if !slices.Contains(idx, g.Device) {
+					idx = append(idx, g.Device)
+				}
+			}
+			if len(idx) > 0 {
+				slices.Sort(idx)
+				rec.GPUs = append(rec.GPUs, accounting.NodeGPUs{Node: na.Name, Indices: idx})
 			}
 		}
 		if j.Backfilled {
