@@ -43,9 +43,9 @@ type physGPU struct {
 
 // migDev is one MIG slice (a compute instance inside a GPU instance).
 type migDev struct {
-	h      gonvml.Device // its NVML handle (telemetry reads its memory)
-	uuid   string
-	gi, ci int
+	h       gonvml.Device // its NVML handle (telemetry reads its memory)
+	uuid    string
+	gi, ci  int
 	memMiB  int64
 	typ     string
 	profile string // "1g.10gb"; "mig" when unknown

@@ -166,7 +166,9 @@ func TestDiscoverStockDGXMock(t *testing.T) {
 			return gonvml.TOPOLOGY_SYSTEM, gonvml.SUCCESS
 		}
 		d.GetMigModeFunc = func() (int, int, gonvml.Return) { return 0, 0, gonvml.SUCCESS }
-		d.GetGpuFabricInfoFunc = func() (gonvml.GpuFabricInfo, gonvml.Return) { return gonvml.GpuFabricInfo{}, gonvml.ERROR_NOT_SUPPORTED }
+		d.GetGpuFabricInfoFunc = func() (gonvml.GpuFabricInfo, gonvml.Return) {
+			return gonvml.GpuFabricInfo{}, gonvml.ERROR_NOT_SUPPORTED
+		}
 	}
 	d, err := New(srv, Options{SysfsRoot: t.TempDir(), ProcRoot: t.TempDir()})
 	require.NoError(t, err)

@@ -104,7 +104,9 @@ func TestSampleStockMocks(t *testing.T) {
 					return gonvml.TOPOLOGY_SYSTEM, gonvml.SUCCESS
 				}
 				dv.GetMigModeFunc = func() (int, int, gonvml.Return) { return 0, 0, gonvml.SUCCESS }
-				dv.GetGpuFabricInfoFunc = func() (gonvml.GpuFabricInfo, gonvml.Return) { return gonvml.GpuFabricInfo{}, gonvml.ERROR_NOT_SUPPORTED }
+				dv.GetGpuFabricInfoFunc = func() (gonvml.GpuFabricInfo, gonvml.Return) {
+					return gonvml.GpuFabricInfo{}, gonvml.ERROR_NOT_SUPPORTED
+				}
 				dv.GetUtilizationRatesFunc = func() (gonvml.Utilization, gonvml.Return) {
 					return gonvml.Utilization{Gpu: uint32(10 * i)}, gonvml.SUCCESS
 				}
