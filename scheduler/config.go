@@ -390,7 +390,7 @@ func (c *Config) validate() (*topology.Graph, error) {
 		}
 	}
 	var g *topology.Graph
-	if c.Topology != nil {
+	if c.topologyConfig() != nil {
 		var err error
 		if g, err = c.graph(); err != nil {
 			return nil, err
@@ -447,7 +447,7 @@ func (n *NodeConfig) validate() error {
 
 // graph builds the topology graph over the configured nodes.
 func (c *Config) graph() (*topology.Graph, error) {
-	tc := *c.Topology
+	tc := *c.topologyConfig()
 	if len(tc.Nodes) != 0 {
 		return nil, fmt.Errorf("%w: Topology.Nodes must be empty (the scheduler's node order is used)", ErrInvalidConfig)
 	}
