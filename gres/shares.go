@@ -38,6 +38,20 @@ type ShareGrant struct {
 // String returns "shard:2@0": name, count and device index.
 func (g ShareGrant) String() string { return fmt.Sprintf("%s:%d@%d", g.Name, g.Count, g.Device) }
 
+// ShareDevices returns the device indices the grants are on, increasing
+// and without repeats: the devices whose files a job holding them may
+// open (Discovery.FilesFor), like its whole devices.
+func ShareDevices(gs []ShareGrant) []int {
+	var out []int
+	for _, g := range gs {
+		if !slices.Contains(out, g.Device) {
+			out = append(out, g.Device)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // HasShares reports whether some device of the node offers shares of the
 // sharing GRES name.
 func (s *NodeDevices) HasShares(name string) bool {

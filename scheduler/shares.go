@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sluicehq/sluice/gres"
@@ -194,4 +195,16 @@ func (s *Scheduler) freeOf(n *node, d gres.ID) int64 {
 		return min(n.free[d], int64(n.devs.Free(name, typ)))
 	}
 	return n.free[d]
+}
+
+// DeviceIndices returns every device index the job may use on the node:
+// its whole devices and the devices it holds shares on, increasing (the
+// indices whose files an enforcer allows, gres.Discovery.FilesFor).
+func (na NodeAlloc) DeviceIndices() []int {
+	if len(na.Shares) == 0 {
+		return slices.Clone(na.Devices)
+	}
+	out := append(slices.Clone(na.Devices), gres.ShareDevices(na.Shares)...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -369,14 +369,7 @@ func (r *Recorder) record(j scheduler.Job) accounting.JobRecord {
 		names := j.Alloc.NodeNames()
 		rec.NodeList, _ = topology.CompressHostlist(names)
 		for _, na := range j.Alloc.Nodes {
-			idx := slices.Clone(na.Devices)
-			for _, g := range na.Shares { // shared devices (gres/shard, gres/mps) are the job's GPUs too
-				if !slices.Contains(idx, g.Device) {
-					idx = append(idx, g.Device)
-				}
-			}
-			if len(idx) > 0 {
-				slices.Sort(idx)
+			if idx := na.DeviceIndices(); len(idx) > 0 { // shared devices too
 				rec.GPUs = append(rec.GPUs, accounting.NodeGPUs{Node: na.Name, Indices: idx})
 			}
 		}
