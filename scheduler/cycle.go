@@ -543,7 +543,7 @@ func (s *Scheduler) fitsNow(j *job, i int) bool {
 	if !j.perNode.Fits(n.free) {
 		return false
 	}
-	if j.Spec.EnforceBinding || j.Spec.GPUsPerSocket > 0 {
+	if j.Spec.EnforceBinding || j.Spec.GPUsPerSocket > 0 || sharedChoice(j, n) {
 		// Counts do not see where the free devices sit (near which CPUs,
 		// on which socket): the choice itself decides, so that the node
 		// filter and allocate agree.

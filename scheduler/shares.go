@@ -208,3 +208,12 @@ func (na NodeAlloc) DeviceIndices() []int {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// sharedChoice reports whether only the device choice can tell that node
+// n holds job j: the node shares devices and the job asks for devices or
+// shares. Its TRES counts do not say which devices are shared (gres/gpu
+// counts a GPU with shares in use, gres/shard the shards of a GPU
+// allocated whole) nor that a job's shares must come from one device.
+func sharedChoice(j *job, n *node) bool {
+	return n.cfg.Devices.Shares != nil && len(j.devReq) > 0
+}

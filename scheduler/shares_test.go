@@ -162,3 +162,33 @@ func TestSharedGPUsConfigAndJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &back))
 	assert.Equal(t, na.Shares, back.Shares)
 }
+
+// TestSharedGPUsNodeChoiceSeesWholeUse: a node whose shared GPU is
+// allocated whole still counts its shards as free TRES, but cannot give
+// them; the cycle must pick the other node, not stall on the first.
+func TestSharedGPUsNodeChoiceSeesWholeUse(t *testing.T) {
+	node := func(name string) scheduler.NodeConfig {
+		inv := gres.Inventory{Devices: []gres.Device{{Index: 0, Name: "gpu", NUMA: -1, Socket: -1}, {Index: 1, Name: "gpu", NUMA: -1, Socket: -1}},
+			Shares: []gres.DeviceShares{{Device: 0, Shards: 4}}}
+		return scheduler.NodeConfig{Name: name, CPUs: 8, MemoryMiB: 1024, Devices: inv}
+	}
+	cfg := scheduler.Config{Nodes: []scheduler.NodeConfig{node("a"), node("b")},
+		Partitions: []scheduler.PartitionConfig{{Name: "p", Default: true}}}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	w := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(2), CPUsPerTask: 1})
+	sh := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: req(t, "shard:1"), CPUsPerTask: 1})
+	// A whole-GPU job may not take a shared GPU: gres/gpu counts 2 free
+	// on node b, but one of them has a shard in use.
+	g2 := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(2), CPUsPerTask: 1})
+	cyc := mustSchedule(t, s, t0)
+	jw, _ := s.Job(w)
+	assert.Equal(t, []string{"a"}, jw.Alloc.NodeNames())
+	js, _ := s.Job(sh)
+	require.Equal(t, scheduler.JobRunning, js.State)
+	assert.Equal(t, []string{"b"}, js.Alloc.NodeNames())
+	assert.Equal(t, policy.ReasonResources, reasonOf(cyc, g2))
+	ex, err := s.Explain(t0, g2, scheduler.ExplainOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, deficitsOf(ex), scheduler.Deficit{TRES: "gres/gpu", PerNode: 2, Nodes: 0})
+}
