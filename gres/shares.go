@@ -164,21 +164,37 @@ func (s *NodeDevices) ChooseShares(r ShareRequest) ([]ShareGrant, error) {
 	return out, nil
 }
 
-// checkGrants validates grants against the inventory: known shared
-// devices, sharing names, positive counts.
-func (s *NodeDevices) checkGrants(op string, gs []ShareGrant) error {
+// shareKey is a device position and a sharing GRES (0 shard, 1 mps).
+type shareKey struct{ pos, kind int }
+
+// grantTotals validates grants against the inventory (known shared
+// devices, sharing names, positive counts) and sums them per device and
+// name.
+func (s *NodeDevices) grantTotals(op string, gs []ShareGrant) (map[shareKey]int, error) {
+	tot := make(map[shareKey]int, len(gs))
 	for _, g := range gs {
 		p, ok := s.t.position(g.Device)
 		switch {
 		case !ok:
-			return fmt.Errorf("%s %s: %w", op, g, ErrUnknownDevice)
+			return nil, fmt.Errorf("%s %s: %w", op, g, ErrUnknownDevice)
 		case !IsSharing(g.Name) || g.Count <= 0:
-			return fmt.Errorf("%s %s: want shard or mps and a positive count: %w", op, g, ErrInvalidRequest)
+			return nil, fmt.Errorf("%s %s: want shard or mps and a positive count: %w", op, g, ErrInvalidRequest)
 		case s.t.shares == nil || s.t.shares[p].count(g.Name) == 0:
-			return fmt.Errorf("%s %s: device %d offers no %s: %w", op, g, g.Device, g.Name, ErrInvalidRequest)
+			return nil, fmt.Errorf("%s %s: device %d offers no %s: %w", op, g, g.Device, g.Name, ErrInvalidRequest)
 		}
+		tot[s.keyOf(g)] += g.Count
 	}
-	return nil
+	return tot, nil
+}
+
+// keyOf returns the shareKey of a grant whose device is known.
+func (s *NodeDevices) keyOf(g ShareGrant) shareKey {
+	p, _ := s.t.position(g.Device)
+	k := shareKey{pos: p}
+	if strings.EqualFold(g.Name, MPSName) {
+		k.kind = 1
+	}
+	return k
 }
 
 // AllocateShares marks the grants' shares in use. It fails, changing
@@ -186,30 +202,26 @@ func (s *NodeDevices) checkGrants(op string, gs []ShareGrant) error {
 // allocated whole (ErrDeviceInUse), is unhealthy (ErrDeviceUnhealthy), or
 // has fewer free shares than granted (ErrInsufficientDevices).
 func (s *NodeDevices) AllocateShares(gs []ShareGrant) error {
-	if err := s.checkGrants("allocate", gs); err != nil {
+	tot, err := s.grantTotals("allocate", gs)
+	if err != nil {
 		return err
 	}
-	want := make(map[[2]int]int, len(gs))
 	for _, g := range gs {
-		p, _ := s.t.position(g.Device)
-		k := [2]int{p, 0}
-		if strings.EqualFold(g.Name, MPSName) {
-			k[1] = 1
-		}
-		want[k] += g.Count
+		k := s.keyOf(g)
+		inUse, capacity := int(*s.use[k.pos].of(g.Name)), s.t.shares[k.pos].count(g.Name)
 		switch {
-		case s.used.has(p):
+		case s.used.has(k.pos):
 			return fmt.Errorf("allocate %s: device allocated whole: %w", g, ErrDeviceInUse)
-		case s.bad.has(p):
+		case s.bad.has(k.pos):
 			return fmt.Errorf("allocate %s: %w", g, ErrDeviceUnhealthy)
-		case int(*s.use[p].of(g.Name))+want[k] > s.t.shares[p].count(g.Name):
-			return fmt.Errorf("allocate %s: %d of %d in use: %w", g, *s.use[p].of(g.Name), s.t.shares[p].count(g.Name), ErrInsufficientDevices)
+		case inUse+tot[k] > capacity:
+			return fmt.Errorf("allocate %s: %d of %d in use: %w", g, inUse, capacity, ErrInsufficientDevices)
 		}
 	}
 	for _, g := range gs {
-		p, _ := s.t.position(g.Device)
-		*s.use[p].of(g.Name) += int32(g.Count)
-		s.shared.set(p)
+		k := s.keyOf(g)
+		*s.use[k.pos].of(g.Name) += int32(g.Count)
+		s.shared.set(k.pos)
 	}
 	return nil
 }
@@ -218,26 +230,21 @@ func (s *NodeDevices) AllocateShares(gs []ShareGrant) error {
 // when a device is unknown or has fewer shares in use than released
 // (ErrDeviceNotInUse).
 func (s *NodeDevices) ReleaseShares(gs []ShareGrant) error {
-	if err := s.checkGrants("release", gs); err != nil {
+	tot, err := s.grantTotals("release", gs)
+	if err != nil {
 		return err
 	}
-	rel := make(map[[2]int]int, len(gs))
 	for _, g := range gs {
-		p, _ := s.t.position(g.Device)
-		k := [2]int{p, 0}
-		if strings.EqualFold(g.Name, MPSName) {
-			k[1] = 1
-		}
-		rel[k] += g.Count
-		if int(*s.use[p].of(g.Name)) < rel[k] {
-			return fmt.Errorf("release %s: only %d in use: %w", g, *s.use[p].of(g.Name), ErrDeviceNotInUse)
+		k := s.keyOf(g)
+		if inUse := int(*s.use[k.pos].of(g.Name)); inUse < tot[k] {
+			return fmt.Errorf("release %s: only %d in use: %w", g, inUse, ErrDeviceNotInUse)
 		}
 	}
 	for _, g := range gs {
-		p, _ := s.t.position(g.Device)
-		*s.use[p].of(g.Name) -= int32(g.Count)
-		if s.use[p] == (shareUse{}) {
-			s.shared.clear(p)
+		k := s.keyOf(g)
+		*s.use[k.pos].of(g.Name) -= int32(g.Count)
+		if s.use[k.pos] == (shareUse{}) {
+			s.shared.clear(k.pos)
 		}
 	}
 	return nil

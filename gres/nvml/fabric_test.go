@@ -36,14 +36,7 @@ func TestDiscoverFabricStockMocks(t *testing.T) {
 	}{"dgxh100": {dgxh100.New(), "h100"}, "dgxh200": {dgxh200.New(), "h200"}, "dgxb200": {dgxb200.New(), "b200"}} {
 		t.Run(name, func(t *testing.T) {
 			for i := range c.srv.Devices {
-				dv := c.srv.Devices[i].(*server.Device)
-				dv.GetNumaNodeIdFunc = func() (int, gonvml.Return) { return i / 4, gonvml.SUCCESS }
-				dv.GetCpuAffinityFunc = func(int) ([]uint, gonvml.Return) { return nil, gonvml.ERROR_NOT_SUPPORTED }
-				dv.GetNvLinkStateFunc = func(int) (gonvml.EnableState, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED }
-				dv.GetTopologyCommonAncestorFunc = func(gonvml.Device) (gonvml.GpuTopologyLevel, gonvml.Return) {
-					return gonvml.TOPOLOGY_SYSTEM, gonvml.SUCCESS
-				}
-				dv.GetMigModeFunc = func() (int, int, gonvml.Return) { return 0, 0, gonvml.SUCCESS }
+				dv := fillStockMock(c.srv, i)
 				dv.GetGpuFabricInfoFunc = func() (gonvml.GpuFabricInfo, gonvml.Return) {
 					return gonvml.GpuFabricInfo{ClusterUuid: testCluster, CliqueId: 7, State: gonvml.GPU_FABRIC_STATE_COMPLETED}, gonvml.SUCCESS
 				}
@@ -59,6 +52,23 @@ func TestDiscoverFabricStockMocks(t *testing.T) {
 			assert.Equal(t, gres.NVLinkFabric{ClusterUUID: testClusterUUID, CliqueID: 7}, disc.Inventory.Fabric)
 		})
 	}
+}
+
+// fillStockMock supplies what discovery calls and go-nvml's stock DGX
+// servers lack, for GPU i, as a third party would: NUMA node i/4, CPU
+// affinity and NVLink unsupported, SYS between GPUs, MIG off, no
+// multi-node fabric. It returns the device to adjust further.
+func fillStockMock(srv *server.Server, i int) *server.Device {
+	dv := srv.Devices[i].(*server.Device)
+	dv.GetNumaNodeIdFunc = func() (int, gonvml.Return) { return i / 4, gonvml.SUCCESS }
+	dv.GetCpuAffinityFunc = func(int) ([]uint, gonvml.Return) { return nil, gonvml.ERROR_NOT_SUPPORTED }
+	dv.GetNvLinkStateFunc = func(int) (gonvml.EnableState, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED }
+	dv.GetTopologyCommonAncestorFunc = func(gonvml.Device) (gonvml.GpuTopologyLevel, gonvml.Return) {
+		return gonvml.TOPOLOGY_SYSTEM, gonvml.SUCCESS
+	}
+	dv.GetMigModeFunc = func() (int, int, gonvml.Return) { return 0, 0, gonvml.SUCCESS }
+	dv.GetGpuFabricInfoFunc = func() (gonvml.GpuFabricInfo, gonvml.Return) { return gonvml.GpuFabricInfo{}, gonvml.ERROR_NOT_SUPPORTED }
+	return dv
 }
 
 // TestDiscoverFabricStates: a GPU not yet registered, registered with an
