@@ -67,7 +67,9 @@ func fillStockMock(srv *server.Server, i int) *server.Device {
 		return gonvml.TOPOLOGY_SYSTEM, gonvml.SUCCESS
 	}
 	dv.GetMigModeFunc = func() (int, int, gonvml.Return) { return 0, 0, gonvml.SUCCESS }
-	dv.GetGpuFabricInfoFunc = func() (gonvml.GpuFabricInfo, gonvml.Return) { return gonvml.GpuFabricInfo{}, gonvml.ERROR_NOT_SUPPORTED }
+	dv.GetGpuFabricInfoFunc = func() (gonvml.GpuFabricInfo, gonvml.Return) {
+		return gonvml.GpuFabricInfo{}, gonvml.ERROR_NOT_SUPPORTED
+	}
 	return dv
 }
 
