@@ -193,7 +193,9 @@ type NodeConfig struct {
 	Devices gres.Inventory
 	// GRES lists count-only generic resources (GPU shards, MPS shares,
 	// local licenses): counted, without device indices. A name must not
-	// also be a device name of the node.
+	// also be a device name of the node, nor shard or mps when the
+	// devices are shared under that name (Devices.Shares: shards and MPS
+	// shares on concrete devices, see shares.go).
 	GRES []gres.Request
 	// Weight is Slurm's node Weight: among the nodes that can hold a job,
 	// the lightest are allocated first (then the lowest index). Zero

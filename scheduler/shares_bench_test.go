@@ -27,19 +27,21 @@ func sharedMix(c *scheduler.Config) error {
 	return nil
 }
 
-// sharedRequests turns three in ten of the workload's one-GPU jobs
-// outside the GB200 partition into shard:2, mps:25 and
-// gpu:h100_3g.40gb:1 requests.
+// sharedRequests turns about one in six of the workload's one-GPU jobs
+// outside the GB200 partition into shard:2 (one in ten), mps:25 (one in
+// twenty) and gpu:h100_3g.40gb:1 (one in forty) requests, in proportion
+// to what the shared nodes offer so that the standard fill still reaches
+// about 40,000 running jobs.
 func sharedRequests(k int, spec *scheduler.JobSpec) {
 	if spec.Nodes > 1 || spec.Exclusive || spec.Partition == "gb200" || len(spec.GRESPerNode) != 1 || spec.GRESPerNode[0].Count != 1 {
 		return
 	}
-	switch k % 10 {
-	case 0:
+	switch {
+	case k%10 == 0:
 		spec.GRESPerNode = []gres.Request{{Name: "shard", Count: 2}}
-	case 1:
+	case k%20 == 1:
 		spec.GRESPerNode = []gres.Request{{Name: "mps", Count: 25}}
-	case 2:
+	case k%40 == 2:
 		spec.GRESPerNode = []gres.Request{{Name: "gpu", Type: "h100_3g.40gb", Count: 1}}
 	}
 }
@@ -47,8 +49,8 @@ func sharedRequests(k int, spec *scheduler.JobSpec) {
 // BenchmarkScheduleShared is BenchmarkSchedule's standard cycle (10,000
 // nodes, about 40,000 running, 100,000 pending) with shared GPUs: /base
 // is the standard state, /shared the same with a quarter of the H100
-// nodes sharing GPUs (sharedMix) and three in ten one-GPU jobs asking for
-// shards, MPS or a MIG instance (sharedRequests).
+// nodes sharing GPUs (sharedMix) and about one in six one-GPU jobs asking
+// for shards, MPS or a MIG instance (sharedRequests).
 func BenchmarkScheduleShared(b *testing.B) {
 	for _, bc := range []struct {
 		name   string
