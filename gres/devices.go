@@ -69,6 +69,7 @@ type topo struct {
 	bestPair int64          // best pairValue over all pairs (for Quality)
 	twin     []int16        // position -> lowest position with an identical link row (itself if none)
 	shares   []DeviceShares // position -> its shares; nil when no device is shared
+	sharable devMask        // positions that offer shares
 }
 
 // closeness maps a pair's host-side proximity to 0..6: 0 SYS across
@@ -134,6 +135,7 @@ func compile(inv Inventory) (*topo, error) {
 		t.shares = make([]DeviceShares, n)
 		for _, sh := range inv.Shares {
 			t.shares[t.pos[sh.Device]] = sh
+			t.sharable.set(int(t.pos[sh.Device]))
 		}
 	}
 	// Twins: devices whose links to every third device are identical (and

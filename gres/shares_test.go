@@ -199,3 +199,17 @@ func ExampleNodeDevices_ChooseShares() {
 	// [shard:2@0]
 	// whole GPUs free: 1
 }
+
+// TestChooseLeavesSharableDevices: a whole-GPU request takes GPUs that
+// offer no shares while they suffice, so the shareable ones stay
+// available to shard and MPS jobs; when they do not suffice every free
+// GPU is eligible, ranked as usual.
+func TestChooseLeavesSharableDevices(t *testing.T) {
+	s := sharedNode(t) // GPUs 0 and 1 offer shares
+	pl, err := s.Choose(gres.DeviceRequest{Name: "gpu", Count: 2})
+	require.NoError(t, err)
+	assert.Equal(t, []int{2, 3}, pl.Devices)
+	pl, err = s.Choose(gres.DeviceRequest{Name: "gpu", Count: 3})
+	require.NoError(t, err)
+	assert.Len(t, pl.Devices, 3, "too few unshareable GPUs: shareable ones are eligible")
+}
