@@ -140,7 +140,9 @@ const maxSeeds = 24
 //     host side), so a small job takes an orphan GPU instead of breaking a
 //     free NVLink pair or island;
 //
-// and breaks remaining ties towards the lowest device indices. When at
+// and breaks remaining ties towards the lowest device indices. Devices
+// that offer shares (Inventory.Shares) are left for shared use whenever
+// the others hold the request (not with EnforceBinding). When at
 // most 5000 subsets need enumerating — after skipping subsets that differ
 // only by interchangeable ("twin") devices, so every request on 8 GPUs and
 // most on 16 — the result is exactly optimal for this order. Beyond that
@@ -190,6 +192,14 @@ func (s *NodeDevices) Choose(req DeviceRequest) (Placement, error) {
 	m := c.count()
 	if m < k {
 		return Placement{}, fmt.Errorf("%w: want %d %s, %d eligible of %d free", ErrInsufficientDevices, k, reqLabel(req), m, avail.count())
+	}
+	if !req.EnforceBinding {
+		// Devices that offer shares (shards, MPS) are kept for shared use
+		// while the others hold the request, as shares pack onto devices
+		// already shared (ChooseShares).
+		if rest := c.andNot(t.sharable); rest != c && rest.count() >= k {
+			c = rest
+		}
 	}
 	bind := s.newBinding(req, c)
 

@@ -66,8 +66,10 @@ type topo struct {
 	pos      []int16 // device index -> position, -1 when absent
 	w        []int64 // n×n pair weights
 	groups   []group
-	bestPair int64   // best pairValue over all pairs (for Quality)
-	twin     []int16 // position -> lowest position with an identical link row (itself if none)
+	bestPair int64          // best pairValue over all pairs (for Quality)
+	twin     []int16        // position -> lowest position with an identical link row (itself if none)
+	shares   []DeviceShares // position -> its shares; nil when no device is shared
+	sharable devMask        // positions that offer shares
 }
 
 // closeness maps a pair's host-side proximity to 0..6: 0 SYS across
@@ -127,6 +129,13 @@ func compile(inv Inventory) (*topo, error) {
 			w := int64(l.NVLinks)<<nvShift | closeness(&inv.Devices[i], &inv.Devices[j], l.PCIe)
 			t.w[i*n+j] = w
 			t.bestPair = max(t.bestPair, pairValue(w))
+		}
+	}
+	if len(inv.Shares) > 0 {
+		t.shares = make([]DeviceShares, n)
+		for _, sh := range inv.Shares {
+			t.shares[t.pos[sh.Device]] = sh
+			t.sharable.set(int(t.pos[sh.Device]))
 		}
 	}
 	// Twins: devices whose links to every third device are identical (and
@@ -204,6 +213,11 @@ func (t *topo) position(index int) (int, bool) {
 type NodeDevices struct {
 	t         *topo
 	used, bad devMask // allocated; unhealthy
+	// shared marks the devices with shares (shards, MPS) in use, which
+	// are not given whole; use counts them by position (nil when the
+	// inventory shares no device). See shares.go.
+	shared devMask
+	use    []shareUse
 }
 
 // NewNodeDevices validates inv and returns its state with every device
@@ -214,13 +228,30 @@ func NewNodeDevices(inv Inventory) (*NodeDevices, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &NodeDevices{t: t}, nil
+	s := &NodeDevices{t: t}
+	if t.shares != nil {
+		s.use = make([]shareUse, t.n)
+	}
+	return s, nil
 }
 
 // Clone returns an independent copy of the state sharing the inventory.
 func (s *NodeDevices) Clone() *NodeDevices {
 	c := *s
+	if s.use != nil {
+		c.use = append([]shareUse(nil), s.use...)
+	}
 	return &c
+}
+
+// Copy returns an independent copy of the state by value (for saving it
+// and restoring it with *s = saved); like Clone it shares the inventory.
+func (s *NodeDevices) Copy() NodeDevices {
+	c := *s
+	if s.use != nil {
+		c.use = append([]shareUse(nil), s.use...)
+	}
+	return c
 }
 
 // Inventory returns the node's inventory (with names and types in lower
@@ -251,10 +282,11 @@ func (s *NodeDevices) Counts(name, typ string) (total, healthy, free int) {
 	return g.count(), g.andNot(s.bad).count(), s.freeIn(g).count()
 }
 
-// InUse reports whether device index is allocated (false when unknown).
+// InUse reports whether device index is allocated, whole or through
+// shares (shards, MPS) in use; false when unknown.
 func (s *NodeDevices) InUse(index int) bool {
 	p, ok := s.t.position(index)
-	return ok && s.used.has(p)
+	return ok && (s.used.has(p) || s.shared.has(p))
 }
 
 // IsHealthy reports whether device index exists and is healthy.
@@ -281,7 +313,7 @@ func (s *NodeDevices) AppendFree(dst []int, name, typ string) []int {
 // freeIn returns the devices of g that are neither allocated nor
 // unhealthy.
 func (s *NodeDevices) freeIn(g devMask) devMask {
-	return g.andNot(s.used).andNot(s.bad)
+	return g.andNot(s.used).andNot(s.bad).andNot(s.shared)
 }
 
 func (s *NodeDevices) appendIndices(dst []int, m devMask) []int {
@@ -324,6 +356,9 @@ func (s *NodeDevices) Allocate(indices []int) error {
 		p, _ := s.t.position(idx)
 		if s.used.has(p) {
 			return fmt.Errorf("allocate device %d: %w", idx, ErrDeviceInUse)
+		}
+		if s.shared.has(p) {
+			return fmt.Errorf("allocate device %d: its shares are in use: %w", idx, ErrDeviceInUse)
 		}
 		if s.bad.has(p) {
 			return fmt.Errorf("allocate device %d: %w", idx, ErrDeviceUnhealthy)

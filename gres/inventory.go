@@ -144,6 +144,17 @@ type Inventory struct {
 	// position, as in gres.conf Links=). It must be symmetric, with zero
 	// Links on the diagonal. SetLink fills both directions.
 	Links [][]Link
+	// Shares lists the devices that are shared between jobs (Slurm's
+	// gres/shard and gres/mps, gres.conf Name=shard / Name=mps with a
+	// File=): how many shards and MPS shares each offers, in increasing
+	// Device order. See DeviceShares.
+	Shares []DeviceShares `json:",omitempty"`
+	// MIG describes the devices that are MIG instances (their parent GPU
+	// and profile), in increasing Device order; nil when none is.
+	MIG []MIGInstance `json:",omitempty"`
+	// Fabric is the multi-node NVLink domain the node's GPUs belong to
+	// (NVML's GPU fabric cluster UUID and clique ID); zero when none.
+	Fabric NVLinkFabric `json:",omitzero"`
 }
 
 // SetLink sets the link between the devices at positions i and j in both
@@ -240,6 +251,9 @@ func (inv *Inventory) Validate() error {
 			numaSocket[d.NUMA] = d.Socket
 		}
 	}
+	if err := inv.validateSharing(); err != nil {
+		return err
+	}
 	if inv.Links == nil {
 		return nil
 	}
@@ -291,7 +305,13 @@ func (inv *Inventory) Validate() error {
 // Clone returns a deep copy of the inventory (CoreSets are immutable and
 // shared).
 func (inv *Inventory) Clone() Inventory {
-	out := Inventory{Devices: append([]Device(nil), inv.Devices...)}
+	out := Inventory{Devices: append([]Device(nil), inv.Devices...), Fabric: inv.Fabric}
+	if inv.Shares != nil {
+		out.Shares = append([]DeviceShares(nil), inv.Shares...)
+	}
+	if inv.MIG != nil {
+		out.MIG = append([]MIGInstance(nil), inv.MIG...)
+	}
 	if inv.Links != nil {
 		out.Links = make([][]Link, len(inv.Links))
 		for i, row := range inv.Links {

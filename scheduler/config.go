@@ -193,7 +193,9 @@ type NodeConfig struct {
 	Devices gres.Inventory
 	// GRES lists count-only generic resources (GPU shards, MPS shares,
 	// local licenses): counted, without device indices. A name must not
-	// also be a device name of the node.
+	// also be a device name of the node, nor shard or mps when the
+	// devices are shared under that name (Devices.Shares: shards and MPS
+	// shares on concrete devices, see shares.go).
 	GRES []gres.Request
 	// Weight is Slurm's node Weight: among the nodes that can hold a job,
 	// the lightest are allocated first (then the lowest index). Zero
@@ -390,7 +392,7 @@ func (c *Config) validate() (*topology.Graph, error) {
 		}
 	}
 	var g *topology.Graph
-	if c.Topology != nil {
+	if c.topologyConfig() != nil {
 		var err error
 		if g, err = c.graph(); err != nil {
 			return nil, err
@@ -442,12 +444,12 @@ func (n *NodeConfig) validate() error {
 			}
 		}
 	}
-	return nil
+	return n.validateShares()
 }
 
 // graph builds the topology graph over the configured nodes.
 func (c *Config) graph() (*topology.Graph, error) {
-	tc := *c.Topology
+	tc := *c.topologyConfig()
 	if len(tc.Nodes) != 0 {
 		return nil, fmt.Errorf("%w: Topology.Nodes must be empty (the scheduler's node order is used)", ErrInvalidConfig)
 	}

@@ -543,7 +543,7 @@ func (s *Scheduler) fitsNow(j *job, i int) bool {
 	if !j.perNode.Fits(n.free) {
 		return false
 	}
-	if j.Spec.EnforceBinding || j.Spec.GPUsPerSocket > 0 {
+	if j.Spec.EnforceBinding || j.Spec.GPUsPerSocket > 0 || sharedChoice(j, n) {
 		// Counts do not see where the free devices sit (near which CPUs,
 		// on which socket): the choice itself decides, so that the node
 		// filter and allocate agree.
@@ -676,6 +676,7 @@ type nodePlan struct {
 	devices []int
 	quality float64
 	tres    gres.Vector
+	shares  []gres.ShareGrant // shards and MPS shares, by device (see shares.go)
 }
 
 // planNode works out, without changing anything, which CPUs and devices
@@ -732,6 +733,14 @@ func (s *Scheduler) planShare(j *job, n *node, buf *allocBuf, perNode gres.Vecto
 	var near, freeCores gres.CoreSet
 	devs := n.devs
 	for _, r := range devReq {
+		if gres.IsSharing(r.Name) && devs != nil && devs.HasShares(r.Name) {
+			// Shards and MPS shares on concrete devices (shares.go).
+			var ok bool
+			if devs, ok = s.planShares(n, devs, r, len(devReq) > 1, &p); !ok {
+				return p, false
+			}
+			continue
+		}
 		if devs == nil || !n.hasDevices(r.Name) {
 			// A count-only GRES (shards, MPS, licenses on the node):
 			// counted, no device indices.
@@ -813,7 +822,7 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 		}
 		allocs = append(allocs, NodeAlloc{
 			Node: i, Name: n.cfg.Name, CPUs: p.cpus, MemoryMiB: p.tres[gres.Mem],
-			Devices: p.devices, DeviceQuality: p.quality, TRES: p.tres,
+			Devices: p.devices, DeviceQuality: p.quality, TRES: p.tres, Shares: p.shares,
 		})
 	}
 	s.commitAllocation(now, j, allocs, quality, killBy)
@@ -832,6 +841,9 @@ func (s *Scheduler) commitAllocation(start time.Time, j *job, allocs []NodeAlloc
 		n.markCPUs(na.CPUs)
 		if len(na.Devices) > 0 {
 			_ = n.devs.Allocate(na.Devices) // free and healthy: checked by canTake
+		}
+		if len(na.Shares) > 0 {
+			_ = n.devs.AllocateShares(na.Shares) // free: checked by canTake
 		}
 		_ = n.charge(na.TRES) // fits the free TRES: checked by canTake
 		n.jobs = append(n.jobs, j.ID)
@@ -877,6 +889,9 @@ func (n *node) canTake(p nodePlan) bool {
 		if n.devs == nil || n.devs.InUse(d) || !n.devs.IsHealthy(d) {
 			return false
 		}
+	}
+	if len(p.shares) > 0 && !n.sharesFree(p.shares) {
+		return false
 	}
 	k := p.tres[gres.Node]
 	p.tres[gres.Node] = 0

@@ -939,7 +939,7 @@ func (s *Scheduler) resourceNeed(now time.Time, j *job, allowed topology.NodeSet
 			continue // whole nodes: a busy node offers nothing
 		}
 		for k, d := range dims {
-			if n.free[d] >= j.perNode[d] {
+			if s.freeOf(n, d) >= j.perNode[d] {
 				counts[k]++
 			}
 		}

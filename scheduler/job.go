@@ -329,6 +329,11 @@ type NodeAlloc struct {
 	DeviceQuality float64
 	// TRES is the allocated resources as a vector (cpu, mem, node=1, gres…).
 	TRES gres.Vector
+	// Shares lists the shards and MPS shares (Slurm's gres/shard and
+	// gres/mps) allocated on the node, each with its device index, in
+	// increasing device order; the devices stay shared, so they are not
+	// in Devices.
+	Shares []gres.ShareGrant `json:",omitempty"`
 }
 
 // NodeNames returns the allocated node names in allocation order.

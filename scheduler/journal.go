@@ -315,7 +315,7 @@ func (s *Scheduler) saveNode(i int) {
 	jr.u64 = append(jr.u64, n.cpuUsed...)
 	jr.ids = append(jr.ids, n.jobs...)
 	if n.devs != nil {
-		sv.devs = *n.devs
+		sv.devs = n.devs.Copy() // shares in use are not aliased
 	}
 	n.saved = len(jr.nodes)
 	jr.nodes = append(jr.nodes, sv)

@@ -625,7 +625,9 @@ func (s *Scheduler) carryUse(n *node, nd *node) error {
 				if !same {
 					return fmt.Errorf("%w: node %q: device %d (%s) is in use and must stay as it is", ErrNodeInUse, name, d.Index, deviceTRES(d.Name, d.Type))
 				}
-				inUse = append(inUse, d.Index)
+				if !n.devs.IsShared(d.Index) { // shares are carried by carryShares
+					inUse = append(inUse, d.Index)
+				}
 			}
 			if k >= 0 && !n.devs.IsHealthy(d.Index) {
 				sick = append(sick, d.Index)
@@ -641,6 +643,9 @@ func (s *Scheduler) carryUse(n *node, nd *node) error {
 				return fmt.Errorf("scheduler: node %q: device %d health: %w", name, d, err)
 			}
 		}
+	}
+	if err := s.carryShares(n, nd); err != nil {
+		return err
 	}
 	// Free: the new capacity less what the jobs hold and the unhealthy
 	// devices no job holds.

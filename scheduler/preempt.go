@@ -232,8 +232,7 @@ func (s *Scheduler) fitsFreed(j *job, n *node, f gres.Vector, victims []freedAll
 	tmp.free = f
 	tmp.cpuUsed = slices.Clone(n.cpuUsed)
 	if n.devs != nil {
-		d := *n.devs
-		tmp.devs = &d
+		tmp.devs = n.devs.Clone()
 	}
 	tmp.jobs = slices.Clone(n.jobs)
 	for _, v := range victims {
@@ -241,6 +240,9 @@ func (s *Scheduler) fitsFreed(j *job, n *node, f gres.Vector, victims []freedAll
 		if !v.suspend {
 			if tmp.devs != nil && len(v.na.Devices) > 0 {
 				_ = tmp.devs.Release(v.na.Devices) // held by the victim: in use
+			}
+			if tmp.devs != nil && len(v.na.Shares) > 0 {
+				_ = tmp.devs.ReleaseShares(v.na.Shares) // held by the victim
 			}
 			tmp.removeJob(v.job)
 		}

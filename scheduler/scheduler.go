@@ -377,6 +377,9 @@ func registerNodes(reg *gres.Registry, nodes []NodeConfig) error {
 				return fmt.Errorf("%w: node %q: GRES %s: %w", ErrInvalidConfig, nodes[i].Name, g, err)
 			}
 		}
+		if err := registerShares(reg, &nodes[i]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -405,6 +408,7 @@ func (s *Scheduler) nodeCapacity(nc *NodeConfig) gres.Vector {
 			v[s.reg.MustLookup(deviceTRES(g.Name, g.Type))] += g.Count
 		}
 	}
+	s.addShareCapacity(v, nc)
 	return v
 }
 
@@ -914,6 +918,7 @@ func (s *Scheduler) release(j *job, ended bool) {
 				panic(fmt.Sprintf("scheduler: releasing devices %v of job %d on %s: %v", na.Devices, j.ID, n.cfg.Name, err))
 			}
 		}
+		n.releaseShares(j.ID, na.Shares)
 		refund := na.TRES
 		if bad := n.unhealthy(na.Devices); len(bad) > 0 {
 			// Devices that failed while allocated do not come back as free.

@@ -43,7 +43,7 @@ var ErrSnapshotVersion = errors.New("unsupported snapshot version")
 const (
 	snapshotMagic = "\x89SLUICE\n"
 	snapshotMajor = 1
-	snapshotMinor = 1 // 1: device links carry their fabric
+	snapshotMinor = 2 // 1: device links carry their fabric; 2: device shares, MIG instances, NVLink fabric
 )
 
 // Section IDs, in the order they are written.

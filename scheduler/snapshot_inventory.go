@@ -13,7 +13,7 @@ import (
 // deviceFields and linkFields are the field counts the encoding knows; a
 // test fails when a type grows without it.
 const (
-	inventoryFields = 2
+	inventoryFields = 5
 	deviceFields    = 9
 	linkFields      = 4
 )
@@ -26,7 +26,17 @@ func (e *senc) inventory(inv *gres.Inventory) {
 		return
 	}
 	e.lastInv = inv
-	e.byte(1)
+	ext := len(inv.Shares) > 0 || len(inv.MIG) > 0 || !inv.Fabric.IsZero()
+	if ext {
+		e.byte(2) // minor 2: the sharing extension follows the links
+	} else {
+		e.byte(1)
+	}
+	defer func() {
+		if ext {
+			e.inventoryExt(inv)
+		}
+	}()
 	e.uvarint(uint64(len(inv.Devices)))
 	for k := range inv.Devices {
 		d := &inv.Devices[k]
@@ -61,20 +71,22 @@ func sameInventory(a, b *gres.Inventory) bool {
 	return slices.EqualFunc(a.Devices, b.Devices, func(x, y gres.Device) bool {
 		return x.Index == y.Index && x.Name == y.Name && x.Type == y.Type && x.UUID == y.UUID && x.MemoryMiB == y.MemoryMiB &&
 			x.PCIBusID == y.PCIBusID && x.NUMA == y.NUMA && x.Socket == y.Socket && x.Cores.Equal(y.Cores)
-	}) && (a.Links == nil) == (b.Links == nil) && slices.EqualFunc(a.Links, b.Links, slices.Equal[[]gres.Link])
+	}) && (a.Links == nil) == (b.Links == nil) && slices.EqualFunc(a.Links, b.Links, slices.Equal[[]gres.Link]) &&
+		slices.Equal(a.Shares, b.Shares) && slices.Equal(a.MIG, b.MIG) && a.Fabric == b.Fabric
 }
 
 // inventory reads what senc.inventory wrote. A back-reference is a deep
 // copy of the last inventory read, so that no two nodes share slices.
 func (d *sdec) inventory() gres.Inventory {
-	switch d.byte() {
+	tag := d.byte()
+	switch tag {
 	case 0:
 		if d.lastInv == nil {
 			d.fail("inventory refers back to none")
 			return gres.Inventory{}
 		}
 		return cloneInventory(d.lastInv)
-	case 1:
+	case 1, 2:
 	default:
 		d.fail("bad inventory tag")
 		return gres.Inventory{}
@@ -118,13 +130,16 @@ func (d *sdec) inventory() gres.Inventory {
 			}
 		}
 	}
+	if tag == 2 {
+		d.inventoryExt(&inv)
+	}
 	d.lastInv = &inv
 	return inv
 }
 
 // cloneInventory returns a deep copy of inv.
 func cloneInventory(inv *gres.Inventory) gres.Inventory {
-	out := gres.Inventory{Devices: slices.Clone(inv.Devices)}
+	out := gres.Inventory{Devices: slices.Clone(inv.Devices), Shares: slices.Clone(inv.Shares), MIG: slices.Clone(inv.MIG), Fabric: inv.Fabric}
 	if inv.Links != nil {
 		out.Links = make([][]gres.Link, len(inv.Links))
 		for i := range inv.Links {
@@ -132,4 +147,48 @@ func cloneInventory(inv *gres.Inventory) gres.Inventory {
 		}
 	}
 	return out
+}
+
+// inventoryExt writes the parts of an inventory added in snapshot minor
+// 2: device shares, MIG instances and the NVLink fabric.
+func (e *senc) inventoryExt(inv *gres.Inventory) {
+	e.uvarint(uint64(len(inv.Shares)))
+	for _, sh := range inv.Shares {
+		e.int(sh.Device)
+		e.int(sh.Shards)
+		e.int(sh.MPS)
+	}
+	e.uvarint(uint64(len(inv.MIG)))
+	for _, m := range inv.MIG {
+		e.int(m.Device)
+		e.int(m.Parent)
+		e.str(m.ParentUUID)
+		e.sym(m.Profile)
+		e.int(m.GPUInstance)
+		e.int(m.ComputeInstance)
+	}
+	e.str(inv.Fabric.ClusterUUID)
+	e.uvarint(uint64(inv.Fabric.CliqueID))
+}
+
+// inventoryExt reads what senc.inventoryExt wrote.
+func (d *sdec) inventoryExt(inv *gres.Inventory) {
+	if n := d.count(); n > 0 && d.err == nil {
+		inv.Shares = make([]gres.DeviceShares, n)
+		for k := range inv.Shares {
+			inv.Shares[k] = gres.DeviceShares{Device: d.int(), Shards: d.int(), MPS: d.int()}
+		}
+	}
+	if n := d.count(); n > 0 && d.err == nil {
+		inv.MIG = make([]gres.MIGInstance, n)
+		for k := range inv.MIG {
+			inv.MIG[k] = gres.MIGInstance{Device: d.int(), Parent: d.int(), ParentUUID: d.str(), Profile: d.sym(), GPUInstance: d.int(), ComputeInstance: d.int()}
+		}
+	}
+	inv.Fabric.ClusterUUID = d.str()
+	if c := d.uvarint(); c > 1<<32-1 {
+		d.fail("NVLink clique %d out of range", c)
+	} else {
+		inv.Fabric.CliqueID = uint32(c)
+	}
 }

@@ -53,6 +53,7 @@ const (
 	jfEstimate        // ExpectedStart, EstimatedAt, planned follow
 	jfArray           // ArrayJobID, ArrayTaskID follow
 	jfUsage           // usageTotal, usageEnd follow
+	jfShares          // the allocation's device shares follow it (minor 2)
 	jfNumFlags        = iota
 )
 
@@ -88,6 +89,7 @@ func (e *senc) job(j *job) error {
 	set(jfAlloc, j.Alloc.Nodes != nil || j.Alloc.Billing != 0 || j.Alloc.Quality != 0)
 	set(jfEstimate, j.planned != nil)
 	set(jfUsage, j.usageTotal != nil || !j.usageEnd.IsZero())
+	set(jfShares, j.Alloc.hasShares())
 	e.uvarint(uint64(j.ID))
 	e.uvarint(f)
 	// The public record (Job) field by field by name, so that fields
@@ -133,6 +135,9 @@ func (e *senc) job(j *job) error {
 	}
 	if f&jfAlloc != 0 {
 		e.alloc(&j.Alloc)
+	}
+	if f&jfShares != 0 {
+		e.allocShares(&j.Alloc)
 	}
 	if f&jfUsage != 0 {
 		e.vec(j.usageTotal)
@@ -320,6 +325,9 @@ func (d *sdec) job(s *Scheduler) *job {
 	}
 	if f&jfAlloc != 0 {
 		j.Alloc = d.alloc(s)
+	}
+	if f&jfShares != 0 {
+		d.allocShares(&j.Alloc)
 	}
 	if f&jfUsage != 0 {
 		j.usageTotal = d.vec()

@@ -521,6 +521,14 @@ func (s *Scheduler) attachJob(j *job) error {
 					return fmt.Errorf("node %s: %w", n.cfg.Name, err)
 				}
 			}
+			if len(na.Shares) > 0 {
+				if n.devs == nil {
+					return fmt.Errorf("node %s: shares %v on a node without devices", n.cfg.Name, na.Shares)
+				}
+				if err := n.devs.AllocateShares(na.Shares); err != nil {
+					return fmt.Errorf("node %s: %w", n.cfg.Name, err)
+				}
+			}
 		}
 	}
 	switch j.State {

@@ -114,3 +114,35 @@ func TestPlanSwapLimit(t *testing.T) {
 		assert.Equal(t, c.want, p.MemorySwapMax, "%+v, %d bytes", c.cfg, c.mem)
 	}
 }
+
+// TestPlanSharedAndMIGDevices: a job holding shards of GPU 1 may open
+// GPU 1's file (other jobs share it too), and a job on a MIG instance its
+// parent's file and the instance's capability files, nothing else.
+func TestPlanSharedAndMIGDevices(t *testing.T) {
+	gpu := func(minor int64) gres.DeviceFile {
+		return gres.DeviceFile{Path: "/dev/nvidia" + string(rune('0'+minor)), Kind: gres.CharDevice, Major: 195, Minor: minor}
+	}
+	caps := func(minor int64) gres.DeviceFile {
+		return gres.DeviceFile{Path: "/dev/nvidia-caps/nvidia-cap", Kind: gres.CharDevice, Major: 237, Minor: minor}
+	}
+	disc := gres.Discovery{
+		Inventory: gres.Inventory{Devices: []gres.Device{
+			{Index: 0, Name: "gpu", NUMA: -1, Socket: -1}, {Index: 1, Name: "gpu", NUMA: -1, Socket: -1},
+			{Index: 2, Name: "gpu", Type: "h100_1g.10gb", NUMA: -1, Socket: -1},
+		}, Shares: []gres.DeviceShares{{Device: 1, Shards: 4}},
+			MIG: []gres.MIGInstance{{Device: 2, Parent: 0, Profile: "1g.10gb", GPUInstance: 9}}},
+		Files: [][]gres.DeviceFile{{gpu(0)}, {gpu(1)}, {gpu(0), caps(84), caps(85)}},
+	}
+	require.NoError(t, disc.Validate())
+	cfg := Config{Root: "/r", ManagedDevices: []gres.DeviceFile{gpu(0), gpu(1), caps(84), caps(85)}}
+	files, err := disc.FilesFor(gres.ShareDevices([]gres.ShareGrant{{Device: 1, Name: "shard", Count: 2}}))
+	require.NoError(t, err)
+	p, err := cfg.Plan(gres.Allocation{Job: "7", Devices: files})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"allow a *:* rwm", "deny c 195:0 rwm", "deny c 237:84 rwm", "deny c 237:85 rwm"}, rules(p))
+	files, err = disc.FilesFor([]int{2})
+	require.NoError(t, err)
+	p, err = cfg.Plan(gres.Allocation{Job: "8", Devices: files})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"allow a *:* rwm", "deny c 195:1 rwm"}, rules(p))
+}

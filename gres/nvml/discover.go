@@ -43,12 +43,13 @@ type physGPU struct {
 
 // migDev is one MIG slice (a compute instance inside a GPU instance).
 type migDev struct {
-	h      gonvml.Device // its NVML handle (telemetry reads its memory)
-	uuid   string
-	gi, ci int
-	memMiB int64
-	typ    string
-	pos    int // inventory position
+	h       gonvml.Device // its NVML handle (telemetry reads its memory)
+	uuid    string
+	gi, ci  int
+	memMiB  int64
+	typ     string
+	profile string // "1g.10gb"; "mig" when unknown
+	pos     int    // inventory position
 }
 
 // linkInfo counts one GPU's active NVLink lanes by far end.
@@ -145,6 +146,7 @@ func (d *Driver) discover(ctx context.Context) (*snapshot, error) {
 		return nil, err
 	}
 	d.files(snap, warnf)
+	d.fabric(snap, warnf)
 	snap.disc.Driver = d.version
 	snap.disc.Warnings = warn
 	if err := snap.disc.Validate(); err != nil {
@@ -273,7 +275,7 @@ func (d *Driver) probeMIG(g *physGPU, warnf func(string, ...any)) {
 			warnf("gpu %d: MIG device %s: profile unknown; typed %q", g.nvmlIndex, s.uuid, MIGType(g.typ, "mig"))
 			profile = "mig"
 		}
-		s.typ = MIGType(g.typ, profile)
+		s.typ, s.profile = MIGType(g.typ, profile), profile
 		if !validType(s.typ) {
 			s.typ = ""
 		}
@@ -310,6 +312,8 @@ func (d *Driver) assignPositions(snap *snapshot, count int) {
 				Index: next, Name: d.name, Type: s.typ, UUID: s.uuid, MemoryMiB: s.memMiB,
 				NUMA: g.numa, Socket: g.socket, Cores: g.cores,
 			})
+			inv.MIG = append(inv.MIG, gres.MIGInstance{Device: next, Parent: g.nvmlIndex, ParentUUID: g.uuid,
+				Profile: s.profile, GPUInstance: s.gi, ComputeInstance: s.ci})
 			next++
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -158,14 +157,8 @@ func TestDiscoverDGXH100Details(t *testing.T) {
 func TestDiscoverStockDGXMock(t *testing.T) {
 	srv := dgxa100.New()
 	for i := range srv.Devices {
-		d := srv.Devices[i].(*server.Device)
-		d.GetNumaNodeIdFunc = func() (int, gonvml.Return) { return i / 4, gonvml.SUCCESS }
+		d := fillStockMock(srv, i)
 		d.GetCpuAffinityFunc = func(int) ([]uint, gonvml.Return) { return []uint{0xff << (8 * uint(i/4))}, gonvml.SUCCESS }
-		d.GetNvLinkStateFunc = func(int) (gonvml.EnableState, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED }
-		d.GetTopologyCommonAncestorFunc = func(gonvml.Device) (gonvml.GpuTopologyLevel, gonvml.Return) {
-			return gonvml.TOPOLOGY_SYSTEM, gonvml.SUCCESS
-		}
-		d.GetMigModeFunc = func() (int, int, gonvml.Return) { return 0, 0, gonvml.SUCCESS }
 	}
 	d, err := New(srv, Options{SysfsRoot: t.TempDir(), ProcRoot: t.TempDir()})
 	require.NoError(t, err)

@@ -111,6 +111,7 @@ var optionalSymbols = []string{
 	"nvmlDeviceGetRemappedRows",
 	"nvmlDeviceGetMigMode",
 	"nvmlDeviceGetP2PStatus",
+	"nvmlDeviceGetGpuFabricInfo",
 }
 
 // New returns a Driver over lib (the real library from gonvml.New, or a

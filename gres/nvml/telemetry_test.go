@@ -96,14 +96,7 @@ func TestSampleStockMocks(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			for i := range srv.Devices {
-				dv := srv.Devices[i].(*server.Device)
-				dv.GetNumaNodeIdFunc = func() (int, gonvml.Return) { return i / 4, gonvml.SUCCESS }
-				dv.GetCpuAffinityFunc = func(int) ([]uint, gonvml.Return) { return nil, gonvml.ERROR_NOT_SUPPORTED }
-				dv.GetNvLinkStateFunc = func(int) (gonvml.EnableState, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED }
-				dv.GetTopologyCommonAncestorFunc = func(gonvml.Device) (gonvml.GpuTopologyLevel, gonvml.Return) {
-					return gonvml.TOPOLOGY_SYSTEM, gonvml.SUCCESS
-				}
-				dv.GetMigModeFunc = func() (int, int, gonvml.Return) { return 0, 0, gonvml.SUCCESS }
+				dv := fillStockMock(srv, i)
 				dv.GetUtilizationRatesFunc = func() (gonvml.Utilization, gonvml.Return) {
 					return gonvml.Utilization{Gpu: uint32(10 * i)}, gonvml.SUCCESS
 				}

@@ -369,8 +369,8 @@ func (r *Recorder) record(j scheduler.Job) accounting.JobRecord {
 		names := j.Alloc.NodeNames()
 		rec.NodeList, _ = topology.CompressHostlist(names)
 		for _, na := range j.Alloc.Nodes {
-			if len(na.Devices) > 0 {
-				rec.GPUs = append(rec.GPUs, accounting.NodeGPUs{Node: na.Name, Indices: slices.Clone(na.Devices)})
+			if idx := na.DeviceIndices(); len(idx) > 0 { // shared devices too
+				rec.GPUs = append(rec.GPUs, accounting.NodeGPUs{Node: na.Name, Indices: idx})
 			}
 		}
 		if j.Backfilled {

@@ -58,7 +58,8 @@ type Server struct {
 	migs     map[int][]*MIGDevice
 	freed    int
 	eventSet int
-	tel      map[int]*Telemetry // per GPU position; see telemetry.go
+	tel      map[int]*Telemetry         // per GPU position; see telemetry.go
+	fabric   map[int]nvml.GpuFabricInfo // per GPU position; see SetFabric
 }
 
 // lane is one NVLink of a GPU: its far end.
@@ -120,6 +121,7 @@ func New(inv gres.Inventory, model gpus.Config) (*Server, error) {
 		Inventory: inv, model: model, pos: map[*server.Device]int{},
 		lost: map[int]bool{}, remap: map[int]bool{}, missing: map[string]bool{},
 		masks: map[int]uint64{}, migs: map[int][]*MIGDevice{}, tel: map[int]*Telemetry{},
+		fabric: map[int]nvml.GpuFabricInfo{},
 	}
 	s.Server = server.NewServerWithGPUs("550.54.15", "12.550.54.15", 12040, gpus.Multiple(n, model)...)
 	for i := range n {
@@ -264,6 +266,15 @@ func maskOf(c gres.CoreSet, numCPUs int) []uint {
 func (s *Server) setDeviceFuncs(i int) {
 	d := s.GPUs[i]
 	dev := s.Inventory.Devices[i]
+	d.GetGpuFabricInfoFunc = func() (nvml.GpuFabricInfo, nvml.Return) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		f, ok := s.fabric[i]
+		if !ok {
+			return nvml.GpuFabricInfo{}, nvml.ERROR_NOT_SUPPORTED
+		}
+		return f, nvml.SUCCESS
+	}
 	d.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) {
 		return nvml.PciInfo{PciDeviceId: d.Config.PciDeviceId, BusId: busArray(nvmlBus(d.PciBusID))}, nvml.SUCCESS
 	}
@@ -484,7 +495,7 @@ func (s *Server) SetNVLinkP2P(ok bool) {
 // the matching device method panic if called (as a missing symbol would
 // end the process). Call it before the driver's Init. Supported names: nvmlDeviceGetNumaNodeId,
 // nvmlDeviceGetNvLinkRemoteDeviceType, nvmlDeviceGetRemappedRows,
-// nvmlDeviceGetP2PStatus, nvmlDeviceGetMigMode.
+// nvmlDeviceGetP2PStatus, nvmlDeviceGetMigMode, nvmlDeviceGetGpuFabricInfo.
 func (s *Server) RemoveSymbol(name string) {
 	s.mu.Lock()
 	s.missing[name] = true
@@ -501,7 +512,27 @@ func (s *Server) RemoveSymbol(name string) {
 			d.GetP2PStatusFunc = nil
 		case "nvmlDeviceGetMigMode":
 			d.GetMigModeFunc = nil
+		case "nvmlDeviceGetGpuFabricInfo":
+			d.GetGpuFabricInfoFunc = nil
 		}
+	}
+}
+
+// SetFabric makes GPU i report info from nvmlDeviceGetGpuFabricInfo
+// (a multi-node NVLink fabric's cluster UUID, clique ID and registration
+// state). Without it the GPU answers NOT_SUPPORTED, as one outside any
+// multi-node fabric does.
+func (s *Server) SetFabric(i int, info nvml.GpuFabricInfo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fabric[i] = info
+}
+
+// SetFabricAll makes every GPU report a completed registration in the
+// clique of the cluster (see SetFabric).
+func (s *Server) SetFabricAll(cluster [16]uint8, clique uint32) {
+	for i := range s.GPUs {
+		s.SetFabric(i, nvml.GpuFabricInfo{ClusterUuid: cluster, CliqueId: clique, State: nvml.GPU_FABRIC_STATE_COMPLETED, Status: uint32(nvml.SUCCESS)})
 	}
 }
 
