@@ -734,9 +734,11 @@ func (s *Scheduler) earliest(now time.Time, x *job, allowed topology.NodeSet, pa
 // backfill pass plans it (bfJob): a --gpus total spread exactly where the
 // planner can.
 func (s *Scheduler) requestFor(now time.Time, x *job, allowed topology.NodeSet, d time.Duration, partStart []time.Time) backfill.Request {
+	tasks, perTask, maxPer := x.bfTasks()
 	return backfill.Request{
 		Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive, Allowed: allowed,
 		Duration: d, Earliest: s.earliest(now, x, allowed, partStart), Chooser: s.chooserFor(now, x),
+		Tasks: tasks, PerTask: perTask, MaxTasksPerNode: maxPer,
 	}
 }
 

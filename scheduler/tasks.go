@@ -1,0 +1,595 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// Tasks and node counts, as Slurm's sbatch has them. A job asks for a
+// number of tasks (-n), each of CPUsPerTask CPUs (-c), MemPerCPUMiB per
+// CPU (--mem-per-cpu) and GRESPerTask (--gpus-per-task); a task is never
+// split between nodes. Without a node count (-N) Slurm chooses it: the
+// fewest nodes that hold the tasks. With -N min-max it allocates as many
+// nodes as it can within the range. Over the chosen nodes the tasks are
+// dealt one per node in turn, while a node has room (cons_tres's cyclic
+// distribution over nodes): -N2 -n7 takes 4+3 CPUs, and -N2 -n5
+// --gpus-per-task=2 on nodes with 8 and 4 free GPUs runs 3+2. With -n,
+// --ntasks-per-node is the most tasks one node may run; without it, it is
+// every node's count. --ntasks-per-socket bounds a node's tasks by its
+// sockets.
+//
+// Such a job is planned and placed with a per-node minimum (perNode: one
+// task, with the per-node GRES) and a taskSpread saying how many tasks go
+// where; its node count (job.nodes) is the fewest that could hold it on
+// idle nodes (or the range's minimum), which the backfill plan uses. The
+// per-node CPU ids and devices are chosen by planShare as for any job.
+
+// taskSpread is how a job with a variable number of tasks per node, or a
+// node count range, spreads them.
+type taskSpread struct {
+	// total is the task count (Tasks); zero for a node range alone
+	// (every node runs job.tpn tasks).
+	total int
+	// maxPer is the most tasks one node may run (TasksPerNode with
+	// Tasks); perSocket is TasksPerSocket. Zero: no bound.
+	maxPer, perSocket int
+	// nodesMax is the most nodes; fewest says the job wants the fewest
+	// nodes that hold it (no -N) rather than the most (-N min-max).
+	nodesMax int
+	fewest   bool
+	// devFixed is the GRES every node takes whatever its tasks (--gres,
+	// one of a --gpus total), devTask those of one task.
+	devFixed, devTask []gres.Request
+	// perTask is what each task beyond a node's first adds to its TRES,
+	// when that is the same for every task (nil otherwise: then the
+	// backfill plan counts ceil(total/nodes) tasks on each node).
+	perTask gres.Vector
+	// totalVec is the job's TRES with its tasks dealt over job.nodes
+	// nodes, what limits count before it starts.
+	totalVec gres.Vector
+}
+
+// ParseNodeCount parses sbatch's -N value: "4" (min = max = 4) or a
+// range "2-4". Counts are in [1, MaxNodesPerJob].
+func ParseNodeCount(s string) (minNodes, maxNodes int, err error) {
+	lo, hi, isRange := strings.Cut(strings.TrimSpace(s), "-")
+	num := func(x string) (int, error) {
+		n, err := strconv.Atoi(strings.TrimSpace(x))
+		if err != nil || n < 1 || n > MaxNodesPerJob {
+			return 0, fmt.Errorf("%w: node count %q: want an integer in [1, %d]", ErrInvalidJob, x, MaxNodesPerJob)
+		}
+		return n, nil
+	}
+	if minNodes, err = num(lo); err != nil {
+		return 0, 0, err
+	}
+	maxNodes = minNodes
+	if isRange {
+		if maxNodes, err = num(hi); err != nil {
+			return 0, 0, err
+		}
+		if maxNodes < minNodes {
+			return 0, 0, fmt.Errorf("%w: node count %q: maximum below minimum", ErrInvalidJob, s)
+		}
+	}
+	return minNodes, maxNodes, nil
+}
+
+// FormatNodeCount is ParseNodeCount's inverse: "4" or "2-4".
+func FormatNodeCount(minNodes, maxNodes int) string {
+	if maxNodes <= minNodes {
+		return strconv.Itoa(minNodes)
+	}
+	return strconv.Itoa(minNodes) + "-" + strconv.Itoa(maxNodes)
+}
+
+// resolveTasks checks the spec's task and node fields and returns the
+// job's (minimum) node count, the tasks each node runs at least, and its
+// task spread (nil when every node runs the same tasks).
+func resolveTasks(spec *JobSpec) (nodes int, tpn int64, ts *taskSpread, err error) {
+	bad := func(format string, a ...any) (int, int64, *taskSpread, error) {
+		return 0, 0, nil, fmt.Errorf("%w: %s", ErrInvalidJob, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case spec.NodesMax < 0 || spec.NodesMax > MaxNodesPerJob:
+		return bad("NodesMax %d out of range [0, %d]", spec.NodesMax, MaxNodesPerJob)
+	case spec.NodesMax > 0 && spec.NodesMax < spec.Nodes:
+		return bad("NodesMax %d below Nodes %d (-N %d-%d)", spec.NodesMax, spec.Nodes, spec.Nodes, spec.NodesMax)
+	case spec.TasksPerNode < 0 || spec.TasksPerNode > MaxTasksPerJob:
+		return bad("TasksPerNode %d out of range [0, %d]", spec.TasksPerNode, MaxTasksPerJob)
+	case spec.TasksPerSocket < 0 || spec.TasksPerSocket > MaxTasksPerJob:
+		return bad("TasksPerSocket %d out of range [0, %d]", spec.TasksPerSocket, MaxTasksPerJob)
+	case spec.MemPerCPUMiB < 0 || spec.MemPerCPUMiB > gres.MaxCount>>20:
+		return bad("MemPerCPUMiB %d out of range", spec.MemPerCPUMiB)
+	case spec.MemPerCPUMiB > 0 && (spec.MemPerNodeMiB > 0 || spec.MemPerGPUMiB > 0):
+		return bad("MemPerCPUMiB excludes MemPerNodeMiB and MemPerGPUMiB (--mem-per-cpu, --mem, --mem-per-gpu)")
+	}
+	minN := max(spec.Nodes, 1)
+	if spec.Nodes == 0 && spec.Tasks > 0 && spec.TasksPerNode > 0 {
+		minN = (spec.Tasks + spec.TasksPerNode - 1) / spec.TasksPerNode
+	}
+	maxN := spec.NodesMax
+	switch {
+	case maxN > 0:
+	case spec.Nodes > 0 || spec.Tasks == 0:
+		maxN = minN
+	default:
+		maxN = max(spec.Tasks, minN) // each node runs at least one task
+	}
+	maxN = min(maxN, MaxNodesPerJob)
+	if spec.Tasks == 0 {
+		tpn = int64(max(spec.TasksPerNode, 1))
+		if maxN == minN && spec.TasksPerSocket == 0 {
+			return minN, tpn, nil, nil
+		}
+		// A node range (or tasks bounded per socket): every node runs
+		// tpn tasks, the count of nodes varies.
+		if len(spec.GRESPerJob) > 0 && maxN > minN {
+			return bad("NodesMax with GRESPerJob (-N min-max with --gpus) is not supported")
+		}
+		return minN, tpn, &taskSpread{perSocket: spec.TasksPerSocket, nodesMax: maxN}, nil
+	}
+	if spec.Tasks < minN {
+		return bad("Tasks %d fewer than Nodes %d", spec.Tasks, minN)
+	}
+	if spec.TasksPerNode > 0 && int64(spec.TasksPerNode)*int64(maxN) < int64(spec.Tasks) {
+		return bad("Tasks %d do not fit %d node(s) of TasksPerNode %d", spec.Tasks, maxN, spec.TasksPerNode)
+	}
+	if len(spec.GRESPerJob) > 0 {
+		// A --gpus total spreads on its own (spreadExtra): the node count
+		// is fixed and each node runs ceil(Tasks/Nodes) tasks.
+		if maxN > minN && spec.Nodes > 0 {
+			return bad("NodesMax with GRESPerJob (-N min-max with --gpus) is not supported")
+		}
+		n := max(spec.Nodes, 1)
+		if spec.Tasks < n {
+			return bad("Tasks %d fewer than Nodes %d", spec.Tasks, n)
+		}
+		return n, int64((spec.Tasks + n - 1) / n), nil, nil
+	}
+	if spec.Tasks == minN && maxN == minN && spec.TasksPerSocket == 0 {
+		return minN, 1, nil, nil
+	}
+	return minN, 1, &taskSpread{total: spec.Tasks, maxPer: spec.TasksPerNode, perSocket: spec.TasksPerSocket,
+		nodesMax: maxN, fewest: spec.Nodes == 0}, nil
+}
+
+// initTasks completes a new job's task spread once its per-node minimum
+// and shape are known: the GRES per task, whether every task adds the
+// same TRES, the node count (the fewest capable nodes that hold the tasks
+// when idle, for a job without -N), and whether any such set exists.
+func (s *Scheduler) initTasks(j *job) error {
+	ts := j.tasks
+	spec := j.Spec
+	spec.GRESPerTask = nil
+	fixed, _, err := mergeDeviceRequests(spec, int64(j.nodes), 0)
+	if err != nil {
+		return err
+	}
+	ts.devFixed = fixed
+	for _, r := range j.Spec.GRESPerTask {
+		ts.devTask = addRequests(ts.devTask, []gres.Request{r})
+	}
+	if ts.total == 0 {
+		return s.tasksFeasible(j)
+	}
+	// Linear when one node's TRES with the most tasks is the first
+	// task's plus that many times the second's (the TRES are convex in
+	// the task count: max of linear terms), which the plan then counts
+	// exactly.
+	one, two, all := s.reg.NewVector(), s.reg.NewVector(), s.reg.NewVector()
+	most := int64(ts.total)
+	if ts.maxPer > 0 {
+		most = min(most, int64(ts.maxPer))
+	}
+	if err := s.taskVector(j, 1, one); err != nil {
+		return err
+	}
+	if err := s.taskVector(j, min(2, most), two); err != nil {
+		return err
+	}
+	if err := s.taskVector(j, most, all); err != nil {
+		return err
+	}
+	d, err := two.Sub(one)
+	if err == nil && most > 1 {
+		want, err1 := d.Scale(most - 1)
+		if err1 == nil && want.AddInPlace(one) == nil && slices.Equal(want, all) {
+			ts.perTask = d
+		}
+	}
+	if err := s.tasksFeasible(j); err != nil {
+		return err
+	}
+	if ts.perTask == nil || ts.perSocket > 0 {
+		// The plan cannot count these tasks one by one: it counts
+		// ceil(total/nodes) on each node (cautious: never less).
+		v := s.reg.NewVector()
+		if err := s.taskVector(j, int64((ts.total+j.nodes-1)/j.nodes), v); err != nil {
+			return err
+		}
+		v[gres.Node] = 0
+		j.bfPer, j.bfMin = v, v
+	}
+	// The limits' view: the tasks dealt over the minimum node count.
+	ts.totalVec = s.reg.NewVector()
+	v := s.reg.NewVector()
+	per, rest := ts.total/j.nodes, ts.total%j.nodes
+	for k := range j.nodes {
+		n := per
+		if k < rest {
+			n++
+		}
+		if err := s.taskVector(j, int64(n), v); err != nil {
+			return err
+		}
+		if err := ts.totalVec.AddInPlace(v); err != nil {
+			return fmt.Errorf("%w: the job's TRES overflow: %w", ErrInvalidJob, err)
+		}
+		clear(v)
+	}
+	return nil
+}
+
+// tasksFeasible sets, for a job without -N, its node count to the fewest
+// capable nodes that could hold its tasks when idle, and rejects a job no
+// set of at most nodesMax capable nodes could ever hold.
+func (s *Scheduler) tasksFeasible(j *job) error {
+	ts := j.tasks
+	var rooms []int64
+	for i := j.shape.capable.Next(0); i >= 0; i = j.shape.capable.Next(i + 1) {
+		n := &s.nodes[i]
+		if r := s.taskRoom(j, n, n.capacity); r > 0 {
+			rooms = append(rooms, r)
+		}
+	}
+	if ts.total == 0 {
+		if len(rooms) < j.nodes {
+			return fmt.Errorf("%w: %w: needs %d node(s) that hold %d task(s) within TasksPerSocket %d in partition %q, only %d exist",
+				ErrInvalidJob, ErrUnsatisfiable, j.nodes, j.tpn, ts.perSocket, j.Partition, len(rooms))
+		}
+		return nil
+	}
+	slices.SortFunc(rooms, func(a, b int64) int { return int(b - a) })
+	need, k := int64(ts.total), 0
+	var sum int64
+	for k < len(rooms) && k < ts.nodesMax && (sum < need || k < j.nodes) {
+		sum += rooms[k]
+		k++
+	}
+	if sum < need || k < j.nodes {
+		return fmt.Errorf("%w: %w: %d task(s) of %s need more than %d node(s) of partition %q hold (at most %d of %d task(s) fit)",
+			ErrInvalidJob, ErrUnsatisfiable, ts.total, s.reg.FormatTRES(j.perNode), ts.nodesMax, j.Partition, sum, ts.total)
+	}
+	if ts.fewest {
+		j.nodes = k
+	}
+	return nil
+}
+
+// taskDevReq returns the GRES a node running k of job j's tasks takes.
+func (j *job) taskDevReq(k int64) []gres.Request {
+	ts := j.tasks
+	if len(ts.devTask) == 0 {
+		return ts.devFixed
+	}
+	more := slices.Clone(ts.devTask)
+	for i := range more {
+		more[i].Count *= k
+	}
+	return addRequests(ts.devFixed, more)
+}
+
+// taskVector writes into v (zeroed) the TRES a node running k of job j's
+// tasks needs.
+func (s *Scheduler) taskVector(j *job, k int64, v gres.Vector) error {
+	if k > MaxTasksPerJob {
+		return fmt.Errorf("%w: %d tasks on a node", ErrInvalidJob, k)
+	}
+	for _, r := range j.tasks.devTask {
+		if r.Count > 0 && k > gres.MaxCount/r.Count {
+			return fmt.Errorf("%w: GRESPerTask %s × %d tasks overflows", ErrInvalidJob, r.Name, k)
+		}
+	}
+	return s.nodeVectorN(j, k, j.taskDevReq(k), v)
+}
+
+// nodeSockets is the number of CPU sockets of node n the scheduler knows
+// (those its devices name; 1 when none does).
+func nodeSockets(n *node) int64 {
+	if n.devs == nil {
+		return 1
+	}
+	seen := map[int]bool{}
+	for _, d := range n.cfg.Devices.Devices {
+		if d.Socket >= 0 {
+			seen[d.Socket] = true
+		}
+	}
+	return int64(max(len(seen), 1))
+}
+
+// taskRoom returns how many of job j's tasks node n could run with free
+// resources free (0 when not even its minimum fits), within the job's
+// bounds per node and per socket. A job with a node range alone gets 1
+// where the node holds its per-node request.
+func (s *Scheduler) taskRoom(j *job, n *node, free gres.Vector) int64 {
+	ts := j.tasks
+	if !j.perNode.Fits(free) {
+		return 0
+	}
+	most := int64(ts.total)
+	if ts.maxPer > 0 {
+		most = min(most, int64(ts.maxPer))
+	}
+	if ts.perSocket > 0 {
+		cap := int64(ts.perSocket) * nodeSockets(n)
+		if ts.total == 0 {
+			if j.tpn > cap {
+				return 0
+			}
+			return 1
+		}
+		most = min(most, cap)
+	}
+	if ts.total == 0 {
+		return 1
+	}
+	if ts.perTask != nil {
+		r := most
+		for id, c := range ts.perTask {
+			if c > 0 && id != int(gres.Node) {
+				r = min(r, 1+(free[id]-j.perNode[id])/c)
+			}
+		}
+		return max(r, 1)
+	}
+	// Not linear: the largest count that fits, by bisection (the TRES
+	// grow with the count).
+	v := s.reg.NewVector()
+	lo, hi := int64(1), most
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		clear(v)
+		if s.taskVector(j, mid, v) == nil && v.Fits(free) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// dealTasks shares total tasks over nodes whose rooms are room (parallel),
+// one per node in turn while a node has room (Slurm's cyclic distribution
+// over nodes), and returns each node's count, or nil when they do not
+// hold them. Every node gets at least one.
+func dealTasks(total int64, room []int64) []int64 {
+	var sum int64
+	for _, r := range room {
+		if r < 1 {
+			return nil
+		}
+		sum += r
+	}
+	if sum < total || total < int64(len(room)) {
+		return nil
+	}
+	// The round L at which the turns stop: each node takes min(room,
+	// L-1), then the first ones with room ≥ L one more.
+	lo, hi := int64(1), total
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		var s int64
+		for _, r := range room {
+			s += min(r, mid)
+		}
+		if s >= total {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	out := make([]int64, len(room))
+	var given int64
+	for x, r := range room {
+		out[x] = min(r, lo-1)
+		given += out[x]
+	}
+	for x, r := range room {
+		if given == total {
+			break
+		}
+		if r >= lo {
+			out[x]++
+			given++
+		}
+	}
+	return out
+}
+
+// taskReqs returns each node's request when job j's tasks are dealt over
+// nodes (in this order) as their free resources allow, or as the backfill
+// plan booked them (j.planTasks); false when the nodes do not hold them.
+// A job with a node range alone gets nil, true (every node takes
+// perNode).
+func (s *Scheduler) taskReqs(j *job, nodes []int) ([]nodeReq, bool) {
+	ts := j.tasks
+	if ts.total == 0 {
+		for _, i := range nodes {
+			if s.taskRoom(j, &s.nodes[i], s.nodes[i].free) < 1 {
+				return nil, false
+			}
+		}
+		return nil, true
+	}
+	var counts []int64
+	if j.planTasks != nil && len(j.planTasks) == len(nodes) {
+		counts = make([]int64, len(nodes))
+		for k, c := range j.planTasks {
+			counts[k] = int64(c)
+		}
+	} else {
+		room := make([]int64, len(nodes))
+		for k, i := range nodes {
+			room[k] = s.taskRoom(j, &s.nodes[i], s.nodes[i].free)
+		}
+		if counts = dealTasks(int64(ts.total), room); counts == nil {
+			return nil, false
+		}
+	}
+	reqs := make([]nodeReq, len(nodes))
+	for k, i := range nodes {
+		reqs[k].devReq = j.taskDevReq(counts[k])
+		reqs[k].vec = s.reg.NewVector()
+		if err := s.nodeVectorN(j, counts[k], reqs[k].devReq, reqs[k].vec); err != nil {
+			return nil, false
+		}
+		if !reqs[k].vec.Fits(s.nodes[i].free) {
+			return nil, false
+		}
+	}
+	return reqs, true
+}
+
+// nodeReqs returns each node's request for job j on nodes when it differs
+// from node to node (a task spread, a GRESPerJob spread), nil when every
+// node takes perNode; false when the nodes do not hold the job.
+func (s *Scheduler) nodeReqs(j *job, nodes []int) ([]nodeReq, bool) {
+	if j.tasks != nil {
+		return s.taskReqs(j, nodes)
+	}
+	return s.spreadExtra(j, nodes)
+}
+
+// placeTasks is place for a job with a task spread: among the nodes of
+// cand that hold its minimum now, the fewest (no -N) or the most (-N
+// min-max) that hold its tasks, lightest and lowest first; with a
+// topology, the graph's least-spread choice among them.
+func (s *Scheduler) placeTasks(now time.Time, j *job, cand topology.NodeSet) ([]int, float64) {
+	ts := j.tasks
+	type fitNode struct {
+		node int
+		room int64
+	}
+	var fit []fitNode
+	s.byWeight(cand, func(i int) bool {
+		if s.fitsNow(j, i) {
+			if r := s.taskRoom(j, &s.nodes[i], s.nodes[i].free); r > 0 {
+				fit = append(fit, fitNode{i, r})
+			}
+		}
+		return true
+	})
+	hi := min(ts.nodesMax, len(fit))
+	if hi < j.nodes {
+		return nil, 0
+	}
+	// byRoom: the nodes with the most room first (stable: lightest, then
+	// lowest index among equals).
+	byRoom := slices.Clone(fit)
+	slices.SortStableFunc(byRoom, func(a, b fitNode) int { return int(b.room - a.room) })
+	lo := j.nodes // the fewest that can hold the tasks now
+	var sum int64
+	for k := range byRoom[:hi] {
+		if sum >= int64(ts.total) && k >= j.nodes {
+			break
+		}
+		sum += byRoom[k].room
+		lo = max(lo, k+1)
+	}
+	if sum < int64(ts.total) {
+		return nil, 0
+	}
+	pick := func(k int) []int {
+		// The first k in allocation order when they hold the tasks, else
+		// the k with the most room; in index order.
+		out := make([]int, 0, k)
+		var got int64
+		for _, f := range fit[:k] {
+			out = append(out, f.node)
+			got += f.room
+		}
+		if got < int64(ts.total) {
+			out = out[:0]
+			for _, f := range byRoom[:k] {
+				out = append(out, f.node)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	counts := []int{lo}
+	if !ts.fewest {
+		counts = []int{hi}
+	}
+	if s.graph != nil {
+		// The graph may refuse a count (--switches, segments): try a few.
+		counts = counts[:0]
+		for k := 0; k < 4; k++ {
+			c := lo + k
+			if !ts.fewest {
+				c = hi - k
+			}
+			if c >= lo && c <= hi {
+				counts = append(counts, c)
+			}
+		}
+	}
+	for _, k := range counts {
+		nodes := pick(k)
+		if s.graph == nil {
+			if _, ok := s.taskReqs(j, nodes); ok {
+				s.placed = append(s.placed[:0], nodes...)
+				return s.placed, 1
+			}
+			continue
+		}
+		s.fit.Reset()
+		for _, f := range fit {
+			s.fit.Add(f.node)
+		}
+		p, err := s.graph.Select(s.fit, k, j.constraints())
+		if err == nil {
+			s.placed = p.Nodes.AppendTo(s.placed[:0])
+			if _, ok := s.taskReqs(j, s.placed); !ok || !p.Met {
+				// The least-spread nodes do not hold the tasks (or miss
+				// the constraint): the graph chooses among those that do.
+				s.fit.Reset()
+				for _, i := range nodes {
+					s.fit.Add(i)
+				}
+				p, err = s.graph.Select(s.fit, k, j.constraints())
+			}
+		}
+		if err != nil {
+			continue
+		}
+		if !p.Met && (j.Spec.SwitchesMaxWait == 0 || now.Sub(j.EligibleTime) < j.Spec.SwitchesMaxWait) {
+			continue
+		}
+		s.placed = p.Nodes.AppendTo(s.placed[:0])
+		if _, ok := s.taskReqs(j, s.placed); ok {
+			return s.placed, p.Quality.Score
+		}
+	}
+	return nil, 0
+}
+
+// bfTasks is the task request the backfill plan counts for job x: its
+// task count, each task's TRES beyond a node's first and the most tasks
+// per node; zeros where the plan counts perNode (or the cautious bfMin)
+// on every node.
+func (x *job) bfTasks() (tasks int, perTask gres.Vector, maxPer int) {
+	ts := x.tasks
+	if ts == nil || ts.total == 0 || ts.perTask == nil || ts.perSocket > 0 {
+		return 0, nil, 0
+	}
+	return ts.total, ts.perTask, ts.maxPer
+}

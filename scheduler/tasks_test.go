@@ -1,0 +1,212 @@
+package scheduler_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// cpuNodes is a cluster of n nodes of cpus CPUs and 64 GiB each.
+func taskNodes(n, cpus int) []scheduler.NodeConfig {
+	out := make([]scheduler.NodeConfig, n)
+	for i := range out {
+		out[i] = scheduler.NodeConfig{Name: "c" + string(rune('0'+i)), CPUs: cpus, MemoryMiB: 64 * 1024}
+	}
+	return out
+}
+
+func tasksCluster(t *testing.T, bf bool, nodes []scheduler.NodeConfig) *scheduler.Scheduler {
+	t.Helper()
+	cfg := scheduler.Config{Nodes: nodes, Partitions: []scheduler.PartitionConfig{{Name: "p", Default: true}}}
+	if bf {
+		cfg.Backfill = &backfill.Config{}
+	}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	return s
+}
+
+// cpusPerNode returns the CPU count the allocation holds on each node.
+func cpusPerNode(a scheduler.Allocation) []int {
+	out := make([]int, len(a.Nodes))
+	for k, n := range a.Nodes {
+		out[k] = len(n.CPUs)
+	}
+	return out
+}
+
+func seq(lo, hi int) []int {
+	var out []int
+	for i := lo; i <= hi; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// sbatch -n 32 on 16-CPU nodes with no -N: Slurm chooses the node count
+// that fits the tasks, 2 nodes of 16 CPUs each (rejected before, as one
+// node of 32 CPUs).
+func TestTasksWithoutNodeCountChooseNodes(t *testing.T) {
+	for _, bf := range []bool{false, true} {
+		s := tasksCluster(t, bf, taskNodes(4, 16))
+		id := mustSubmit(t, s, t0, scheduler.JobSpec{Tasks: 32, TimeLimit: time.Hour})
+		cyc := mustSchedule(t, s, t0)
+		require.Len(t, cyc.Starts, 1, "bf=%v", bf)
+		j, _ := s.Job(id)
+		require.Len(t, j.Alloc.Nodes, 2)
+		for _, n := range j.Alloc.Nodes {
+			assert.Equal(t, seq(0, 15), n.CPUs)
+		}
+		assert.Equal(t, int64(32), j.Alloc.Total().At(gres.CPU))
+	}
+}
+
+// -N2 -n7: tasks dealt one per node in turn, 4+3 CPUs (not 4+4).
+func TestTasksSpreadCyclicallyOverNodes(t *testing.T) {
+	for _, bf := range []bool{false, true} {
+		s := tasksCluster(t, bf, taskNodes(2, 16))
+		id := mustSubmit(t, s, t0, scheduler.JobSpec{Nodes: 2, Tasks: 7, TimeLimit: time.Hour})
+		mustSchedule(t, s, t0)
+		j, _ := s.Job(id)
+		require.Equal(t, scheduler.JobRunning, j.State)
+		assert.Equal(t, []int{4, 3}, cpusPerNode(j.Alloc))
+		assert.Equal(t, int64(7), j.Alloc.Total().At(gres.CPU))
+	}
+}
+
+// -N2 -n5 --gpus-per-task=2 on nodes with 8 and 4 free GPUs runs: the
+// 4-GPU node holds two tasks and the other three (3+2), where ceil(5/2)
+// = 3 tasks (6 GPUs) per node was refused.
+func TestTasksWithGPUsPerTaskFitUnevenNodes(t *testing.T) {
+	for _, bf := range []bool{false, true} {
+		s := tasksCluster(t, bf, []scheduler.NodeConfig{gpuNode("g0", 2, 16, 4, true), gpuNode("g1", 1, 16, 4, true)})
+		id := mustSubmit(t, s, t0, scheduler.JobSpec{Nodes: 2, Tasks: 5, GRESPerTask: gpus(2), TimeLimit: time.Hour})
+		cyc := mustSchedule(t, s, t0)
+		require.Len(t, cyc.Starts, 1, "bf=%v", bf)
+		j, _ := s.Job(id)
+		require.Len(t, j.Alloc.Nodes, 2)
+		assert.Equal(t, []int{0, 1, 2, 3, 4, 5}, j.Alloc.Nodes[0].Devices)
+		assert.Equal(t, []int{0, 1, 2, 3}, j.Alloc.Nodes[1].Devices)
+		assert.Equal(t, []int{3, 2}, cpusPerNode(j.Alloc))
+		gpu := s.Registry().MustLookup("gres/gpu")
+		assert.Equal(t, int64(10), j.Alloc.Total().At(gpu))
+	}
+}
+
+// --ntasks-per-node with -n is a maximum per node: -n 10
+// --ntasks-per-node=4 needs 3 nodes (4+3+3); --mem-per-cpu gives each
+// node memory for its CPUs.
+func TestTasksPerNodeBoundsAndMemPerCPU(t *testing.T) {
+	s := tasksCluster(t, false, taskNodes(4, 16))
+	id := mustSubmit(t, s, t0, scheduler.JobSpec{Tasks: 10, TasksPerNode: 4, MemPerCPUMiB: 1000, TimeLimit: time.Hour})
+	mustSchedule(t, s, t0)
+	j, _ := s.Job(id)
+	require.Equal(t, scheduler.JobRunning, j.State)
+	assert.Equal(t, []int{4, 3, 3}, cpusPerNode(j.Alloc))
+	for _, n := range j.Alloc.Nodes {
+		assert.Equal(t, int64(len(n.CPUs))*1000, n.MemoryMiB)
+	}
+	assert.Equal(t, int64(10*1000), j.Alloc.Total().At(gres.Mem))
+}
+
+// -N 2-4 gets as many nodes as it can within the range: 4 idle nodes,
+// 4 nodes; with two busy, the 2 left.
+func TestNodeRangeTakesAsManyAsFree(t *testing.T) {
+	s := tasksCluster(t, false, taskNodes(4, 16))
+	id := mustSubmit(t, s, t0, scheduler.JobSpec{Nodes: 2, NodesMax: 4, TimeLimit: time.Hour})
+	mustSchedule(t, s, t0)
+	j, _ := s.Job(id)
+	assert.Len(t, j.Alloc.Nodes, 4)
+
+	s = tasksCluster(t, false, taskNodes(4, 16))
+	mustSubmit(t, s, t0, scheduler.JobSpec{Nodes: 2, Tasks: 32, TimeLimit: time.Hour})
+	id = mustSubmit(t, s, t0, scheduler.JobSpec{Nodes: 2, NodesMax: 4, Tasks: 8, TimeLimit: time.Hour})
+	mustSchedule(t, s, t0)
+	j, _ = s.Job(id)
+	require.Equal(t, scheduler.JobRunning, j.State)
+	assert.Equal(t, []string{"c2", "c3"}, j.Alloc.NodeNames())
+	assert.Equal(t, []int{4, 4}, cpusPerNode(j.Alloc))
+}
+
+// A task job whose tasks fit only on more nodes than are free waits for
+// Resources, and starts once enough room frees.
+func TestTasksWaitForRoom(t *testing.T) {
+	s := tasksCluster(t, true, taskNodes(2, 16))
+	a := mustSubmit(t, s, t0, scheduler.JobSpec{Tasks: 20, TimeLimit: time.Hour})
+	b := mustSubmit(t, s, t0, scheduler.JobSpec{Tasks: 16, TimeLimit: time.Hour})
+	mustSchedule(t, s, t0)
+	ja, _ := s.Job(a)
+	jb, _ := s.Job(b)
+	require.Equal(t, scheduler.JobRunning, ja.State)
+	assert.Equal(t, []int{10, 10}, cpusPerNode(ja.Alloc), "fewest nodes: 2, dealt 10+10")
+	require.Equal(t, scheduler.JobPending, jb.State)
+	assert.Equal(t, "Resources", jb.Reason.String())
+	require.NoError(t, s.Finish(t0.Add(time.Minute), a, 0))
+	mustSchedule(t, s, t0.Add(time.Minute))
+	jb, _ = s.Job(b)
+	require.Equal(t, scheduler.JobRunning, jb.State)
+	assert.Equal(t, []int{16}, cpusPerNode(jb.Alloc))
+}
+
+func TestSubmitRejectsBadTaskRequests(t *testing.T) {
+	s := tasksCluster(t, false, taskNodes(2, 16))
+	for name, spec := range map[string]scheduler.JobSpec{
+		"max below min":       {Nodes: 3, NodesMax: 2},
+		"negative per node":   {Tasks: 2, TasksPerNode: -1},
+		"negative per socket": {TasksPerSocket: -1},
+		"mem-per-cpu and mem": {MemPerCPUMiB: 10, MemPerNodeMiB: 100},
+		"mem-per-cpu and gpu": {MemPerCPUMiB: 10, MemPerGPUMiB: 100},
+		"per node too few":    {Nodes: 2, Tasks: 9, TasksPerNode: 4},
+		"fewer tasks":         {Nodes: 2, Tasks: 1},
+	} {
+		_, err := s.Submit(t0, spec)
+		assert.ErrorIs(t, err, scheduler.ErrInvalidJob, name)
+	}
+	// More tasks than the partition's nodes could ever hold.
+	_, err := s.Submit(t0, scheduler.JobSpec{Tasks: 33, TimeLimit: time.Hour})
+	require.ErrorIs(t, err, scheduler.ErrUnsatisfiable)
+	// Within a range too small for them.
+	_, err = s.Submit(t0, scheduler.JobSpec{Tasks: 32, NodesMax: 1, TimeLimit: time.Hour})
+	require.True(t, errors.Is(err, scheduler.ErrUnsatisfiable), "%v", err)
+}
+
+func TestParseNodeCount(t *testing.T) {
+	for in, want := range map[string][2]int{"4": {4, 4}, "2-4": {2, 4}, " 1 - 3 ": {1, 3}, "5-5": {5, 5}} {
+		lo, hi, err := scheduler.ParseNodeCount(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, [2]int{lo, hi}, in)
+		lo2, hi2, err := scheduler.ParseNodeCount(scheduler.FormatNodeCount(lo, hi))
+		require.NoError(t, err)
+		assert.Equal(t, [2]int{lo, hi}, [2]int{lo2, hi2})
+	}
+	for _, in := range []string{"", "0", "-1", "4-2", "a", "2-", "1-2-3", "99999999999"} {
+		_, _, err := scheduler.ParseNodeCount(in)
+		assert.ErrorIs(t, err, scheduler.ErrInvalidJob, in)
+	}
+}
+
+func FuzzParseNodeCount(f *testing.F) {
+	for _, s := range []string{"4", "2-4", "0", "4-2", " 3 ", "1-1048576", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		lo, hi, err := scheduler.ParseNodeCount(s)
+		if err != nil {
+			return
+		}
+		if lo < 1 || hi < lo || hi > scheduler.MaxNodesPerJob {
+			t.Fatalf("%q: %d-%d", s, lo, hi)
+		}
+		lo2, hi2, err := scheduler.ParseNodeCount(scheduler.FormatNodeCount(lo, hi))
+		if err != nil || lo2 != lo || hi2 != hi {
+			t.Fatalf("%q: round trip %d-%d → %d-%d (%v)", s, lo, hi, lo2, hi2, err)
+		}
+	})
+}
