@@ -53,6 +53,7 @@ const (
 	jfEstimate        // ExpectedStart, EstimatedAt, planned follow
 	jfArray           // ArrayJobID, ArrayTaskID follow
 	jfUsage           // usageTotal, usageEnd follow
+	jfTasks           // the task spread follows (see tasks.go)
 	jfNumFlags        = iota
 )
 
@@ -88,6 +89,7 @@ func (e *senc) job(j *job) error {
 	set(jfAlloc, j.Alloc.Nodes != nil || j.Alloc.Billing != 0 || j.Alloc.Quality != 0)
 	set(jfEstimate, j.planned != nil)
 	set(jfUsage, j.usageTotal != nil || !j.usageEnd.IsZero())
+	set(jfTasks, j.tasks != nil)
 	e.uvarint(uint64(j.ID))
 	e.uvarint(f)
 	// The public record (Job) field by field by name, so that fields
@@ -154,7 +156,37 @@ func (e *senc) job(j *job) error {
 	if f&jfBreakdown != 0 {
 		e.breakdown(&j.breakdown)
 	}
+	if f&jfTasks != 0 {
+		e.tasks(j.tasks)
+	}
 	return nil
+}
+
+func (e *senc) tasks(ts *taskSpread) {
+	e.int(ts.total)
+	e.int(ts.maxPer)
+	e.int(ts.perSocket)
+	e.int(ts.nodesMax)
+	e.bool(ts.fewest)
+	e.requests(ts.devFixed)
+	e.requests(ts.devTask)
+	e.vec(ts.perTask)
+	e.vec(ts.totalVec)
+}
+
+func (d *sdec) tasks() *taskSpread {
+	ts := &taskSpread{
+		total:     d.intIn(0, MaxTasksPerJob, "task count"),
+		maxPer:    d.intIn(0, MaxTasksPerJob, "tasks per node"),
+		perSocket: d.intIn(0, MaxTasksPerJob, "tasks per socket"),
+		nodesMax:  d.intIn(1, MaxNodesPerJob, "node count maximum"),
+		fewest:    d.bool(),
+	}
+	ts.devFixed = d.requests()
+	ts.devTask = d.requests()
+	ts.perTask = d.vec()
+	ts.totalVec = d.vec()
+	return ts
 }
 
 func (e *senc) alloc(a *Allocation) {
@@ -343,6 +375,9 @@ func (d *sdec) job(s *Scheduler) *job {
 	}
 	if f&jfBreakdown != 0 {
 		j.breakdown = d.breakdown()
+	}
+	if f&jfTasks != 0 {
+		j.tasks = d.tasks()
 	}
 	j.reserved = f&jfReserved != 0
 	j.preemptFirst = f&jfPreemptFirst != 0

@@ -110,6 +110,11 @@ func resolveTasks(spec *JobSpec) (nodes int, tpn int64, ts *taskSpread, err erro
 	case spec.MemPerCPUMiB > 0 && (spec.MemPerNodeMiB > 0 || spec.MemPerGPUMiB > 0):
 		return bad("MemPerCPUMiB excludes MemPerNodeMiB and MemPerGPUMiB (--mem-per-cpu, --mem, --mem-per-gpu)")
 	}
+	for _, r := range spec.GRESPerTask {
+		if t := int64(spec.Tasks); r.Count > 0 && t > gres.MaxCount/r.Count {
+			return bad("GRESPerTask: GRES %s count %d × %d tasks overflows", r.Name, r.Count, t)
+		}
+	}
 	minN := max(spec.Nodes, 1)
 	if spec.Nodes == 0 && spec.Tasks > 0 && spec.TasksPerNode > 0 {
 		minN = (spec.Tasks + spec.TasksPerNode - 1) / spec.TasksPerNode
@@ -473,17 +478,28 @@ func (s *Scheduler) nodeReqs(j *job, nodes []int) ([]nodeReq, bool) {
 // min-max) that hold its tasks, lightest and lowest first; with a
 // topology, the graph's least-spread choice among them.
 func (s *Scheduler) placeTasks(now time.Time, j *job, cand topology.NodeSet) ([]int, float64) {
+	s.fit.Reset()
+	for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
+		if s.fitsNow(j, i) {
+			s.fit.Add(i)
+		}
+	}
+	return s.chooseTasks(now, j, s.fit.Clone())
+}
+
+// chooseTasks is placeTasks among fit, every node of which holds the
+// job's minimum: it reads the nodes' free resources as they are (see
+// withFree), and returns the nodes in s.placed, or nil.
+func (s *Scheduler) chooseTasks(now time.Time, j *job, fitSet topology.NodeSet) ([]int, float64) {
 	ts := j.tasks
 	type fitNode struct {
 		node int
 		room int64
 	}
 	var fit []fitNode
-	s.byWeight(cand, func(i int) bool {
-		if s.fitsNow(j, i) {
-			if r := s.taskRoom(j, &s.nodes[i], s.nodes[i].free); r > 0 {
-				fit = append(fit, fitNode{i, r})
-			}
+	s.byWeight(fitSet, func(i int) bool {
+		if r := s.taskRoom(j, &s.nodes[i], s.nodes[i].free); r > 0 {
+			fit = append(fit, fitNode{i, r})
 		}
 		return true
 	})

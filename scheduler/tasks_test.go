@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
@@ -209,4 +211,63 @@ func FuzzParseNodeCount(f *testing.F) {
 			t.Fatalf("%q: round trip %d-%d → %d-%d (%v)", s, lo, hi, lo2, hi2, err)
 		}
 	})
+}
+
+// The task fields are part of the spec's JSON form.
+func TestTaskFieldsJSONRoundTrip(t *testing.T) {
+	spec := scheduler.JobSpec{Nodes: 2, NodesMax: 4, Tasks: 10, TasksPerNode: 4, TasksPerSocket: 2, MemPerCPUMiB: 2048, CPUsPerTask: 2}
+	b, err := json.Marshal(spec)
+	require.NoError(t, err)
+	for _, s := range []string{`"NodesMax":4`, `"TasksPerNode":4`, `"TasksPerSocket":2`, `"MemPerCPUMiB":2048`} {
+		assert.Contains(t, string(b), s)
+	}
+	var back scheduler.JobSpec
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, spec, back)
+	b, err = json.Marshal(scheduler.JobSpec{Tasks: 3})
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "NodesMax", "unset task fields are left out")
+}
+
+// A task job blocked for room says how many of its tasks fit: -n 40 on
+// two 16-CPU nodes with 8 CPUs busy holds 24 of its tasks now — and it
+// asks more than the nodes have at all, so Submit refuses it outright;
+// -n 24 with 16 CPUs busy (16 fit) waits.
+func TestExplainTasksShort(t *testing.T) {
+	s := tasksCluster(t, false, taskNodes(2, 16))
+	mustSubmit(t, s, t0, scheduler.JobSpec{Tasks: 16, NodesMax: 1, TimeLimit: time.Hour})
+	id := mustSubmit(t, s, t0, scheduler.JobSpec{Tasks: 24, TimeLimit: time.Hour})
+	mustSchedule(t, s, t0)
+	j, _ := s.Job(id)
+	require.Equal(t, scheduler.JobPending, j.State)
+	ex, err := s.Explain(t0, id, scheduler.ExplainOptions{})
+	require.NoError(t, err)
+	var need *scheduler.ResourceNeed
+	for _, b := range ex.Blockers {
+		if b.Need != nil {
+			need = b.Need
+		}
+	}
+	require.NotNil(t, need, "%+v", ex)
+	assert.Equal(t, 24, need.Tasks)
+	assert.Equal(t, 2, need.Nodes, "the fewest nodes that hold it")
+	assert.Equal(t, 16, need.TaskRoom, "one free node's 16 CPUs")
+	assert.Contains(t, need.String(), "for 24 task(s) on 2-24 node(s), 16 of them fit now")
+}
+
+// Preemption frees room for every task, by placement's rule: -n 40 on
+// two 32-CPU nodes full of 8-CPU standby jobs preempts five of them (40
+// CPUs), not the one per node that a single task would need.
+func TestPreemptionForTasksFreesEveryTask(t *testing.T) {
+	s := perJobPreemptCluster(t, policy.PreemptOrderLeastLostWork, false)
+	for range 8 {
+		mustSubmit(t, s, t0, scheduler.JobSpec{QOS: "standby", CPUsPerTask: 8, TimeLimit: 10 * time.Hour})
+	}
+	require.Len(t, mustSchedule(t, s, t0).Starts, 8)
+	urgent := mustSubmit(t, s, t0.Add(time.Minute), scheduler.JobSpec{QOS: "urgent", Tasks: 40, TimeLimit: time.Hour})
+	cyc := mustSchedule(t, s, t0.Add(time.Minute))
+	assert.Len(t, cyc.Preemptions, 5, "victims until every task fits")
+	require.Len(t, cyc.Starts, 1, "%+v", cyc.Pending)
+	assert.Equal(t, urgent, cyc.Starts[0].Job)
+	assert.Equal(t, int64(40), cyc.Starts[0].Alloc.Total().At(gres.CPU))
 }
