@@ -609,3 +609,20 @@ func (x *job) bfTasks() (tasks int, perTask gres.Vector, maxPer int) {
 	}
 	return ts.total, ts.perTask, ts.maxPer
 }
+
+// RequestedTRES returns the TRES job id asks for in all (sacct's
+// ReqTRES), as its limits count them: its per-node request on each of its
+// nodes plus a GRESPerJob total beyond one per node, or, for a job whose
+// tasks spread over a variable number of nodes, its tasks dealt over the
+// fewest nodes that hold them. False when the job is unknown.
+func (s *Scheduler) RequestedTRES(id JobID) (gres.Vector, bool) {
+	j, ok := s.jobs[id]
+	if !ok {
+		return nil, false
+	}
+	t, err := j.totalRequest()
+	if err != nil {
+		return nil, false
+	}
+	return t.Clone(), true
+}

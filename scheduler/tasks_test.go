@@ -271,3 +271,26 @@ func TestPreemptionForTasksFreesEveryTask(t *testing.T) {
 	assert.Equal(t, urgent, cyc.Starts[0].Job)
 	assert.Equal(t, int64(40), cyc.Starts[0].Alloc.Total().At(gres.CPU))
 }
+
+// The accounting view: -n 20 -c 2 --mem-per-cpu=100 on 16-CPU nodes asks
+// 40 CPUs and 4000 MiB on 3 nodes (sacct's ReqTRES: 8 tasks fit a node),
+// and holds exactly that once it runs (AllocTRES), 7+7+6 tasks dealt in
+// turn: 14+14+12 CPUs.
+func TestTasksRequestedAndAllocatedTRES(t *testing.T) {
+	s := tasksCluster(t, false, taskNodes(4, 16))
+	id := mustSubmit(t, s, t0, scheduler.JobSpec{Tasks: 20, CPUsPerTask: 2, MemPerCPUMiB: 100, TimeLimit: time.Hour})
+	req, ok := s.RequestedTRES(id)
+	require.True(t, ok)
+	assert.Equal(t, int64(40), req.At(gres.CPU))
+	assert.Equal(t, int64(4000), req.At(gres.Mem))
+	assert.Equal(t, int64(3), req.At(gres.Node), "the fewest 16-CPU nodes for 20 tasks of 2 CPUs")
+	mustSchedule(t, s, t0)
+	j, _ := s.Job(id)
+	require.Equal(t, scheduler.JobRunning, j.State)
+	assert.Equal(t, []int{14, 14, 12}, cpusPerNode(j.Alloc))
+	tot := j.Alloc.Total()
+	assert.Equal(t, int64(40), tot.At(gres.CPU))
+	assert.Equal(t, int64(4000), tot.At(gres.Mem))
+	_, ok = s.RequestedTRES(999)
+	assert.False(t, ok)
+}
