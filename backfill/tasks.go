@@ -156,7 +156,10 @@ func (p *Profile) tasksOver(q *query, nodes []int, s, e int64) bool {
 // nodes with the most room beyond one task, at capacity, hold the tasks.
 func (p *Profile) tasksCapable(q *query) bool {
 	a := p.a
-	room := make([]int64, 0, 64)
+	// top holds the q.n largest rooms seen, ascending; any q.n nodes
+	// whose rooms hold the tasks prove it, so the scan stops there.
+	top := make([]int64, 0, min(q.n, 64))
+	var sum int64
 	spare := q.spare(a)
 	for i := q.allowed.Next(0); i >= 0; i = q.allowed.Next(i + 1) {
 		c := p.caps[i*a : (i+1)*a]
@@ -166,14 +169,23 @@ func (p *Profile) tasksCapable(q *query) bool {
 		for _, j := range q.sdims {
 			spare[j] = c[j] - q.req[j]
 		}
-		room = append(room, q.taskRoom(spare))
+		r := q.taskRoom(spare)
+		switch {
+		case len(top) < q.n:
+			k, _ := slices.BinarySearch(top, r)
+			top = slices.Insert(top, k, r)
+			sum += r
+		case r > top[0]:
+			sum += r - top[0]
+			top = top[1:]
+			k, _ := slices.BinarySearch(top, r)
+			top = slices.Insert(top, k, r)
+		}
+		if len(top) == q.n && sum >= q.tasks {
+			return true
+		}
 	}
-	slices.SortFunc(room, func(x, y int64) int { return int(y - x) })
-	var sum int64
-	for _, r := range room[:min(q.n, len(room))] {
-		sum += r
-	}
-	return sum >= q.tasks
+	return false
 }
 
 // taskCounts returns each chosen node's task count (parallel to the last

@@ -158,8 +158,9 @@ func resolveTasks(spec *JobSpec) (nodes int, tpn int64, ts *taskSpread, err erro
 		}
 		return n, int64((spec.Tasks + n - 1) / n), nil, nil
 	}
-	if spec.Tasks == minN && maxN == minN && spec.TasksPerSocket == 0 {
-		return minN, 1, nil, nil
+	if maxN == minN && spec.TasksPerSocket == 0 && (spec.Tasks == minN || minN == 1) {
+		// One task per node, or every task on the one node.
+		return minN, int64(spec.Tasks / minN), nil, nil
 	}
 	return minN, 1, &taskSpread{total: spec.Tasks, maxPer: spec.TasksPerNode, perSocket: spec.TasksPerSocket,
 		nodesMax: maxN, fewest: spec.Nodes == 0}, nil
@@ -247,11 +248,25 @@ func (s *Scheduler) initTasks(j *job) error {
 // set of at most nodesMax capable nodes could ever hold.
 func (s *Scheduler) tasksFeasible(j *job) error {
 	ts := j.tasks
+	// The fewest nodes can be no fewer than the tasks over the most one
+	// node may run: once that many nodes run that many, the scan stops.
+	most := int64(max(ts.total, 1))
+	if ts.maxPer > 0 {
+		most = min(most, int64(ts.maxPer))
+	}
+	enough := max(int((int64(ts.total)+most-1)/most), j.nodes)
+	if ts.perSocket > 0 {
+		enough = len(s.nodes) + 1 // the bound per node differs by its sockets: look at all
+	}
 	var rooms []int64
-	for i := j.shape.capable.Next(0); i >= 0; i = j.shape.capable.Next(i + 1) {
+	full := 0
+	for i := j.shape.capable.Next(0); i >= 0 && full < enough; i = j.shape.capable.Next(i + 1) {
 		n := &s.nodes[i]
 		if r := s.taskRoom(j, n, n.capacity); r > 0 {
 			rooms = append(rooms, r)
+			if r >= most || ts.total == 0 {
+				full++
+			}
 		}
 	}
 	if ts.total == 0 {
@@ -478,31 +493,63 @@ func (s *Scheduler) nodeReqs(j *job, nodes []int) ([]nodeReq, bool) {
 // min-max) that hold its tasks, lightest and lowest first; with a
 // topology, the graph's least-spread choice among them.
 func (s *Scheduler) placeTasks(now time.Time, j *job, cand topology.NodeSet) ([]int, float64) {
-	s.fit.Reset()
-	for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
-		if s.fitsNow(j, i) {
-			s.fit.Add(i)
-		}
-	}
-	return s.chooseTasks(now, j, s.fit.Clone())
+	return s.chooseTasks(now, j, cand, func(i int) bool { return s.fitsNow(j, i) })
 }
 
-// chooseTasks is placeTasks among fit, every node of which holds the
-// job's minimum: it reads the nodes' free resources as they are (see
-// withFree), and returns the nodes in s.placed, or nil.
-func (s *Scheduler) chooseTasks(now time.Time, j *job, fitSet topology.NodeSet) ([]int, float64) {
+// taskFit is a node that can run some of a job's tasks now, and how many.
+type taskFit struct {
+	node int
+	room int64
+}
+
+// scanTasks lists the nodes of set (those check accepts; nil: all) that
+// can run some of job j's tasks now, in allocation order. With early set
+// it stops once the nodes listed hold the tasks on enough nodes (the
+// fewest it wants, or NodesMax of them), and reports whether it saw all.
+func (s *Scheduler) scanTasks(j *job, set topology.NodeSet, check func(int) bool, early bool, fit []taskFit) ([]taskFit, bool) {
 	ts := j.tasks
-	type fitNode struct {
-		node int
-		room int64
+	need := int64(ts.total)
+	want := ts.nodesMax
+	if ts.fewest {
+		want = j.nodes
 	}
-	var fit []fitNode
-	s.byWeight(fitSet, func(i int) bool {
-		if r := s.taskRoom(j, &s.nodes[i], s.nodes[i].free); r > 0 {
-			fit = append(fit, fitNode{i, r})
+	var sum int64
+	complete := true
+	s.byWeight(set, func(i int) bool {
+		if check == nil || check(i) {
+			if r := s.taskRoom(j, &s.nodes[i], s.nodes[i].free); r > 0 {
+				fit = append(fit, taskFit{i, r})
+				sum += r
+			}
+		}
+		if early && len(fit) >= want && sum >= need {
+			complete = false
+			return false
 		}
 		return true
 	})
+	return fit, complete
+}
+
+// chooseTasks is placeTasks among the nodes of set that check accepts
+// (nil: all, each holding the job's minimum): it reads the nodes' free
+// resources as they are (see withFree), and returns the nodes in
+// s.placed, or nil. Without a topology it first looks only as far as
+// the first nodes that hold the tasks.
+func (s *Scheduler) chooseTasks(now time.Time, j *job, set topology.NodeSet, check func(int) bool) ([]int, float64) {
+	if s.graph == nil {
+		fit, complete := s.scanTasks(j, set, check, true, nil)
+		if nodes, q := s.chooseTasksAmong(now, j, fit); nodes != nil || complete {
+			return nodes, q
+		}
+	}
+	fit, _ := s.scanTasks(j, set, check, false, nil)
+	return s.chooseTasksAmong(now, j, fit)
+}
+
+// chooseTasksAmong is chooseTasks among the nodes of fit.
+func (s *Scheduler) chooseTasksAmong(now time.Time, j *job, fit []taskFit) ([]int, float64) {
+	ts := j.tasks
 	hi := min(ts.nodesMax, len(fit))
 	if hi < j.nodes {
 		return nil, 0
@@ -510,7 +557,7 @@ func (s *Scheduler) chooseTasks(now time.Time, j *job, fitSet topology.NodeSet) 
 	// byRoom: the nodes with the most room first (stable: lightest, then
 	// lowest index among equals).
 	byRoom := slices.Clone(fit)
-	slices.SortStableFunc(byRoom, func(a, b fitNode) int { return int(b.room - a.room) })
+	slices.SortStableFunc(byRoom, func(a, b taskFit) int { return int(b.room - a.room) })
 	lo := j.nodes // the fewest that can hold the tasks now
 	var sum int64
 	for k := range byRoom[:hi] {
