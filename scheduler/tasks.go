@@ -213,9 +213,11 @@ func (s *Scheduler) initTasks(j *job) error {
 	if err := s.tasksFeasible(j); err != nil {
 		return err
 	}
-	if ts.perTask == nil || ts.perSocket > 0 {
+	if ts.perTask == nil || ts.perSocket > 0 || j.nodes == 1 {
 		// The plan cannot count these tasks one by one: it counts
-		// ceil(total/nodes) on each node (cautious: never less).
+		// ceil(total/nodes) on each node (cautious: never less). On one
+		// node that is exact (every task there), and the planner's
+		// shape cache serves it as any per-node request.
 		v := s.reg.NewVector()
 		if err := s.taskVector(j, int64((ts.total+j.nodes-1)/j.nodes), v); err != nil {
 			return err
@@ -647,11 +649,11 @@ func (s *Scheduler) chooseTasksAmong(now time.Time, j *job, fit []taskFit) ([]in
 
 // bfTasks is the task request the backfill plan counts for job x: its
 // task count, each task's TRES beyond a node's first and the most tasks
-// per node; zeros where the plan counts perNode (or the cautious bfMin)
-// on every node.
+// per node; zeros where the plan counts bfMin on every node (every task
+// on a one-node plan, or ceil(total/nodes) where tasks are not linear).
 func (x *job) bfTasks() (tasks int, perTask gres.Vector, maxPer int) {
 	ts := x.tasks
-	if ts == nil || ts.total == 0 || ts.perTask == nil || ts.perSocket > 0 {
+	if ts == nil || ts.total == 0 || ts.perTask == nil || ts.perSocket > 0 || x.nodes == 1 {
 		return 0, nil, 0
 	}
 	return ts.total, ts.perTask, ts.maxPer
