@@ -7,52 +7,44 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// cpusFree sums the free CPUs of every node at t.
-func cpusFree(t *testing.T, p *Profile, at time.Time) int64 {
+// bookTasks fits req on a fresh profile of nodes, checks it starts at
+// the origin with tasks per node (in node order), books it and returns
+// the profile.
+func bookTasks(t *testing.T, nodes []NodeState, req Request, tasks ...int) *Profile {
 	t.Helper()
-	var n int64
-	for i := range p.NumNodes() {
-		f, err := p.FreeAt(i, at)
-		require.NoError(t, err)
-		n += f.At(0)
+	p, err := NewProfile(t0, nodes, nil, ProfileOptions{})
+	require.NoError(t, err)
+	fit, err := p.EarliestFit(req)
+	require.NoError(t, err)
+	require.Equal(t, FitFound, fit.Status)
+	require.Equal(t, t0, fit.Start)
+	require.Equal(t, tasks, fit.Tasks)
+	for x, n := range tasks {
+		require.Equal(t, int64(n-1)*req.PerTask.At(0), fit.Spread[x].At(0), "node %d's share beyond its first task", x)
 	}
-	return n
+	require.NoError(t, p.ReserveFit(1, req, fit))
+	return p
 }
 
 // Slurm deals -n tasks over the job's nodes one per node in turn: -N2
 // -n7 on two free 8-CPU nodes takes 4+3 CPUs, not ceil(7/2)=4 on each,
 // and the booking holds exactly 7 CPUs.
 func TestTasksRequestDealsCyclically(t *testing.T) {
-	p, err := NewProfile(t0, gpuNodes(0, 0), nil, ProfileOptions{})
-	require.NoError(t, err)
 	req := Request{Nodes: 2, PerNode: vec(1, 0, 0), Tasks: 7, PerTask: vec(1, 0, 0), Duration: mins(10)}
-	fit, err := p.EarliestFit(req)
-	require.NoError(t, err)
-	require.Equal(t, FitFound, fit.Status)
-	require.Equal(t, []int{0, 1}, fit.Nodes)
-	require.Equal(t, []int{4, 3}, fit.Tasks)
-	require.Equal(t, int64(3), fit.Spread[0].At(0))
-	require.Equal(t, int64(2), fit.Spread[1].At(0))
-	require.NoError(t, p.ReserveFit(1, req, fit))
-	require.Equal(t, int64(16-7), cpusFree(t, p, t0))
+	p := bookTasks(t, gpuNodes(0, 0), req, 4, 3)
+	require.Equal(t, int64(16-7), freeSum(t, p, t0, 0))
 }
 
 // -N2 -n5 --gpus-per-task=2 on nodes with 8 and 4 free GPUs: the second
 // node holds only two tasks, so the first takes three (3+2), where a
 // ceil(5/2)=3 tasks per node would be refused.
 func TestTasksRequestFillsUnevenNodes(t *testing.T) {
-	p, err := NewProfile(t0, gpuNodes(8, 4), nil, ProfileOptions{})
-	require.NoError(t, err)
 	req := Request{Nodes: 2, PerNode: vec(1, 0, 2), Tasks: 5, PerTask: vec(1, 0, 2), Duration: mins(10)}
-	fit, err := p.EarliestFit(req)
-	require.NoError(t, err)
-	require.Equal(t, FitFound, fit.Status)
-	require.Equal(t, []int{3, 2}, fit.Tasks)
-	require.NoError(t, p.ReserveFit(1, req, fit))
+	p := bookTasks(t, gpuNodes(8, 4), req, 3, 2)
 	require.Equal(t, int64(2), gpusFree(t, p, t0), "10 of the 12 GPUs booked")
 
 	// Seven such tasks need 14 GPUs: never on these nodes.
-	fit, err = p.EarliestFit(Request{Nodes: 2, PerNode: vec(1, 0, 2), Tasks: 7, PerTask: vec(1, 0, 2), Duration: mins(10)})
+	fit, err := p.EarliestFit(Request{Nodes: 2, PerNode: vec(1, 0, 2), Tasks: 7, PerTask: vec(1, 0, 2), Duration: mins(10)})
 	require.NoError(t, err)
 	require.Equal(t, FitNever, fit.Status)
 }
