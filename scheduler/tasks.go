@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/topology"
 )
 
@@ -553,6 +554,9 @@ func (s *Scheduler) chooseTasks(now time.Time, j *job, set topology.NodeSet, che
 func (s *Scheduler) chooseTasksAmong(now time.Time, j *job, fit []taskFit) ([]int, float64) {
 	ts := j.tasks
 	hi := min(ts.nodesMax, len(fit))
+	if pc := &s.parts[j.part].cfg; pc.MaxNodes > 0 && !s.subjectOf(j).PartitionOverrides().Has(policy.QOSPartitionMaxNodes) {
+		hi = min(hi, pc.MaxNodes) // the partition's MaxNodes bounds the count Slurm chooses
+	}
 	if hi < j.nodes {
 		return nil, 0
 	}

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -293,4 +294,22 @@ func TestTasksRequestedAndAllocatedTRES(t *testing.T) {
 	assert.Equal(t, int64(4000), tot.At(gres.Mem))
 	_, ok = s.RequestedTRES(999)
 	assert.False(t, ok)
+}
+
+// A partition's MaxNodes bounds the node count the scheduler chooses:
+// with MaxNodes=2, -n 20 on 16-CPU nodes where each has 8 CPUs free
+// (which would take 3 nodes) waits rather than spreading over three.
+func TestTasksNodeCountWithinPartitionMaxNodes(t *testing.T) {
+	s, err := scheduler.New(scheduler.Config{Nodes: taskNodes(3, 16),
+		Partitions: []scheduler.PartitionConfig{{Name: "p", Default: true, MaxNodes: 2}}})
+	require.NoError(t, err)
+	names := []string{"c0", "c1", "c2"}
+	for k := range names {
+		others := slices.Delete(slices.Clone(names), k, k+1)
+		mustSubmit(t, s, t0, scheduler.JobSpec{Nodes: 1, Tasks: 8, ExcludeNodes: others, TimeLimit: time.Hour})
+	}
+	id := mustSubmit(t, s, t0, scheduler.JobSpec{Tasks: 20, TimeLimit: time.Hour})
+	mustSchedule(t, s, t0)
+	j, _ := s.Job(id)
+	assert.Equal(t, scheduler.JobPending, j.State, "%v", j.Alloc.NodeNames())
 }
