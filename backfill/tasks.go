@@ -82,10 +82,13 @@ func (q *query) taskRoom(spare []int64) int64 {
 	return n
 }
 
-// dealTasks shares extra tasks over nodes of room room (parallel), one per
-// node in turn while a node has room, into out (parallel); it reports
-// false when the rooms do not hold them.
-func dealTasks(extra int64, room, out []int64) bool {
+// DealTasks shares extra tasks over nodes whose rooms are room
+// (parallel), one per node in turn while a node has room (Slurm's cyclic
+// distribution of tasks over nodes), into out (parallel); it reports
+// false when the rooms do not hold them. The planner deals a Tasks
+// request's tasks beyond one per node this way, and so does a caller
+// placing such a job now.
+func DealTasks(extra int64, room, out []int64) bool {
 	var sum int64
 	for _, r := range room {
 		sum += r
@@ -137,7 +140,7 @@ func (p *Profile) tasksOver(q *query, nodes []int, s, e int64) bool {
 		room[x] = q.taskRoom(spare)
 	}
 	got := room[n:]
-	if !dealTasks(q.tasks, room[:n], got) {
+	if !DealTasks(q.tasks, room[:n], got) {
 		return false
 	}
 	q.share = slices.Grow(q.share[:0], n*a)[:n*a]

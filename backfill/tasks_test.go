@@ -102,7 +102,7 @@ func TestDealTasks(t *testing.T) {
 	}
 	for _, c := range cases {
 		out := make([]int64, len(c.room))
-		ok := dealTasks(c.extra, c.room, out)
+		ok := DealTasks(c.extra, c.room, out)
 		require.Equal(t, c.ok, ok, "%v", c)
 		if ok {
 			require.Equal(t, c.want, out, "%v", c)

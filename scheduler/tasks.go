@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/topology"
@@ -394,45 +395,23 @@ func (s *Scheduler) taskRoom(j *job, n *node, free gres.Vector) int64 {
 // over nodes), and returns each node's count, or nil when they do not
 // hold them. Every node gets at least one.
 func dealTasks(total int64, room []int64) []int64 {
-	var sum int64
-	for _, r := range room {
+	n := int64(len(room))
+	if total < n {
+		return nil
+	}
+	more := make([]int64, 2*len(room))
+	for x, r := range room {
 		if r < 1 {
 			return nil
 		}
-		sum += r
+		more[x] = r - 1 // beyond the first task every node runs
 	}
-	if sum < total || total < int64(len(room)) {
+	out := more[len(room):]
+	if !backfill.DealTasks(total-n, more[:len(room)], out) {
 		return nil
 	}
-	// The round L at which the turns stop: each node takes min(room,
-	// L-1), then the first ones with room ≥ L one more.
-	lo, hi := int64(1), total
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		var s int64
-		for _, r := range room {
-			s += min(r, mid)
-		}
-		if s >= total {
-			hi = mid
-		} else {
-			lo = mid + 1
-		}
-	}
-	out := make([]int64, len(room))
-	var given int64
-	for x, r := range room {
-		out[x] = min(r, lo-1)
-		given += out[x]
-	}
-	for x, r := range room {
-		if given == total {
-			break
-		}
-		if r >= lo {
-			out[x]++
-			given++
-		}
+	for x := range out {
+		out[x]++
 	}
 	return out
 }
