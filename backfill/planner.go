@@ -188,6 +188,14 @@ type Job struct {
 	// between jobs of the same shape and key.
 	Chooser    NodeChooser
 	ChooserKey string
+	// Tasks, PerTask and MaxTasksPerNode give the job a variable number of
+	// tasks per node (Slurm's -n over the job's nodes, --ntasks-per-node
+	// as a maximum): PerNode is then a node's share with one task; see
+	// Request.Tasks. The entry's Tasks gives each planned node's count.
+	// Tasks zero: none.
+	Tasks           int
+	PerTask         gres.Vector
+	MaxTasksPerNode int
 }
 
 // Status is the outcome of planning one job.
@@ -323,6 +331,10 @@ type Entry struct {
 	// node's share of it (parallel to Nodes): what a start must place
 	// there beyond PerNode for the plan to hold. Nil otherwise.
 	Spread []gres.Vector
+	// Tasks is, for a job with Tasks and an estimate, each planned node's
+	// task count (parallel to Nodes): what a start must place there for
+	// the plan to hold. Nil otherwise.
+	Tasks []int
 }
 
 // Stats counts a plan's outcomes.
@@ -615,6 +627,12 @@ func (pl *Planner) validateJobs(p *Profile, jobs []Job, ids map[JobID]struct{}, 
 				return bad("Spread TRES %d count %d out of [0, %d]", k, v, gres.MaxCount)
 			}
 		}
+		if err := taskVectorOK(j.PerTask); err != nil {
+			return bad("%v", err)
+		}
+		if j.Tasks != 0 && (j.Tasks < j.Nodes || j.MaxTasksPerNode < 0) {
+			return bad("Tasks %d with Nodes %d and MaxTasksPerNode %d", j.Tasks, j.Nodes, j.MaxTasksPerNode)
+		}
 	}
 	return nil
 }
@@ -756,6 +774,7 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	q, err := p.fillQuery(&r.q, &Request{
 		Nodes: j.Nodes, PerNode: j.PerNode, Spread: j.Spread, Exclusive: j.Exclusive, Allowed: j.Allowed,
 		Duration: planned, Earliest: j.Earliest, Chooser: chooser, PreferBusy: cfg.BusyNodes,
+		Tasks: j.Tasks, PerTask: j.PerTask, MaxTasksPerNode: j.MaxTasksPerNode,
 	})
 	if err != nil {
 		return err
@@ -839,6 +858,7 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	e.Start = p.timeOf(t)
 	e.Nodes = nodes
 	e.Spread = p.shares(q)
+	e.Tasks = p.taskCounts(q, len(nodes))
 	e.TimeLimit = time.Duration(d) * time.Second
 	if d == limit {
 		e.TimeLimit = j.TimeLimit

@@ -75,6 +75,22 @@ type Request struct {
 	// then the lowest indices (Slurm's bf_busy_nodes). Idle nodes then stay
 	// free for backfill; classic EASY reserves this way.
 	PreferBusy bool
+	// Tasks is the request's task count (Slurm's -n) when the nodes hold
+	// a variable number of tasks: PerNode is then a node's share with one
+	// task, every chosen node runs at least one, and the nodes together
+	// hold Tasks, each as many more whole tasks of PerTask as it has spare
+	// at its lowest over the interval, at most MaxTasksPerNode in all
+	// (--ntasks-per-node; 0: no limit). The tasks are dealt one per node
+	// in turn, in the chosen order, while a node has room (Slurm's cyclic
+	// distribution over nodes: -N2 -n7 gets 4+3). Fit.Tasks gives each
+	// node's count and Fit.Spread its share beyond PerNode. Zero: no task
+	// request. Tasks must be at least Nodes and excludes Spread.
+	Tasks int
+	// PerTask is what each task beyond a node's first adds to its share
+	// (CPUs per task, memory per task, GRES per task).
+	PerTask gres.Vector
+	// MaxTasksPerNode bounds each node's task count (0: no limit).
+	MaxTasksPerNode int
 }
 
 // FitStatus says how a search ended.
@@ -119,8 +135,13 @@ type Fit struct {
 	// chooser, in the chooser's order otherwise.
 	Nodes []int
 	// Spread is, for a request with a Spread, each chosen node's share of
-	// it (parallel to Nodes); nil otherwise.
+	// it (parallel to Nodes); nil otherwise. For a request with Tasks it
+	// is each node's share beyond PerNode (its tasks beyond the first).
 	Spread []gres.Vector
+	// Tasks is, for a request with Tasks, each chosen node's task count
+	// (parallel to Nodes, each at least 1, summing to Request.Tasks); nil
+	// otherwise.
+	Tasks []int
 }
 
 // query is a validated request in profile units.
@@ -160,6 +181,13 @@ type query struct {
 	spread, share, use, left, spareBuf []int64
 	sdims                              []int
 	shareOf                            []int
+	// A task request (Request.Tasks; see tasks.go): taskReq says there is
+	// one, tasks counts the tasks beyond one per node, tmax the most of
+	// them one node may take, and spread holds PerTask. After a
+	// successful tasksOver, ntask holds each node's task count.
+	taskReq     bool
+	tasks, tmax int64
+	ntask       []int
 }
 
 // candList returns an empty candidate list with room for n nodes.
@@ -327,7 +355,7 @@ func (p *Profile) EarliestFit(r Request) (Fit, error) {
 		return Fit{Status: res.st}, nil
 	}
 	return Fit{Status: FitFound, Start: p.timeOf(res.t), End: p.timeOf(p.endAt(res.t, q.d)), Nodes: res.nodes,
-		Spread: p.shares(q)}, nil
+		Spread: p.shares(q), Tasks: p.taskCounts(q, len(res.nodes))}, nil
 }
 
 // ReserveFit books under id what EarliestFit returned for req: fit.Nodes
@@ -379,7 +407,7 @@ func (p *Profile) fillQuery(q *query, r *Request) (*query, error) {
 	*q = query{n: r.Nodes, excl: r.Exclusive, chooser: r.Chooser, preferBusy: r.PreferBusy,
 		req: slices.Grow(q.req[:0], p.a)[:p.a], nz: q.nz[:0], slab: q.slab, cslab: q.cslab,
 		spread: q.spread, share: q.share[:0], use: q.use[:0], left: q.left, spareBuf: q.spareBuf,
-		sdims: q.sdims, shareOf: q.shareOf[:0]}
+		sdims: q.sdims, shareOf: q.shareOf[:0], ntask: q.ntask[:0]}
 	if r.Nodes < 1 {
 		return nil, fmt.Errorf("%w: Nodes %d, want ≥ 1", ErrInvalidRequest, r.Nodes)
 	}
@@ -393,6 +421,9 @@ func (p *Profile) fillQuery(q *query, r *Request) (*query, error) {
 	}
 	q.never = !ok // a resource no node has
 	if err := p.setSpread(q, r); err != nil {
+		return nil, err
+	}
+	if err := p.setTasks(q, r); err != nil {
 		return nil, err
 	}
 	for j, v := range q.req {

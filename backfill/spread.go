@@ -106,6 +106,12 @@ func (p *Profile) walkFree(q *query, i int, s, e int64, fn func(at int64, f []in
 func (p *Profile) spreadOver(q *query, nodes []int, s, e int64) bool {
 	a := p.a
 	n := len(nodes)
+	if q.hasTasks() {
+		if !p.tasksOver(q, nodes, s, e) {
+			return false
+		}
+		return p.spreadUses(q, nodes)
+	}
 	q.share = slices.Grow(q.share[:0], n*a)[:n*a]
 	clear(q.share)
 	q.left = slices.Grow(q.left[:0], a)[:a]
@@ -136,6 +142,15 @@ func (p *Profile) spreadOver(q *query, nodes []int, s, e int64) bool {
 	if rest > 0 {
 		return false
 	}
+	return p.spreadUses(q, nodes)
+}
+
+// spreadUses records, after a successful spread of q.share over nodes,
+// each node's whole use (PerNode plus its share, or the whole node for an
+// exclusive request); it returns true.
+func (p *Profile) spreadUses(q *query, nodes []int) bool {
+	a := p.a
+	n := len(nodes)
 	q.shareOf = append(q.shareOf[:0], nodes...)
 	q.use = slices.Grow(q.use[:0], n*a)[:n*a]
 	for x, i := range nodes {
@@ -195,8 +210,12 @@ func (p *Profile) chooseSpread(q *query, F topology.NodeSet, t int64) ([]int, er
 	for i := F.Next(0); i >= 0; i = F.Next(i + 1) {
 		p.spareOn(q, i, t, end, spare)
 		var sum int64
-		for _, j := range q.sdims {
-			sum += min(spare[j], q.spread[j])
+		if q.hasTasks() {
+			sum = q.taskRoom(spare) // the tasks it could take
+		} else {
+			for _, j := range q.sdims {
+				sum += min(spare[j], q.spread[j])
+			}
 		}
 		rk = append(rk, ranked{i, sum})
 	}
@@ -236,6 +255,9 @@ func (p *Profile) chooseSpread(q *query, F topology.NodeSet, t int64) ([]int, er
 func (p *Profile) spreadCapable(q *query) bool {
 	if !q.hasSpread() {
 		return true
+	}
+	if q.hasTasks() {
+		return p.tasksCapable(q)
 	}
 	a := p.a
 	room := make([]int64, 0, 64)

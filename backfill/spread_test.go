@@ -20,13 +20,16 @@ func gpuNodes(gpus ...int64) []NodeState {
 }
 
 // gpusFree sums the free GPUs of every node at t.
-func gpusFree(t *testing.T, p *Profile, at time.Time) int64 {
+func gpusFree(t *testing.T, p *Profile, at time.Time) int64 { t.Helper(); return freeSum(t, p, at, 5) }
+
+// freeSum sums TRES id's free amount over every node at t.
+func freeSum(t *testing.T, p *Profile, at time.Time, id int) int64 {
 	t.Helper()
 	var n int64
 	for i := range p.NumNodes() {
 		f, err := p.FreeAt(i, at)
 		require.NoError(t, err)
-		n += f.At(5)
+		n += f.At(gres.ID(id))
 	}
 	return n
 }

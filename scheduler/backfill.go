@@ -299,8 +299,9 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		j.TimeLimit = e.TimeLimit
 		// A GRESPerJob spread takes the shares the plan booked.
 		j.planShares = e.Spread
+		j.planTasks = e.Tasks // a task spread too
 		err := s.allocate(now, j, e.Nodes, quality, time.Time{})
-		j.planShares = nil
+		j.planShares, j.planTasks = nil, nil
 		if err != nil {
 			j.TimeLimit = limit
 			continue
@@ -374,6 +375,7 @@ func (s *Scheduler) bfJob(now time.Time, x *job, allowed topology.NodeSet) backf
 		User: x.Spec.User, Partition: x.Partition, Assoc: x.assocKey(),
 		NoReserve: s.subjectOf(x).NoReserve(), // QOS NoReserve
 	}
+	bj.Tasks, bj.PerTask, bj.MaxTasksPerNode = x.bfTasks()
 	if c := x.constraints(); s.graph != nil && c != (topology.Constraints{}) {
 		var relaxed bool
 		bj.Chooser, relaxed = s.constrainedChooser(now, x, c)
@@ -499,7 +501,8 @@ func sameBFJob(x, y *backfill.Job) bool {
 		x.Priority == y.Priority && x.NoReserve == y.NoReserve && x.User == y.User &&
 		x.Partition == y.Partition && x.Assoc == y.Assoc && x.ChooserKey == y.ChooserKey &&
 		(x.Chooser == nil) == (y.Chooser == nil) && slices.Equal(x.PerNode, y.PerNode) && slices.Equal(x.Spread, y.Spread) &&
-		x.Allowed.Len() == y.Allowed.Len() && x.Allowed.Equal(y.Allowed)
+		x.Allowed.Len() == y.Allowed.Len() && x.Allowed.Equal(y.Allowed) &&
+		x.Tasks == y.Tasks && x.MaxTasksPerNode == y.MaxTasksPerNode && slices.Equal(x.PerTask, y.PerTask)
 }
 
 // bfWindow is a reservation window the backfill profile blocks.

@@ -566,6 +566,9 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 	if cand.Count() < j.nodes {
 		return nil, 0
 	}
+	if j.tasks != nil {
+		return s.placeTasks(now, j, cand)
+	}
 	if s.graph == nil && len(j.extra) == 0 {
 		// First fit, lightest nodes first (Weight), then by index; the
 		// hot case, every node of one weight, walks the set directly.
@@ -806,9 +809,9 @@ func (s *Scheduler) planShare(j *job, n *node, buf *allocBuf, perNode gres.Vecto
 func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64, killBy time.Time) error {
 	allocs := make([]NodeAlloc, 0, len(nodes))
 	buf := s.newAllocBuf(j, nodes)
-	reqs, ok := s.spreadExtra(j, nodes) // nil without a GRESPerJob beyond one per node
+	reqs, ok := s.nodeReqs(j, nodes) // nil when every node takes perNode
 	if !ok {
-		return fmt.Errorf("%w: nodes %v do not hold job %d's GRESPerJob", errCannotHost, nodes, j.ID)
+		return fmt.Errorf("%w: nodes %v do not hold job %d's tasks or GRESPerJob", errCannotHost, nodes, j.ID)
 	}
 	for k, i := range nodes {
 		n := &s.nodes[i]

@@ -167,6 +167,13 @@ type ResourceNeed struct {
 	// much free now; only resources that fewer than Nodes nodes have are
 	// listed.
 	Deficits []Deficit
+	// Tasks, for a job whose tasks are spread over a variable number of
+	// nodes (sbatch -n without -N, -N min-max, --ntasks-per-node as a
+	// maximum), is its task count; Nodes is then the fewest nodes it
+	// could run on and NodesMax the most. PerNode is one task's share.
+	// TaskRoom is how many of its tasks the nodes that fit now hold, at
+	// most NodesMax of them (short when below Tasks). Zero for other jobs.
+	Tasks, NodesMax, TaskRoom int `json:",omitempty"`
 }
 
 // idleNode is the Deficit.TRES of whole-node requests: how many nodes
@@ -734,9 +741,11 @@ func (s *Scheduler) earliest(now time.Time, x *job, allowed topology.NodeSet, pa
 // backfill pass plans it (bfJob): a --gpus total spread exactly where the
 // planner can.
 func (s *Scheduler) requestFor(now time.Time, x *job, allowed topology.NodeSet, d time.Duration, partStart []time.Time) backfill.Request {
+	tasks, perTask, maxPer := x.bfTasks()
 	return backfill.Request{
 		Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive, Allowed: allowed,
 		Duration: d, Earliest: s.earliest(now, x, allowed, partStart), Chooser: s.chooserFor(now, x),
+		Tasks: tasks, PerTask: perTask, MaxTasksPerNode: maxPer,
 	}
 }
 
@@ -966,6 +975,9 @@ func (s *Scheduler) resourceNeed(now time.Time, j *job, allowed topology.NodeSet
 		var totalShort bool
 		totalShort, totalTopo = s.perJobNeed(j, fit, need)
 		short = short || totalShort
+	}
+	if j.tasks != nil && j.tasks.total > 0 {
+		short = s.tasksNeed(j, fit, need) || short
 	}
 	c := j.constraints()
 	if s.graph == nil || c == (topology.Constraints{}) {
@@ -1789,6 +1801,9 @@ func (n *ResourceNeed) String() string {
 	}
 	if n.PerJob != "" {
 		fmt.Fprintf(&b, " and %s in all", n.PerJob)
+	}
+	if n.Tasks > 0 {
+		fmt.Fprintf(&b, " for %d task(s) on %s node(s), %d of them fit now", n.Tasks, FormatNodeCount(n.Nodes, n.NodesMax), n.TaskRoom)
 	}
 	if n.Constraint != "" {
 		fmt.Fprintf(&b, " %s", n.Constraint)

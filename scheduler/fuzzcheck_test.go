@@ -211,6 +211,11 @@ func fzInvariants(s *Scheduler, cyc *Cycle) error {
 		return fmt.Errorf("Counts() = %d pending, %d running; Jobs() has %d and %d", p, r, pend, run)
 	}
 	for ji := range jobs {
+		if err := fzCheckTasks(s, &jobs[ji]); err != nil {
+			return err
+		}
+	}
+	for ji := range jobs {
 		j := &jobs[ji]
 		sp := &j.Spec
 		if j.State != JobRunning || len(sp.GRESPerJob) != 1 || sp.GRESPerJob[0].Name != "gpu" || sp.GRESPerJob[0].Count <= 0 ||
@@ -503,6 +508,41 @@ func fzReservationClear(s *Scheduler, now time.Time, r fzResv) error {
 					r.Name, na.Name, j.ID, end.Format(time.RFC3339), w.Format(time.RFC3339))
 			}
 		}
+	}
+	return nil
+}
+
+// fzCheckTasks checks a running job's tasks as Slurm lays them out: its
+// node count within [Nodes, NodesMax] (or what its tasks need), and, when
+// only its tasks decide its CPUs, Tasks × CPUsPerTask CPUs in all, at
+// least one task and at most TasksPerNode on each node.
+func fzCheckTasks(s *Scheduler, j *Job) error {
+	sp := &j.Spec
+	if j.State != JobRunning || sp.Tasks == 0 || len(sp.GRESPerJob) > 0 {
+		return nil
+	}
+	n := len(j.Alloc.Nodes)
+	if n < max(sp.Nodes, 1) || (sp.NodesMax > 0 && n > sp.NodesMax) || (sp.Nodes > 0 && sp.NodesMax == 0 && n != sp.Nodes) || n > sp.Tasks {
+		return fmt.Errorf("job %d: -N %d-%d -n %d runs on %d nodes", j.ID, sp.Nodes, sp.NodesMax, sp.Tasks, n)
+	}
+	exclusive := sp.Exclusive || s.parts[s.partByName[j.Partition]].cfg.OverSubscribe == policy.OverSubscribeExclusive
+	if exclusive || sp.CPUsPerGPU > 0 || len(sp.GRESPerNode)+len(sp.GRESPerTask) > 0 || sp.GPUsPerSocket > 0 {
+		return nil // per-GPU CPUs (or whole nodes) may add CPUs
+	}
+	cpt := max(sp.CPUsPerTask, 1)
+	total := 0
+	for _, na := range j.Alloc.Nodes {
+		c := len(na.CPUs)
+		total += c
+		if c < cpt || c%cpt != 0 || (sp.TasksPerNode > 0 && c > sp.TasksPerNode*cpt) {
+			return fmt.Errorf("job %d: %d CPUs on node %s for tasks of %d CPUs (TasksPerNode %d)", j.ID, c, na.Name, cpt, sp.TasksPerNode)
+		}
+		if sp.MemPerCPUMiB > 0 && na.MemoryMiB != int64(c)*sp.MemPerCPUMiB {
+			return fmt.Errorf("job %d: %d MiB on node %s for %d CPUs at %d MiB/CPU", j.ID, na.MemoryMiB, na.Name, c, sp.MemPerCPUMiB)
+		}
+	}
+	if total != sp.Tasks*cpt {
+		return fmt.Errorf("job %d: -n %d -c %d holds %d CPUs", j.ID, sp.Tasks, cpt, total)
 	}
 	return nil
 }

@@ -346,6 +346,23 @@ func (g *fzGen) spec() JobSpec {
 	} else if s.chance(40) {
 		sp.Tasks = fzPick(s, -3, MaxTasksPerJob+1)
 	}
+	if s.chance(6) {
+		// Tasks without a node count, -N min-max, --ntasks-per-node,
+		// --ntasks-per-socket.
+		sp.Tasks = 1 + s.intn(40)
+		if s.chance(3) {
+			sp.NodesMax = fzPick(s, 1, 2, 4, len(g.c.Nodes), -1, MaxNodesPerJob+1)
+		}
+		if s.chance(3) {
+			sp.TasksPerNode = fzPick(s, 1, 2, 8, -1)
+		}
+		if s.chance(6) {
+			sp.TasksPerSocket = fzPick(s, 1, 4, -2)
+		}
+	}
+	if s.chance(10) {
+		sp.MemPerCPUMiB = fzPick[int64](s, 100, 2048, -1)
+	}
 	if s.chance(2) {
 		sp.CPUsPerTask = 1 + s.intn(6)
 	} else if s.chance(30) {
@@ -870,7 +887,8 @@ func fzSpecCode(sp JobSpec) string {
 		`EnforceBinding:false, `, `TimeMin:0, `, `TimeLimit:0, `, `BeginTime:time.Date(1, time.January, 1, 0, 0, 0, 0, time.UTC), `,
 		`Exclusive:false, `, `CheckpointInterval:0, `, `Requeue:false, `, `Switches:0, `, `SwitchesMaxWait:0, `, `Segment:0, `,
 		`Reservation:"", `, `Dependency:"", `, `Nice:0, `, `, ExcludeNodes:[]string(nil)`, `, Hold:false`, `Hold:false, `,
-		`, NVLinkDomain:0x0`, `NVLinkDomain:0x0, `, `NVLinkDomain:0x0`} {
+		`, NVLinkDomain:0x0`, `NVLinkDomain:0x0, `, `NVLinkDomain:0x0`,
+		`, NodesMax:0`, `, TasksPerNode:0`, `, TasksPerSocket:0`, `, MemPerCPUMiB:0`} {
 		s = strings.ReplaceAll(s, z, "")
 	}
 	s = strings.ReplaceAll(s, "{gres.Request{", "{{")

@@ -85,10 +85,18 @@ type JobSpec struct {
 	Partition string
 	// QOS names the quality of service; empty means the default.
 	QOS string
-	// Nodes is the number of nodes (sbatch -N). Zero means 1.
+	// Nodes is the number of nodes (sbatch -N), or the minimum of a
+	// range -N min-max (see NodesMax; ParseNodeCount reads both). Zero
+	// means 1, except with Tasks: Slurm then chooses the fewest nodes
+	// that hold the tasks.
 	Nodes int
-	// Tasks is the number of tasks (sbatch -n). Zero means one per node.
-	// Tasks are spread evenly: each node gets ceil(Tasks/Nodes) task slots.
+	// Tasks is the number of tasks (sbatch -n). Zero means one per node
+	// (TasksPerNode per node when set). Each task's CPUs, memory and
+	// GRESPerTask sit on one node; every node runs at least one task, and
+	// the tasks are dealt one per node in turn while a node has room
+	// (Slurm's cyclic distribution over nodes): -N2 -n7 takes 4+3 CPUs.
+	// With a GRESPerJob the node count is fixed (Nodes, or 1) and each
+	// node runs ceil(Tasks/Nodes) tasks.
 	Tasks int
 	// CPUsPerTask is sbatch -c. Zero means 1.
 	CPUsPerTask int
@@ -197,6 +205,20 @@ type JobSpec struct {
 	// launch failure reported with RequeueEvent.ExcludeNodes adds the
 	// failed nodes here.
 	ExcludeNodes []string `json:",omitempty"`
+	// NodesMax is the maximum of sbatch -N min-max: the job gets as many
+	// nodes as can run it now within [Nodes, NodesMax]. Zero means Nodes,
+	// or, for a job with Tasks and no Nodes, as many as its tasks need.
+	NodesMax int `json:",omitempty"`
+	// TasksPerNode is sbatch --ntasks-per-node: with Tasks, the most
+	// tasks one node may run (and, without Nodes, at least
+	// ceil(Tasks/TasksPerNode) nodes); without Tasks, every node's count.
+	TasksPerNode int `json:",omitempty"`
+	// TasksPerSocket is sbatch --ntasks-per-socket: the most tasks per
+	// CPU socket of a node (the sockets its devices name; 1 when none).
+	TasksPerSocket int `json:",omitempty"`
+	// MemPerCPUMiB is sbatch --mem-per-cpu: memory per allocated CPU on
+	// each node. It excludes MemPerNodeMiB and MemPerGPUMiB, as in Slurm.
+	MemPerCPUMiB int64 `json:",omitempty"`
 }
 
 // RequeueMode is whether jobs may be requeued (JobSpec.Requeue, and the

@@ -47,6 +47,11 @@ func (s *Scheduler) bfSpreadExact(j *job) (bool, error) {
 // or per GPU with --cpus-per-gpu or the partition's DefCpuPerGPU), memory
 // (--mem, --mem-per-gpu, DefMemPerGPU or DefMemPerCPU), node, and GRES.
 func (s *Scheduler) nodeVector(j *job, devReq []gres.Request, v gres.Vector) error {
+	return s.nodeVectorN(j, j.tpn, devReq, v)
+}
+
+// nodeVectorN is nodeVector for a node running tpn of the job's tasks.
+func (s *Scheduler) nodeVectorN(j *job, tpn int64, devReq []gres.Request, v gres.Vector) error {
 	spec := &j.Spec
 	var gpus int64 // GPUs per node, for --cpus-per-gpu and --mem-per-gpu
 	for _, r := range devReq {
@@ -58,7 +63,7 @@ func (s *Scheduler) nodeVector(j *job, devReq []gres.Request, v gres.Vector) err
 		return fmt.Errorf("%w: %d GPUs per node is out of range", ErrInvalidJob, gpus)
 	}
 	cpt := int64(max(spec.CPUsPerTask, 1))
-	v[gres.CPU] = max(j.tpn*cpt, gpus*int64(spec.CPUsPerGPU))
+	v[gres.CPU] = max(tpn*cpt, gpus*int64(spec.CPUsPerGPU))
 	var defMemGPU int64
 	if spec.CPUsPerGPU == 0 {
 		// The partition's DefCpuPerGPU / DefMemPerGPU.
@@ -71,7 +76,14 @@ func (s *Scheduler) nodeVector(j *job, devReq []gres.Request, v gres.Vector) err
 		return fmt.Errorf("%w: %d CPUs per node overflows", ErrInvalidJob, v[gres.CPU])
 	}
 	v[gres.Mem] = spec.MemPerNodeMiB
-	if spec.MemPerGPUMiB > 0 {
+	if mc := spec.MemPerCPUMiB; mc > 0 {
+		// --mem-per-cpu: per CPU the node gives the job (Submit keeps it
+		// apart from --mem and --mem-per-gpu).
+		if mc > gres.MaxCount/v[gres.CPU] {
+			return fmt.Errorf("%w: MemPerCPUMiB %d × %d CPUs overflows", ErrInvalidJob, mc, v[gres.CPU])
+		}
+		v[gres.Mem] = mc * v[gres.CPU]
+	} else if spec.MemPerGPUMiB > 0 {
 		v[gres.Mem] = gpus * spec.MemPerGPUMiB
 	} else if v[gres.Mem] == 0 {
 		v[gres.Mem] = defMemGPU

@@ -204,6 +204,11 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 	if k < j.nodes {
 		return false
 	}
+	if j.tasks != nil {
+		// Tasks: the nodes place would choose, holding every task, on the
+		// freed resources.
+		return s.withFree(freed, func() bool { nodes, _ := s.chooseTasks(now, j, fit, nil); return nodes != nil })
+	}
 	if len(j.extra) > 0 {
 		// A GRESPerJob total: the nodes place would choose, and the total
 		// spread over them, on the freed resources — not only one per node.

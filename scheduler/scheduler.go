@@ -207,6 +207,12 @@ type job struct {
 	// killBy is, while the job runs, the end of the reservation window
 	// it runs in (its deadline never passes it); zero for none.
 	killBy time.Time
+	// tasks is how a job with a variable number of tasks per node (or a
+	// node count range) spreads them (see tasks.go); nil when every node
+	// takes perNode. planTasks is, while the backfill pass starts the
+	// job, each planned node's task count (nil otherwise).
+	tasks     *taskSpread
+	planTasks []int
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it
@@ -600,16 +606,11 @@ func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 	case spec.NVLinkDomain > topology.DomainBalanced:
 		return nil, fmt.Errorf("%w: NVLinkDomain %d unknown", ErrInvalidJob, spec.NVLinkDomain)
 	}
-	nodes := max(spec.Nodes, 1)
-	tasks := spec.Tasks
-	if tasks == 0 {
-		tasks = nodes
+	nodes, tpn, ts, err := resolveTasks(&spec)
+	if err != nil {
+		return nil, err
 	}
-	if tasks < nodes {
-		return nil, fmt.Errorf("%w: Tasks %d fewer than Nodes %d", ErrInvalidJob, tasks, nodes)
-	}
-	tpn := int64((tasks + nodes - 1) / nodes)
-	j := &job{part: pi, tier: p.cfg.PriorityTier, nodes: nodes}
+	j := &job{part: pi, tier: p.cfg.PriorityTier, nodes: nodes, tasks: ts}
 	j.Spec = spec
 	j.Partition = p.cfg.Name
 	j.TimeLimit = p.effectiveLimit(spec.TimeLimit)
@@ -686,6 +687,12 @@ func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 		}
 	}
 	j.shape = s.shapeOf(pi, v, spec.Exclusive, excluded)
+	if ts != nil {
+		if err := s.initTasks(j); err != nil {
+			return nil, err
+		}
+		nodes = j.nodes
+	}
 	if c := j.shape.capable.Count(); c < nodes {
 		return nil, fmt.Errorf("%w: %w: needs %d node(s) with %s in partition %q, only %d exist",
 			ErrInvalidJob, ErrUnsatisfiable, nodes, s.reg.FormatTRES(v), p.cfg.Name, c)
@@ -1143,6 +1150,9 @@ func (s *Scheduler) Counts() (pending, running int) {
 // engine see it. The request is fixed at submit, so it is computed once;
 // callers only read it.
 func (j *job) totalRequest() (gres.Vector, error) {
+	if j.total == nil && j.tasks != nil && j.tasks.totalVec != nil {
+		j.total = j.tasks.totalVec
+	}
 	if j.total == nil {
 		t, err := j.perNode.Scale(int64(j.nodes))
 		if err != nil {

@@ -74,7 +74,7 @@ func BenchmarkScheduleShared(b *testing.B) {
 					return nil
 				}}
 			if bc.shared {
-				o.Adjust = sharedRequests
+				o.Spec = sharedRequests
 			}
 			s, now, err := clustertest.NewState(o)
 			if err != nil {

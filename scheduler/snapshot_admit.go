@@ -86,7 +86,13 @@ func (e AdmitEvent) apply(s *Scheduler, now time.Time) (Result, error) {
 	if err := s.admitPolicy(j, s.nextID, 1); err != nil {
 		return Result{}, err
 	}
-	if len(e.Nodes) != j.nodes {
+	if ts := j.tasks; ts != nil {
+		// A task spread or node range: within the job's node counts (the
+		// nodes given say how its tasks sit).
+		if len(e.Nodes) < j.nodes && !ts.fewest || len(e.Nodes) < 1 || len(e.Nodes) > ts.nodesMax {
+			return bad("%d node(s) given, the job runs on %s", len(e.Nodes), FormatNodeCount(j.nodes, ts.nodesMax))
+		}
+	} else if len(e.Nodes) != j.nodes {
 		return bad("%d node(s) given, the job has %d", len(e.Nodes), j.nodes)
 	}
 	allocs := make([]NodeAlloc, 0, len(e.Nodes))

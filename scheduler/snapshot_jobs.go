@@ -54,6 +54,7 @@ const (
 	jfArray           // ArrayJobID, ArrayTaskID follow
 	jfUsage           // usageTotal, usageEnd follow
 	jfShares          // the allocation's device shares follow it (minor 2)
+	jfTasks           // the task spread follows (see tasks.go)
 	jfNumFlags        = iota
 )
 
@@ -90,6 +91,7 @@ func (e *senc) job(j *job) error {
 	set(jfEstimate, j.planned != nil)
 	set(jfUsage, j.usageTotal != nil || !j.usageEnd.IsZero())
 	set(jfShares, j.Alloc.hasShares())
+	set(jfTasks, j.tasks != nil)
 	e.uvarint(uint64(j.ID))
 	e.uvarint(f)
 	// The public record (Job) field by field by name, so that fields
@@ -159,7 +161,37 @@ func (e *senc) job(j *job) error {
 	if f&jfBreakdown != 0 {
 		e.breakdown(&j.breakdown)
 	}
+	if f&jfTasks != 0 {
+		e.tasks(j.tasks)
+	}
 	return nil
+}
+
+func (e *senc) tasks(ts *taskSpread) {
+	e.int(ts.total)
+	e.int(ts.maxPer)
+	e.int(ts.perSocket)
+	e.int(ts.nodesMax)
+	e.bool(ts.fewest)
+	e.requests(ts.devFixed)
+	e.requests(ts.devTask)
+	e.vec(ts.perTask)
+	e.vec(ts.totalVec)
+}
+
+func (d *sdec) tasks() *taskSpread {
+	ts := &taskSpread{
+		total:     d.intIn(0, MaxTasksPerJob, "task count"),
+		maxPer:    d.intIn(0, MaxTasksPerJob, "tasks per node"),
+		perSocket: d.intIn(0, MaxTasksPerJob, "tasks per socket"),
+		nodesMax:  d.intIn(1, MaxNodesPerJob, "node count maximum"),
+		fewest:    d.bool(),
+	}
+	ts.devFixed = d.requests()
+	ts.devTask = d.requests()
+	ts.perTask = d.vec()
+	ts.totalVec = d.vec()
+	return ts
 }
 
 func (e *senc) alloc(a *Allocation) {
@@ -351,6 +383,9 @@ func (d *sdec) job(s *Scheduler) *job {
 	}
 	if f&jfBreakdown != 0 {
 		j.breakdown = d.breakdown()
+	}
+	if f&jfTasks != 0 {
+		j.tasks = d.tasks()
 	}
 	j.reserved = f&jfReserved != 0
 	j.preemptFirst = f&jfPreemptFirst != 0

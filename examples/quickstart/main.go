@@ -11,7 +11,8 @@
 // a100 PCIe servers (8 GPUs in NVLink pairs), in two partitions: "gpu"
 // (all nodes, the default) and "h100" (the h100 nodes, a higher priority
 // tier). Thirty jobs from five users in three accounts arrive over the
-// day. The queue is ordered by multifactor priority (age, fair-share from
+// day. At the end, a cluster of two 16-CPU nodes shows tasks without a
+// node count (sbatch -n 32 taking both nodes, with their CPU ids). The queue is ordered by multifactor priority (age, fair-share from
 // the ledger, job size), EASY backfill fills the gaps, and a per-user GPU
 // limit holds some jobs back with Slurm's reason.
 package main
@@ -123,6 +124,7 @@ func workload(seed uint64, day0 time.Time) []sim.Job {
 			spec.Name = fmt.Sprintf("finetune-%02d", i)
 			spec.GRESPerNode = []gres.Request{{Name: "gpu", Count: int64(2 << rng.IntN(2))}}
 			spec.Tasks = int(spec.GRESPerNode[0].Count)
+			spec.Nodes = 1 // -N1: without it Slurm would choose the node count
 		case k < 9:
 			spec.Name = fmt.Sprintf("train-%02d", i)
 			spec.Partition = "h100"
@@ -223,7 +225,10 @@ func run(w io.Writer, seed uint64, every time.Duration, path string) error {
 		return obsErr
 	}
 	summary(w, s, res)
-	return reports(w, l, s, day0, res.End)
+	if err := reports(w, l, s, day0, res.End); err != nil {
+		return err
+	}
+	return tasksDemo(w, res.End)
 }
 
 // resume reads a kept ledger: the day after its last job, the next job ID,

@@ -16,9 +16,10 @@ type StateOptions struct {
 	// Configure, when set, adjusts the standard cluster's configuration
 	// (priority, backfill, policy) before the scheduler is built.
 	Configure func(*scheduler.Config) error
-	// Adjust, when set, changes the k-th job of the workload before it is
-	// submitted (e.g. to put shard or MIG requests in the mix).
-	Adjust func(k int, spec *scheduler.JobSpec)
+	// Spec, when set, adjusts the k-th job's spec of the workload before
+	// it is submitted (after the choice of the small jobs that fill the
+	// cluster).
+	Spec func(k int, spec *scheduler.JobSpec)
 }
 
 // NewState returns a scheduler over the standard cluster (adjusted by
@@ -39,20 +40,15 @@ func NewState(o StateOptions) (*scheduler.Scheduler, time.Time, error) {
 	}
 	now := Epoch
 	jobs := Workload(WorkloadConfig{Jobs: o.Running*2 + o.Pending, Seed: o.Seed})
-	adjust := func(from int) {
-		if o.Adjust != nil {
-			for k := from; k < len(jobs); k++ {
-				o.Adjust(k, &jobs[k].Spec)
-			}
-		}
-	}
-	adjust(0)
 	started, next := 0, 0
 	for started < o.Running && next < len(jobs) {
 		for submitted := 0; submitted < min(o.Running-started, 4096) && next < len(jobs); next++ {
 			spec := jobs[next].Spec
 			if spec.Nodes > 1 || spec.Exclusive || spec.GRESPerNode[0].Count > 2 {
 				continue
+			}
+			if o.Spec != nil {
+				o.Spec(next, &spec)
 			}
 			if _, err := s.Submit(now, spec); err != nil {
 				return nil, now, err
@@ -73,9 +69,12 @@ func NewState(o StateOptions) (*scheduler.Scheduler, time.Time, error) {
 	for ; queued < o.Pending; next++ {
 		if next == len(jobs) {
 			jobs = append(jobs, Workload(WorkloadConfig{Jobs: o.Pending, Seed: o.Seed + 1})...)
-			adjust(next)
 		}
-		if _, err := s.Submit(now, jobs[next].Spec); err != nil {
+		spec := jobs[next].Spec
+		if o.Spec != nil {
+			o.Spec(next, &spec)
+		}
+		if _, err := s.Submit(now, spec); err != nil {
 			return nil, now, err
 		}
 		queued++

@@ -85,7 +85,7 @@ func TestJournalBinaryEncodingMatchesJSON(t *testing.T) {
 	extra := []scheduler.Event{
 		scheduler.SubmitEvent{Spec: scheduler.JobSpec{Name: "x\x00y\n\"é", Tasks: 2, CPUsPerTask: 3,
 			BeginTime: t0.Add(time.Hour).In(time.FixedZone("X", 3600)), Dependency: "afterok:1", Nice: -5,
-			GRESPerNode: []gres.Request{}}},
+			GRESPerNode: []gres.Request{}, NodesMax: 3, TasksPerNode: 2, TasksPerSocket: 1, MemPerCPUMiB: 256}},
 		scheduler.RemoveReservationEvent{Name: "r"},
 	}
 	for i := range 600 {

@@ -353,7 +353,10 @@ func (r *Recorder) charge(tx accounting.Tx, rec accounting.JobRecord, from, to t
 // record converts a scheduler job into the ledger's sacct-like record.
 func (r *Recorder) record(j scheduler.Job) accounting.JobRecord {
 	reg := r.s.Registry()
-	req, _ := j.PerNode.Scale(int64(max(j.Spec.Nodes, 1)))
+	req, ok := r.s.RequestedTRES(j.ID) // tasks and --gpus totals counted as the job asks them
+	if !ok {
+		req, _ = j.PerNode.Scale(int64(max(j.Spec.Nodes, 1)))
+	}
 	rec := accounting.JobRecord{
 		ID: accounting.JobID(j.ID), Name: j.Spec.Name, Cluster: r.cluster, User: j.Spec.User, Account: j.Spec.Account,
 		Partition: j.Partition, QOS: j.Spec.QOS, Reservation: j.Spec.Reservation,

@@ -149,6 +149,7 @@ func (g *SyntheticGenerator) Next() (Job, bool) {
 	switch {
 	case k < 60: // 1, 2 or 4 GPUs on one node
 		gpus := []int64{1, 2, 4}[rng.IntN(3)]
+		spec.Nodes = 1 // -N1: Slurm would otherwise choose the node count for -n
 		spec.Tasks = int(gpus)
 		spec.CPUsPerTask = 8
 		spec.MemPerNodeMiB = gpus * 64 * 1024

@@ -1,0 +1,223 @@
+package backfill
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/sluicehq/sluice/gres"
+)
+
+// A request with Tasks (Slurm's -n spread over the job's nodes) is a
+// Spread of whole tasks: PerNode is a node's share with one task (every
+// chosen node runs at least one), and the chosen nodes must together hold
+// the Tasks-Nodes tasks left, each node as many more whole tasks of
+// PerTask as it has spare at its lowest over the interval (at most
+// MaxTasksPerNode in all). The tasks are dealt one per node in turn, in
+// the chosen order, while a node has room (Slurm's cyclic distribution of
+// tasks over nodes): -N2 -n7 on two free nodes is 4+3, and -N2 -n5 with
+// two GPUs per task on nodes with 8 and 4 free GPUs is 3+2. The search,
+// its retries where a candidate's free amounts change, and the booking
+// are the Spread's; only the share each node takes differs.
+
+// setTasks projects r's task request into q (after setSpread): q.spread
+// holds PerTask in profile units, sdims its non-zero dimensions, q.tasks
+// the tasks beyond one per node and q.tmax the most of them one node may
+// take.
+func (p *Profile) setTasks(q *query, r *Request) error {
+	q.tasks, q.tmax, q.taskReq = 0, 0, false
+	if r.Tasks == 0 && r.PerTask.IsZero() && r.MaxTasksPerNode == 0 {
+		return nil
+	}
+	q.taskReq = true
+	switch {
+	case r.Tasks < r.Nodes:
+		return fmt.Errorf("%w: Tasks %d fewer than Nodes %d (each node runs at least one)", ErrInvalidRequest, r.Tasks, r.Nodes)
+	case !r.Spread.IsZero():
+		return fmt.Errorf("%w: Tasks and Spread are exclusive", ErrInvalidRequest)
+	case r.MaxTasksPerNode < 0:
+		return fmt.Errorf("%w: MaxTasksPerNode %d is negative", ErrInvalidRequest, r.MaxTasksPerNode)
+	case r.MaxTasksPerNode > 0 && int64(r.MaxTasksPerNode)*int64(r.Nodes) < int64(r.Tasks):
+		return fmt.Errorf("%w: %d tasks do not fit %d node(s) of at most %d", ErrInvalidRequest, r.Tasks, r.Nodes, r.MaxTasksPerNode)
+	}
+	q.tasks = int64(r.Tasks - r.Nodes)
+	q.tmax = posInf
+	if r.MaxTasksPerNode > 0 {
+		q.tmax = int64(r.MaxTasksPerNode - 1)
+	}
+	if q.tasks == 0 || r.PerTask.IsZero() {
+		// One task per node, or tasks that need nothing: the per-node
+		// request alone decides (sdims stays empty: no Spread).
+		if q.tasks > 0 && q.tmax*int64(r.Nodes) < q.tasks {
+			q.never = true
+		}
+		return nil
+	}
+	q.spread = slices.Grow(q.spread[:0], p.a)[:p.a]
+	ok, err := p.project(r.PerTask, q.spread)
+	if err != nil {
+		return fmt.Errorf("%w: PerTask: %w", ErrInvalidRequest, err)
+	}
+	if !ok {
+		q.never = true
+	}
+	for j, v := range q.spread {
+		if v != 0 {
+			q.sdims = append(q.sdims, j)
+		}
+	}
+	return nil
+}
+
+// hasTasks reports whether the query spreads tasks (rather than a Spread
+// total).
+func (q *query) hasTasks() bool { return q.tasks > 0 && len(q.sdims) > 0 }
+
+// taskRoom is how many whole tasks beyond the first fit in spare (the
+// request's dimensions only), at most q.tmax.
+func (q *query) taskRoom(spare []int64) int64 {
+	n := q.tmax
+	for _, j := range q.sdims {
+		n = min(n, max(spare[j], 0)/q.spread[j])
+	}
+	return n
+}
+
+// DealTasks shares extra tasks over nodes whose rooms are room
+// (parallel), one per node in turn while a node has room (Slurm's cyclic
+// distribution of tasks over nodes), into out (parallel); it reports
+// false when the rooms do not hold them. The planner deals a Tasks
+// request's tasks beyond one per node this way, and so does a caller
+// placing such a job now.
+func DealTasks(extra int64, room, out []int64) bool {
+	var sum int64
+	for _, r := range room {
+		sum += r
+	}
+	if sum < extra {
+		return false
+	}
+	// The level L where the turns stop: every node takes min(room, L-1),
+	// then the first nodes with room ≥ L one more each.
+	lo, hi := int64(0), extra
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		var s int64
+		for _, r := range room {
+			s += min(r, mid)
+		}
+		if s >= extra {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	var given int64
+	for x, r := range room {
+		out[x] = min(r, max(lo-1, 0))
+		given += out[x]
+	}
+	for x, r := range room {
+		if given == extra {
+			break
+		}
+		if r >= lo && lo > 0 {
+			out[x]++
+			given++
+		}
+	}
+	return given == extra
+}
+
+// tasksOver is spreadOver for a task request: nodes, in this order, hold
+// the tasks beyond one per node over [s, e) when their spare rooms do.
+func (p *Profile) tasksOver(q *query, nodes []int, s, e int64) bool {
+	a := p.a
+	n := len(nodes)
+	spare := q.spare(a)
+	room := make([]int64, 2*n)
+	for x, i := range nodes {
+		p.spareOn(q, i, s, e, spare)
+		room[x] = q.taskRoom(spare)
+	}
+	got := room[n:]
+	if !DealTasks(q.tasks, room[:n], got) {
+		return false
+	}
+	q.share = slices.Grow(q.share[:0], n*a)[:n*a]
+	clear(q.share)
+	q.ntask = slices.Grow(q.ntask[:0], n)[:n]
+	for x := range nodes {
+		q.ntask[x] = int(got[x]) + 1
+		for _, j := range q.sdims {
+			q.share[x*a+j] = got[x] * q.spread[j]
+		}
+	}
+	return true
+}
+
+// tasksCapable is spreadCapable for a task request: the Nodes allowed
+// nodes with the most room beyond one task, at capacity, hold the tasks.
+func (p *Profile) tasksCapable(q *query) bool {
+	a := p.a
+	// top holds the q.n largest rooms seen, ascending; any q.n nodes
+	// whose rooms hold the tasks prove it, so the scan stops there.
+	top := make([]int64, 0, min(q.n, 64))
+	var sum int64
+	spare := q.spare(a)
+	for i := q.allowed.Next(0); i >= 0; i = q.allowed.Next(i + 1) {
+		c := p.caps[i*a : (i+1)*a]
+		if !q.fits(c) {
+			continue
+		}
+		for _, j := range q.sdims {
+			spare[j] = c[j] - q.req[j]
+		}
+		r := q.taskRoom(spare)
+		switch {
+		case len(top) < q.n:
+			k, _ := slices.BinarySearch(top, r)
+			top = slices.Insert(top, k, r)
+			sum += r
+		case r > top[0]:
+			sum += r - top[0]
+			top = top[1:]
+			k, _ := slices.BinarySearch(top, r)
+			top = slices.Insert(top, k, r)
+		}
+		if len(top) == q.n && sum >= q.tasks {
+			return true
+		}
+	}
+	return false
+}
+
+// taskCounts returns each chosen node's task count (parallel to the last
+// successful choice's nodes), or nil for a request without tasks.
+func (p *Profile) taskCounts(q *query, nodes int) []int {
+	if !q.taskReq {
+		return nil
+	}
+	if !q.hasTasks() {
+		// Every node one task plus an equal part of what needs nothing.
+		out := make([]int, nodes)
+		per, rest := q.tasks/int64(nodes), q.tasks%int64(nodes)
+		for x := range out {
+			out[x] = 1 + int(per)
+			if int64(x) < rest {
+				out[x]++
+			}
+		}
+		return out
+	}
+	return slices.Clone(q.ntask)
+}
+
+// taskVectorOK checks a task request's vector counts.
+func taskVectorOK(v gres.Vector) error {
+	for k, c := range v {
+		if c < 0 || c > gres.MaxCount {
+			return fmt.Errorf("PerTask TRES %d count %d out of [0, %d]", k, c, gres.MaxCount)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package backfill
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// bookTasks fits req on a fresh profile of nodes, checks it starts at
+// the origin with tasks per node (in node order), books it and returns
+// the profile.
+func bookTasks(t *testing.T, nodes []NodeState, req Request, tasks ...int) *Profile {
+	t.Helper()
+	p, err := NewProfile(t0, nodes, nil, ProfileOptions{})
+	require.NoError(t, err)
+	fit, err := p.EarliestFit(req)
+	require.NoError(t, err)
+	require.Equal(t, FitFound, fit.Status)
+	require.Equal(t, t0, fit.Start)
+	require.Equal(t, tasks, fit.Tasks)
+	for x, n := range tasks {
+		require.Equal(t, int64(n-1)*req.PerTask.At(0), fit.Spread[x].At(0), "node %d's share beyond its first task", x)
+	}
+	require.NoError(t, p.ReserveFit(1, req, fit))
+	return p
+}
+
+// Slurm deals -n tasks over the job's nodes one per node in turn: -N2
+// -n7 on two free 8-CPU nodes takes 4+3 CPUs, not ceil(7/2)=4 on each,
+// and the booking holds exactly 7 CPUs.
+func TestTasksRequestDealsCyclically(t *testing.T) {
+	req := Request{Nodes: 2, PerNode: vec(1, 0, 0), Tasks: 7, PerTask: vec(1, 0, 0), Duration: mins(10)}
+	p := bookTasks(t, gpuNodes(0, 0), req, 4, 3)
+	require.Equal(t, int64(16-7), freeSum(t, p, t0, 0))
+}
+
+// -N2 -n5 --gpus-per-task=2 on nodes with 8 and 4 free GPUs: the second
+// node holds only two tasks, so the first takes three (3+2), where a
+// ceil(5/2)=3 tasks per node would be refused.
+func TestTasksRequestFillsUnevenNodes(t *testing.T) {
+	req := Request{Nodes: 2, PerNode: vec(1, 0, 2), Tasks: 5, PerTask: vec(1, 0, 2), Duration: mins(10)}
+	p := bookTasks(t, gpuNodes(8, 4), req, 3, 2)
+	require.Equal(t, int64(2), gpusFree(t, p, t0), "10 of the 12 GPUs booked")
+
+	// Seven such tasks need 14 GPUs: never on these nodes.
+	fit, err := p.EarliestFit(Request{Nodes: 2, PerNode: vec(1, 0, 2), Tasks: 7, PerTask: vec(1, 0, 2), Duration: mins(10)})
+	require.NoError(t, err)
+	require.Equal(t, FitNever, fit.Status)
+}
+
+// --ntasks-per-node with -n is a maximum per node (MaxTasksPerNode), and
+// a request that cannot hold its tasks within it is invalid.
+func TestTasksRequestMaxPerNode(t *testing.T) {
+	p, err := NewProfile(t0, gpuNodes(0, 0, 0), nil, ProfileOptions{})
+	require.NoError(t, err)
+	fit, err := p.EarliestFit(Request{Nodes: 3, PerNode: vec(1, 0, 0), Tasks: 7, PerTask: vec(1, 0, 0), MaxTasksPerNode: 3, Duration: mins(10)})
+	require.NoError(t, err)
+	require.Equal(t, []int{3, 2, 2}, fit.Tasks)
+	_, err = p.EarliestFit(Request{Nodes: 2, PerNode: vec(1, 0, 0), Tasks: 7, PerTask: vec(1, 0, 0), MaxTasksPerNode: 3, Duration: mins(10)})
+	require.ErrorIs(t, err, ErrInvalidRequest)
+	_, err = p.EarliestFit(Request{Nodes: 3, PerNode: vec(1, 0, 0), Tasks: 2, PerTask: vec(1, 0, 0), Duration: mins(10)})
+	require.ErrorIs(t, err, ErrInvalidRequest, "fewer tasks than nodes")
+	_, err = p.EarliestFit(Request{Nodes: 1, PerNode: vec(1, 0, 0), Tasks: 2, PerTask: vec(1, 0, 0), Spread: vec(1, 0, 0), Duration: mins(10)})
+	require.ErrorIs(t, err, ErrInvalidRequest, "Tasks and Spread")
+}
+
+// A task job waits until its nodes have room for all its tasks: node 0
+// runs 6 of its 8 CPUs until 10 min, so -N2 -n12 (needing 8+4 or 6+6)
+// is reserved for then, and the plan books 12 CPUs.
+func TestPlanTasksJobReservedWhenRoomFrees(t *testing.T) {
+	end := t0.Add(10 * time.Minute)
+	run := []Running{{ID: 100, End: end, Allocs: []Alloc{{Node: 0, Use: vec(6, 0, 0)}}}}
+	pl, err := NewPlanner(Config{Mode: EASY, Window: 24 * time.Hour})
+	require.NoError(t, err)
+	p, err := pl.NewProfile(t0, gpuNodes(0, 0), run)
+	require.NoError(t, err)
+	plan, err := pl.Plan(p, []Job{
+		{ID: 1, Nodes: 2, PerNode: vec(1, 0, 0), Tasks: 12, PerTask: vec(1, 0, 0), TimeLimit: mins(30)},
+		{ID: 2, Nodes: 1, PerNode: vec(2, 0, 0), TimeLimit: mins(5)},
+	})
+	require.NoError(t, err)
+	e := entryByID(plan, 1)
+	require.Equal(t, StatusReserved, e.Status)
+	require.Equal(t, end, e.Start)
+	require.Equal(t, []int{6, 6}, e.Tasks)
+	// The short job backfills into the CPUs the reservation leaves.
+	require.Equal(t, StatusStart, entryByID(plan, 2).Status)
+}
+
+func TestDealTasks(t *testing.T) {
+	cases := []struct {
+		extra      int64
+		room, want []int64
+		ok         bool
+	}{
+		{6, []int64{5, 1, 5}, []int64{3, 1, 2}, true},
+		{3, []int64{3, 2}, []int64{2, 1}, true},
+		{0, []int64{3, 2}, []int64{0, 0}, true},
+		{4, []int64{0, 4}, []int64{0, 4}, true},
+		{5, []int64{2, 2}, nil, false},
+	}
+	for _, c := range cases {
+		out := make([]int64, len(c.room))
+		ok := DealTasks(c.extra, c.room, out)
+		require.Equal(t, c.ok, ok, "%v", c)
+		if ok {
+			require.Equal(t, c.want, out, "%v", c)
+		}
+	}
+}
