@@ -368,8 +368,8 @@ func (j *job) clearEstimate() {
 // bfJob is job x as the backfill pass hands it to the planner.
 func (s *Scheduler) bfJob(now time.Time, x *job, allowed topology.NodeSet) backfill.Job {
 	bj := backfill.Job{
-		ID: backfill.JobID(x.ID), Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive,
-		Allowed: allowed, TimeLimit: x.TimeLimit, TimeMin: x.Spec.TimeMin,
+		ID: backfill.JobID(x.ID), Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive || x.exclUser(),
+		Allowed: s.userAllowed(x, allowed), TimeLimit: x.TimeLimit, TimeMin: x.Spec.TimeMin,
 		Earliest: x.Spec.BeginTime, Eligible: x.EligibleTime, Priority: float64(x.Priority),
 		User: x.Spec.User, Partition: x.Partition, Assoc: x.assocKey(),
 		NoReserve: s.subjectOf(x).NoReserve(), // QOS NoReserve

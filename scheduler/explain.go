@@ -167,6 +167,10 @@ type ResourceNeed struct {
 	// much free now; only resources that fewer than Nodes nodes have are
 	// listed.
 	Deficits []Deficit
+	// UserExcluded counts the allowed nodes --exclusive=user keeps the job
+	// off now: they run another user's job and the job has the flag, or
+	// another user's --exclusive=user job runs there.
+	UserExcluded int `json:",omitempty"`
 }
 
 // idleNode is the Deficit.TRES of whole-node requests: how many nodes
@@ -735,7 +739,7 @@ func (s *Scheduler) earliest(now time.Time, x *job, allowed topology.NodeSet, pa
 // planner can.
 func (s *Scheduler) requestFor(now time.Time, x *job, allowed topology.NodeSet, d time.Duration, partStart []time.Time) backfill.Request {
 	return backfill.Request{
-		Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive, Allowed: allowed,
+		Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive || x.exclUser(), Allowed: s.userAllowed(x, allowed),
 		Duration: d, Earliest: s.earliest(now, x, allowed, partStart), Chooser: s.chooserFor(now, x),
 	}
 }
@@ -949,6 +953,7 @@ func (s *Scheduler) resourceNeed(now time.Time, j *job, allowed topology.NodeSet
 	}
 	need.FitNow = fit.Count()
 	need.Placeable = need.FitNow
+	s.layoutNeed(j, allowed, need)
 	if j.Spec.Exclusive && idle < j.nodes {
 		need.Deficits = append(need.Deficits, Deficit{TRES: idleNode, PerNode: 1, Nodes: idle})
 	}

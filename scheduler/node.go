@@ -85,6 +85,11 @@ type node struct {
 	removed bool
 	// pw is the node's power-saving state (see power.go).
 	pw nodePower
+	// lay is the node's CPU layout (sockets, cores, threads; layout.go).
+	lay cpuLayout
+	// exclUsers counts the running --exclusive=user jobs on the node
+	// (all of one user: see exclusive.go).
+	exclUsers int
 }
 
 func (n *node) state() NodeState {
