@@ -204,7 +204,8 @@ func TestExclusiveUser(t *testing.T) {
 		ann := mustSubmit(t, s, t0, scheduler.JobSpec{User: "ann", Tasks: 2, TimeLimit: time.Hour})
 		mustSchedule(t, s, t0)
 		annExcl := mustSubmit(t, s, t0, scheduler.JobSpec{User: "ann", Tasks: 2, ExclusiveUser: true, TimeLimit: 2 * time.Hour})
-		bob := mustSubmit(t, s, t0, scheduler.JobSpec{User: "bob", Tasks: 2, ExclusiveUser: true, TimeLimit: time.Hour})
+		bob := mustSubmit(t, s, t0, scheduler.JobSpec{User: "bob", Tasks: 2, ExclusiveUser: true, TimeLimit: time.Hour,
+			Distribution: dist(t, "*:cyclic"), Hint: scheduler.HintNoMultithread})
 		cyc := mustSchedule(t, s, t0)
 		require.Len(t, cyc.Starts, 1, "bf=%v", bf)
 		assert.Equal(t, annExcl, cyc.Starts[0].Job, "bf=%v: ann's own --exclusive=user job shares with ann", bf)
@@ -238,6 +239,10 @@ func TestExclusiveUser(t *testing.T) {
 		require.NoError(t, err)
 		cyc = mustSchedule(t, r, t0.Add(time.Minute))
 		assert.Empty(t, cyc.Starts, "bf=%v: restored", bf)
+		js, _ := s.Job(bob)
+		jr, ok := r.Job(bob)
+		require.True(t, ok)
+		assert.Equal(t, js.Spec, jr.Spec, "bf=%v: restored spec", bf)
 		// When ann's jobs end, bob's job gets the node.
 		for _, x := range []*scheduler.Scheduler{s, r} {
 			require.NoError(t, x.Finish(t0.Add(2*time.Minute), ann, 0))
@@ -245,6 +250,7 @@ func TestExclusiveUser(t *testing.T) {
 			cyc = mustSchedule(t, x, t0.Add(2*time.Minute))
 			require.Len(t, cyc.Starts, 1, "bf=%v", bf)
 			assert.Equal(t, bob, cyc.Starts[0].Job, "bf=%v", bf)
+			assert.Equal(t, []int{0, 8}, cyc.Starts[0].Alloc.Nodes[0].CPUs, "bf=%v: cyclic over the restored layout", bf)
 		}
 	}
 	_, err := layoutSched(t, false, layoutNode("n0", 1, 4, 1)).Submit(t0, scheduler.JobSpec{Exclusive: true, ExclusiveUser: true})
