@@ -838,7 +838,7 @@ func (s *Scheduler) commitAllocation(start time.Time, j *job, allocs []NodeAlloc
 		}
 		_ = n.charge(na.TRES) // fits the free TRES: checked by canTake
 		n.jobs = append(n.jobs, j.ID)
-		s.noteExclUser(j, na.Node, 1)
+		s.noteUse(j, na.Node, 1)
 	}
 	j.Alloc = Allocation{Nodes: allocs, Quality: quality}
 	var weights gres.BillingWeights // none: billing is the CPU count

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/topology"
@@ -23,39 +24,55 @@ func (j *job) exclUser() bool { return j.Spec.ExclusiveUser && !j.Spec.Exclusive
 // as far as --exclusive=user goes: when j has the flag, every job on the
 // node is its user's; when a job on the node has it, j is that user's.
 func (s *Scheduler) userShareOK(j *job, n *node) bool {
-	if n.exclUsers == 0 && !j.exclUser() {
+	if n.exclUsers > 0 && n.exclUser != j.Spec.User {
+		return false
+	}
+	if !j.exclUser() {
 		return true
 	}
-	for _, id := range n.jobs {
-		if o := s.jobs[id]; o != nil && o.Spec.User != j.Spec.User {
-			return false
-		}
-	}
-	return true
+	return len(n.users) == 0 || (len(n.users) == 1 && n.users[0].user == j.Spec.User)
 }
 
-// noteExclUser counts (delta +1) or uncounts (-1) job j's --exclusive=user
-// use of node i, undone with the cycle when it fails.
-func (s *Scheduler) noteExclUser(j *job, i, delta int) {
+// noteUse counts (delta +1) or uncounts (-1) job j on node i: by user,
+// and as an --exclusive=user job when it is one; undone with the cycle
+// when it fails.
+func (s *Scheduler) noteUse(j *job, i, delta int) {
+	s.countUse(j, i, delta)
+	s.onUndo(func() { s.countUse(j, i, -delta) })
+}
+
+// countUse is noteUse without the undo.
+func (s *Scheduler) countUse(j *job, i, delta int) {
+	n := &s.nodes[i]
+	u := j.Spec.User
+	k := slices.IndexFunc(n.users, func(x userJobs) bool { return x.user == u })
+	switch {
+	case k < 0 && delta > 0:
+		n.users = append(n.users, userJobs{user: u, jobs: delta})
+	case k >= 0:
+		if n.users[k].jobs += delta; n.users[k].jobs <= 0 {
+			n.users = slices.Delete(slices.Clone(n.users), k, k+1) // a copy: a saved node may share the array
+		}
+	}
 	if !j.exclUser() {
 		return
 	}
-	s.nodes[i].exclUsers += delta
+	n.exclUsers += delta
+	n.exclUser = u
 	s.exclUserUses += delta
-	s.onUndo(func() { s.nodes[i].exclUsers -= delta; s.exclUserUses -= delta })
+	s.exclNodesStale = true
 }
 
-// recountExclUsers rebuilds every node's count of running --exclusive=user
-// jobs from the jobs on it (after a restore).
-func (s *Scheduler) recountExclUsers() {
-	s.exclUserUses = 0
+// recountUses rebuilds every node's counts of jobs by user and of
+// running --exclusive=user jobs from the jobs on it (after a restore).
+func (s *Scheduler) recountUses() {
+	s.exclUserUses, s.exclNodesStale = 0, true
 	for i := range s.nodes {
 		n := &s.nodes[i]
-		n.exclUsers = 0
+		n.exclUsers, n.exclUser, n.users = 0, "", nil
 		for _, id := range n.jobs {
-			if o := s.jobs[id]; o != nil && o.exclUser() {
-				n.exclUsers++
-				s.exclUserUses++
+			if o := s.jobs[id]; o != nil {
+				s.countUse(o, i, 1)
 			}
 		}
 	}
@@ -92,7 +109,7 @@ func (s *Scheduler) oneThreadFeasible(j *job) error {
 		return nil
 	}
 	k, want := 0, j.perNode[gres.CPU]
-	for i := j.shape.capable.Next(0); i >= 0; i = j.shape.capable.Next(i + 1) {
+	for i := j.shape.capable.Next(0); i >= 0 && k < j.nodes; i = j.shape.capable.Next(i + 1) {
 		if l := s.nodes[i].lay; l.threads == 1 || int64(l.sockets*l.cores) >= want {
 			k++
 		}
@@ -113,9 +130,21 @@ func (s *Scheduler) userAllowed(x *job, allowed topology.NodeSet) topology.NodeS
 	if s.exclUserUses == 0 || x.exclUser() {
 		return allowed
 	}
-	out := allowed.Clone()
-	for i := allowed.Next(0); i >= 0; i = allowed.Next(i + 1) {
-		if n := &s.nodes[i]; n.exclUsers > 0 && !s.userShareOK(x, n) {
+	if s.exclNodesStale {
+		s.exclNodes = s.exclNodes[:0]
+		for i := range s.nodes {
+			if s.nodes[i].exclUsers > 0 {
+				s.exclNodes = append(s.exclNodes, i)
+			}
+		}
+		s.exclNodesStale = false
+	}
+	out, cloned := allowed, false
+	for _, i := range s.exclNodes {
+		if allowed.Has(i) && !s.userShareOK(x, &s.nodes[i]) {
+			if !cloned {
+				out, cloned = allowed.Clone(), true
+			}
 			out.Remove(i)
 		}
 	}

@@ -116,6 +116,10 @@ type Scheduler struct {
 	// exclUserUses counts the nodes' running --exclusive=user jobs, summed
 	// (exclusive.go): zero spares the plan its per-node check.
 	exclUserUses int
+	// exclNodes lists the nodes running --exclusive=user jobs, rebuilt
+	// when exclNodesStale (a count changed).
+	exclNodes      []int
+	exclNodesStale bool
 }
 
 type partition struct {
@@ -941,7 +945,7 @@ func (s *Scheduler) release(j *job, ended bool) {
 			panic(fmt.Sprintf("scheduler: freeing job %d on %s: %v", j.ID, n.cfg.Name, err))
 		}
 		n.removeJob(j.ID)
-		s.noteExclUser(j, na.Node, -1)
+		s.noteUse(j, na.Node, -1)
 	}
 	if a := s.arrays[j.ArrayJobID]; a != nil {
 		a.running--

@@ -111,7 +111,7 @@ func Restore(r io.Reader, opts RestoreOptions) (*Scheduler, error) {
 		}
 	}
 	s.noteCapacity() // the first backfill pass builds its profile afresh
-	s.recountExclUsers()
+	s.recountUses()
 	s.SetEventLog(opts.EventLog)
 	return s, nil
 }
