@@ -101,6 +101,11 @@ type shape struct {
 	part      int
 	perNode   gres.Vector
 	exclusive bool
+	// userAllowed caches allowed without the nodes running --exclusive=user
+	// jobs for the backfill plan, valid while userStamp is the cycle's
+	// stamp and the list of such nodes generation userGen (exclusive.go).
+	userAllowed        topology.NodeSet
+	userStamp, userGen uint64
 }
 
 func shapeKey(part int, v gres.Vector, exclusive bool, excluded []int) string {

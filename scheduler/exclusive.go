@@ -121,12 +121,15 @@ func (s *Scheduler) oneThreadFeasible(j *job) error {
 }
 
 // userAllowed is allowed, for the backfill plan of job x, without the
-// nodes another user's running --exclusive=user job keeps it off: the plan
-// is cautious there, counting on none of them while such a job runs. An
-// --exclusive=user job itself is planned on whole idle nodes (bfJob), so
-// its plan never counts on sharing a node with another user's job that
-// would still run then. allowed is not changed.
-func (s *Scheduler) userAllowed(x *job, allowed topology.NodeSet) topology.NodeSet {
+// nodes that run --exclusive=user jobs: the plan is cautious there,
+// counting on none of them for another job while such a job runs
+// (whatever the users: one set per shape, so that the planner's work
+// stays shared among the jobs of a shape). An --exclusive=user job
+// itself is planned on whole idle nodes (bfJob), so its plan never counts
+// on sharing a node with another user's job that would still run then.
+// With sh set (the backfill pass: allowed is the shape's allowed set of
+// this cycle) the result is cached on the shape. allowed is not changed.
+func (s *Scheduler) userAllowed(x *job, allowed topology.NodeSet, sh *shape) topology.NodeSet {
 	if s.exclUserUses == 0 || x.exclUser() {
 		return allowed
 	}
@@ -138,15 +141,22 @@ func (s *Scheduler) userAllowed(x *job, allowed topology.NodeSet) topology.NodeS
 			}
 		}
 		s.exclNodesStale = false
+		s.exclGen++
+	}
+	if sh != nil && sh.userStamp == s.cycleNo+1 && sh.userGen == s.exclGen {
+		return sh.userAllowed
 	}
 	out, cloned := allowed, false
 	for _, i := range s.exclNodes {
-		if allowed.Has(i) && !s.userShareOK(x, &s.nodes[i]) {
+		if allowed.Has(i) {
 			if !cloned {
 				out, cloned = allowed.Clone(), true
 			}
 			out.Remove(i)
 		}
+	}
+	if sh != nil {
+		sh.userAllowed, sh.userStamp, sh.userGen = out, s.cycleNo+1, s.exclGen
 	}
 	return out
 }

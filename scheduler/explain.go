@@ -671,10 +671,10 @@ func (s *Scheduler) planContext(now time.Time, j *job) (*planCtx, error) {
 		// The planner, as the next backfill pass would run it.
 		jobs := make([]backfill.Job, 0, len(ahead)+1)
 		for _, x := range ahead {
-			jobs = append(jobs, s.bfJob(now, x, s.jobAllowed(x)))
+			jobs = append(jobs, s.bfJob(now, x, s.jobAllowed(x), nil))
 		}
 		if j.Spec.Reservation == "" {
-			jobs = append(jobs, s.bfJob(now, j, s.jobAllowed(j)))
+			jobs = append(jobs, s.bfJob(now, j, s.jobAllowed(j), nil))
 		}
 		plan, err := s.bf.planner.Plan(prof, jobs)
 		if err != nil {
@@ -739,7 +739,7 @@ func (s *Scheduler) earliest(now time.Time, x *job, allowed topology.NodeSet, pa
 // planner can.
 func (s *Scheduler) requestFor(now time.Time, x *job, allowed topology.NodeSet, d time.Duration, partStart []time.Time) backfill.Request {
 	return backfill.Request{
-		Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive || x.exclUser(), Allowed: s.userAllowed(x, allowed),
+		Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive || x.exclUser(), Allowed: s.userAllowed(x, allowed, nil),
 		Duration: d, Earliest: s.earliest(now, x, allowed, partStart), Chooser: s.chooserFor(now, x),
 	}
 }

@@ -120,6 +120,7 @@ type Scheduler struct {
 	// when exclNodesStale (a count changed).
 	exclNodes      []int
 	exclNodesStale bool
+	exclGen        uint64
 }
 
 type partition struct {
