@@ -227,7 +227,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		if !consider {
 			return true
 		}
-		jobs = append(jobs, s.bfJob(now, j, s.allowedNodes(j.shape)))
+		jobs = append(jobs, s.bfJob(now, j, s.allowedNodes(j.shape), j.shape))
 		jobs[len(jobs)-1].NoEstimate = keep
 		pjobs = append(pjobs, j)
 		return true
@@ -366,11 +366,12 @@ func (j *job) clearEstimate() {
 	j.ExpectedStart, j.EstimatedAt, j.planned, j.reserved = time.Time{}, time.Time{}, j.planned[:0], false
 }
 
-// bfJob is job x as the backfill pass hands it to the planner.
-func (s *Scheduler) bfJob(now time.Time, x *job, allowed topology.NodeSet) backfill.Job {
+// bfJob is job x as the backfill pass hands it to the planner; sh is the
+// job's shape when allowed is its allowed set of this cycle (nil otherwise).
+func (s *Scheduler) bfJob(now time.Time, x *job, allowed topology.NodeSet, sh *shape) backfill.Job {
 	bj := backfill.Job{
-		ID: backfill.JobID(x.ID), Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive,
-		Allowed: allowed, TimeLimit: x.TimeLimit, TimeMin: x.Spec.TimeMin,
+		ID: backfill.JobID(x.ID), Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive || x.exclUser(),
+		Allowed: s.userAllowed(x, allowed, sh), TimeLimit: x.TimeLimit, TimeMin: x.Spec.TimeMin,
 		Earliest: x.Spec.BeginTime, Eligible: x.EligibleTime, Priority: float64(x.Priority),
 		User: x.Spec.User, Partition: x.Partition, Assoc: x.assocKey(),
 		NoReserve: s.subjectOf(x).NoReserve(), // QOS NoReserve

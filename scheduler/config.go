@@ -202,6 +202,23 @@ type NodeConfig struct {
 	// means Slurm's default, 1; at most MaxNodeWeight. See weight.go for
 	// where the order applies.
 	Weight int64 `json:",omitempty"`
+	// Boards, Sockets, CoresPerSocket and ThreadsPerCore are slurm.conf's
+	// node layout (Boards, Sockets or SocketsPerBoard, CoresPerSocket,
+	// ThreadsPerCore); zero means Slurm's default. Boards defaults to 1,
+	// and with Boards set Sockets counts one board's sockets (Slurm's
+	// SocketsPerBoard); CoresPerSocket and ThreadsPerCore default to 1;
+	// Sockets defaults to what CPUs leaves: CPUs/(Boards×CoresPerSocket×
+	// ThreadsPerCore). CPUs must be the product of the four, or the core
+	// count (threads then are not CPUs). CPU ids are Slurm's abstract
+	// ids: socket by socket, core by core, the threads of a core
+	// consecutive ((socket×CoresPerSocket + core)×ThreadsPerCore +
+	// thread). A device's Cores (gres.conf Cores=) name core indices
+	// (socket×CoresPerSocket + core), each standing for all its threads;
+	// a device's Socket must be below the node's socket count.
+	Boards         int `json:",omitempty"`
+	Sockets        int `json:",omitempty"`
+	CoresPerSocket int `json:",omitempty"`
+	ThreadsPerCore int `json:",omitempty"`
 }
 
 // PartitionState is a partition's availability, with Slurm's meaning.
@@ -433,6 +450,9 @@ func (n *NodeConfig) validate() error {
 	}
 	if err := n.Devices.Validate(); err != nil {
 		return fmt.Errorf("%w: node %q: devices: %w", ErrInvalidConfig, n.Name, err)
+	}
+	if err := n.validateLayout(); err != nil {
+		return err
 	}
 	for _, g := range n.GRES {
 		if err := g.Validate(); err != nil {

@@ -101,6 +101,11 @@ type shape struct {
 	part      int
 	perNode   gres.Vector
 	exclusive bool
+	// userAllowed caches allowed without the nodes running --exclusive=user
+	// jobs for the backfill plan, valid while userStamp is the cycle's
+	// stamp and the list of such nodes generation userGen (exclusive.go).
+	userAllowed        topology.NodeSet
+	userStamp, userGen uint64
 }
 
 func shapeKey(part int, v gres.Vector, exclusive bool, excluded []int) string {
@@ -540,10 +545,10 @@ func (s *Scheduler) fitsNow(j *job, i int) bool {
 	if j.Spec.Exclusive && len(n.jobs) > 0 {
 		return false // whole nodes: only an idle one, where the request must fit too
 	}
-	if !j.perNode.Fits(n.free) {
+	if !j.perNode.Fits(n.free) || !s.userShareOK(j, n) {
 		return false
 	}
-	if j.Spec.EnforceBinding || j.Spec.GPUsPerSocket > 0 || sharedChoice(j, n) {
+	if j.choiceDecides(n) || sharedChoice(j, n) {
 		// Counts do not see where the free devices sit (near which CPUs,
 		// on which socket): the choice itself decides, so that the node
 		// filter and allocate agree.
@@ -698,6 +703,9 @@ func (s *Scheduler) planNodeFor(j *job, n *node, buf *allocBuf, req *nodeReq) (n
 	if req != nil {
 		perNode, devReq = req.vec, req.devReq
 	}
+	if !s.userShareOK(j, n) {
+		return nodePlan{quality: 1}, false
+	}
 	if j.Spec.Exclusive {
 		// The whole node, but only where the job's own request fits its
 		// healthy free resources (and, per socket or bound, the choice
@@ -793,7 +801,7 @@ func (s *Scheduler) planShare(j *job, n *node, buf *allocBuf, perNode gres.Vecto
 	}
 	slices.Sort(p.devices)
 	k := int(perNode[gres.CPU])
-	p.cpus = n.freeCPUsInto(buf.cpuIDs(k), k, near, j.Spec.EnforceBinding && !near.IsEmpty())
+	p.cpus = n.selectCPUs(buf.cpuIDs(k), cpuRequestOf(j, k, near, j.Spec.EnforceBinding && !near.IsEmpty()))
 	if len(p.cpus) < k {
 		return p, false // not enough CPUs close to the devices (enforce-binding)
 	}
@@ -850,6 +858,7 @@ func (s *Scheduler) commitAllocation(start time.Time, j *job, allocs []NodeAlloc
 		}
 		_ = n.charge(na.TRES) // fits the free TRES: checked by canTake
 		n.jobs = append(n.jobs, j.ID)
+		s.noteUse(j, na.Node, 1)
 	}
 	j.Alloc = Allocation{Nodes: allocs, Quality: quality}
 	var weights gres.BillingWeights // none: billing is the CPU count

@@ -174,6 +174,10 @@ type ResourceNeed struct {
 	// TaskRoom is how many of its tasks the nodes that fit now hold, at
 	// most NodesMax of them (short when below Tasks). Zero for other jobs.
 	Tasks, NodesMax, TaskRoom int `json:",omitempty"`
+	// UserExcluded counts the allowed nodes --exclusive=user keeps the job
+	// off now: they run another user's job and the job has the flag, or
+	// another user's --exclusive=user job runs there.
+	UserExcluded int `json:",omitempty"`
 }
 
 // idleNode is the Deficit.TRES of whole-node requests: how many nodes
@@ -674,10 +678,10 @@ func (s *Scheduler) planContext(now time.Time, j *job) (*planCtx, error) {
 		// The planner, as the next backfill pass would run it.
 		jobs := make([]backfill.Job, 0, len(ahead)+1)
 		for _, x := range ahead {
-			jobs = append(jobs, s.bfJob(now, x, s.jobAllowed(x)))
+			jobs = append(jobs, s.bfJob(now, x, s.jobAllowed(x), nil))
 		}
 		if j.Spec.Reservation == "" {
-			jobs = append(jobs, s.bfJob(now, j, s.jobAllowed(j)))
+			jobs = append(jobs, s.bfJob(now, j, s.jobAllowed(j), nil))
 		}
 		plan, err := s.bf.planner.Plan(prof, jobs)
 		if err != nil {
@@ -743,7 +747,7 @@ func (s *Scheduler) earliest(now time.Time, x *job, allowed topology.NodeSet, pa
 func (s *Scheduler) requestFor(now time.Time, x *job, allowed topology.NodeSet, d time.Duration, partStart []time.Time) backfill.Request {
 	tasks, perTask, maxPer := x.bfTasks()
 	return backfill.Request{
-		Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive, Allowed: allowed,
+		Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive || x.exclUser(), Allowed: s.userAllowed(x, allowed, nil),
 		Duration: d, Earliest: s.earliest(now, x, allowed, partStart), Chooser: s.chooserFor(now, x),
 		Tasks: tasks, PerTask: perTask, MaxTasksPerNode: maxPer,
 	}
@@ -958,6 +962,7 @@ func (s *Scheduler) resourceNeed(now time.Time, j *job, allowed topology.NodeSet
 	}
 	need.FitNow = fit.Count()
 	need.Placeable = need.FitNow
+	s.layoutNeed(j, allowed, need)
 	if j.Spec.Exclusive && idle < j.nodes {
 		need.Deficits = append(need.Deficits, Deficit{TRES: idleNode, PerNode: 1, Nodes: idle})
 	}

@@ -219,6 +219,23 @@ type JobSpec struct {
 	// MemPerCPUMiB is sbatch --mem-per-cpu: memory per allocated CPU on
 	// each node. It excludes MemPerNodeMiB and MemPerGPUMiB, as in Slurm.
 	MemPerCPUMiB int64 `json:",omitempty"`
+	// Distribution is sbatch -m/--distribution (ParseDistribution reads
+	// Slurm's form, "block:cyclic"). Its second field, the method over
+	// sockets, chooses the job's CPU ids on each node as select/cons_tres
+	// does: cyclic by default (a 4-task job on an idle node of 2 sockets
+	// of 8 cores gets CPUs 0,1,8,9), block fills the lowest socket first
+	// (0-3), fcyclic deals each CPU to the next socket.
+	Distribution Distribution `json:",omitzero"`
+	// Hint is sbatch --hint (ParseHint): nomultithread or compute_bound
+	// give each of the job's CPUs on a node a core of its own (one thread
+	// per core); a node whose free cores are too few cannot host it.
+	Hint Hint `json:",omitempty"`
+	// ExclusiveUser is sbatch --exclusive=user (ParseExclusive): the
+	// job's nodes run only jobs of its own user while it runs there, and
+	// it starts only on nodes that run no other user's job. It is charged
+	// only what it asks for. It excludes Exclusive (whole nodes), which a
+	// partition's OverSubscribe=EXCLUSIVE sets over it.
+	ExclusiveUser bool `json:",omitempty"`
 }
 
 // RequeueMode is whether jobs may be requeued (JobSpec.Requeue, and the

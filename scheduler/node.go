@@ -85,6 +85,20 @@ type node struct {
 	removed bool
 	// pw is the node's power-saving state (see power.go).
 	pw nodePower
+	// lay is the node's CPU layout (sockets, cores, threads; layout.go).
+	lay cpuLayout
+	// exclUsers counts the running --exclusive=user jobs on the node, all
+	// of user exclUser; users counts the node's jobs by user (see
+	// exclusive.go; rebuilt on restore).
+	exclUsers int
+	exclUser  string
+	users     []userJobs
+}
+
+// userJobs is how many of a node's jobs one user runs.
+type userJobs struct {
+	user string
+	jobs int
 }
 
 func (n *node) state() NodeState {

@@ -544,6 +544,7 @@ func (s *Scheduler) updateNode(now time.Time, e UpdateNodeEvent) error {
 	pc.commit(s)
 	n.cfg, n.capacity, n.free, n.cpuUsed = nd.cfg, nd.capacity, nd.free, nd.cpuUsed
 	n.devs, n.devTRES, n.devCores, n.hasAffinity = nd.devs, nd.devTRES, nd.devCores, nd.hasAffinity
+	n.lay = nd.lay
 	if n.autoDrained && n.admin == adminDrain && (n.devs == nil || len(n.allUnhealthy()) < len(n.cfg.Devices.Devices)) {
 		// The drain the scheduler made because every device failed lifts
 		// once the node has a healthy device (or none to fail), as a

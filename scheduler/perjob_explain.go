@@ -121,7 +121,7 @@ func (s *Scheduler) perJobFitAt(p *backfill.Profile, x *job, allowed topology.No
 			continue
 		}
 		m[gres.Node] = s.nodes[i].free[gres.Node]
-		if !x.perNode.Fits(m) || ((x.Spec.EnforceBinding || x.Spec.GPUsPerSocket > 0) && !s.fitsNow(x, i)) {
+		if !x.perNode.Fits(m) || ((x.choiceDecides(&s.nodes[i]) || x.exclUser() || s.nodes[i].exclUsers > 0) && !s.fitsNow(x, i)) {
 			continue
 		}
 		low[i] = m

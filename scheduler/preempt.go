@@ -189,7 +189,7 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 			f[gres.Node] = n.free[gres.Node]
 			freed[i] = f
 			ok = (!j.Spec.Exclusive || busy[i] == 0) && j.perNode.Fits(f)
-			if ok && (j.Spec.EnforceBinding || j.Spec.GPUsPerSocket > 0) {
+			if ok && (j.choiceDecides(n) || n.exclUsers > 0 || j.exclUser()) {
 				// Where the freed devices sit decides, as in fitsNow.
 				ok = s.fitsFreed(j, n, f, shares[i])
 			}
@@ -315,7 +315,10 @@ func (s *Scheduler) resumeSuspended(now time.Time, cyc *Cycle) {
 			for _, d := range na.Devices {
 				near = near.Union(n.devCores[d])
 			}
-			na.CPUs = n.freeCPUs(int(r.suspendedCPUs[k]), near, false)
+			want := int(r.suspendedCPUs[k])
+			if na.CPUs = n.selectCPUs(make([]int, 0, want), cpuRequestOf(r, want, near, false)); len(na.CPUs) < want {
+				na.CPUs = n.freeCPUs(want, near, false) // one thread per core no longer fits: any free CPUs
+			}
 			n.markCPUs(na.CPUs)
 			na.TRES[gres.CPU] = r.suspendedCPUs[k]
 			n.free[gres.CPU] -= r.suspendedCPUs[k]

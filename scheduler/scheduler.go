@@ -113,6 +113,14 @@ type Scheduler struct {
 	// cycleFault, when set (tests), is called at the end of every cycle;
 	// an error it returns fails the cycle.
 	cycleFault func() error
+	// exclUserUses counts the nodes' running --exclusive=user jobs, summed
+	// (exclusive.go): zero spares the plan its per-node check.
+	exclUserUses int
+	// exclNodes lists the nodes running --exclusive=user jobs, rebuilt
+	// when exclNodesStale (a count changed).
+	exclNodes      []int
+	exclNodesStale bool
+	exclGen        uint64
 }
 
 type partition struct {
@@ -330,11 +338,16 @@ func (s *Scheduler) buildNode(nc NodeConfig) (node, error) {
 	nc.Features = slices.Clone(nc.Features)
 	nc.GRES = slices.Clone(nc.GRES)
 	nd := node{cfg: &nc}
+	lay, err := nc.layout()
+	if err != nil {
+		return node{}, err
+	}
+	nd.lay = lay
 	nd.capacity = s.nodeCapacity(&nc)
 	nd.free = nd.capacity.Clone()
 	nd.cpuUsed = make([]uint64, (nc.CPUs+63)/64)
 	if len(nc.Devices.Devices) > 0 {
-		ds, err := gres.NewNodeDevices(nc.Devices)
+		ds, err := gres.NewNodeDevices(lay.cpuInventory(nc.Devices))
 		if err != nil {
 			return node{}, fmt.Errorf("%w: node %q: %w", ErrInvalidConfig, nc.Name, err)
 		}
@@ -342,7 +355,7 @@ func (s *Scheduler) buildNode(nc NodeConfig) (node, error) {
 		nd.devTRES = make(map[int][2]gres.ID, len(nc.Devices.Devices))
 		nd.devCores = make(map[int]gres.CoreSet, len(nc.Devices.Devices))
 		for _, d := range nc.Devices.Devices {
-			nd.devCores[d.Index] = d.Cores
+			nd.devCores[d.Index] = lay.cpusOfCores(d.Cores) // Cores= names cores
 			nd.hasAffinity = nd.hasAffinity || !d.Cores.IsEmpty()
 			ids := [2]gres.ID{s.reg.MustLookup(deviceTRES(d.Name, "")), -1}
 			if d.Type != "" {
@@ -606,6 +619,9 @@ func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 	case spec.NVLinkDomain > topology.DomainBalanced:
 		return nil, fmt.Errorf("%w: NVLinkDomain %d unknown", ErrInvalidJob, spec.NVLinkDomain)
 	}
+	if err := spec.validateLayoutRequest(); err != nil {
+		return nil, err
+	}
 	nodes, tpn, ts, err := resolveTasks(&spec)
 	if err != nil {
 		return nil, err
@@ -698,6 +714,9 @@ func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 			ErrInvalidJob, ErrUnsatisfiable, nodes, s.reg.FormatTRES(v), p.cfg.Name, c)
 	}
 	if err := s.perJobFeasible(j); err != nil {
+		return nil, err
+	}
+	if err := s.oneThreadFeasible(j); err != nil {
 		return nil, err
 	}
 	if spec.GPUsPerSocket > 0 {
@@ -939,6 +958,7 @@ func (s *Scheduler) release(j *job, ended bool) {
 			panic(fmt.Sprintf("scheduler: freeing job %d on %s: %v", j.ID, n.cfg.Name, err))
 		}
 		n.removeJob(j.ID)
+		s.noteUse(j, na.Node, -1)
 	}
 	if a := s.arrays[j.ArrayJobID]; a != nil {
 		a.running--

@@ -158,6 +158,8 @@ func (s *Scheduler) admitNode(j *job, an AdmitNode, taken []NodeAlloc) (NodeAllo
 		return bad("is down")
 	case j.Spec.Exclusive && len(n.jobs) > 0:
 		return bad("runs other jobs; the job takes whole nodes")
+	case !s.userShareOK(j, n):
+		return bad("runs another user's job; --exclusive=user keeps users apart")
 	case len(an.CPUs) == 0:
 		return bad("no CPUs")
 	case an.MemoryMiB < 0 || an.MemoryMiB > n.cfg.MemoryMiB:

@@ -111,6 +111,7 @@ func Restore(r io.Reader, opts RestoreOptions) (*Scheduler, error) {
 		}
 	}
 	s.noteCapacity() // the first backfill pass builds its profile afresh
+	s.recountUses()
 	s.SetEventLog(opts.EventLog)
 	return s, nil
 }

@@ -327,6 +327,9 @@ func (s *Scheduler) taskVector(j *job, k int64, v gres.Vector) error {
 // nodeSockets is the number of CPU sockets of node n the scheduler knows
 // (those its devices name; 1 when none does).
 func nodeSockets(n *node) int64 {
+	if n.cfg.Sockets > 0 {
+		return int64(n.lay.sockets) // the declared layout (layout.go)
+	}
 	if n.devs == nil {
 		return 1
 	}

@@ -1,0 +1,95 @@
+package scheduler_test
+
+import (
+	"testing"
+
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// layoutCluster gives every node of the standard cluster a layout of 2
+// sockets × 32 cores × 2 threads (its 128 CPUs) and its devices' Cores as
+// core indices of their socket (the gpuserver inventories list the
+// socket's 64 CPUs, 0-63 and 64-127: cores 0-31 and 32-63).
+func layoutCluster(c *scheduler.Config) error {
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		n.Sockets, n.CoresPerSocket, n.ThreadsPerCore = 2, 32, 2
+		inv := n.Devices
+		inv.Devices = append([]gres.Device(nil), inv.Devices...)
+		for k := range inv.Devices {
+			d := &inv.Devices[k]
+			var cores []int
+			for _, c := range d.Cores.AppendTo(nil) {
+				cores = append(cores, c/2)
+			}
+			cs, err := gres.CoreSetOf(cores...)
+			if err != nil {
+				return err
+			}
+			d.Cores = cs
+		}
+		n.Devices = inv
+	}
+	return nil
+}
+
+// layoutMix puts layout requests in the standard mix: a quarter of the
+// jobs with --hint=nomultithread, a quarter with -m block:block, one in
+// eight with --exclusive=user; the rest take the default (cyclic over
+// sockets).
+func layoutMix(i int, spec *scheduler.JobSpec) {
+	switch {
+	case i%4 == 0:
+		spec.Hint = scheduler.HintNoMultithread
+	case i%4 == 1:
+		spec.Distribution = scheduler.Distribution{Node: scheduler.DistBlock, Socket: scheduler.DistBlock}
+	case i%8 == 2 && !spec.Exclusive:
+		spec.ExclusiveUser = true
+	}
+}
+
+// BenchmarkScheduleLayout is BenchmarkSchedule's standard cycle (10,000
+// nodes, about 40,000 running and 100,000 pending jobs) without layouts
+// (plain) and with layout-bearing nodes and layout requests in the mix
+// (layout), FIFO and with EASY backfill.
+func BenchmarkScheduleLayout(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		layout bool
+		easy   bool
+	}{
+		{"plain", false, false}, {"layout", true, false},
+		{"easy/plain", false, true}, {"easy/layout", true, true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			o := clustertest.StateOptions{Running: 40000, Pending: 100000, Seed: 1,
+				Configure: func(c *scheduler.Config) error {
+					if bc.easy {
+						if err := standardPriority(c); err != nil {
+							return err
+						}
+						if err := easy(c); err != nil {
+							return err
+						}
+					}
+					if bc.layout {
+						return layoutCluster(c)
+					}
+					return nil
+				}}
+			if bc.layout {
+				o.Spec = layoutMix
+			}
+			s, now, err := clustertest.NewState(o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.Schedule(now); err != nil {
+				b.Fatal(err)
+			}
+			loopCycles(b, s, now)
+		})
+	}
+}
