@@ -188,6 +188,10 @@ type Job struct {
 	// between jobs of the same shape and key.
 	Chooser    NodeChooser
 	ChooserKey string
+	// Uses are the counters of the profile's Counters the job takes while
+	// it runs (licenses, limit counts): it is planned at the earliest time
+	// its nodes fit and each has room (see Counters). Nil for none.
+	Uses []Use
 }
 
 // Status is the outcome of planning one job.
@@ -274,6 +278,10 @@ const (
 	ReasonMaxJobAssoc
 	// ReasonMaxJobUserPart: bf_max_job_user_part reached.
 	ReasonMaxJobUserPart
+	// ReasonCounter: a counter the job uses can never hold its amount
+	// (above the counter's bound, or in use for ever); Entry.Counter
+	// names it.
+	ReasonCounter
 )
 
 var reasonNames = [...]string{
@@ -292,6 +300,7 @@ var reasonNames = [...]string{
 	ReasonMaxJobPart:       "bf_max_job_part",
 	ReasonMaxJobAssoc:      "bf_max_job_assoc",
 	ReasonMaxJobUserPart:   "bf_max_job_user_part",
+	ReasonCounter:          "counter",
 }
 
 // String returns the reason name (Slurm's knob name where there is one).
@@ -323,6 +332,12 @@ type Entry struct {
 	// node's share of it (parallel to Nodes): what a start must place
 	// there beyond PerNode for the plan to hold. Nil otherwise.
 	Spread []gres.Vector
+	// ByCounter says that a counter, not the nodes, set the outcome: the
+	// start is later than the nodes alone allow (or none is given, for
+	// StatusBeyondWindow and StatusNeverFits with ReasonCounter) because
+	// Counter, one of the job's Uses, has no room earlier.
+	ByCounter bool
+	Counter   CounterID
 }
 
 // Stats counts a plan's outcomes.
@@ -615,6 +630,14 @@ func (pl *Planner) validateJobs(p *Profile, jobs []Job, ids map[JobID]struct{}, 
 				return bad("Spread TRES %d count %d out of [0, %d]", k, v, gres.MaxCount)
 			}
 		}
+		if len(j.Uses) > 0 {
+			if p.ctr == nil {
+				return bad("Uses counters, but the profile has none (SetCounters)")
+			}
+			if err := p.ctr.validUses(j.Uses); err != nil {
+				return bad("%v", err)
+			}
+		}
 	}
 	return nil
 }
@@ -812,6 +835,16 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		}
 		sh.insert(q, e0, res, gen)
 	}
+	if res.st == FitFound && len(j.Uses) > 0 {
+		res, err = r.counterFit(j, q, res, e)
+		if err != nil {
+			return err
+		}
+		if res.st == FitNever && e.Reason == ReasonCounter {
+			e.Status = StatusNeverFits
+			return nil
+		}
+	}
 	t, nodes := res.t, res.nodes
 	switch res.st {
 	case FitBeyondLatest:
@@ -834,6 +867,9 @@ func (r *run) planJob(j *Job, e *Entry) error {
 			d = limit
 		} else {
 			d = max(q.d, run/60*60)
+		}
+		if len(j.Uses) > 0 && d > q.d && p.ctr.blocking(j.Uses, t, d) >= 0 {
+			d = q.d // the counters hold it for --time-min only
 		}
 	}
 	e.Start = p.timeOf(t)
@@ -869,6 +905,9 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	}
 	if err := r.book(j, q, t, end, nodes); err != nil {
 		return err
+	}
+	if len(j.Uses) > 0 {
+		p.ctr.book(j.Uses, t, end)
 	}
 	if t == p.origin {
 		e.Status = StatusStart
