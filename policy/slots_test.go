@@ -50,7 +50,7 @@ func TestSlotsMatchCheckStart(t *testing.T) {
 	one, three := 1, 3
 	p, err := policy.New(reg, policy.Config{
 		QOS: []policy.QOS{{Name: "normal", Limits: policy.QOSLimits{MaxTRESPerUser: gpus, MaxTRESPerAccount: cpus,
-			MaxJobsPerUser: &three, Limits: policy.Limits{GrpJobs: &three}}}},
+			Limits: policy.Limits{GrpJobs: &three}}}},
 		Assocs: []policy.Assoc{{Account: "physics", Limits: policy.AssocLimits{Limits: policy.Limits{GrpJobs: &three}}},
 			{User: "alice", Account: "physics", Limits: policy.AssocLimits{MaxJobs: &one}}, {User: "bob", Account: "physics"}},
 	})
