@@ -61,9 +61,12 @@ type cpoint struct {
 	use int64 // in pts: the use from t; in pend: the delta at t
 }
 
-// maxCounterValue bounds capacities, uses and amounts so that sums never
-// overflow.
-const maxCounterValue = math.MaxInt64 / 4
+// MaxCounter bounds capacities, uses, amounts and limits of Counters so
+// that sums never overflow; a counter of this capacity bounds nothing but
+// its uses' limits.
+const MaxCounter = math.MaxInt64 / 4
+
+const maxCounterValue = MaxCounter
 
 // NewCounters returns an empty set.
 func NewCounters() *Counters { return &Counters{} }

@@ -1155,12 +1155,13 @@ func (s *Scheduler) estimate(now time.Time, j *job, ctx *planCtx, allowed topolo
 		}
 	default:
 		if est.Note == "" {
-			est.Note = "the plan does not consider it: it waits on " + j.Reason.String()
+			est.Note = s.limitNote(now, j)
 		}
 	}
 	if est.Source == EstimateNone {
 		return est
 	}
+	s.noteLimitWait(j, est)
 	est.Nodes = s.nodeNames(nodes)
 	// Running jobs on the planned nodes that end by the start.
 	seen := map[JobID]bool{}

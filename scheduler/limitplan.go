@@ -1,0 +1,228 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/policy"
+)
+
+// Limit-aware planning. The backfill plan carries, beside the nodes, the
+// running counters that the policy's concurrent limits read (jobs and TRES
+// per user, account, QOS and association: policy.Slots) as
+// backfill.Counters: each counter holds its use now, less what each
+// running job holds of it at the job's deadline, plus what the plan
+// starts and reserves. Every planned job names the counters its start
+// counts against, so a job held by such a limit is planned at the
+// earliest time the limit and the nodes allow, and no lower job takes the
+// room a reservation needs. A job that no amount of waiting can start (a
+// request above a per-job limit, or above a concurrent limit with nothing
+// else running, a partition MaxTime it exceeds) is left out of the plan:
+// it gets no expected start, and Explain says why.
+
+// bfCounters is the counter set of one backfill pass, rebuilt every pass
+// (its maps and slices reused).
+type bfCounters struct {
+	set *backfill.Counters
+	ids map[policy.CounterKey]backfill.CounterID
+	// slot describes each counter (by CounterID): the limit as the first
+	// job that named it saw it.
+	slot  []policy.Slot
+	slots []policy.Slot
+	holds []policy.Hold
+	uses  []backfill.Use
+	// waits holds, for each job whose planned start a counter set (or
+	// that a counter keeps beyond the window), that counter.
+	waits map[JobID]backfill.CounterID
+}
+
+// limitHeld reports whether pending job j waits only on concurrent limits
+// (every limit that holds it now is one that running jobs release): the
+// plan then considers it. A job held by anything else — a dependency, an
+// array throttle, a limit on accrued usage, access — or that can never
+// start is not.
+func (s *Scheduler) limitHeld(now time.Time, j *job) bool {
+	if s.pol == nil || !j.dep.IsZero() && s.depHolds(j) {
+		return false
+	}
+	if _, held := s.arrayBlocker(j); held {
+		return false
+	}
+	req := s.policyRequest(j)
+	if s.pol.p.CheckStart(now, &req, nil).Blocked() {
+		return false // never: see neverBlocker
+	}
+	bs := s.pol.p.CheckStartAll(now, &req, s.pol.usage, nil)
+	for _, b := range bs {
+		if !b.Concurrent() {
+			return false
+		}
+	}
+	return len(bs) > 0
+}
+
+// depHolds reports whether j's dependency is unmet.
+func (s *Scheduler) depHolds(j *job) bool {
+	_, waiting := s.depBlocker(j)
+	return waiting
+}
+
+// neverBlocker returns the limit that keeps pending job j from ever
+// starting: one that holds it with no other job running (a request above
+// a per-job or per-user limit, a partition MaxTime it exceeds, an access
+// rule); the zero Blocker when waiting can start it.
+func (s *Scheduler) neverBlocker(now time.Time, j *job) policy.Blocker {
+	if s.pol == nil {
+		return policy.Blocker{}
+	}
+	req := s.policyRequest(j)
+	return s.pol.p.CheckStart(now, &req, nil)
+}
+
+// attachCounters builds the pass's counter set for the planned jobs
+// (jobs[x] is pjobs[x]): the counters their limits read, each with its
+// use now and the running jobs' holds released at their deadlines, and
+// sets every job's Uses. It returns nil when no job counts against a
+// limit.
+func (s *Scheduler) attachCounters(jobs []backfill.Job, pjobs []*job) (*backfill.Counters, error) {
+	b := &s.bf.ctr
+	b.set = nil
+	clear(b.waits)
+	if s.pol == nil {
+		return nil, nil
+	}
+	if b.ids == nil {
+		b.ids = map[policy.CounterKey]backfill.CounterID{}
+		b.waits = map[JobID]backfill.CounterID{}
+	}
+	clear(b.ids)
+	b.slot, b.uses = b.slot[:0], b.uses[:0]
+	set := backfill.NewCounters()
+	type span struct{ from, to int }
+	spans := make([]span, len(pjobs))
+	for x, j := range pjobs {
+		req := s.policyRequest(j)
+		b.slots = s.pol.p.Slots(&req, s.pol.usage, b.slots[:0])
+		from := len(b.uses)
+		for _, sl := range b.slots {
+			id, ok := b.ids[sl.Key]
+			if !ok {
+				var err error
+				// Capacity unbounded: each use carries the limit its job
+				// sees (LimitFactor may scale it per job).
+				if id, err = set.Add(backfill.MaxCounter, sl.Used); err != nil {
+					return nil, fmt.Errorf("scheduler: backfill counters: %w", err)
+				}
+				b.ids[sl.Key] = id
+				b.slot = append(b.slot, sl)
+			}
+			u := backfill.Use{Counter: id, Amount: sl.Add, Limit: sl.Limit}
+			if sl.Limit == 0 {
+				// A zero limit admits nothing (such jobs are never
+				// planned, see neverBlocker): an amount above the bound.
+				u.Amount, u.Limit = backfill.MaxCounter, 1
+			}
+			b.uses = append(b.uses, u)
+		}
+		spans[x] = span{from, len(b.uses)}
+	}
+	if set.Len() == 0 {
+		return nil, nil
+	}
+	for x := range jobs {
+		if sp := spans[x]; sp.to > sp.from {
+			jobs[x].Uses = b.uses[sp.from:sp.to:sp.to]
+		}
+	}
+	var err error
+	s.running.Ascend(func(r *job) bool {
+		var ok bool
+		b.holds, ok = s.pol.usage.Holds(policy.JobID(r.ID), b.holds[:0])
+		if !ok {
+			return true
+		}
+		for _, h := range b.holds {
+			if id, found := b.ids[h.Key]; found {
+				if err = set.Release(id, h.Amount, r.deadline); err != nil {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: backfill counters: %w", err)
+	}
+	b.set = set
+	return set, nil
+}
+
+// noteCounterWaits records the planned jobs whose outcome a counter set.
+func (s *Scheduler) noteCounterWaits(plan *backfill.Plan, pjobs []*job) {
+	b := &s.bf.ctr
+	if b.set == nil {
+		return
+	}
+	for k := range plan.Entries {
+		if e := &plan.Entries[k]; e.ByCounter {
+			b.waits[pjobs[k].ID] = e.Counter
+		}
+	}
+}
+
+// counterWait describes the limit that set job j's planned start (or
+// keeps it from one) in the last plan; ok is false when none did.
+func (s *Scheduler) counterWait(j *job) (policy.Slot, bool) {
+	if s.bf == nil {
+		return policy.Slot{}, false
+	}
+	b := &s.bf.ctr
+	id, ok := b.waits[j.ID]
+	if !ok || int(id) >= len(b.slot) {
+		return policy.Slot{}, false
+	}
+	return b.slot[id], true
+}
+
+// limitNote is the estimate note of a job the last plan did not consider,
+// or considered and found a limit in the way of: why it has no expected
+// start, or which limit its expected start waits on.
+func (s *Scheduler) limitNote(now time.Time, j *job) string {
+	if b := s.neverBlocker(now, j); b.Blocked() {
+		return "it can never start: " + b.String() + " even with no other job running"
+	}
+	if sl, ok := s.counterWait(j); ok {
+		return "its start waits on " + limitName(sl) + ", which the plan carries over time"
+	}
+	return "the plan does not consider it: it waits on " + j.Reason.String()
+}
+
+// limitName names a slot's limit: "MaxTRESPerUser gres/gpu=8 (user alice)".
+func limitName(sl policy.Slot) string {
+	c := sl.Blocker.Constraint
+	s := c.Limit
+	if c.TRES != "" {
+		s += " " + c.TRES
+	}
+	s += fmt.Sprintf("=%d", c.Value)
+	if h := sl.Blocker.Holder; h != "" {
+		s += " (" + h + ")"
+	}
+	return s
+}
+
+// noteLimitWait adds to an estimate from the plan the limit its start
+// waits on, when a counter set it.
+func (s *Scheduler) noteLimitWait(j *job, est *Estimate) {
+	if est.Source != EstimateEstimated && est.Source != EstimateReserved {
+		return
+	}
+	if sl, ok := s.counterWait(j); ok {
+		n := "the start waits on " + limitName(sl) + ", which running and planned jobs hold until then"
+		if est.Note != "" {
+			n = est.Note + "; " + n
+		}
+		est.Note = n
+	}
+}
