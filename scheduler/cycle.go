@@ -444,6 +444,7 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 		return policy.ReasonPriority
 	}
 	if r := s.checkLimits(now, j); r != policy.ReasonNone {
+		s.holdForLimit(now, j, blocked, magnetic)
 		return r
 	}
 	allowed := s.allowedNodes(j.shape) // and j.shape.usable, its size

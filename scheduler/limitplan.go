@@ -226,3 +226,17 @@ func (s *Scheduler) noteLimitWait(j *job, est *Estimate) {
 		est.Note = n
 	}
 }
+
+// holdForLimit makes a job that waits only on concurrent limits hold back
+// its partition in the main pass, as a job waiting on Resources does,
+// when backfill plans it: the later jobs are then started by the backfill
+// pass only where they delay neither its planned start nor the room its
+// limits need then. Without it a lower-priority job started by the main
+// pass could take that room, and the expected start would be no bound.
+func (s *Scheduler) holdForLimit(now time.Time, j *job, blocked *passBlocks, magnetic bool) {
+	if s.bf == nil || magnetic || j.Spec.Reservation != "" || !s.limitHeld(now, j) {
+		return
+	}
+	blocked.parts[j.part] = true
+	s.avail.Subtract(s.parts[j.part].nodes)
+}
