@@ -253,6 +253,10 @@ type Estimate struct {
 	EarliestPartial bool
 	// Note says why there is no estimate.
 	Note string
+	// Limit names the concurrent limit that set Start, when the nodes
+	// alone would allow an earlier one: "MaxTRESPerUser gres/gpu=8 (user
+	// ann)" (the plan carries the limits over time, see limitplan.go).
+	Limit string
 }
 
 // RunningEnd is a running job and when it ends at the latest.
@@ -1955,6 +1959,9 @@ func (e Explanation) String() string {
 						fmt.Fprintf(&b, " … %d more", est.WaitsForTotal-len(est.WaitsFor))
 					}
 					b.WriteString("\n")
+				}
+				if est.Limit != "" {
+					fmt.Fprintf(&b, "    waits on limit %s, which running and planned jobs hold until then\n", est.Limit)
 				}
 				if est.Fraction > 0 {
 					early := "now"

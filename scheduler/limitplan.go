@@ -219,11 +219,7 @@ func (s *Scheduler) noteLimitWait(j *job, est *Estimate) {
 		return
 	}
 	if sl, ok := s.counterWait(j); ok {
-		n := "the start waits on " + limitName(sl) + ", which running and planned jobs hold until then"
-		if est.Note != "" {
-			n = est.Note + "; " + n
-		}
-		est.Note = n
+		est.Limit = limitName(sl)
 	}
 }
 

@@ -223,7 +223,10 @@ func run(w io.Writer, seed uint64, every time.Duration, path string) error {
 		return obsErr
 	}
 	summary(w, s, res)
-	return reports(w, l, s, day0, res.End)
+	if err := reports(w, l, s, day0, res.End); err != nil {
+		return err
+	}
+	return limitHeld(w)
 }
 
 // resume reads a kept ledger: the day after its last job, the next job ID,
