@@ -100,40 +100,42 @@ func (p *Policy) Slots(r *Request, u *Usage, dst []Slot) []Slot {
 	return dst
 }
 
-// Hold is what a running job holds of one counter: Amount until the job
-// ends.
-type Hold struct {
-	Key    CounterKey
-	Amount int64
+// WithTRES returns the key of TRES t's count on the counter k names
+// (a key as Usage.Held returns it, of the running job count).
+func (k CounterKey) WithTRES(t gres.ID) CounterKey {
+	k.tres = t
+	return k
 }
 
-// Holds appends to dst what running job id holds of every counter it
-// counts in (its QOS's group, user and account counters and its
-// associations': the job count and each TRES of its allocation). ok is
-// false for a job that is unknown or not running. Keys equal those of
-// Slots: a planner releases each hold, at the job's expected end, from the
-// counters it plans with.
-func (u *Usage) Holds(id JobID, dst []Hold) (out []Hold, ok bool) {
+// Jobs returns the key of the running job count on the counter k names.
+func (k CounterKey) Jobs() CounterKey {
+	k.tres = -1
+	return k
+}
+
+// TRES returns the TRES k counts, -1 for the running job count.
+func (k CounterKey) TRES() gres.ID { return k.tres }
+
+// Held appends to dst the counters running job id counts in — its QOS's
+// group, user and account counters and its associations' — as keys of
+// their running job count, and returns the job's allocation as the
+// counters hold it: while it runs the job holds 1 of each key and
+// alloc[t] of each key's WithTRES(t). ok is false for a job that is
+// unknown or not running. The keys equal those of Slots: a planner
+// releases what the job holds, at its expected end, from the counters it
+// plans with. alloc must not be modified.
+func (u *Usage) Held(id JobID, dst []CounterKey) (keys []CounterKey, alloc gres.Vector, ok bool) {
 	j, found := u.jobs[id]
 	if !found || !j.running {
-		return dst, false
-	}
-	one := func(k CounterKey) {
-		dst = append(dst, Hold{Key: k, Amount: 1})
-		for t, x := range j.alloc {
-			if x != 0 {
-				k.tres = gres.ID(t)
-				dst = append(dst, Hold{Key: k, Amount: x})
-			}
-		}
+		return dst, nil, false
 	}
 	for _, q := range j.sub.pl.qosOrder {
-		one(CounterKey{scope: scQOS, ctr: q, tres: -1})
-		one(CounterKey{scope: scQOSUser, ctr: q, name: j.sub.ref.User, tres: -1})
-		one(CounterKey{scope: scQOSAcct, ctr: q, name: j.sub.ref.Account, tres: -1})
+		dst = append(dst, CounterKey{scope: scQOS, ctr: q, tres: -1},
+			CounterKey{scope: scQOSUser, ctr: q, name: j.sub.ref.User, tres: -1},
+			CounterKey{scope: scQOSAcct, ctr: q, name: j.sub.ref.Account, tres: -1})
 	}
 	for _, a := range j.sub.pl.path {
-		one(CounterKey{scope: scAssoc, ctr: a, tres: -1})
+		dst = append(dst, CounterKey{scope: scAssoc, ctr: a, tres: -1})
 	}
-	return dst, true
+	return dst, j.alloc, true
 }

@@ -10,8 +10,8 @@ import (
 )
 
 // Slots lists the concurrent limits a job counts against with the use
-// now; Holds gives what a running job holds under the same keys, so a
-// planner can release it at the job's end.
+// now; Held gives the counters a running job holds under the same keys,
+// so a planner can release what it holds at the job's end.
 func ExamplePolicy_Slots() {
 	reg, _ := gres.NewRegistry("gres/gpu")
 	perUser, _ := policy.ParseTRESLimits(reg, "gres/gpu=8")
@@ -26,12 +26,15 @@ func ExamplePolicy_Slots() {
 	_ = usage.StartJob(1, v, 1, time.Date(2025, 1, 6, 13, 0, 0, 0, time.UTC))
 
 	req := &policy.Request{Subject: s, TRES: v, PerNode: v, Nodes: 1, TimeLimit: time.Hour}
-	holds, _ := usage.Holds(1, nil)
+	keys, alloc, _ := usage.Held(1, nil)
 	for _, sl := range p.Slots(req, usage, nil) {
 		held := int64(0)
-		for _, h := range holds {
-			if h.Key == sl.Key {
-				held += h.Amount
+		for _, k := range keys {
+			switch t := sl.Key.TRES(); {
+			case k == sl.Key.Jobs() && t < 0:
+				held++
+			case k == sl.Key.Jobs():
+				held += alloc.At(t)
 			}
 		}
 		fmt.Printf("%s %s: limit %d, used %d (job 1 holds %d), adds %d\n", sl.Blocker.Limit, sl.Blocker.Holder, sl.Limit, sl.Used, held, sl.Add)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/policy"
 )
 
@@ -30,8 +31,11 @@ type bfCounters struct {
 	// job that named it saw it.
 	slot  []policy.Slot
 	slots []policy.Slot
-	holds []policy.Hold
-	uses  []backfill.Use
+	held  []policy.CounterKey
+	// want lists, per job-count key, the counters of the pass on it (the
+	// job count itself or a TRES): what a running job's hold releases.
+	want map[policy.CounterKey][]wantedCounter
+	uses []backfill.Use
 	// waits holds, for each job whose planned start a counter set (or
 	// that a counter keeps beyond the window), that counter.
 	waits map[JobID]backfill.CounterID
@@ -95,8 +99,10 @@ func (s *Scheduler) attachCounters(jobs []backfill.Job, pjobs []*job) (*backfill
 	if b.ids == nil {
 		b.ids = map[policy.CounterKey]backfill.CounterID{}
 		b.waits = map[JobID]backfill.CounterID{}
+		b.want = map[policy.CounterKey][]wantedCounter{}
 	}
 	clear(b.ids)
+	clear(b.want)
 	b.slot, b.uses = b.slot[:0], b.uses[:0]
 	set := backfill.NewCounters()
 	type span struct{ from, to int }
@@ -116,6 +122,8 @@ func (s *Scheduler) attachCounters(jobs []backfill.Job, pjobs []*job) (*backfill
 				}
 				b.ids[sl.Key] = id
 				b.slot = append(b.slot, sl)
+				jk := sl.Key.Jobs()
+				b.want[jk] = append(b.want[jk], wantedCounter{tres: sl.Key.TRES(), id: id})
 			}
 			u := backfill.Use{Counter: id, Amount: sl.Add, Limit: sl.Limit}
 			if sl.Limit == 0 {
@@ -137,14 +145,18 @@ func (s *Scheduler) attachCounters(jobs []backfill.Job, pjobs []*job) (*backfill
 	}
 	var err error
 	s.running.Ascend(func(r *job) bool {
+		var alloc gres.Vector
 		var ok bool
-		b.holds, ok = s.pol.usage.Holds(policy.JobID(r.ID), b.holds[:0])
-		if !ok {
+		if b.held, alloc, ok = s.pol.usage.Held(policy.JobID(r.ID), b.held[:0]); !ok {
 			return true
 		}
-		for _, h := range b.holds {
-			if id, found := b.ids[h.Key]; found {
-				if err = set.Release(id, h.Amount, r.deadline); err != nil {
+		for _, k := range b.held {
+			for _, w := range b.want[k] {
+				n := int64(1)
+				if w.tres >= 0 {
+					n = alloc.At(w.tres)
+				}
+				if err = set.Release(w.id, n, r.deadline); err != nil {
 					return false
 				}
 			}
@@ -156,6 +168,13 @@ func (s *Scheduler) attachCounters(jobs []backfill.Job, pjobs []*job) (*backfill
 	}
 	b.set = set
 	return set, nil
+}
+
+// wantedCounter is a counter of the pass on a job-count key: its TRES
+// (-1: the job count) and ID.
+type wantedCounter struct {
+	tres gres.ID
+	id   backfill.CounterID
 }
 
 // noteCounterWaits records the planned jobs whose outcome a counter set.
