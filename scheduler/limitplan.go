@@ -32,10 +32,14 @@ type bfCounters struct {
 	slot  []policy.Slot
 	slots []policy.Slot
 	held  []policy.CounterKey
-	// want lists, per job-count key, the counters of the pass on it (the
-	// job count itself or a TRES): what a running job's hold releases.
-	want map[policy.CounterKey][]wantedCounter
-	uses []backfill.Use
+	// keys numbers the job-count keys (policy.CounterKey.Jobs) seen since
+	// the policy generation keysGen, and want lists, per such key, the
+	// counters of the pass on it (the job count itself or a TRES): what
+	// a running job's hold releases.
+	keys    map[policy.CounterKey]int32
+	keysGen uint64
+	want    [][]wantedCounter
+	uses    []backfill.Use
 	// waits holds, for each job whose planned start a counter set (or
 	// that a counter keeps beyond the window), that counter.
 	waits map[JobID]backfill.CounterID
@@ -99,10 +103,14 @@ func (s *Scheduler) attachCounters(jobs []backfill.Job, pjobs []*job) (*backfill
 	if b.ids == nil {
 		b.ids = map[policy.CounterKey]backfill.CounterID{}
 		b.waits = map[JobID]backfill.CounterID{}
-		b.want = map[policy.CounterKey][]wantedCounter{}
 	}
 	clear(b.ids)
-	clear(b.want)
+	for k := range b.want {
+		b.want[k] = b.want[k][:0]
+	}
+	if b.keys == nil || b.keysGen != s.pol.gen {
+		b.keys, b.keysGen = map[policy.CounterKey]int32{}, s.pol.gen
+	}
 	b.slot, b.uses = b.slot[:0], b.uses[:0]
 	set := backfill.NewCounters()
 	type span struct{ from, to int }
@@ -122,8 +130,11 @@ func (s *Scheduler) attachCounters(jobs []backfill.Job, pjobs []*job) (*backfill
 				}
 				b.ids[sl.Key] = id
 				b.slot = append(b.slot, sl)
-				jk := sl.Key.Jobs()
-				b.want[jk] = append(b.want[jk], wantedCounter{tres: sl.Key.TRES(), id: id})
+				k := b.keyIndex(sl.Key.Jobs())
+				if int(k) >= len(b.want) {
+					b.want = append(b.want, make([][]wantedCounter, int(k)+1-len(b.want))...)
+				}
+				b.want[k] = append(b.want[k], wantedCounter{tres: sl.Key.TRES(), id: id})
 			}
 			u := backfill.Use{Counter: id, Amount: sl.Add, Limit: sl.Limit}
 			if sl.Limit == 0 {
@@ -145,16 +156,15 @@ func (s *Scheduler) attachCounters(jobs []backfill.Job, pjobs []*job) (*backfill
 	}
 	var err error
 	s.running.Ascend(func(r *job) bool {
-		var alloc gres.Vector
-		var ok bool
-		if b.held, alloc, ok = s.pol.usage.Held(policy.JobID(r.ID), b.held[:0]); !ok {
-			return true
-		}
-		for _, k := range b.held {
+		h := s.heldOf(r)
+		for _, k := range h.keys {
+			if int(k) >= len(b.want) {
+				continue // a counter no planned job reads
+			}
 			for _, w := range b.want[k] {
 				n := int64(1)
 				if w.tres >= 0 {
-					n = alloc.At(w.tres)
+					n = h.alloc.At(w.tres)
 				}
 				if err = set.Release(w.id, n, r.deadline); err != nil {
 					return false
@@ -168,6 +178,48 @@ func (s *Scheduler) attachCounters(jobs []backfill.Job, pjobs []*job) (*backfill
 	}
 	b.set = set
 	return set, nil
+}
+
+// keyIndex numbers job-count key k.
+func (b *bfCounters) keyIndex(k policy.CounterKey) int32 {
+	x, ok := b.keys[k]
+	if !ok {
+		x = int32(len(b.keys))
+		b.keys[k] = x
+	}
+	return x
+}
+
+// heldCache is what a running job holds of the limit counters: the
+// numbers (bfCounters.keys) of the job-count keys it counts in and its
+// allocation as the counters hold it, for the run that the policy usage
+// counted with total, in policy generation gen.
+type heldCache struct {
+	keys  []int32
+	alloc gres.Vector
+	total gres.Vector
+	gen   uint64
+}
+
+// heldOf returns running job j's holds, computed once per run (and again
+// after a policy change).
+func (s *Scheduler) heldOf(j *job) *heldCache {
+	h := &j.held
+	b := &s.bf.ctr
+	if h.gen == b.keysGen && len(h.total) > 0 && len(j.usageTotal) > 0 && &h.total[0] == &j.usageTotal[0] {
+		return h
+	}
+	var ok bool
+	var alloc gres.Vector
+	if b.held, alloc, ok = s.pol.usage.Held(policy.JobID(j.ID), b.held[:0]); !ok {
+		*h = heldCache{}
+		return h
+	}
+	h.keys, h.alloc, h.total, h.gen = h.keys[:0], alloc, j.usageTotal, b.keysGen
+	for _, k := range b.held {
+		h.keys = append(h.keys, b.keyIndex(k))
+	}
+	return h
 }
 
 // wantedCounter is a counter of the pass on a job-count key: its TRES

@@ -207,6 +207,9 @@ type job struct {
 	// killBy is, while the job runs, the end of the reservation window
 	// it runs in (its deadline never passes it); zero for none.
 	killBy time.Time
+	// held caches, while the job runs, the limit counters it holds (see
+	// limitplan.go's heldOf).
+	held heldCache
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it
