@@ -334,11 +334,11 @@ func (p *Profile) Counters() *Counters { return p.ctr }
 // counterFit moves a node fit res of job j later until every counter the
 // job uses has room over its planned run: from the nodes' earliest fit t,
 // the counters' earliest time s ≥ t; when s > t, the nodes are searched
-// again from s; until both agree. The searches from a counter's time are
-// not the shape's facts and bypass the shape cache. It marks e when a
+// again from s, as for a job whose earliest start is s (which is what the
+// shape cache sh learns from it); until both agree. It marks e when a
 // counter set the outcome; FitNever with e.Reason ReasonCounter means a
 // counter can never hold the job.
-func (r *run) counterFit(j *Job, q *query, res result, e *Entry) (result, error) {
+func (r *run) counterFit(j *Job, q *query, sh *shape, res result, e *Entry) (result, error) {
 	p := r.p
 	for res.st == FitFound {
 		s, ok := p.ctr.earliest(j.Uses, res.t, q.d)
@@ -355,12 +355,42 @@ func (r *run) counterFit(j *Job, q *query, res result, e *Entry) (result, error)
 		if s > q.latest {
 			return result{st: FitBeyondLatest}, nil
 		}
-		q.t0, q.cands, q.upTo = s, nil, 0
-		r.plan.Stats.Searches++
+		// The nodes found at res.t may still hold it from s, but they
+		// are searched again: the plan's choice at s must not depend on
+		// where the nodes first fitted (a reservation that moves to
+		// other nodes from one plan to the next could displace a lower
+		// one's).
 		var err error
-		if res, err = p.search(q); err != nil {
+		if res, err = r.searchFrom(q, sh, s); err != nil {
 			return res, err
 		}
+	}
+	return res, nil
+}
+
+// searchFrom searches the nodes for q as for a job whose earliest start
+// is e0, through the shape cache (unless the query bypasses it: a spread,
+// or the kept reservation looked through).
+func (r *run) searchFrom(q *query, sh *shape, e0 int64) (result, error) {
+	q.t0, q.cands, q.upTo = e0, nil, 0
+	cached := !q.hasSpread() && q.ghost == nil
+	if cached {
+		hint, fail := sh.lookup(q.n, q.d, e0, q.latest)
+		if fail != FitFound {
+			return result{st: fail}, nil
+		}
+		if hint.t > q.latest {
+			return result{st: FitBeyondLatest}, nil
+		}
+		q.t0, q.cands, q.upTo = hint.t, hint.cands, hint.upTo
+	}
+	r.plan.Stats.Searches++
+	res, err := r.p.search(q)
+	if err != nil {
+		return res, err
+	}
+	if cached {
+		sh.insert(q, e0, res, r.gen)
 	}
 	return res, nil
 }

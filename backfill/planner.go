@@ -836,7 +836,7 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		sh.insert(q, e0, res, gen)
 	}
 	if res.st == FitFound && len(j.Uses) > 0 {
-		res, err = r.counterFit(j, q, res, e)
+		res, err = r.counterFit(j, q, sh, res, e)
 		if err != nil {
 			return err
 		}
