@@ -71,7 +71,7 @@ func (s *Scheduler) initBackfill(cfg backfill.Config, estimateEvery time.Duratio
 // nodes down), which no plan changes.
 func plannable(r policy.Reason) bool {
 	switch r {
-	case policy.ReasonPriority, policy.ReasonResources, policy.ReasonReqNodeNotAvailMaint, policy.ReasonBeginTime:
+	case policy.ReasonPriority, policy.ReasonResources, policy.ReasonReqNodeNotAvailMaint, policy.ReasonBeginTime, policy.ReasonLicenses:
 		return true
 	}
 	return false

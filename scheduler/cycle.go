@@ -447,6 +447,10 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 		s.holdForLimit(now, j, blocked, magnetic)
 		return r
 	}
+	if !s.licensesFree(j) {
+		s.holdForLicenses(j, blocked, magnetic)
+		return policy.ReasonLicenses
+	}
 	allowed := s.allowedNodes(j.shape) // and j.shape.usable, its size
 	if j.shape.usable == 0 {
 		// No node able to hold the job is up: it waits for its nodes to
@@ -859,7 +863,7 @@ func (s *Scheduler) commitAllocation(start time.Time, j *job, allocs []NodeAlloc
 		j.deadline = killBy
 	}
 	s.noteStarted(j)
-	s.policyStart(j, s.sum)
+	s.policyStart(j, s.addLicenseTRES(j, s.sum))
 }
 
 // errCannotHost is allocate's error for a node that cannot host the job

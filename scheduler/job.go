@@ -197,6 +197,12 @@ type JobSpec struct {
 	// launch failure reported with RequeueEvent.ExcludeNodes adds the
 	// failed nodes here.
 	ExcludeNodes []string `json:",omitempty"`
+	// Licenses is sbatch -L/--licenses (matlab:2,ansys): cluster-wide
+	// licenses of Config.Licenses the job holds while it runs. It pends
+	// with Slurm's reason Licenses while too few are free, and the
+	// backfill plan gives it an expected start when they come back.
+	// See ParseLicenses.
+	Licenses []License `json:",omitempty"`
 }
 
 // RequeueMode is whether jobs may be requeued (JobSpec.Requeue, and the

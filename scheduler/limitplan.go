@@ -96,29 +96,46 @@ func (s *Scheduler) neverBlocker(now time.Time, j *job) policy.Blocker {
 func (s *Scheduler) attachCounters(jobs []backfill.Job, pjobs []*job) (*backfill.Counters, error) {
 	b := &s.bf.ctr
 	b.set = nil
-	clear(b.waits)
-	if s.pol == nil {
-		return nil, nil
-	}
 	if b.ids == nil {
 		b.ids = map[policy.CounterKey]backfill.CounterID{}
 		b.waits = map[JobID]backfill.CounterID{}
+	}
+	clear(b.waits)
+	if s.pol == nil && len(s.lic.names) == 0 {
+		return nil, nil
 	}
 	clear(b.ids)
 	for k := range b.want {
 		b.want[k] = b.want[k][:0]
 	}
-	if b.keys == nil || b.keysGen != s.pol.gen {
-		b.keys, b.keysGen = map[policy.CounterKey]int32{}, s.pol.gen
+	gen := uint64(0)
+	if s.pol != nil {
+		gen = s.pol.gen
+	}
+	if b.keys == nil || b.keysGen != gen {
+		b.keys, b.keysGen = map[policy.CounterKey]int32{}, gen
 	}
 	b.slot, b.uses = b.slot[:0], b.uses[:0]
 	set := backfill.NewCounters()
+	licIDs, err := s.licenseCounters(set)
+	if err != nil {
+		return nil, err
+	}
 	type span struct{ from, to int }
 	spans := make([]span, len(pjobs))
 	for x, j := range pjobs {
+		from := len(b.uses)
+		for _, l := range j.Spec.Licenses {
+			if k, ok := s.lic.byName[l.Name]; ok {
+				b.uses = append(b.uses, backfill.Use{Counter: licIDs[k], Amount: l.Count})
+			}
+		}
+		if s.pol == nil {
+			spans[x] = span{from, len(b.uses)}
+			continue
+		}
 		req := s.policyRequest(j)
 		b.slots = s.pol.p.Slots(&req, s.pol.usage, b.slots[:0])
-		from := len(b.uses)
 		for _, sl := range b.slots {
 			id, ok := b.ids[sl.Key]
 			if !ok {
@@ -154,8 +171,17 @@ func (s *Scheduler) attachCounters(jobs []backfill.Job, pjobs []*job) (*backfill
 			jobs[x].Uses = b.uses[sp.from:sp.to:sp.to]
 		}
 	}
-	var err error
 	s.running.Ascend(func(r *job) bool {
+		for _, l := range r.Spec.Licenses {
+			if k, ok := s.lic.byName[l.Name]; ok {
+				if err = set.Release(licIDs[k], l.Count, r.deadline); err != nil {
+					return false
+				}
+			}
+		}
+		if s.pol == nil {
+			return true
+		}
 		h := s.heldOf(r)
 		for _, k := range h.keys {
 			if int(k) >= len(b.want) {
@@ -220,6 +246,27 @@ func (s *Scheduler) heldOf(j *job) *heldCache {
 		h.keys = append(h.keys, b.keyIndex(k))
 	}
 	return h
+}
+
+// licenseCounters adds one counter per license to set (capacity the
+// cluster's count, in use what the running jobs hold), in license order,
+// each described in b.slot.
+func (s *Scheduler) licenseCounters(set *backfill.Counters) ([]backfill.CounterID, error) {
+	if len(s.lic.names) == 0 {
+		return nil, nil
+	}
+	b := &s.bf.ctr
+	used := s.licenseUse()
+	ids := make([]backfill.CounterID, len(used))
+	for k := range used {
+		id, err := set.Add(s.lic.total[k], used[k])
+		if err != nil {
+			return nil, fmt.Errorf("scheduler: backfill counters: license %q: %w", s.lic.names[k], err)
+		}
+		ids[k] = id
+		b.slot = append(b.slot, s.licenseSlot(k))
+	}
+	return ids, nil
 }
 
 // wantedCounter is a counter of the pass on a job-count key: its TRES

@@ -113,6 +113,8 @@ type Scheduler struct {
 	// cycleFault, when set (tests), is called at the end of every cycle;
 	// an error it returns fails the cycle.
 	cycleFault func() error
+	// lic is the cluster's licenses (license.go).
+	lic licenses
 }
 
 type partition struct {
@@ -228,7 +230,12 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := registerNodes(reg, cfg.Nodes); err != nil {
 		return nil, err
 	}
+	lic, err := newLicenses(reg, cfg.Licenses)
+	if err != nil {
+		return nil, err
+	}
 	s := &Scheduler{
+		lic:        lic,
 		reg:        reg,
 		nodes:      make([]node, len(cfg.Nodes)),
 		nodeByName: make(map[string]int, len(cfg.Nodes)),
@@ -545,6 +552,10 @@ func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 	spec.GRESPerNode = slices.Clone(spec.GRESPerNode)
 	spec.GRESPerTask = slices.Clone(spec.GRESPerTask)
 	spec.GRESPerJob = slices.Clone(spec.GRESPerJob)
+	spec.Licenses = slices.Clone(spec.Licenses)
+	if err := s.checkLicenseRequest(spec.Licenses); err != nil {
+		return nil, err
+	}
 	pi := s.defPart
 	if spec.Partition != "" {
 		var ok bool
