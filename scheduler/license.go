@@ -226,3 +226,12 @@ func (s *Scheduler) licenseSlot(k int) policy.Slot {
 	return policy.Slot{Limit: s.lic.total[k], Blocker: policy.Blocker{Holder: "cluster",
 		Constraint: policy.Constraint{Reason: policy.ReasonLicenses, Limit: "Licenses", TRES: "license/" + s.lic.names[k], Value: s.lic.total[k]}}}
 }
+
+// config returns the pool as Config.Licenses (nil for none).
+func (l *licenses) config() []License {
+	var out []License
+	for k, n := range l.names {
+		out = append(out, License{Name: n, Count: l.total[k]})
+	}
+	return out
+}

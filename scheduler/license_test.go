@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -165,4 +166,26 @@ func TestLicensesUnderQOSLimit(t *testing.T) {
 	ex, err := s.Explain(now, id, scheduler.ExplainOptions{})
 	require.NoError(t, err)
 	require.Contains(t, ex.String(), "can never start")
+}
+
+// The licenses, configured and requested, survive a snapshot: the
+// restored scheduler plans the same.
+func TestLicensesSnapshotRoundTrip(t *testing.T) {
+	s := licenseCluster(t, false)
+	now := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	ls, _ := scheduler.ParseLicenses("matlab:2")
+	a := mustSubmit(t, s, now, scheduler.JobSpec{User: "ann", CPUsPerTask: 2, TimeLimit: time.Hour, Licenses: ls})
+	mustSchedule(t, s, now)
+	b := mustSubmit(t, s, now, scheduler.JobSpec{User: "ann", CPUsPerTask: 2, TimeLimit: time.Hour, Licenses: ls[:1]})
+	var buf bytes.Buffer
+	require.NoError(t, s.Snapshot(&buf))
+	r, err := scheduler.Restore(&buf, scheduler.RestoreOptions{})
+	require.NoError(t, err)
+	ja, _ := r.Job(a)
+	require.Equal(t, ls, ja.Spec.Licenses)
+	later := now.Add(time.Minute)
+	c1, c2 := mustSchedule(t, s, later), mustSchedule(t, r, later)
+	require.Equal(t, c1.Pending, c2.Pending)
+	require.Equal(t, policy.ReasonLicenses, reasonOf(c2, b))
+	require.Equal(t, now.Add(time.Hour), c2.Pending[0].ExpectedStart)
 }
