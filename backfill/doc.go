@@ -244,6 +244,25 @@
 // it, the first write to each shared timeline or change point copies it,
 // so a what-if clone makes the next cycle's updates a little dearer.
 //
-// Not modelled: cluster-wide licenses, job arrays and heterogeneous jobs
-// (the caller expands them), preemption, node boot times.
+// # Counters
+//
+// Resources that are on no node — cluster-wide licenses, and the running
+// counts that limits bound (jobs or TRES per user, account, QOS) — are
+// Counters: each a capacity and a use over time from the origin, which
+// the caller builds for each plan (the use now, each running job's hold
+// released at its end) and attaches with Profile.SetCounters. A job names
+// the counters it takes (Job.Uses); its search alternates between the
+// nodes and the counters — the nodes' earliest fit t, then the earliest
+// s ≥ t at which every counter holds the job over [s, s+D), then the
+// nodes again from s (through the shape cache, as a job whose earliest
+// start is s) — until both agree, and its start or reservation books its
+// amounts into the counters. So a reservation also holds the counter room
+// it needs, no lower job started or reserved later takes it, and the
+// guarantees above hold with counters (tested with per-user, per-account,
+// group and license counters). Entry.ByCounter says a counter, not the
+// nodes, set the start; a job no counter can ever hold is StatusNeverFits
+// with ReasonCounter.
+//
+// Not modelled: job arrays and heterogeneous jobs (the caller expands
+// them), preemption, node boot times.
 package backfill

@@ -133,3 +133,33 @@ func ExamplePlanner_Extend() {
 	// job 10: reserved  at 13:00
 	// job 11: estimated at 14:00
 }
+
+// A cluster-wide pool of two licenses, both taken by a job running for
+// another hour: a job that needs a license is planned when it comes back,
+// with a reservation, although a node is free now; a lower-priority job
+// that would keep a license past that time cannot take it meanwhile.
+func ExampleCounters() {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	cpus := func(n int64) gres.Vector { return gres.Vector{gres.CPU: n} }
+	pl, _ := backfill.NewPlanner(backfill.Config{})
+	prof, _ := pl.NewProfile(now, []backfill.NodeState{{Capacity: cpus(16)}, {Capacity: cpus(16)}},
+		[]backfill.Running{{ID: 1, End: now.Add(time.Hour), Allocs: []backfill.Alloc{{Node: 0, Use: cpus(4)}}}})
+
+	licenses := backfill.NewCounters()
+	matlab, _ := licenses.Add(2, 2)                     // Licenses=matlab:2, both in use
+	_ = licenses.Release(matlab, 2, now.Add(time.Hour)) // by job 1, until its end
+	prof.SetCounters(licenses)
+
+	plan, _ := pl.Plan(prof, []backfill.Job{
+		{ID: 10, Nodes: 1, PerNode: cpus(8), TimeLimit: 2 * time.Hour, Uses: []backfill.Use{{Counter: matlab, Amount: 2}}},
+		{ID: 11, Nodes: 1, PerNode: cpus(8), TimeLimit: 30 * time.Minute, Uses: []backfill.Use{{Counter: matlab, Amount: 1}}},
+		{ID: 12, Nodes: 1, PerNode: cpus(8), TimeLimit: 30 * time.Minute},
+	})
+	for _, e := range plan.Entries {
+		fmt.Printf("job %d: %-8s at %s by counter: %v\n", e.ID, e.Status, e.Start.Format("15:04"), e.ByCounter)
+	}
+	// Output:
+	// job 10: reserved at 13:00 by counter: true
+	// job 11: reserved at 15:00 by counter: true
+	// job 12: start    at 12:00 by counter: false
+}

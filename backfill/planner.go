@@ -196,6 +196,10 @@ type Job struct {
 	Tasks           int
 	PerTask         gres.Vector
 	MaxTasksPerNode int
+	// Uses are the counters of the profile's Counters the job takes while
+	// it runs (licenses, limit counts): it is planned at the earliest time
+	// its nodes fit and each has room (see Counters). Nil for none.
+	Uses []Use
 }
 
 // Status is the outcome of planning one job.
@@ -282,6 +286,10 @@ const (
 	ReasonMaxJobAssoc
 	// ReasonMaxJobUserPart: bf_max_job_user_part reached.
 	ReasonMaxJobUserPart
+	// ReasonCounter: a counter the job uses can never hold its amount
+	// (above the counter's bound, or in use for ever); Entry.Counter
+	// names it.
+	ReasonCounter
 )
 
 var reasonNames = [...]string{
@@ -300,6 +308,7 @@ var reasonNames = [...]string{
 	ReasonMaxJobPart:       "bf_max_job_part",
 	ReasonMaxJobAssoc:      "bf_max_job_assoc",
 	ReasonMaxJobUserPart:   "bf_max_job_user_part",
+	ReasonCounter:          "counter",
 }
 
 // String returns the reason name (Slurm's knob name where there is one).
@@ -335,6 +344,12 @@ type Entry struct {
 	// task count (parallel to Nodes): what a start must place there for
 	// the plan to hold. Nil otherwise.
 	Tasks []int
+	// ByCounter says that a counter, not the nodes, set the outcome: the
+	// start is later than the nodes alone allow (or none is given, for
+	// StatusBeyondWindow and StatusNeverFits with ReasonCounter) because
+	// Counter, one of the job's Uses, has no room earlier.
+	ByCounter bool
+	Counter   CounterID
 }
 
 // Stats counts a plan's outcomes.
@@ -633,6 +648,14 @@ func (pl *Planner) validateJobs(p *Profile, jobs []Job, ids map[JobID]struct{}, 
 		if j.Tasks != 0 && (j.Tasks < j.Nodes || j.MaxTasksPerNode < 0) {
 			return bad("Tasks %d with Nodes %d and MaxTasksPerNode %d", j.Tasks, j.Nodes, j.MaxTasksPerNode)
 		}
+		if len(j.Uses) > 0 {
+			if p.ctr == nil {
+				return bad("Uses counters, but the profile has none (SetCounters)")
+			}
+			if err := p.ctr.validUses(j.Uses); err != nil {
+				return bad("%v", err)
+			}
+		}
 	}
 	return nil
 }
@@ -831,6 +854,16 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		}
 		sh.insert(q, e0, res, gen)
 	}
+	if res.st == FitFound && len(j.Uses) > 0 {
+		res, err = r.counterFit(j, q, sh, res, e)
+		if err != nil {
+			return err
+		}
+		if res.st == FitNever && e.Reason == ReasonCounter {
+			e.Status = StatusNeverFits
+			return nil
+		}
+	}
 	t, nodes := res.t, res.nodes
 	switch res.st {
 	case FitBeyondLatest:
@@ -853,6 +886,9 @@ func (r *run) planJob(j *Job, e *Entry) error {
 			d = limit
 		} else {
 			d = max(q.d, run/60*60)
+		}
+		if len(j.Uses) > 0 && d > q.d && p.ctr.blocking(j.Uses, t, d) >= 0 {
+			d = q.d // the counters hold it for --time-min only
 		}
 	}
 	e.Start = p.timeOf(t)
@@ -889,6 +925,9 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	}
 	if err := r.book(j, q, t, end, nodes); err != nil {
 		return err
+	}
+	if len(j.Uses) > 0 {
+		p.ctr.book(j.Uses, t, end)
 	}
 	if t == p.origin {
 		e.Status = StatusStart

@@ -204,6 +204,8 @@ type Profile struct {
 	sumProbe       *summary
 	entProbe       *entry
 	sc             *scratch
+	// ctr is the counter set planned with (SetCounters), nil for none.
+	ctr *Counters
 }
 
 func cpLess(x, y *changePoint) bool { return x.t < y.t }
@@ -535,6 +537,7 @@ func (p *Profile) Clone() *Profile {
 	c.cow = new(cowToken)
 	c.probeA, c.probeB, c.sumProbe, c.entProbe = &changePoint{}, &changePoint{}, &summary{}, &entry{}
 	c.sc = nil
+	c.ctr = p.ctr.Clone()
 	return &c
 }
 

@@ -49,6 +49,8 @@ type bfState struct {
 	prevJobs             []backfill.Job
 	prevUsable           topology.NodeSet
 	windows, prevWindows []bfWindow
+	// ctr is the pass's limit counters (see limitplan.go).
+	ctr bfCounters
 }
 
 func (s *Scheduler) initBackfill(cfg backfill.Config, estimateEvery time.Duration) error {
@@ -69,7 +71,7 @@ func (s *Scheduler) initBackfill(cfg backfill.Config, estimateEvery time.Duratio
 // nodes down), which no plan changes.
 func plannable(r policy.Reason) bool {
 	switch r {
-	case policy.ReasonPriority, policy.ReasonResources, policy.ReasonReqNodeNotAvailMaint, policy.ReasonBeginTime:
+	case policy.ReasonPriority, policy.ReasonResources, policy.ReasonReqNodeNotAvailMaint, policy.ReasonBeginTime, policy.ReasonLicenses:
 		return true
 	}
 	return false
@@ -207,12 +209,19 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	s.pending.Ascend(func(j *job) bool {
 		// Jobs in reservations start in the main pass, inside their
 		// window.
-		consider := plannable(j.Reason) && j.Spec.Reservation == ""
+		consider := (plannable(j.Reason) || s.limitHeld(now, j)) && j.Spec.Reservation == ""
 		if consider && j.Reason == policy.ReasonPriority {
 			// Not evaluated by the main pass (behind a blocked job):
 			// its own limits and dependencies are checked now.
 			if r := s.checkPolicy(now, j); r != policy.ReasonNone {
 				s.setReason(j, r)
+				consider = s.limitHeld(now, j)
+			}
+		}
+		if consider {
+			// A job no waiting can start gets no plan (limitplan.go).
+			if nb := s.neverBlocker(now, j); nb.Blocked() {
+				s.setReason(j, nb.Reason)
 				consider = false
 			}
 		}
@@ -233,12 +242,17 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		return true
 	})
 	b.jobs, b.pjobs = jobs, pjobs
+	ctr, err := s.attachCounters(jobs, pjobs)
+	if err != nil {
+		return err
+	}
 
-	extend := s.canExtend(now, windows, jobs)
+	extend := ctr == nil && s.canExtend(now, windows, jobs)
 	prof, extended, err := s.keptProfile(now, extend, jobs)
 	if err != nil {
 		return err
 	}
+	prof.SetCounters(ctr)
 	// Two plans alternate: this cycle's is written into the one before
 	// last (the last one is what it may extend).
 	dst := b.spare
@@ -272,6 +286,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		b.prevUsable = topology.NewNodeSet(s.usable.Len())
 	}
 	b.prevUsable.CopyFrom(s.usable)
+	s.noteCounterWaits(plan, pjobs)
 	s.wakeForPlan(now, plan, cyc)
 	cyc.Starts = slices.Grow(cyc.Starts, len(plan.Starts))
 	for _, k := range plan.Starts {

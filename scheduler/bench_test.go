@@ -89,6 +89,7 @@ func BenchmarkSchedule(b *testing.B) {
 		{"nodes=10000/pending=100000/easy", []func(*scheduler.Config) error{standardPriority, easy}, false},
 		{"nodes=10000/pending=100000/easy+policy", []func(*scheduler.Config) error{standardPriority, standardPolicy, easy}, true},
 		{"nodes=10000/pending=100000/easy/replan", []func(*scheduler.Config) error{standardPriority, easy}, false},
+		{"nodes=10000/pending=100000/easy+policy/replan", []func(*scheduler.Config) error{standardPriority, standardPolicy, easy}, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s, now := standardState(b, bc.configure, bc.policy)

@@ -147,6 +147,12 @@ type Config struct {
 	// idle nodes are powered down and resumed on demand (see PowerConfig
 	// and power.go). Nil keeps every node on.
 	Power *PowerConfig
+	// Licenses is slurm.conf's Licenses (Licenses=matlab:10,ansys:2):
+	// cluster-wide counted resources that jobs request with
+	// JobSpec.Licenses, each a TRES license/<name> (so QOS and
+	// association TRES limits apply to them). Names are unique; a count
+	// may be 0. See ParseLicenses.
+	Licenses []License `json:",omitempty"`
 }
 
 // billingMode is the mode Alloc.Billing uses: BillingMode, or the one

@@ -449,7 +449,12 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 		return policy.ReasonPriority
 	}
 	if r := s.checkLimits(now, j); r != policy.ReasonNone {
+		s.holdForLimit(now, j, blocked, magnetic)
 		return r
+	}
+	if !s.licensesFree(j) {
+		s.holdForLicenses(j, blocked, magnetic)
+		return policy.ReasonLicenses
 	}
 	allowed := s.allowedNodes(j.shape) // and j.shape.usable, its size
 	if j.shape.usable == 0 {
@@ -882,7 +887,7 @@ func (s *Scheduler) commitAllocation(start time.Time, j *job, allocs []NodeAlloc
 		j.deadline = killBy
 	}
 	s.noteStarted(j)
-	s.policyStart(j, s.sum)
+	s.policyStart(j, s.addLicenseTRES(j, s.sum))
 }
 
 // errCannotHost is allocate's error for a node that cannot host the job

@@ -264,6 +264,10 @@ type Estimate struct {
 	EarliestPartial bool
 	// Note says why there is no estimate.
 	Note string
+	// Limit names the concurrent limit that set Start, when the nodes
+	// alone would allow an earlier one: "MaxTRESPerUser gres/gpu=8 (user
+	// ann)" (the plan carries the limits over time, see limitplan.go).
+	Limit string
 }
 
 // RunningEnd is a running job and when it ends at the latest.
@@ -1172,12 +1176,13 @@ func (s *Scheduler) estimate(now time.Time, j *job, ctx *planCtx, allowed topolo
 		}
 	default:
 		if est.Note == "" {
-			est.Note = "the plan does not consider it: it waits on " + j.Reason.String()
+			est.Note = s.limitNote(now, j)
 		}
 	}
 	if est.Source == EstimateNone {
 		return est
 	}
+	s.noteLimitWait(j, est)
 	est.Nodes = s.nodeNames(nodes)
 	// Running jobs on the planned nodes that end by the start.
 	seen := map[JobID]bool{}
@@ -1974,6 +1979,9 @@ func (e Explanation) String() string {
 						fmt.Fprintf(&b, " … %d more", est.WaitsForTotal-len(est.WaitsFor))
 					}
 					b.WriteString("\n")
+				}
+				if est.Limit != "" {
+					fmt.Fprintf(&b, "    waits on limit %s, which running and planned jobs hold until then\n", est.Limit)
 				}
 				if est.Fraction > 0 {
 					early := "now"

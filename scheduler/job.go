@@ -236,6 +236,12 @@ type JobSpec struct {
 	// only what it asks for. It excludes Exclusive (whole nodes), which a
 	// partition's OverSubscribe=EXCLUSIVE sets over it.
 	ExclusiveUser bool `json:",omitempty"`
+	// Licenses is sbatch -L/--licenses (matlab:2,ansys): cluster-wide
+	// licenses of Config.Licenses the job holds while it runs. It pends
+	// with Slurm's reason Licenses while too few are free, and the
+	// backfill plan gives it an expected start when they come back.
+	// See ParseLicenses.
+	Licenses []License `json:",omitempty"`
 }
 
 // RequeueMode is whether jobs may be requeued (JobSpec.Requeue, and the

@@ -66,7 +66,7 @@ func (s *Scheduler) Policy() *policy.Policy {
 func (s *Scheduler) policyRequest(j *job) policy.Request {
 	total, _ := j.totalRequest() // bounded at submit
 	return policy.Request{
-		Subject: s.subjectOf(j), TRES: total, PerNode: j.perNode, Nodes: j.nodes,
+		Subject: s.subjectOf(j), TRES: s.addLicenseTRES(j, total), PerNode: j.perNode, Nodes: j.nodes,
 		TimeLimit: j.TimeLimit, Reservation: j.Spec.Reservation,
 	}
 }

@@ -429,7 +429,7 @@ func (s *Scheduler) planCreate(c *adminChange) error {
 			return fmt.Errorf("job %d: %w", id, err)
 		}
 		if j.State != JobPending {
-			if err := st.usage.StartJob(policy.JobID(id), j.Alloc.Total(), len(j.Alloc.Nodes), j.deadline); err != nil {
+			if err := st.usage.StartJob(policy.JobID(id), s.addLicenseTRES(j, j.Alloc.Total()), len(j.Alloc.Nodes), j.deadline); err != nil {
 				return fmt.Errorf("job %d: %w", id, err)
 			}
 			st.singletons[[2]string{j.Spec.User, j.Spec.Name}]++

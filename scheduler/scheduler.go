@@ -121,6 +121,8 @@ type Scheduler struct {
 	exclNodes      []int
 	exclNodesStale bool
 	exclGen        uint64
+	// lic is the cluster's licenses (license.go).
+	lic licenses
 }
 
 type partition struct {
@@ -221,6 +223,9 @@ type job struct {
 	// job, each planned node's task count (nil otherwise).
 	tasks     *taskSpread
 	planTasks []int
+	// held caches, while the job runs, the limit counters it holds (see
+	// limitplan.go's heldOf).
+	held heldCache
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it
@@ -239,7 +244,12 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := registerNodes(reg, cfg.Nodes); err != nil {
 		return nil, err
 	}
+	lic, err := newLicenses(reg, cfg.Licenses)
+	if err != nil {
+		return nil, err
+	}
 	s := &Scheduler{
+		lic:        lic,
 		reg:        reg,
 		nodes:      make([]node, len(cfg.Nodes)),
 		nodeByName: make(map[string]int, len(cfg.Nodes)),
@@ -565,6 +575,10 @@ func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 	spec.GRESPerNode = slices.Clone(spec.GRESPerNode)
 	spec.GRESPerTask = slices.Clone(spec.GRESPerTask)
 	spec.GRESPerJob = slices.Clone(spec.GRESPerJob)
+	spec.Licenses = slices.Clone(spec.Licenses)
+	if err := s.checkLicenseRequest(spec.Licenses); err != nil {
+		return nil, err
+	}
 	pi := s.defPart
 	if spec.Partition != "" {
 		var ok bool

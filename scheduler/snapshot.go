@@ -219,6 +219,8 @@ type snapConfig struct {
 	// Removed lists the tombstones of removed nodes (RemoveNode), whose
 	// Nodes entry holds only the name.
 	Removed []int
+	// Licenses is Config.Licenses.
+	Licenses []License
 }
 
 // snapPriority is PriorityConfig without its source and hook, and
@@ -237,6 +239,7 @@ func (s *Scheduler) currentConfig() snapConfig {
 		Nodes: make([]NodeConfig, len(s.nodes)), Partitions: make([]PartitionConfig, len(s.parts)),
 		Topology: s.topo, MaxArraySize: s.maxArray, FirstJobID: s.firstID, MinJobAge: s.minJobAge,
 		BillingMode: s.billMode, GPUOrder: s.gpuOrder, RequeueDelay: s.requeueDelay,
+		Licenses: s.lic.config(),
 	}
 	for i := range s.nodes {
 		c.Nodes[i] = *s.nodes[i].cfg

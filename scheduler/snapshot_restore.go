@@ -248,7 +248,7 @@ func (c *snapConfig) config(reg *gres.Registry, opts RestoreOptions) (Config, er
 		Nodes: c.Nodes, Partitions: c.Partitions, Topology: c.Topology, EstimateInterval: c.EstimateInterval,
 		MaxArraySize: c.MaxArraySize, FirstJobID: c.FirstJobID, MinJobAge: c.MinJobAge, JobRequeue: c.JobRequeue,
 		Registry: reg, Policy: c.Policy, BillingMode: c.BillingMode, GPUOrder: c.GPUOrder,
-		RequeueDelay: c.RequeueDelay, Power: c.Power,
+		RequeueDelay: c.RequeueDelay, Power: c.Power, Licenses: c.Licenses,
 	}
 	// A tombstone is built as a placeholder node, then made a tombstone
 	// again (Restore): New needs every node to be a valid one.

@@ -228,7 +228,10 @@ func run(w io.Writer, seed uint64, every time.Duration, path string) error {
 	if err := reports(w, l, s, day0, res.End); err != nil {
 		return err
 	}
-	return tasksDemo(w, res.End)
+	if err := tasksDemo(w, res.End); err != nil {
+		return err
+	}
+	return limitHeld(w)
 }
 
 // resume reads a kept ledger: the day after its last job, the next job ID,

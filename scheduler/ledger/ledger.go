@@ -362,7 +362,7 @@ func (r *Recorder) record(j scheduler.Job) accounting.JobRecord {
 		Partition: j.Partition, QOS: j.Spec.QOS, Reservation: j.Spec.Reservation,
 		Submit: j.SubmitTime, Eligible: j.EligibleTime, Start: j.StartTime, End: j.EndTime,
 		TimeLimit: j.TimeLimit, State: state(j.State), ExitCode: max(0, min(255, j.ExitCode)),
-		ReqTRES: accounting.TRESFromVector(reg, req), Reason: j.Reason.String(), Priority: int64(j.Priority),
+		ReqTRES: addLicenses(accounting.TRESFromVector(reg, req), j), Reason: j.Reason.String(), Priority: int64(j.Priority),
 		Restarts: uint32(j.Restarts), AllocTRES: r.allocTRES(j),
 	}
 	if rec.User == "" {
@@ -399,9 +399,24 @@ func (r *Recorder) allocTRES(j scheduler.Job) accounting.TRES {
 	if len(j.Alloc.Nodes) == 0 {
 		return nil
 	}
-	t := accounting.TRESFromVector(r.s.Registry(), j.Alloc.Total())
+	t := addLicenses(accounting.TRESFromVector(r.s.Registry(), j.Alloc.Total()), j)
 	if b := int64(j.Alloc.Billing); b > 0 {
 		t["billing"] = b
+	}
+	return t
+}
+
+// addLicenses adds the job's licenses (JobSpec.Licenses) to t as TRES
+// license/<name>, as Slurm's records count them.
+func addLicenses(t accounting.TRES, j scheduler.Job) accounting.TRES {
+	if len(j.Spec.Licenses) == 0 {
+		return t
+	}
+	if t == nil {
+		t = accounting.TRES{}
+	}
+	for _, l := range j.Spec.Licenses {
+		t["license/"+l.Name] += l.Count
 	}
 	return t
 }
