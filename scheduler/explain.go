@@ -653,7 +653,7 @@ func (s *Scheduler) planContext(now time.Time, j *job) (*planCtx, error) {
 		if x == j {
 			return false
 		}
-		if (x.Reason == policy.ReasonNone || plannable(x.Reason)) && x.Spec.Reservation == "" && x.Hold == HoldNone {
+		if (x.Reason == policy.ReasonNone || plannable(x.Reason)) && x.Spec.Reservation == "" && x.Hold == HoldNone && s.neverStarts(x) == "" {
 			ahead = append(ahead, x)
 		}
 		return true
@@ -872,32 +872,7 @@ func (s *Scheduler) staticBlockers(now time.Time, j *job, allowed topology.NodeS
 		out = append(out, Blocker{Kind: BlockerBeginTime, Reason: policy.ReasonBeginTime,
 			Detail: fmt.Sprintf("begin time %s is %s away", fmtTime(j.Spec.BeginTime), fmtDur(j.Spec.BeginTime.Sub(now)))})
 	}
-	if c := allowed.Count(); c < j.nodes {
-		// As the main pass: ReqNodeNotAvail when none of its nodes is up,
-		// Resources when it merely needs more than are up.
-		b := Blocker{Kind: BlockerNodes, Reason: policy.ReasonReqNodeNotAvail}
-		if c > 0 {
-			b.Reason = policy.ReasonResources
-		}
-		var states []string
-		for i := j.shape.capable.Next(0); i >= 0; i = j.shape.capable.Next(i + 1) {
-			if !s.usable.Has(i) {
-				n := &s.nodes[i]
-				b.Nodes = append(b.Nodes, n.cfg.Name)
-				st := n.cfg.Name + " " + n.state().String()
-				if n.reason != "" {
-					st += " (" + n.reason + ")"
-				}
-				states = append(states, st)
-			}
-		}
-		const maxShown = 8
-		more := ""
-		if len(states) > maxShown {
-			more = fmt.Sprintf(" and %d more", len(states)-maxShown)
-			states = states[:maxShown]
-		}
-		b.Detail = fmt.Sprintf("needs %d node(s) able to hold it, %d are up; not up: %s%s", j.nodes, c, strings.Join(states, ", "), more)
+	if b, ok := s.jobNodesBlocker(j); ok {
 		out = append(out, b)
 	}
 	for _, pb := range s.policyBlockers(now, j) {
@@ -909,6 +884,9 @@ func (s *Scheduler) staticBlockers(now time.Time, j *job, allowed topology.NodeS
 			k = BlockerDependency
 		case policy.LevelPartition:
 			k = BlockerPartition
+			if slices.ContainsFunc(out, func(b Blocker) bool { return b.Kind == k && b.Reason == pb.Reason }) {
+				continue // partitionBlockers said it
+			}
 		}
 		out = append(out, Blocker{Kind: k, Reason: pb.Reason, Policy: &pb})
 	}
@@ -1123,9 +1101,15 @@ func (s *Scheduler) placeable(fit topology.NodeSet, c topology.Constraints) int 
 func (s *Scheduler) estimate(now time.Time, j *job, ctx *planCtx, allowed topology.NodeSet, opts *ExplainOptions) *Estimate {
 	est := &Estimate{PlanTime: ctx.at, Note: ctx.note}
 	var nodes []int
+	never := ""
+	if j.Hold == HoldNone {
+		never = s.neverStarts(j)
+	}
 	switch {
 	case j.Hold != HoldNone:
 		est.Note = "it is held (" + j.Hold.reason().String() + "): the plan does not consider it until it is released"
+	case never != "":
+		est.Note = never
 	case j.Spec.Reservation != "":
 		est.Note = "it runs in reservation " + j.Spec.Reservation + ", which the plan does not place"
 		if s.pol != nil {
