@@ -253,6 +253,17 @@ type Estimate struct {
 	EarliestPartial bool
 	// Note says why there is no estimate.
 	Note string
+	// Bound reports that Start is a promise, not an estimate: the plan
+	// holds a reservation for the job (or starts it now), so under exact
+	// run times (every running and planned job ends at its time limit,
+	// nothing new is submitted) it starts at Start or sooner. False for an
+	// estimate: a plan entry without a reservation (EASY beyond its
+	// reservations, bf_min_prio_reserve …), a start outside the plan, a
+	// strict-order plan without backfill. Package scheduler/explaintest
+	// checks both by replay. A job held by a QOS or association limit the
+	// plan does not carry over time may still be passed by one the limit
+	// releases.
+	Bound bool
 }
 
 // RunningEnd is a running job and when it ends at the latest.
@@ -311,6 +322,11 @@ type Counterfactual struct {
 	Nodes []string
 	// Was is the start it improves on (zero: none before).
 	Was time.Time
+	// Bound reports that Start is a promise under exact run times (see
+	// Estimate.Bound): a start now, or any start under conservative
+	// backfill, where the changed job would hold a reservation. False for
+	// a later start under EASY or without backfill: an estimate.
+	Bound bool
 	// Fair-share: the account, the time by which its usage has decayed
 	// (one half-life), the job's priority and rank in its partition then,
 	// and its rank now (RankWas).
@@ -587,9 +603,10 @@ type planCtx struct {
 	onDemand, strict bool
 	// planned holds the on-demand plan's entries (start, nodes) by job.
 	planned map[JobID]plannedAt
-	// own is the explained job's entry in an on-demand plan.
-	own    plannedAt
-	ownSet bool
+	// own is the explained job's entry in an on-demand plan; ownBound
+	// whether it starts now or holds a reservation there.
+	own              plannedAt
+	ownSet, ownBound bool
 	// partStart is, in strict order, per partition, the latest planned
 	// start among the jobs ahead of the explained one (none before it may
 	// start while one of them waits in a partition sharing its nodes).
@@ -680,6 +697,7 @@ func (s *Scheduler) planContext(now time.Time, j *job) (*planCtx, error) {
 			if e.Status == backfill.StatusStart || e.Status == backfill.StatusReserved || e.Status == backfill.StatusEstimated {
 				if k == len(ahead) {
 					ctx.own, ctx.ownSet = plannedAt{e.Start, e.Nodes}, true
+					ctx.ownBound = e.Status != backfill.StatusEstimated
 				} else {
 					ctx.planned[JobID(e.ID)] = plannedAt{e.Start, e.Nodes}
 				}
@@ -1119,12 +1137,13 @@ func (s *Scheduler) estimate(now time.Time, j *job, ctx *planCtx, allowed topolo
 		}
 	case ctx.onDemand && ctx.ownSet:
 		est.Source, est.Start, nodes = EstimateOnDemand, ctx.own.start, ctx.own.nodes
+		est.Bound = ctx.ownBound
 	case !ctx.onDemand && !j.ExpectedStart.IsZero() && !j.EstimatedAt.Before(ctx.at):
 		// The last plan's own estimate (an older one that
 		// EstimateInterval let stand is searched again below).
 		est.Source, est.Start, nodes = EstimateEstimated, j.ExpectedStart, j.planned
 		if j.reserved {
-			est.Source = EstimateReserved
+			est.Source, est.Bound = EstimateReserved, true
 		}
 	case ctx.prof != nil && (ctx.strict || plannable(j.Reason) || j.Reason == policy.ReasonNone):
 		// Searched in the plan: in strict order whatever the reason (the
@@ -1394,9 +1413,11 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 		return fit, true, err
 	}
 	// offer is the counterfactual of spec planned at fit.
+	conservative := !ctx.strict && s.bf != nil && s.bf.planner.Config().Mode == backfill.Conservative
 	offer := func(kind CounterfactualKind, spec JobSpec, fit backfill.Fit) Counterfactual {
-		return Counterfactual{Kind: kind, Spec: spec, Start: fit.Start, Now: immediate(fit.Start), Nodes: s.nodeNames(fit.Nodes),
-			Was: ref}
+		now := immediate(fit.Start)
+		return Counterfactual{Kind: kind, Spec: spec, Start: fit.Start, Now: now, Nodes: s.nodeNames(fit.Nodes),
+			Was: ref, Bound: now || conservative}
 	}
 
 	// 1. The largest time limit with which it starts now.
@@ -1927,6 +1948,9 @@ func (e Explanation) String() string {
 				fmt.Fprintf(&b, "  Expected start: %s on %s (%s", at(est.Start, e.Now), compactNames(est.Nodes), est.Source)
 				if !est.PlanTime.Equal(e.Now) {
 					fmt.Fprintf(&b, ", plan of %s", fmtTime(est.PlanTime))
+				}
+				if !est.Bound && est.Start.After(e.Now) {
+					b.WriteString("; an estimate, not a promise")
 				}
 				b.WriteString(")\n")
 				if est.WaitsForTotal > 0 {
