@@ -207,9 +207,9 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	s.pending.Ascend(func(j *job) bool {
 		// Jobs in reservations start in the main pass, inside their
 		// window.
-		// A job that can never start (waiting on its begin time first)
-		// holds nothing in the plan.
-		consider := plannable(j.Reason) && j.Spec.Reservation == "" && s.neverStarts(j) == ""
+		// A job that can never start, or waits on a dependency too
+		// (reporting its begin time first), holds nothing in the plan.
+		consider := plannable(j.Reason) && j.Spec.Reservation == "" && !s.outsidePlan(j)
 		if consider && j.Reason == policy.ReasonPriority {
 			// Not evaluated by the main pass (behind a blocked job):
 			// its own limits and dependencies are checked now.

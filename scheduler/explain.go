@@ -253,6 +253,12 @@ type Estimate struct {
 	EarliestPartial bool
 	// Note says why there is no estimate.
 	Note string
+	// Overtakers lists the higher-priority pending jobs outside the plan
+	// that could still take the job's nodes first (see Overtaker), at
+	// most MaxListed; OvertakersTotal counts them. While there is one,
+	// Bound is false.
+	Overtakers      []Overtaker
+	OvertakersTotal int
 	// Bound reports that Start is a promise, not an estimate: the plan
 	// holds a reservation for the job (or starts it now), so under exact
 	// run times (every running and planned job ends at its time limit,
@@ -326,7 +332,12 @@ type Counterfactual struct {
 	// Estimate.Bound): a start now, or any start under conservative
 	// backfill, where the changed job would hold a reservation. False for
 	// a later start under EASY or without backfill: an estimate.
+	// Also false when the change moves the job in the queue (Moves).
 	Bound bool
+	// Moves reports a change that moves the job in the queue (a partition
+	// of another priority tier): Start is computed as if it kept its
+	// place, so it is an estimate, a start now included.
+	Moves bool
 	// Fair-share: the account, the time by which its usage has decayed
 	// (one half-life), the job's priority and rank in its partition then,
 	// and its rank now (RankWas).
@@ -530,6 +541,9 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 		if x == j {
 			return false
 		}
+		if est.Source != EstimateNone && s.mayOvertake(x, allowed) {
+			est.addOvertaker(x, opts.MaxListed)
+		}
 		if x.part == j.part {
 			ex.Rank++
 			if head == nil && (x.Reason.Blocking() || x.Reason == policy.ReasonPriority) {
@@ -551,6 +565,9 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 		return true
 	})
 	ex.Rank++
+	if est.OvertakersTotal > 0 {
+		est.Bound = false
+	}
 
 	ex.Blockers = s.staticBlockers(now, j, allowed)
 	need, fit, short, topo := s.resourceNeed(now, j, allowed)
@@ -670,7 +687,7 @@ func (s *Scheduler) planContext(now time.Time, j *job) (*planCtx, error) {
 		if x == j {
 			return false
 		}
-		if (x.Reason == policy.ReasonNone || plannable(x.Reason)) && x.Spec.Reservation == "" && x.Hold == HoldNone && s.neverStarts(x) == "" {
+		if (x.Reason == policy.ReasonNone || plannable(x.Reason)) && x.Spec.Reservation == "" && x.Hold == HoldNone && !s.outsidePlan(x) {
 			ahead = append(ahead, x)
 		}
 		return true
@@ -1128,6 +1145,8 @@ func (s *Scheduler) estimate(now time.Time, j *job, ctx *planCtx, allowed topolo
 		est.Note = "it is held (" + j.Hold.reason().String() + "): the plan does not consider it until it is released"
 	case never != "":
 		est.Note = never
+	case !ctx.strict && j.Reason == policy.ReasonBeginTime && s.outsidePlan(j):
+		est.Note = "it waits on its dependency as well as its begin time: the plan does not consider it until the dependency is satisfied"
 	case j.Spec.Reservation != "":
 		est.Note = "it runs in reservation " + j.Spec.Reservation + ", which the plan does not place"
 		if s.pol != nil {
@@ -1413,7 +1432,7 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 		return fit, true, err
 	}
 	// offer is the counterfactual of spec planned at fit.
-	conservative := !ctx.strict && s.bf != nil && s.bf.planner.Config().Mode == backfill.Conservative
+	conservative := !ctx.strict && s.bf != nil && s.bf.planner.Config().Mode == backfill.Conservative && est.OvertakersTotal == 0
 	offer := func(kind CounterfactualKind, spec JobSpec, fit backfill.Fit) Counterfactual {
 		now := immediate(fit.Start)
 		return Counterfactual{Kind: kind, Spec: spec, Start: fit.Start, Now: now, Nodes: s.nodeNames(fit.Nodes),
@@ -1517,6 +1536,10 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 		if fit.Status == backfill.FitFound && better(fit.Start) {
 			cf := offer(CounterPartition, spec, fit)
 			cf.Partition = pc.Name
+			// Another priority tier moves the job in the queue, which
+			// the plan (planned in the old order) cannot tell.
+			cf.Moves = pc.PriorityTier != s.parts[j.part].cfg.PriorityTier
+			cf.Bound = cf.Bound && !cf.Moves
 			ex.Counterfactuals = append(ex.Counterfactuals, cf)
 		}
 	}
@@ -1953,6 +1976,7 @@ func (e Explanation) String() string {
 					b.WriteString("; an estimate, not a promise")
 				}
 				b.WriteString(")\n")
+				est.writeOvertakers(&b)
 				if est.WaitsForTotal > 0 {
 					b.WriteString("    waits for running job(s):")
 					for _, r := range est.WaitsFor {

@@ -214,3 +214,33 @@ func TestExplainMaxTimeViolationListedOnce(t *testing.T) {
 	}
 	assert.Equal(t, 1, lines, "%s", ex)
 }
+
+// A job with a future begin time that also waits on a dependency is not
+// planned: it reports BeginTime, but it is not eligible until its
+// dependency is satisfied.
+func TestExplainBeginTimeAndDependencyIsNotPlanned(t *testing.T) {
+	cfg := clustertest.Mixed4()
+	cfg.Backfill = &backfill.Config{Mode: backfill.Conservative, Resolution: time.Second}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	now := clustertest.Epoch
+	// Job 1 waits on a begin time far away; job 2 depends on it and
+	// begins sooner.
+	_, err = s.Submit(now, scheduler.JobSpec{GRESPerNode: gpus(1), TimeLimit: time.Hour, BeginTime: now.Add(10 * time.Hour)})
+	require.NoError(t, err)
+	dep, err := s.Submit(now, scheduler.JobSpec{GRESPerNode: gpus(1), TimeLimit: time.Hour, BeginTime: now.Add(time.Hour),
+		Dependency: "afterok:1"})
+	require.NoError(t, err)
+	cyc, err := s.Schedule(now)
+	require.NoError(t, err)
+	for _, p := range cyc.Pending {
+		if p.Job == dep {
+			assert.Equal(t, policy.ReasonBeginTime, p.Reason)
+			assert.True(t, p.ExpectedStart.IsZero(), "planned at %s before its dependency is met", p.ExpectedStart)
+		}
+	}
+	ex, err := s.Explain(now, dep, scheduler.ExplainOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, scheduler.EstimateNone, ex.Estimate.Source, "%s", ex)
+	assert.Contains(t, ex.Estimate.Note, "dependency", "%s", ex)
+}

@@ -40,6 +40,19 @@ func (s *Scheduler) neverStarts(x *job) string {
 	return ""
 }
 
+// outsidePlan reports whether pending job x stays out of the backfill
+// plan although its reason is one the plan considers: it can never start,
+// or it waits on a dependency too (the main pass reports a future begin
+// time first). As in Slurm, only a job eligible but for its begin time
+// and resources is planned.
+func (s *Scheduler) outsidePlan(x *job) bool {
+	if s.neverStarts(x) != "" {
+		return true
+	}
+	_, waiting := s.depBlocker(x)
+	return waiting && !x.dep.IsZero()
+}
+
 // nodesBlocker returns the blocker of job j when fewer than j.nodes of
 // the nodes of pool that can hold it are up, naming those that are not
 // with their state; where says what pool is ("" for the partition,
@@ -94,4 +107,19 @@ func (s *Scheduler) jobNodesBlocker(j *job) (Blocker, bool) {
 		}
 	}
 	return s.nodesBlocker(j, j.shape.capable, "")
+}
+
+// holdPlanned keeps the main pass off the nodes the last backfill plan
+// reserved for job j, which waits on its begin time: such a job does not
+// block its partition (it is not eligible yet), but a lower-priority job
+// the main pass started on its reserved nodes would push its start past
+// the one the plan promised. The backfill pass still starts the jobs that
+// end before the reservation (it plans around it).
+func (s *Scheduler) holdPlanned(j *job) {
+	if !j.reserved {
+		return
+	}
+	for _, i := range j.planned {
+		s.avail.Remove(i)
+	}
 }
