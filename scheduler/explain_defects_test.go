@@ -244,3 +244,48 @@ func TestExplainBeginTimeAndDependencyIsNotPlanned(t *testing.T) {
 	assert.Equal(t, scheduler.EstimateNone, ex.Estimate.Source, "%s", ex)
 	assert.Contains(t, ex.Estimate.Note, "dependency", "%s", ex)
 }
+
+// A job waiting on its begin time does not block its partition, but the
+// main pass keeps off the nodes the plan reserved for it: a
+// lower-priority job that would overlap the reservation does not start
+// there when the nodes free up before the begin time, and the promised
+// start holds.
+func TestMainPassKeepsOffBeginTimeReservation(t *testing.T) {
+	cfg := clustertest.Mixed4()
+	cfg.Backfill = &backfill.Config{Mode: backfill.Conservative, Resolution: time.Second}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	now := clustertest.Epoch
+	for _, d := range []time.Duration{time.Hour, 10 * time.Hour, 10 * time.Hour, 10 * time.Hour} {
+		_, err := s.Submit(now, scheduler.JobSpec{GRESPerNode: gpus(8), TimeLimit: d})
+		require.NoError(t, err)
+	}
+	_, err = s.Schedule(now)
+	require.NoError(t, err)
+	begin := now.Add(80 * time.Minute)
+	first, err := s.Submit(now, scheduler.JobSpec{GRESPerNode: gpus(8), TimeLimit: 3 * time.Hour, BeginTime: begin})
+	require.NoError(t, err)
+	second, err := s.Submit(now, scheduler.JobSpec{GRESPerNode: gpus(4), TimeLimit: 4 * time.Hour})
+	require.NoError(t, err)
+	_, err = s.Schedule(now)
+	require.NoError(t, err)
+	ex, err := s.Explain(now, first, scheduler.ExplainOptions{})
+	require.NoError(t, err)
+	require.Equal(t, begin, ex.Estimate.Start, "%s", ex)
+	require.True(t, ex.Estimate.Bound, "%s", ex)
+
+	free := now.Add(time.Hour)
+	require.NoError(t, s.Finish(free, 1, 0))
+	cyc, err := s.Schedule(free)
+	require.NoError(t, err)
+	for _, st := range cyc.Starts {
+		assert.NotEqual(t, second, st.Job, "the lower-priority job took the begin-time job's reserved node")
+	}
+	cyc, err = s.Schedule(begin)
+	require.NoError(t, err)
+	var started []scheduler.JobID
+	for _, st := range cyc.Starts {
+		started = append(started, st.Job)
+	}
+	assert.Contains(t, started, first)
+}
