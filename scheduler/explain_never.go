@@ -102,7 +102,7 @@ func (s *Scheduler) nodesBlocker(j *job, pool topology.NodeSet, where string) (B
 // reservation holds.
 func (s *Scheduler) jobNodesBlocker(j *job) (Blocker, bool) {
 	if j.Spec.Reservation != "" && s.pol != nil {
-		if r, ok := s.pol.resv.Get(j.Spec.Reservation); ok && !r.Flags.Has(policy.ResvFlex) && r.Nodes.Len() == j.shape.capable.Len() {
+		if r, ok := s.pol.resv.Get(j.Spec.Reservation); ok && !r.Flags.Has(policy.ResvFlex) && !r.Nodes.IsEmpty() && r.Nodes.Len() == j.shape.capable.Len() {
 			return s.nodesBlocker(j, j.shape.capable.And(r.Nodes), "reservation "+r.Name)
 		}
 	}

@@ -299,24 +299,32 @@ func excused(a explaintest.Answer) bool {
 }
 
 // ETATable returns the error of the estimates (actual start − expected
-// start, under exact run times) by blocker kind: answers, median and p90
-// in minutes, and the share that held (start no later than expected), as
-// a Markdown table. Only later starts count (a start now is exact).
+// start, under exact run times; positive: late) by blocker kind (the
+// explanation's last blocker; the what-ifs by their kind) as a Markdown
+// table: answers, how many held (start no later than expected), how many
+// did not start within the replay's horizon, and the median and p90
+// error in minutes of those that started, computed with gonum's
+// stat.Quantile (empirical). Only later starts count (a start now is
+// exact).
 func ETATable(vs []explaintest.Verdict) string {
 	by := map[string][]float64{}
-	held := map[string]int{}
+	held, unstarted := map[string]int{}, map[string]int{}
 	for _, vd := range vs {
 		a := vd.Answer
 		if a.Now {
 			continue
 		}
-		e, ok := vd.Error()
-		if !ok {
-			continue // never started within the horizon
-		}
 		k := a.BlockerName()
 		if a.Counterfactual != nil {
 			k = "what-if: " + a.Counterfactual.Kind.String()
+		}
+		e, ok := vd.Error()
+		if !ok {
+			unstarted[k]++ // not started within the horizon: no error to measure
+			if _, seen := by[k]; !seen {
+				by[k] = nil
+			}
+			continue
 		}
 		by[k] = append(by[k], e.Minutes())
 		if vd.Outcome == explaintest.Held {
@@ -329,12 +337,16 @@ func ETATable(vs []explaintest.Verdict) string {
 	}
 	sort.Strings(keys)
 	var b strings.Builder
-	b.WriteString("| blocker kind | answers | held | median error (min) | p90 error (min) |\n")
-	b.WriteString("|---|---:|---:|---:|---:|\n")
+	b.WriteString("| blocker kind | answers | held | not started | median error (min) | p90 error (min) |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|\n")
 	for _, k := range keys {
 		xs := by[k]
+		if len(xs) == 0 {
+			fmt.Fprintf(&b, "| %s | %d | 0 | %d | – | – |\n", k, unstarted[k], unstarted[k])
+			continue
+		}
 		sort.Float64s(xs)
-		fmt.Fprintf(&b, "| %s | %d | %d | %.1f | %.1f |\n", k, len(xs), held[k],
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %.1f | %.1f |\n", k, len(xs)+unstarted[k], held[k], unstarted[k],
 			stat.Quantile(0.5, stat.Empirical, xs, nil), stat.Quantile(0.9, stat.Empirical, xs, nil))
 	}
 	return b.String()
