@@ -265,10 +265,9 @@ type Estimate struct {
 	// nothing new is submitted) it starts at Start or sooner. False for an
 	// estimate: a plan entry without a reservation (EASY beyond its
 	// reservations, bf_min_prio_reserve …), a start outside the plan, a
-	// strict-order plan without backfill. Package scheduler/explaintest
-	// checks both by replay. A job held by a QOS or association limit the
-	// plan does not carry over time may still be passed by one the limit
-	// releases.
+	// strict-order plan without backfill, or any start while a
+	// higher-priority job outside the plan may overtake the job
+	// (Overtakers). Package scheduler/explaintest checks both by replay.
 	Bound bool
 }
 
