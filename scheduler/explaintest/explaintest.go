@@ -13,9 +13,11 @@
 //   - a start now must happen at the explanation's instant;
 //   - a later start T must happen at or before T.
 //
-// Under conservative backfill every claimed start is an upper bound and
-// must hold (Estimate.Bound, Counterfactual.Bound); under EASY a later
-// start without a reservation is an estimate, and Verdict.Error measures
+// An answer labelled a promise (Estimate.Bound, Counterfactual.Bound: a
+// start now, a reservation, any start under conservative backfill) must
+// hold; one labelled an estimate (EASY beyond its reservations, a job
+// that a higher-priority job outside the plan may overtake, a change
+// that moves the job in the queue) may not, and Verdict.Error measures
 // how far off it was.
 //
 // The package is for tests and benchmarks; it only uses the scheduler's
