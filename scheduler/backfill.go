@@ -209,7 +209,9 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	s.pending.Ascend(func(j *job) bool {
 		// Jobs in reservations start in the main pass, inside their
 		// window.
-		consider := (plannable(j.Reason) || s.limitHeld(now, j)) && j.Spec.Reservation == ""
+		// A job that can never start, or waits on a dependency too
+		// (reporting its begin time first), holds nothing in the plan.
+		consider := (plannable(j.Reason) || s.limitHeld(now, j)) && j.Spec.Reservation == "" && !s.outsidePlan(j)
 		if consider && j.Reason == policy.ReasonPriority {
 			// Not evaluated by the main pass (behind a blocked job):
 			// its own limits and dependencies are checked now.

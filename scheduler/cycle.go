@@ -425,6 +425,7 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 	case p.cfg.State == PartitionInactive:
 		return policy.ReasonPartitionInactive
 	case !j.Spec.BeginTime.IsZero() && j.Spec.BeginTime.After(now):
+		s.holdPlanned(j)
 		return policy.ReasonBeginTime
 	case overTime:
 		return policy.ReasonPartitionTimeLimit

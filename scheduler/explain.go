@@ -268,6 +268,22 @@ type Estimate struct {
 	// alone would allow an earlier one: "MaxTRESPerUser gres/gpu=8 (user
 	// ann)" (the plan carries the limits over time, see limitplan.go).
 	Limit string
+	// Overtakers lists the higher-priority pending jobs outside the plan
+	// that could still take the job's nodes first (see Overtaker), at
+	// most MaxListed; OvertakersTotal counts them. While there is one,
+	// Bound is false.
+	Overtakers      []Overtaker
+	OvertakersTotal int
+	// Bound reports that Start is a promise, not an estimate: the plan
+	// holds a reservation for the job (or starts it now), so under exact
+	// run times (every running and planned job ends at its time limit,
+	// nothing new is submitted) it starts at Start or sooner. False for an
+	// estimate: a plan entry without a reservation (EASY beyond its
+	// reservations, bf_min_prio_reserve …), a start outside the plan, a
+	// strict-order plan without backfill, or any start while a
+	// higher-priority job outside the plan may overtake the job
+	// (Overtakers). Package scheduler/explaintest checks both by replay.
+	Bound bool
 }
 
 // RunningEnd is a running job and when it ends at the latest.
@@ -326,6 +342,16 @@ type Counterfactual struct {
 	Nodes []string
 	// Was is the start it improves on (zero: none before).
 	Was time.Time
+	// Bound reports that Start is a promise under exact run times (see
+	// Estimate.Bound): a start now, or any start under conservative
+	// backfill, where the changed job would hold a reservation. False for
+	// a later start under EASY or without backfill: an estimate.
+	// Also false when the change moves the job in the queue (Moves).
+	Bound bool
+	// Moves reports a change that moves the job in the queue (a partition
+	// of another priority tier): Start is computed as if it kept its
+	// place, so it is an estimate, a start now included.
+	Moves bool
 	// Fair-share: the account, the time by which its usage has decayed
 	// (one half-life), the job's priority and rank in its partition then,
 	// and its rank now (RankWas).
@@ -529,6 +555,9 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 		if x == j {
 			return false
 		}
+		if est.Source != EstimateNone && s.mayOvertake(x, allowed) {
+			est.addOvertaker(x, opts.MaxListed)
+		}
 		if x.part == j.part {
 			ex.Rank++
 			if head == nil && (x.Reason.Blocking() || x.Reason == policy.ReasonPriority) {
@@ -550,6 +579,9 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 		return true
 	})
 	ex.Rank++
+	if est.OvertakersTotal > 0 {
+		est.Bound = false
+	}
 
 	ex.Blockers = s.staticBlockers(now, j, allowed)
 	need, fit, short, topo := s.resourceNeed(now, j, allowed)
@@ -602,9 +634,10 @@ type planCtx struct {
 	onDemand, strict bool
 	// planned holds the on-demand plan's entries (start, nodes) by job.
 	planned map[JobID]plannedAt
-	// own is the explained job's entry in an on-demand plan.
-	own    plannedAt
-	ownSet bool
+	// own is the explained job's entry in an on-demand plan; ownBound
+	// whether it starts now or holds a reservation there.
+	own              plannedAt
+	ownSet, ownBound bool
 	// partStart is, in strict order, per partition, the latest planned
 	// start among the jobs ahead of the explained one (none before it may
 	// start while one of them waits in a partition sharing its nodes).
@@ -668,7 +701,7 @@ func (s *Scheduler) planContext(now time.Time, j *job) (*planCtx, error) {
 		if x == j {
 			return false
 		}
-		if (x.Reason == policy.ReasonNone || plannable(x.Reason)) && x.Spec.Reservation == "" && x.Hold == HoldNone {
+		if (x.Reason == policy.ReasonNone || plannable(x.Reason)) && x.Spec.Reservation == "" && x.Hold == HoldNone && !s.outsidePlan(x) {
 			ahead = append(ahead, x)
 		}
 		return true
@@ -695,6 +728,7 @@ func (s *Scheduler) planContext(now time.Time, j *job) (*planCtx, error) {
 			if e.Status == backfill.StatusStart || e.Status == backfill.StatusReserved || e.Status == backfill.StatusEstimated {
 				if k == len(ahead) {
 					ctx.own, ctx.ownSet = plannedAt{e.Start, e.Nodes}, true
+					ctx.ownBound = e.Status != backfill.StatusEstimated
 				} else {
 					ctx.planned[JobID(e.ID)] = plannedAt{e.Start, e.Nodes}
 				}
@@ -889,32 +923,7 @@ func (s *Scheduler) staticBlockers(now time.Time, j *job, allowed topology.NodeS
 		out = append(out, Blocker{Kind: BlockerBeginTime, Reason: policy.ReasonBeginTime,
 			Detail: fmt.Sprintf("begin time %s is %s away", fmtTime(j.Spec.BeginTime), fmtDur(j.Spec.BeginTime.Sub(now)))})
 	}
-	if c := allowed.Count(); c < j.nodes {
-		// As the main pass: ReqNodeNotAvail when none of its nodes is up,
-		// Resources when it merely needs more than are up.
-		b := Blocker{Kind: BlockerNodes, Reason: policy.ReasonReqNodeNotAvail}
-		if c > 0 {
-			b.Reason = policy.ReasonResources
-		}
-		var states []string
-		for i := j.shape.capable.Next(0); i >= 0; i = j.shape.capable.Next(i + 1) {
-			if !s.usable.Has(i) {
-				n := &s.nodes[i]
-				b.Nodes = append(b.Nodes, n.cfg.Name)
-				st := n.cfg.Name + " " + n.state().String()
-				if n.reason != "" {
-					st += " (" + n.reason + ")"
-				}
-				states = append(states, st)
-			}
-		}
-		const maxShown = 8
-		more := ""
-		if len(states) > maxShown {
-			more = fmt.Sprintf(" and %d more", len(states)-maxShown)
-			states = states[:maxShown]
-		}
-		b.Detail = fmt.Sprintf("needs %d node(s) able to hold it, %d are up; not up: %s%s", j.nodes, c, strings.Join(states, ", "), more)
+	if b, ok := s.jobNodesBlocker(j); ok {
 		out = append(out, b)
 	}
 	for _, pb := range s.policyBlockers(now, j) {
@@ -926,6 +935,9 @@ func (s *Scheduler) staticBlockers(now time.Time, j *job, allowed topology.NodeS
 			k = BlockerDependency
 		case policy.LevelPartition:
 			k = BlockerPartition
+			if slices.ContainsFunc(out, func(b Blocker) bool { return b.Kind == k && b.Reason == pb.Reason }) {
+				continue // partitionBlockers said it
+			}
 		}
 		out = append(out, Blocker{Kind: k, Reason: pb.Reason, Policy: &pb})
 	}
@@ -1144,9 +1156,17 @@ func (s *Scheduler) placeable(fit topology.NodeSet, c topology.Constraints) int 
 func (s *Scheduler) estimate(now time.Time, j *job, ctx *planCtx, allowed topology.NodeSet, opts *ExplainOptions) *Estimate {
 	est := &Estimate{PlanTime: ctx.at, Note: ctx.note}
 	var nodes []int
+	never := ""
+	if j.Hold == HoldNone {
+		never = s.neverStarts(j)
+	}
 	switch {
 	case j.Hold != HoldNone:
 		est.Note = "it is held (" + j.Hold.reason().String() + "): the plan does not consider it until it is released"
+	case never != "":
+		est.Note = never
+	case !ctx.strict && j.Reason == policy.ReasonBeginTime && s.outsidePlan(j):
+		est.Note = "it waits on its dependency as well as its begin time: the plan does not consider it until the dependency is satisfied"
 	case j.Spec.Reservation != "":
 		est.Note = "it runs in reservation " + j.Spec.Reservation + ", which the plan does not place"
 		if s.pol != nil {
@@ -1156,12 +1176,13 @@ func (s *Scheduler) estimate(now time.Time, j *job, ctx *planCtx, allowed topolo
 		}
 	case ctx.onDemand && ctx.ownSet:
 		est.Source, est.Start, nodes = EstimateOnDemand, ctx.own.start, ctx.own.nodes
+		est.Bound = ctx.ownBound
 	case !ctx.onDemand && !j.ExpectedStart.IsZero() && !j.EstimatedAt.Before(ctx.at):
 		// The last plan's own estimate (an older one that
 		// EstimateInterval let stand is searched again below).
 		est.Source, est.Start, nodes = EstimateEstimated, j.ExpectedStart, j.planned
 		if j.reserved {
-			est.Source = EstimateReserved
+			est.Source, est.Bound = EstimateReserved, true
 		}
 	case ctx.prof != nil && (ctx.strict || plannable(j.Reason) || j.Reason == policy.ReasonNone):
 		// Searched in the plan: in strict order whatever the reason (the
@@ -1432,9 +1453,11 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 		return fit, true, err
 	}
 	// offer is the counterfactual of spec planned at fit.
+	conservative := !ctx.strict && s.bf != nil && s.bf.planner.Config().Mode == backfill.Conservative && est.OvertakersTotal == 0
 	offer := func(kind CounterfactualKind, spec JobSpec, fit backfill.Fit) Counterfactual {
-		return Counterfactual{Kind: kind, Spec: spec, Start: fit.Start, Now: immediate(fit.Start), Nodes: s.nodeNames(fit.Nodes),
-			Was: ref}
+		now := immediate(fit.Start)
+		return Counterfactual{Kind: kind, Spec: spec, Start: fit.Start, Now: now, Nodes: s.nodeNames(fit.Nodes),
+			Was: ref, Bound: now || conservative}
 	}
 
 	// 1. The largest time limit with which it starts now.
@@ -1534,6 +1557,10 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 		if fit.Status == backfill.FitFound && better(fit.Start) {
 			cf := offer(CounterPartition, spec, fit)
 			cf.Partition = pc.Name
+			// Another priority tier moves the job in the queue, which
+			// the plan (planned in the old order) cannot tell.
+			cf.Moves = pc.PriorityTier != s.parts[j.part].cfg.PriorityTier
+			cf.Bound = cf.Bound && !cf.Moves
 			ex.Counterfactuals = append(ex.Counterfactuals, cf)
 		}
 	}
@@ -1969,7 +1996,11 @@ func (e Explanation) String() string {
 				if !est.PlanTime.Equal(e.Now) {
 					fmt.Fprintf(&b, ", plan of %s", fmtTime(est.PlanTime))
 				}
+				if !est.Bound && est.Start.After(e.Now) {
+					b.WriteString("; an estimate, not a promise")
+				}
 				b.WriteString(")\n")
+				est.writeOvertakers(&b)
 				if est.WaitsForTotal > 0 {
 					b.WriteString("    waits for running job(s):")
 					for _, r := range est.WaitsFor {
