@@ -113,6 +113,8 @@ type Scheduler struct {
 	// cycleFault, when set (tests), is called at the end of every cycle;
 	// an error it returns fails the cycle.
 	cycleFault func() error
+	// hets holds the heterogeneous jobs by leader ID (see hetjob.go).
+	hets map[JobID]*hetJob
 }
 
 type partition struct {
@@ -239,6 +241,7 @@ func New(cfg Config) (*Scheduler, error) {
 		topo:       cloneTopology(cfg.Topology),
 		shapes:     make(map[string]*shape),
 		arrays:     make(map[JobID]*array),
+		hets:       make(map[JobID]*hetJob),
 		maxArray:   max(cfg.MaxArraySize, 0),
 		minJobAge:  cfg.MinJobAge,
 		noRequeue:  cfg.JobRequeue == RequeueNo,
@@ -796,6 +799,9 @@ func (s *Scheduler) cancelJob(now time.Time, id JobID) error {
 	case JobPending, JobRunning, JobSuspended:
 	default:
 		return fmt.Errorf("%w: job %d is %s, cannot cancel", ErrJobState, id, j.State)
+	}
+	if j.HetJobID != 0 {
+		return s.cancelHet(now, j)
 	}
 	s.endJob(j, JobCancelled, now)
 	s.last = now
