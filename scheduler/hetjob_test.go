@@ -418,3 +418,32 @@ func FuzzParseHetJobID(f *testing.F) {
 		}
 	})
 }
+
+// Explain names the component a pending heterogeneous job waits for:
+// the h100 part could start now alone, the a100 part only when the
+// a100 nodes free up, so the job waits for the a100 part.
+func TestHetJobExplainNamesTheBlockingComponent(t *testing.T) {
+	s := newBackfillMixed(t, backfill.EASY)
+	for range 2 {
+		mustSubmit(t, s, t0, scheduler.JobSpec{Partition: "gpu", GRESPerNode: typed("a100", 8), TimeLimit: time.Hour})
+	}
+	mustSchedule(t, s, t0)
+	ids, err := s.SubmitHet(t0.Add(time.Minute), hetPair())
+	require.NoError(t, err)
+	now := t0.Add(time.Minute)
+	mustSchedule(t, s, now)
+	ex, err := s.Explain(now, ids[0], scheduler.ExplainOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, ex.Het)
+	assert.Equal(t, ids[0], ex.Het.HetJobID)
+	assert.Equal(t, 1, ex.Het.Blocking, "the a100 component")
+	require.Len(t, ex.Het.Components, 2)
+	assert.Equal(t, now, ex.Het.Components[0].Alone)
+	assert.Equal(t, t0.Add(time.Hour), ex.Het.Components[1].Alone)
+	assert.Equal(t, t0.Add(time.Hour), ex.Het.Start)
+	assert.Contains(t, ex.String(), fmt.Sprintf("%d+1 (job %d) PENDING: Resources", ids[0], ids[1]))
+	assert.Contains(t, ex.String(), "the job waits for this component")
+	plain, err := s.Explain(now, 1, scheduler.ExplainOptions{})
+	require.NoError(t, err)
+	assert.Nil(t, plain.Het)
+}
