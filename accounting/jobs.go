@@ -193,6 +193,10 @@ func peekJobMatch(v string, want [3]uint64, q JobQuery) bool {
 		d.u()
 		d.u()
 	}
+	if fl&jfHet != 0 {
+		d.u()
+		d.u()
+	}
 	if n := d.u(); n <= uint64(len(d.b)) {
 		d.b = d.b[n:]
 	} else {
