@@ -37,22 +37,28 @@ type coResult struct {
 }
 
 // coSearch runs the co-start search for the queries (booked, on
-// success, under ids at the common start, for their durations). On any
-// status but FitFound nothing stays booked.
-func (p *Profile) coSearch(ids []JobID, qs []*query, latest int64) (coResult, error) {
-	t := int64(0)
-	for _, q := range qs {
-		t = max(t, q.t0)
+// success, under ids at the common start, for their durations), from t:
+// the latest of the components' own earliest starts, that of component
+// lead, whose nodes there were leadNodes (booked as they are in the first
+// round, the profile being the one they were found on). On any status but
+// FitFound nothing stays booked.
+func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, leadNodes []int) (coResult, error) {
+	res := coResult{st: FitFound, nodes: make([][]int, len(qs))}
+	order := make([]int, 0, len(qs))
+	order = append(order, lead)
+	for k := range qs {
+		if k != lead {
+			order = append(order, k)
+		}
 	}
-	res := coResult{nodes: make([][]int, len(qs))}
-	booked := 0
+	var booked []JobID
 	release := func() error {
-		for k := booked - 1; k >= 0; k-- {
-			if err := p.Release(ids[k]); err != nil {
+		for x := len(booked) - 1; x >= 0; x-- {
+			if err := p.Release(booked[x]); err != nil {
 				return fmt.Errorf("internal: releasing a tentative booking: %w", err)
 			}
 		}
-		booked = 0
+		booked = booked[:0]
 		return nil
 	}
 	for round := 0; ; round++ {
@@ -61,40 +67,64 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest int64) (coResult, er
 			return res, release()
 		}
 		moved := false
-		for k, q := range qs {
-			q.t0, q.latest, q.cands, q.upTo = t, latest, nil, 0
-			r, err := p.search(q)
-			res.searches++
-			if err != nil {
-				_ = release()
-				return res, err
-			}
-			if r.st == FitBeyondLatest && (p.capable(q) < q.n || !p.spreadCapable(q)) {
-				r.st = FitNever
-			}
-			if r.st != FitFound {
-				res.st = r.st
-				return res, release()
-			}
-			if r.t > t {
-				if err := release(); err != nil {
+		for _, k := range order {
+			q := qs[k]
+			nodes := leadNodes
+			if round > 0 || k != lead || nodes == nil {
+				q.t0, q.latest, q.cands, q.upTo = t, latest, nil, 0
+				r, err := p.search(q)
+				res.searches++
+				if err != nil {
+					_ = release()
 					return res, err
 				}
-				t, moved = r.t, true
-				break
+				if r.st == FitBeyondLatest && (p.capable(q) < q.n || !p.spreadCapable(q)) {
+					r.st = FitNever
+				}
+				if r.st != FitFound {
+					res.st = r.st
+					return res, release()
+				}
+				if r.t > t {
+					if err := release(); err != nil {
+						return res, err
+					}
+					t, moved = r.t, true
+					break
+				}
+				nodes = r.nodes
 			}
-			res.nodes[k] = r.nodes
-			if err := p.bookQuery(ids[k], q, t, p.endAt(t, q.d), r.nodes); err != nil {
+			res.nodes[k] = nodes
+			if err := p.bookQuery(ids[k], q, t, p.endAt(t, q.d), nodes); err != nil {
 				_ = release()
 				return res, err
 			}
-			booked++
+			booked = append(booked, ids[k])
 		}
 		if !moved {
-			res.st, res.t = FitFound, t
+			res.t = t
 			return res, nil
 		}
 	}
+}
+
+// soloStarts searches each query alone on the profile (nothing booked):
+// the status is FitFound when every one fits, then t is the latest of
+// their starts, lead the query that gave it and nodes its nodes.
+func (p *Profile) soloStarts(qs []*query, solo func(k int, q *query) (result, error)) (st FitStatus, t int64, lead int, nodes []int, err error) {
+	for k, q := range qs {
+		r, err := solo(k, q)
+		if err != nil {
+			return 0, 0, 0, nil, err
+		}
+		if r.st != FitFound {
+			return r.st, 0, 0, nil, nil
+		}
+		if k == 0 || r.t > t {
+			t, lead, nodes = r.t, k, r.nodes
+		}
+	}
+	return FitFound, t, lead, nodes, nil
 }
 
 // bookQuery books q's use on nodes over [s, e) under id.
@@ -142,9 +172,22 @@ func (p *Profile) EarliestCoFit(ids []JobID, reqs []Request) ([]Fit, error) {
 		latest = min(latest, q.latest)
 		qs[k] = q
 	}
-	res, err := p.coSearch(ids, qs, latest)
+	st, t, lead, nodes, err := p.soloStarts(qs, func(_ int, q *query) (result, error) {
+		q.latest = latest
+		r, err := p.search(q)
+		if err == nil && r.st == FitBeyondLatest && (p.capable(q) < q.n || !p.spreadCapable(q)) {
+			r.st = FitNever
+		}
+		return r, err
+	})
 	if err != nil {
 		return nil, err
+	}
+	res := coResult{st: st}
+	if st == FitFound {
+		if res, err = p.coSearch(ids, qs, latest, t, lead, nodes); err != nil {
+			return nil, err
+		}
 	}
 	fits := make([]Fit, len(reqs))
 	for k := range fits {
@@ -239,11 +282,21 @@ func (r *run) planHet(j *Job, e *Entry) error {
 	if j.NoEstimate && noResv != ReasonNone {
 		latest = p.origin
 	}
-	r.gen++ // the search books and releases
-	res, err := p.coSearch(ids, qs, latest)
-	r.plan.Stats.Searches += res.searches
+	fst, t, lead, nodes, err := p.soloStarts(qs, func(k int, q *query) (result, error) {
+		q.latest = latest
+		return r.soloFit(&j.Components[k], q)
+	})
 	if err != nil {
 		return err
+	}
+	res := coResult{st: fst}
+	if fst == FitFound {
+		r.gen++ // the search books and releases
+		res, err = p.coSearch(ids, qs, latest, t, lead, nodes)
+		r.plan.Stats.Searches += res.searches
+		if err != nil {
+			return err
+		}
 	}
 	switch res.st {
 	case FitBeyondLatest:
@@ -285,6 +338,47 @@ func (r *run) planHet(j *Job, e *Entry) error {
 	}
 	r.setHetStatus(e, st, why)
 	return nil
+}
+
+// soloFit is a component's own earliest start on the profile as it is,
+// answered from the planner's shape cache where it can be and entered in
+// it (a component asks what a job of its shape would), as planJob does.
+func (r *run) soloFit(c *Job, q *query) (result, error) {
+	p := r.p
+	sh := &shape{capable: -1} // what the cache knows is about per-node requests alone
+	if !q.hasSpread() {
+		sh = r.shapeFor(c, q)
+	}
+	if sh.capable < 0 {
+		sh.capable = p.capable(q)
+		sh.allCapable = sh.capable == q.allowed.Count()
+	}
+	q.allCapable = sh.allCapable
+	if q.never || sh.capable < q.n || !p.spreadCapable(q) {
+		return result{st: FitNever}, nil
+	}
+	e0 := q.t0
+	if en := sh.same(q.n, q.d, e0, r.gen); en != nil {
+		if en.t > q.latest {
+			return result{st: FitBeyondLatest}, nil
+		}
+		return result{st: FitFound, t: en.t, nodes: append(q.nodeList(len(en.nodes)), en.nodes...)}, nil
+	}
+	hint, fail := sh.lookup(q.n, q.d, e0, q.latest)
+	if fail != FitFound {
+		return result{st: fail}, nil
+	}
+	if hint.t > q.latest {
+		return result{st: FitBeyondLatest}, nil
+	}
+	q.t0, q.cands, q.upTo = hint.t, hint.cands, hint.upTo
+	r.plan.Stats.Searches++
+	res, err := p.search(q)
+	if err != nil {
+		return res, err
+	}
+	sh.insert(q, e0, res, r.gen)
+	return res, nil
 }
 
 // setHetStatus sets the status and reason of a heterogeneous job's entry
