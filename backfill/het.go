@@ -78,10 +78,9 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 					_ = release()
 					return res, err
 				}
-				if r.st == FitBeyondLatest && (p.capable(q) < q.n || !p.spreadCapable(q)) {
-					r.st = FitNever
-				}
 				if r.st != FitFound {
+					// Each component fits alone (soloStarts): beyond the
+					// latest start, not never.
 					res.st = r.st
 					return res, release()
 				}
@@ -272,22 +271,25 @@ func (r *run) planHet(j *Job, e *Entry) error {
 		if err != nil {
 			return fmt.Errorf("component %d: %w", k, err)
 		}
-		if q.never || p.capable(q) < q.n || !p.spreadCapable(q) {
-			r.setHetStatus(e, StatusNeverFits, ReasonCapacity)
-			return nil
-		}
 		qs[k] = q
 	}
 	latest := r.latest
 	if j.NoEstimate && noResv != ReasonNone {
 		latest = p.origin
 	}
+	capacity := false // a component no allowed node set can ever hold
 	fst, t, lead, nodes, err := p.soloStarts(qs, func(k int, q *query) (result, error) {
 		q.latest = latest
-		return r.soloFit(&j.Components[k], q)
+		res, never, err := r.soloFit(&j.Components[k], q)
+		capacity = capacity || never
+		return res, err
 	})
 	if err != nil {
 		return err
+	}
+	if capacity {
+		r.setHetStatus(e, StatusNeverFits, ReasonCapacity)
+		return nil
 	}
 	res := coResult{st: fst}
 	if fst == FitFound {
@@ -316,7 +318,7 @@ func (r *run) planHet(j *Job, e *Entry) error {
 		ce := &e.Components[k]
 		ce.Start, ce.TimeLimit = start, j.Components[k].TimeLimit
 		ce.End = start.Add(ce.TimeLimit)
-		ce.Nodes = append(r.q.nodeList(len(res.nodes[k])), res.nodes[k]...)
+		ce.Nodes = res.nodes[k] // its own array: kept by plans that extend this one
 		ce.Spread = p.shares(qs[k])
 		e.End = laterOf(e.End, ce.End)
 	}
@@ -342,8 +344,9 @@ func (r *run) planHet(j *Job, e *Entry) error {
 
 // soloFit is a component's own earliest start on the profile as it is,
 // answered from the planner's shape cache where it can be and entered in
-// it (a component asks what a job of its shape would), as planJob does.
-func (r *run) soloFit(c *Job, q *query) (result, error) {
+// it (a component asks what a job of its shape would), as planJob does;
+// capacity reports that too few allowed nodes can ever hold it.
+func (r *run) soloFit(c *Job, q *query) (res result, capacity bool, err error) {
 	p := r.p
 	sh := &shape{capable: -1} // what the cache knows is about per-node requests alone
 	if !q.hasSpread() {
@@ -355,30 +358,29 @@ func (r *run) soloFit(c *Job, q *query) (result, error) {
 	}
 	q.allCapable = sh.allCapable
 	if q.never || sh.capable < q.n || !p.spreadCapable(q) {
-		return result{st: FitNever}, nil
+		return result{st: FitNever}, true, nil
 	}
 	e0 := q.t0
 	if en := sh.same(q.n, q.d, e0, r.gen); en != nil {
 		if en.t > q.latest {
-			return result{st: FitBeyondLatest}, nil
+			return result{st: FitBeyondLatest}, false, nil
 		}
-		return result{st: FitFound, t: en.t, nodes: append(q.nodeList(len(en.nodes)), en.nodes...)}, nil
+		return result{st: FitFound, t: en.t, nodes: append(q.nodeList(len(en.nodes)), en.nodes...)}, false, nil
 	}
 	hint, fail := sh.lookup(q.n, q.d, e0, q.latest)
 	if fail != FitFound {
-		return result{st: fail}, nil
+		return result{st: fail}, false, nil
 	}
 	if hint.t > q.latest {
-		return result{st: FitBeyondLatest}, nil
+		return result{st: FitBeyondLatest}, false, nil
 	}
 	q.t0, q.cands, q.upTo = hint.t, hint.cands, hint.upTo
 	r.plan.Stats.Searches++
-	res, err := p.search(q)
-	if err != nil {
-		return res, err
+	if res, err = p.search(q); err != nil {
+		return res, false, err
 	}
 	sh.insert(q, e0, res, r.gen)
-	return res, nil
+	return res, false, nil
 }
 
 // setHetStatus sets the status and reason of a heterogeneous job's entry
