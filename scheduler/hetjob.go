@@ -354,8 +354,7 @@ func (s *Scheduler) bfHetJob(now time.Time, j *job) (backfill.Job, bool) {
 		}
 		parts[k] = s.bfJob(now, c, s.allowedNodes(c.shape))
 	}
-	bj := parts[0]
-	bj.ID = parts[0].ID
+	bj := parts[0] // the leader's ID, user, partition and association
 	bj.Priority = float64(j.Priority)
 	bj.Components = parts
 	for _, p := range parts {
