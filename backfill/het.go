@@ -39,10 +39,12 @@ type coResult struct {
 // coSearch runs the co-start search for the queries (booked, on
 // success, under ids at the common start, for their durations), from t:
 // the latest of the components' own earliest starts, that of component
-// lead, whose nodes there were leadNodes (booked as they are in the first
-// round, the profile being the one they were found on). On any status but
+// lead. own[k] are the nodes of component k's own earliest fit: where
+// they are still free over the component's interval from the candidate
+// start (the components before it booked), they are taken without a new
+// search — its own fit there is a fit at that start. On any status but
 // FitFound nothing stays booked.
-func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, leadNodes []int) (coResult, error) {
+func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, own [][]int) (coResult, error) {
 	res := coResult{st: FitFound, nodes: make([][]int, len(qs))}
 	order := make([]int, 0, len(qs))
 	order = append(order, lead)
@@ -52,6 +54,7 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 		}
 	}
 	var booked []JobID
+	searched := make([]bool, len(qs))
 	release := func() error {
 		for x := len(booked) - 1; x >= 0; x-- {
 			if err := p.Release(booked[x]); err != nil {
@@ -69,8 +72,13 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 		moved := false
 		for _, k := range order {
 			q := qs[k]
-			nodes := leadNodes
-			if round > 0 || k != lead || nodes == nil {
+			end := p.endAt(t, q.d)
+			nodes := own[k]
+			if searched[k] && q.hasSpread() {
+				nodes = nil // the query's shares are those of its last search now
+			}
+			if nodes == nil || !p.fitsAll(q, nodes, t, end) {
+				searched[k] = true
 				q.t0, q.latest, q.cands, q.upTo = t, latest, nil, 0
 				r, err := p.search(q)
 				res.searches++
@@ -94,7 +102,7 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 				nodes = r.nodes
 			}
 			res.nodes[k] = nodes
-			if err := p.bookQuery(ids[k], q, t, p.endAt(t, q.d), nodes); err != nil {
+			if err := p.bookQuery(ids[k], q, t, end, nodes); err != nil {
 				_ = release()
 				return res, err
 			}
@@ -109,8 +117,9 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 
 // soloStarts searches each query alone on the profile (nothing booked):
 // the status is FitFound when every one fits, then t is the latest of
-// their starts, lead the query that gave it and nodes its nodes.
-func (p *Profile) soloStarts(qs []*query, solo func(k int, q *query) (result, error)) (st FitStatus, t int64, lead int, nodes []int, err error) {
+// their starts, lead the query that gave it and own each one's nodes.
+func (p *Profile) soloStarts(qs []*query, solo func(k int, q *query) (result, error)) (st FitStatus, t int64, lead int, own [][]int, err error) {
+	own = make([][]int, len(qs))
 	for k, q := range qs {
 		r, err := solo(k, q)
 		if err != nil {
@@ -119,11 +128,12 @@ func (p *Profile) soloStarts(qs []*query, solo func(k int, q *query) (result, er
 		if r.st != FitFound {
 			return r.st, 0, 0, nil, nil
 		}
+		own[k] = r.nodes
 		if k == 0 || r.t > t {
-			t, lead, nodes = r.t, k, r.nodes
+			t, lead = r.t, k
 		}
 	}
-	return FitFound, t, lead, nodes, nil
+	return FitFound, t, lead, own, nil
 }
 
 // bookQuery books q's use on nodes over [s, e) under id.
