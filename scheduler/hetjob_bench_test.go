@@ -1,11 +1,10 @@
 package scheduler_test
 
 import (
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/internal/cputime"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
@@ -47,13 +46,13 @@ func BenchmarkScheduleHet(b *testing.B) {
 				scheduler.ReplanEveryCycle(s)
 			}
 			b.Run("nodes=10000/pending=100000/easy/plan="+plan+"/mix="+mix, func(b *testing.B) {
-				c0 := cpuTime(b)
+				c0 := cputime.Process()
 				for b.Loop() {
 					if _, err := s.Schedule(now); err != nil {
 						b.Fatal(err)
 					}
 				}
-				b.ReportMetric(float64(cpuTime(b)-c0)/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64(cputime.Process()-c0)/float64(b.N), "cpu-ns/op")
 				b.ReportMetric(float64(p), "pending")
 				b.ReportMetric(float64(r), "running")
 			})
@@ -61,11 +60,3 @@ func BenchmarkScheduleHet(b *testing.B) {
 	}
 }
 
-// cpuTime returns the process's user plus system CPU time.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
