@@ -59,4 +59,3 @@ func BenchmarkScheduleHet(b *testing.B) {
 		}
 	}
 }
-
