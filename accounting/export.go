@@ -58,6 +58,9 @@ func DefaultJobFields() []string {
 // jobFields maps sacct's field names to formatters.
 var jobFields = map[string]func(j *JobRecord, o *ExportOptions) string{
 	"JobID": func(j *JobRecord, _ *ExportOptions) string {
+		if j.HetJobID != 0 {
+			return fmt.Sprintf("%d+%d", j.HetJobID, j.HetJobOffset)
+		}
 		if j.ArrayJobID != 0 {
 			return fmt.Sprintf("%d_%d", j.ArrayJobID, j.ArrayTaskID)
 		}

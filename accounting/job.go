@@ -131,6 +131,13 @@ type JobRecord struct {
 	// SchedBackfill) or others the caller records.
 	Flags    []string `json:"flags,omitempty"`
 	Restarts uint32   `json:"restarts,omitempty"` // requeue count
+	// HetJobID and HetJobOffset identify a component of a heterogeneous
+	// job, as Slurm's HetJobId and HetJobOffset: each component has a
+	// record of its own (ID), HetJobID is the leader's ID and sacct shows
+	// the component as HetJobID+HetJobOffset ("123+1"). Zero HetJobID:
+	// not a heterogeneous job.
+	HetJobID     JobID  `json:"het_job_id,omitempty"`
+	HetJobOffset uint32 `json:"het_job_offset,omitempty"`
 }
 
 // Elapsed returns End-Start, now-Start for a running job, or 0.

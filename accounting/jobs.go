@@ -193,6 +193,10 @@ func peekJobMatch(v string, want [3]uint64, q JobQuery) bool {
 		d.u()
 		d.u()
 	}
+	if fl&jfHet != 0 {
+		d.u()
+		d.u()
+	}
 	if n := d.u(); n <= uint64(len(d.b)) {
 		d.b = d.b[n:]
 	} else {
@@ -242,6 +246,7 @@ const (
 	jfStart
 	jfEnd
 	jfArray
+	jfHet // HetJobID, HetJobOffset follow the array fields
 )
 
 func (t *kvTx) encodeJob(j *JobRecord, chain []AssocID) (string, error) {
@@ -261,6 +266,9 @@ func (t *kvTx) encodeJob(j *JobRecord, chain []AssocID) (string, error) {
 	if j.ArrayJobID != 0 {
 		fl |= jfArray
 	}
+	if j.HetJobID != 0 {
+		fl |= jfHet
+	}
 	e.byte1(fl)
 	e.u(uint64(len(chain)))
 	for _, id := range chain {
@@ -269,6 +277,10 @@ func (t *kvTx) encodeJob(j *JobRecord, chain []AssocID) (string, error) {
 	if j.ArrayJobID != 0 {
 		e.u(uint64(j.ArrayJobID))
 		e.u(uint64(j.ArrayTaskID))
+	}
+	if j.HetJobID != 0 {
+		e.u(uint64(j.HetJobID))
+		e.u(uint64(j.HetJobOffset))
 	}
 	e.str(j.Name)
 	for _, s := range []string{j.Cluster, j.User, j.Account, j.Partition, j.QOS, j.Reservation, j.Reason} {
@@ -382,6 +394,14 @@ func (t *kvTx) decodeJob(key, v string) (JobRecord, []AssocID, error) {
 	if fl&jfArray != 0 {
 		j.ArrayJobID = JobID(d.u())
 		j.ArrayTaskID = uint32(d.u())
+	}
+	if fl&jfHet != 0 {
+		j.HetJobID = JobID(d.u())
+		off := d.u()
+		if j.HetJobID == 0 || off > math.MaxUint32 {
+			return j, nil, corruptKey(key, "bad heterogeneous job %d+%d", j.HetJobID, off)
+		}
+		j.HetJobOffset = uint32(off)
 	}
 	j.Name = d.str()
 	for _, p := range []*string{&j.Cluster, &j.User, &j.Account, &j.Partition, &j.QOS, &j.Reservation, &j.Reason} {

@@ -32,6 +32,10 @@ func RecordTime(key, val string) (t time.Time, ok bool, err error) {
 			d.u()
 			d.u()
 		}
+		if fl&jfHet != 0 {
+			d.u()
+			d.u()
+		}
 		d.str()
 		for range 7 { // cluster, user, account, partition, QOS, reservation, reason
 			d.u()

@@ -200,6 +200,15 @@ type Job struct {
 	// it runs (licenses, limit counts): it is planned at the earliest time
 	// its nodes fit and each has room (see Counters). Nil for none.
 	Uses []Use
+	// Components, when set, makes this a heterogeneous job (Slurm's
+	// sbatch with ':'-separated components): every component starts at
+	// the same instant or none does, each on its own nodes (see
+	// EarliestCoFit). Components[0] is the leader and has the job's ID;
+	// the job's own request fields (Nodes, PerNode, Spread, Exclusive,
+	// Allowed, TimeLimit, TimeMin, Chooser) are then unused, while its
+	// Earliest, Eligible, Priority, NoReserve, NoEstimate, User,
+	// Partition and Assoc speak for the whole job.
+	Components []Job
 }
 
 // Status is the outcome of planning one job.
@@ -350,6 +359,11 @@ type Entry struct {
 	// Counter, one of the job's Uses, has no room earlier.
 	ByCounter bool
 	Counter   CounterID
+	// Components is, for a heterogeneous job (Job.Components), one entry
+	// per component, all with the job's Status, Reason and (common)
+	// Start; the job's own Nodes are then empty and its End is the
+	// latest component end.
+	Components []Entry
 }
 
 // Stats counts a plan's outcomes.
@@ -617,6 +631,12 @@ func (pl *Planner) validateJobs(p *Profile, jobs []Job, ids map[JobID]struct{}, 
 			return fmt.Errorf("%w: jobs[%d]: ID %d appears twice", ErrDuplicateID, x, j.ID)
 		}
 		ids[j.ID] = struct{}{}
+		if len(j.Components) > 0 {
+			if err := pl.validateHet(p, x, j, ids, firstKept); err != nil {
+				return err
+			}
+			continue
+		}
 		if p.hasID(j.ID) && (x > 0 || !firstKept) {
 			return fmt.Errorf("%w: jobs[%d]: ID %d is already in the profile", ErrDuplicateID, x, j.ID)
 		}
@@ -781,6 +801,9 @@ func (r *run) reserveReason(j *Job) Reason {
 // planJob tests one job and fills its entry, booking starts and
 // reservations into the profile.
 func (r *run) planJob(j *Job, e *Entry) error {
+	if len(j.Components) > 0 {
+		return r.planHet(j, e)
+	}
 	p := r.p
 	cfg := &r.pl.cfg
 	r.plan.Stats.Tested++

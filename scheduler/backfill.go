@@ -238,7 +238,13 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		if !consider {
 			return true
 		}
-		jobs = append(jobs, s.bfJob(now, j, s.allowedNodes(j.shape), j.shape))
+		if j.HetJobID != 0 {
+			if bj, ok := s.bfHetJob(now, j); ok {
+				jobs, pjobs = append(jobs, bj), append(pjobs, j)
+			}
+			return true
+		}
+				jobs = append(jobs, s.bfJob(now, j, s.allowedNodes(j.shape), j.shape))
 		jobs[len(jobs)-1].NoEstimate = keep
 		pjobs = append(pjobs, j)
 		return true
@@ -294,6 +300,10 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	for _, k := range plan.Starts {
 		e := &plan.Entries[k]
 		j := pjobs[k]
+		if len(e.Components) > 0 {
+			s.startHet(now, e, cyc)
+			continue
+		}
 		// Limits are checked against the usage of every job started so
 		// far, this pass included; a job they hold keeps its slot empty.
 		if r := s.checkPolicy(now, j); r != policy.ReasonNone {
@@ -332,6 +342,10 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		e := &plan.Entries[k]
 		j := pjobs[k]
 		if j.State != JobPending {
+			continue
+		}
+		if len(e.Components) > 0 {
+			s.noteHetPlan(now, e)
 			continue
 		}
 		s.notePending(j)
@@ -520,7 +534,8 @@ func sameBFJob(x, y *backfill.Job) bool {
 		x.Partition == y.Partition && x.Assoc == y.Assoc && x.ChooserKey == y.ChooserKey &&
 		(x.Chooser == nil) == (y.Chooser == nil) && slices.Equal(x.PerNode, y.PerNode) && slices.Equal(x.Spread, y.Spread) &&
 		x.Allowed.Len() == y.Allowed.Len() && x.Allowed.Equal(y.Allowed) &&
-		x.Tasks == y.Tasks && x.MaxTasksPerNode == y.MaxTasksPerNode && slices.Equal(x.PerTask, y.PerTask)
+		x.Tasks == y.Tasks && x.MaxTasksPerNode == y.MaxTasksPerNode && slices.Equal(x.PerTask, y.PerTask) &&
+		sameBFComponents(x.Components, y.Components)
 }
 
 // bfWindow is a reservation window the backfill profile blocks.

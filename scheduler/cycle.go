@@ -236,6 +236,7 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 	s.cycleNo++
 	cyc := Cycle{Now: now}
 	s.endExpired(now, &cyc)
+	s.regroupHets(now, &cyc)
 	s.resumeSuspended(now, &cyc)
 	s.powerBegin(now, &cyc)
 
@@ -456,6 +457,11 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 	if !s.licensesFree(j) {
 		s.holdForLicenses(j, blocked, magnetic)
 		return policy.ReasonLicenses
+	}
+	if j.HetJobID != 0 {
+		// Started by the backfill pass, all components at once; it
+		// holds no one back here (see hetjob.go).
+		return policy.ReasonResources
 	}
 	allowed := s.allowedNodes(j.shape) // and j.shape.usable, its size
 	if j.shape.usable == 0 {

@@ -5,7 +5,8 @@
 //
 // A Scheduler holds nodes, partitions and jobs. The caller owns the loop
 // and the clock: it applies events with the current time — Submit,
-// SubmitArray, Cancel, Finish, Requeue, Checkpoint, DrainNode, FailNode,
+// SubmitArray, SubmitHet (a heterogeneous job: components started
+// together), Cancel, Finish, Requeue, Checkpoint, DrainNode, FailNode,
 // DownNode, ResumeNode, SetDeviceHealth, AddReservation, and the job
 // control scontrol does: Hold and Release, UpdateJob, SuspendJob and
 // ResumeJob, RequeueJob (requeue, requeuehold, requeue of a finished job),

@@ -116,12 +116,20 @@ type SubmitEvent struct {
 	Spec JobSpec
 	// Array is sbatch --array's index list; empty submits one job.
 	Array string `json:",omitempty"`
+	// Components makes the job heterogeneous (sbatch with ':'-separated
+	// components, see SubmitHet): Spec is its first component, the
+	// leader (HetJobOffset 0), and Components the others, in order.
+	// Result.Jobs lists every component's ID. It excludes Array.
+	Components []JobSpec `json:",omitempty"`
 }
 
 // Kind returns KindSubmit.
 func (SubmitEvent) Kind() EventKind { return KindSubmit }
 
 func (e SubmitEvent) apply(s *Scheduler, now time.Time) (Result, error) {
+	if len(e.Components) > 0 {
+		return s.submitHetEvent(now, e)
+	}
 	if e.Array == "" {
 		id, err := s.submit(now, e.Spec, nil, 0)
 		return Result{Job: id}, err

@@ -420,6 +420,9 @@ type Explanation struct {
 	Start    *StartInfo
 	EndTime  time.Time
 	ExitCode int
+	// Het explains a component of a heterogeneous job: its components
+	// and the one the job waits for (nil for other jobs).
+	Het *HetExplanation `json:",omitempty"`
 }
 
 // Explain says why job id is where it is, as of now. For a pending job:
@@ -468,6 +471,9 @@ func (s *Scheduler) Explain(now time.Time, id JobID, opts ExplainOptions) (Expla
 	}
 	if b, ok := s.PriorityBreakdown(id); ok {
 		ex.Breakdown = &b
+	}
+	if j.HetJobID != 0 {
+		ex.Het = s.explainHet(now, j)
 	}
 	if j.State != JobPending {
 		if err := s.explainStarted(j, &opts, &ex); err != nil {
@@ -1975,6 +1981,9 @@ func (e Explanation) String() string {
 		b.WriteString("\n")
 	default:
 		b.WriteString("\n")
+	}
+	if e.Het != nil {
+		e.Het.write(&b, e.Now)
 	}
 	if e.State == JobPending {
 		fmt.Fprintf(&b, "  Priority %d, %s in partition %s (queue position %d of %d)\n", e.Priority, ordinal(e.Rank), e.Partition, e.QueuePos, e.Pending)

@@ -331,6 +331,14 @@ type Job struct {
 	ExpectedStart time.Time
 	PlannedNodes  []string
 	EstimatedAt   time.Time
+	// HetJobID and HetJobOffset identify a component of a heterogeneous
+	// job (SubmitHet), as Slurm's HetJobId and HetJobOffset: every
+	// component is a job of its own with its own ID, the leader's ID plus
+	// its offset, and HetJobID is the leader's (offset 0) ID. squeue
+	// and sacct show a component as HetJobID+HetJobOffset ("123+1", see
+	// JobLabel). Zero HetJobID: not a heterogeneous job.
+	HetJobID     JobID `json:",omitempty"`
+	HetJobOffset int   `json:",omitempty"`
 
 	// tres names PerNode's TRES in MarshalJSON: the registry's names by
 	// ID (set by the scheduler's snapshot of the job; nil in a Job built

@@ -67,6 +67,9 @@ type undoEntry struct {
 	j    *job
 	i    int
 	fn   func()
+	// sv is, for a node, its save in nodes (a node saved again after a
+	// savepoint has several).
+	sv int
 }
 
 // nodeSave is a node's mutable state.
@@ -142,15 +145,21 @@ func (jr *journal) reset() {
 
 // rollback takes back every change of the failed cycle, newest first.
 func (s *Scheduler) rollback() {
+	s.undoFrom(0)
+	s.rollbackRest()
+}
+
+// undoFrom replays the undo entries from the k-th on, newest first.
+func (s *Scheduler) undoFrom(from int) {
 	jr := &s.jr
-	for k := len(jr.entries) - 1; k >= 0; k-- {
+	for k := len(jr.entries) - 1; k >= from; k-- {
 		e := &jr.entries[k]
 		switch e.kind {
 		case undoJob:
 			*e.j = jr.jobs[e.i]
 		case undoNode:
 			n := &s.nodes[e.i]
-			sv := &jr.nodes[n.saved]
+			sv := &jr.nodes[e.sv]
 			copy(n.free, jr.i64[sv.free[0]:sv.free[0]+sv.free[1]]) // a node's vector and CPU mask keep their length
 			copy(n.cpuUsed, jr.u64[sv.cpuUsed[0]:sv.cpuUsed[0]+sv.cpuUsed[1]])
 			n.jobs = append(n.jobs[:0], jr.ids[sv.jobs[0]:sv.jobs[0]+sv.jobs[1]]...)
@@ -172,6 +181,12 @@ func (s *Scheduler) rollback() {
 			e.fn()
 		}
 	}
+}
+
+// rollbackRest is rollback after the entries: what begin saved whole,
+// and the cycle's scratch and caches.
+func (s *Scheduler) rollbackRest() {
+	jr := &s.jr
 	if jr.pending != nil {
 		s.pending = jr.pending
 	}
@@ -319,7 +334,7 @@ func (s *Scheduler) saveNode(i int) {
 	}
 	n.saved = len(jr.nodes)
 	jr.nodes = append(jr.nodes, sv)
-	jr.entries = append(jr.entries, undoEntry{kind: undoNode, i: i})
+	jr.entries = append(jr.entries, undoEntry{kind: undoNode, i: i, sv: n.saved})
 }
 
 // onUndo records how to take back a change the cycle just made outside
@@ -327,5 +342,37 @@ func (s *Scheduler) saveNode(i int) {
 func (s *Scheduler) onUndo(fn func()) {
 	if s.jr.on {
 		s.jr.entries = append(s.jr.entries, undoEntry{kind: undoFunc, fn: fn})
+	}
+}
+
+// savepoint marks the journaled cycle's state, for rollbackTo: a part of
+// the cycle that may have to be taken back alone (the components of a
+// heterogeneous job, started all or none). The journal's epoch moves on,
+// so that what the part changes is saved again as it is now (rollback
+// of the whole cycle replays the older saves after the newer ones).
+// The part must not change the queues.
+type savepoint struct {
+	entries, bfStarted, bfEnded int
+}
+
+func (s *Scheduler) savepoint() savepoint {
+	jr := &s.jr
+	jr.epoch++
+	sp := savepoint{entries: len(jr.entries)}
+	if s.bf != nil {
+		sp.bfStarted, sp.bfEnded = len(s.bf.started), len(s.bf.ended)
+	}
+	return sp
+}
+
+// rollbackTo takes back every change made since savepoint sp.
+func (s *Scheduler) rollbackTo(sp savepoint) {
+	jr := &s.jr
+	s.undoFrom(sp.entries)
+	clear(jr.entries[sp.entries:])
+	jr.entries = jr.entries[:sp.entries]
+	if b := s.bf; b != nil {
+		clear(b.started[sp.bfStarted:])
+		b.started, b.ended = b.started[:sp.bfStarted], b.ended[:sp.bfEnded]
 	}
 }

@@ -164,6 +164,9 @@ func (s *Scheduler) partitionLimits(j *job) (overTime, outNodes bool) {
 // ref names ("12_3"). It reads every task of an array, purged ones
 // included.
 func (s *Scheduler) depOutcomes(ref policy.DepJob) (policy.Outcomes, bool) {
+	if c, ok := s.hetOutcomes(ref); ok {
+		return c, true
+	}
 	a := s.arrays[JobID(ref.ID)]
 	if ref.HasTask {
 		if a == nil {

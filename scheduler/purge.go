@@ -25,6 +25,9 @@ func (s *Scheduler) purge(now time.Time) {
 			s.setPurged(j.ID, o)
 		}
 		delete(s.jobs, j.ID)
+		if j.HetJobID != 0 {
+			s.forgetHet(j)
+		}
 		s.done[s.doneHead] = nil
 		s.doneHead++
 	}

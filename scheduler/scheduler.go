@@ -123,6 +123,8 @@ type Scheduler struct {
 	exclGen        uint64
 	// lic is the cluster's licenses (license.go).
 	lic licenses
+	// hets holds the heterogeneous jobs by leader ID (see hetjob.go).
+	hets map[JobID]*hetJob
 }
 
 type partition struct {
@@ -263,6 +265,7 @@ func New(cfg Config) (*Scheduler, error) {
 		topo:       cloneTopology(cfg.Topology),
 		shapes:     make(map[string]*shape),
 		arrays:     make(map[JobID]*array),
+		hets:       make(map[JobID]*hetJob),
 		maxArray:   max(cfg.MaxArraySize, 0),
 		minJobAge:  cfg.MinJobAge,
 		noRequeue:  cfg.JobRequeue == RequeueNo,
@@ -840,6 +843,9 @@ func (s *Scheduler) cancelJob(now time.Time, id JobID) error {
 	case JobPending, JobRunning, JobSuspended:
 	default:
 		return fmt.Errorf("%w: job %d is %s, cannot cancel", ErrJobState, id, j.State)
+	}
+	if j.HetJobID != 0 {
+		return s.cancelHet(now, j)
 	}
 	s.endJob(j, JobCancelled, now)
 	s.last = now

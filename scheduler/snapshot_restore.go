@@ -539,6 +539,9 @@ func (s *Scheduler) attachJob(j *job) error {
 		s.running.ReplaceOrInsert(j)
 	}
 	s.jobs[j.ID] = j
+	if err := s.attachHet(j); err != nil {
+		return err
+	}
 	if s.pol != nil && active {
 		if err := s.pol.usage.AddJob(policy.JobID(j.ID), j.subject); err != nil {
 			return err

@@ -434,7 +434,7 @@ func testJobRoundTrip(t *testing.T, open Opener) {
 	l := newLedger(t, open, accounting.Config{})
 	tr := buildTree(t, l, t0)
 	full := accounting.JobRecord{
-		ID: 4242, ArrayJobID: 4200, ArrayTaskID: 42, Name: "train-llm α", Cluster: "c", User: "bob", Account: "phys",
+		ID: 4242, ArrayJobID: 4200, ArrayTaskID: 42, HetJobID: 4240, HetJobOffset: 2, Name: "train-llm α", Cluster: "c", User: "bob", Account: "phys",
 		Partition: "gpu", QOS: "high", Reservation: "maint-window",
 		Submit: t0, Eligible: t0.Add(time.Minute), Start: t0.Add(2 * time.Hour), End: t0.Add(30 * time.Hour),
 		TimeLimit: 36 * time.Hour, State: accounting.StateTimeout, ExitCode: 0, ExitSignal: 15,

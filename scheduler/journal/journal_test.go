@@ -87,6 +87,9 @@ func TestJournalBinaryEncodingMatchesJSON(t *testing.T) {
 			BeginTime: t0.Add(time.Hour).In(time.FixedZone("X", 3600)), Dependency: "afterok:1", Nice: -5,
 			GRESPerNode: []gres.Request{}, NodesMax: 3, TasksPerNode: 2, TasksPerSocket: 1, MemPerCPUMiB: 256}},
 		scheduler.RemoveReservationEvent{Name: "r"},
+		// A heterogeneous job: its components travel in the event.
+		scheduler.SubmitEvent{Spec: scheduler.JobSpec{Name: "het", Tasks: 2, TimeLimit: time.Hour},
+			Components: []scheduler.JobSpec{{Name: "het", Nodes: 2, TimeLimit: 90 * time.Second, GRESPerNode: []gres.Request{{Name: "gpu", Count: 1}}}}},
 	}
 	for i := range 600 {
 		now, ev := w.next(s)

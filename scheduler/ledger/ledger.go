@@ -364,6 +364,7 @@ func (r *Recorder) record(j scheduler.Job) accounting.JobRecord {
 		TimeLimit: j.TimeLimit, State: state(j.State), ExitCode: max(0, min(255, j.ExitCode)),
 		ReqTRES: addLicenses(accounting.TRESFromVector(reg, req), j), Reason: j.Reason.String(), Priority: int64(j.Priority),
 		Restarts: uint32(j.Restarts), AllocTRES: r.allocTRES(j),
+		HetJobID: accounting.JobID(j.HetJobID), HetJobOffset: uint32(max(j.HetJobOffset, 0)),
 	}
 	if rec.User == "" {
 		rec.User = "nobody"

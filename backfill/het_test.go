@@ -1,0 +1,139 @@
+package backfill
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Two 4-CPU nodes, node 0 busy for 10 minutes: a heterogeneous job of two
+// whole-node components could put its first component on node 1 now,
+// but its second only at +10 min; both start together at +10 min, on
+// different nodes (Slurm starts every component at the same time).
+func TestCoStartWaitsForTheLastComponent(t *testing.T) {
+	pl, err := NewPlanner(Config{Mode: Conservative})
+	require.NoError(t, err)
+	prof, err := pl.NewProfile(t0, cluster(2, vec(4, 1000, 0)), []Running{
+		{ID: 100, End: t0.Add(mins(10)), Allocs: []Alloc{{Node: 0, Use: vec(4, 0, 0)}}},
+	})
+	require.NoError(t, err)
+	comp := func(id JobID) Job {
+		return Job{ID: id, Nodes: 1, PerNode: vec(4, 0, 0), TimeLimit: mins(30)}
+	}
+	het := Job{ID: 1, Priority: 10, Components: []Job{comp(1), comp(2)}}
+	small := Job{ID: 3, Nodes: 1, PerNode: vec(4, 0, 0), TimeLimit: mins(5)}
+	plan, err := pl.Plan(prof, []Job{het, small})
+	require.NoError(t, err)
+	e := plan.Entries[0]
+	require.Equal(t, StatusReserved, e.Status)
+	require.Len(t, e.Components, 2)
+	assert.Equal(t, t0.Add(mins(10)), e.Start)
+	for _, c := range e.Components {
+		assert.Equal(t, e.Start, c.Start, "component %d", c.ID)
+		assert.Equal(t, StatusReserved, c.Status)
+	}
+	assert.NotEqual(t, e.Components[0].Nodes, e.Components[1].Nodes)
+	// Node 1 idles until then: a 5-minute job is backfilled there.
+	assert.Equal(t, StatusStart, plan.Entries[1].Status)
+	assert.Equal(t, []int{1}, plan.Entries[1].Nodes)
+	assert.True(t, prof.Has(1) && prof.Has(2), "both components are booked")
+	checkNoOverAllocation(t, prof)
+}
+
+func TestCoStartNow(t *testing.T) {
+	pl, err := NewPlanner(Config{})
+	require.NoError(t, err)
+	prof, err := pl.NewProfile(t0, cluster(3, vec(8, 1000, 2)), nil)
+	require.NoError(t, err)
+	het := Job{ID: 5, Components: []Job{
+		{ID: 5, Nodes: 2, PerNode: vec(8, 0, 0), TimeLimit: mins(10)},
+		{ID: 6, Nodes: 1, PerNode: vec(1, 0, 2), TimeLimit: mins(20)},
+	}}
+	plan, err := pl.Plan(prof, []Job{het})
+	require.NoError(t, err)
+	require.Equal(t, []int{0}, plan.Starts)
+	e := plan.Entries[0]
+	assert.Equal(t, StatusStart, e.Status)
+	assert.Equal(t, []int{0, 1}, e.Components[0].Nodes)
+	assert.Equal(t, []int{2}, e.Components[1].Nodes)
+	assert.Equal(t, t0.Add(mins(20)), e.End)
+}
+
+func TestCoStartNeverAndValidation(t *testing.T) {
+	pl, err := NewPlanner(Config{})
+	require.NoError(t, err)
+	prof, err := pl.NewProfile(t0, cluster(2, vec(4, 1000, 0)), nil)
+	require.NoError(t, err)
+	// The second component needs three nodes of two: never.
+	het := Job{ID: 1, Components: []Job{
+		{ID: 1, Nodes: 1, PerNode: vec(1, 0, 0), TimeLimit: mins(1)},
+		{ID: 2, Nodes: 3, PerNode: vec(1, 0, 0), TimeLimit: mins(1)},
+	}}
+	plan, err := pl.Plan(prof, []Job{het})
+	require.NoError(t, err)
+	assert.Equal(t, StatusNeverFits, plan.Entries[0].Status)
+	assert.Equal(t, StatusNeverFits, plan.Entries[0].Components[1].Status)
+	assert.Zero(t, prof.Len(), "nothing booked")
+
+	bad := het
+	bad.Components = []Job{{ID: 9, Nodes: 1, PerNode: vec(1, 0, 0), TimeLimit: mins(1)}}
+	_, err = pl.Plan(prof, []Job{bad})
+	assert.ErrorIs(t, err, ErrInvalidJob, "the leader carries the job's ID")
+	dup := Job{ID: 1, Components: []Job{het.Components[0], {ID: 1, Nodes: 1, PerNode: vec(1, 0, 0), TimeLimit: mins(1)}}}
+	_, err = pl.Plan(prof, []Job{dup})
+	assert.ErrorIs(t, err, ErrDuplicateID)
+	zero := Job{ID: 1, Components: []Job{{ID: 1, Nodes: 0, TimeLimit: mins(1)}}}
+	_, err = pl.Plan(prof, []Job{zero})
+	assert.ErrorIs(t, err, ErrInvalidJob)
+	_, err = prof.EarliestCoFit([]JobID{1}, nil)
+	assert.ErrorIs(t, err, ErrInvalidRequest)
+}
+
+// Random profiles and heterogeneous requests: EarliestCoFit's answer
+// books (every component fits at the common start with the others
+// booked), leaves the profile as it was, and no component could start
+// earlier on its own than its own search allows.
+func TestCoFitProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 17))
+	for iter := range 300 {
+		n := 2 + rng.IntN(6)
+		var running []Running
+		for i := range n {
+			if rng.IntN(2) == 0 {
+				running = append(running, Running{ID: JobID(1000 + i), End: t0.Add(time.Duration(1+rng.IntN(120)) * time.Minute),
+					Allocs: []Alloc{{Node: i, Use: vec(int64(1+rng.IntN(8)), 0, 0)}}})
+			}
+		}
+		prof, err := NewProfile(t0, cluster(n, vec(8, 1000, 0)), running, ProfileOptions{})
+		require.NoError(t, err)
+		before := prof.Len()
+		k := 1 + rng.IntN(3)
+		reqs := make([]Request, k)
+		ids := make([]JobID, k)
+		for c := range reqs {
+			ids[c] = JobID(c + 1)
+			reqs[c] = Request{Nodes: 1 + rng.IntN(2), PerNode: vec(int64(1+rng.IntN(8)), 0, 0),
+				Duration: time.Duration(1+rng.IntN(60)) * time.Minute}
+		}
+		fits, err := prof.EarliestCoFit(ids, reqs)
+		require.NoError(t, err)
+		require.Equal(t, before, prof.Len(), "iter %d: nothing stays booked", iter)
+		if fits[0].Status != FitFound {
+			continue
+		}
+		for c := range fits {
+			require.Equal(t, FitFound, fits[c].Status)
+			require.Equal(t, fits[0].Start, fits[c].Start, "iter %d: one start", iter)
+			solo, err := prof.EarliestFit(reqs[c])
+			require.NoError(t, err)
+			require.False(t, solo.Start.After(fits[c].Start), "iter %d: no component starts before it could alone", iter)
+		}
+		for c := range fits {
+			require.NoError(t, prof.ReserveFit(ids[c], reqs[c], fits[c]), "iter %d: component %d fits with the others", iter, c)
+		}
+		checkNoOverAllocation(t, prof)
+	}
+}

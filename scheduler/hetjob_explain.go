@@ -1,0 +1,135 @@
+package scheduler
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/policy"
+)
+
+// HetExplanation explains a component of a heterogeneous job
+// (Explanation.Het): the job's components, and which of them the job
+// waits for. The components start together, so a pending job starts when
+// its last component can: Blocking is that component, the one whose own
+// earliest start (Alone, as if the others did not exist) is the latest,
+// and its Reason says what holds it.
+type HetExplanation struct {
+	// HetJobID is the leader's ID; Offset the explained component's.
+	HetJobID JobID
+	Offset   int
+	// Start is the common expected start of the pending components (the
+	// last plan's); zero without an estimate.
+	Start time.Time
+	// Components lists every component still known, in offset order.
+	Components []HetComponent
+	// Blocking is the offset of the component the pending job waits for
+	// (-1 when none can be named: the job is not pending, or no plan is
+	// at hand).
+	Blocking int
+}
+
+// HetComponent is one component in a HetExplanation.
+type HetComponent struct {
+	Job    JobID
+	Offset int
+	State  JobState
+	Reason policy.Reason
+	// Alone is when the pending component could start on its own on the
+	// last plan's profile (without the other components, and without
+	// the job's own reservations); zero when it never fits in the
+	// window, when it is not pending, or without a plan.
+	Alone time.Time
+	// PlannedNodes are its nodes in the last plan.
+	PlannedNodes []string
+}
+
+// explainHet builds the heterogeneous-job part of j's explanation.
+func (s *Scheduler) explainHet(now time.Time, j *job) *HetExplanation {
+	h := s.hets[j.HetJobID]
+	if h == nil {
+		return nil
+	}
+	he := &HetExplanation{HetJobID: j.HetJobID, Offset: j.HetJobOffset, Blocking: -1}
+	prof := s.readableProfile()
+	if prof != nil {
+		prof = prof.Clone()
+		for _, c := range h.comps {
+			if c != nil && prof.Has(backfill.JobID(c.ID)) && c.State == JobPending {
+				_ = prof.Release(backfill.JobID(c.ID)) // the job's own reservation
+			}
+		}
+	}
+	var latest time.Time
+	window := time.Time{}
+	if s.bf != nil {
+		window = now.Add(s.bf.planner.Config().Window)
+	}
+	for _, c := range h.comps {
+		if c == nil {
+			continue
+		}
+		hc := HetComponent{Job: c.ID, Offset: c.HetJobOffset, State: c.State, Reason: c.Reason}
+		if c.State == JobPending {
+			if he.Start.IsZero() {
+				he.Start = c.ExpectedStart
+			}
+			hc.PlannedNodes = s.snapshot(c).PlannedNodes
+			if prof != nil && !prof.Now().After(now) {
+				bj := s.bfJob(now, c, s.allowedNodes(c.shape), c.shape)
+				fit, err := prof.EarliestFit(backfill.Request{Nodes: bj.Nodes, PerNode: bj.PerNode, Spread: bj.Spread,
+					Exclusive: bj.Exclusive, Allowed: bj.Allowed, Duration: bj.TimeLimit, Earliest: laterTime(bj.Earliest, now),
+					Latest: window, Chooser: bj.Chooser})
+				if err == nil && fit.Status == backfill.FitFound {
+					hc.Alone = fit.Start
+				}
+				if err == nil && (fit.Status != backfill.FitFound || fit.Start.After(latest)) {
+					// Never fitting in the window blocks most.
+					if fit.Status != backfill.FitFound {
+						latest = farFuture
+					} else {
+						latest = fit.Start
+					}
+					he.Blocking = c.HetJobOffset
+				}
+			}
+		}
+		he.Components = append(he.Components, hc)
+	}
+	return he
+}
+
+// farFuture ranks a component that never fits after every one that does.
+var farFuture = time.Unix(1<<40, 0)
+
+// laterTime returns the later of a and b.
+func laterTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// write appends the part of Explanation.String about the heterogeneous
+// job.
+func (he *HetExplanation) write(b *strings.Builder, now time.Time) {
+	fmt.Fprintf(b, "  Heterogeneous job %d+%d (component %d of %d): its components start together", he.HetJobID, he.Offset, he.Offset+1, len(he.Components))
+	if !he.Start.IsZero() {
+		fmt.Fprintf(b, ", expected %s", at(he.Start, now))
+	}
+	b.WriteString("\n")
+	for _, c := range he.Components {
+		fmt.Fprintf(b, "    %d+%d (job %d) %s", he.HetJobID, c.Offset, c.Job, c.State)
+		if c.State == JobPending {
+			fmt.Fprintf(b, ": %s", c.Reason)
+			if !c.Alone.IsZero() {
+				fmt.Fprintf(b, ", alone it could start %s", at(c.Alone, now))
+			}
+			if c.Offset == he.Blocking {
+				b.WriteString(" — the job waits for this component")
+			}
+		}
+		b.WriteString("\n")
+	}
+}
