@@ -50,6 +50,13 @@ type Cycle struct {
 	PowerUp        []PowerUp `json:",omitempty"`
 	PowerDown      []string  `json:",omitempty"`
 	ResumeTimedOut []string  `json:",omitempty"`
+	// NextWake is the next instant after Now at which, absent events, a
+	// Schedule call could change a decision (Scheduler.NextWake after the
+	// cycle); zero when only events can. A control loop that calls
+	// Schedule after every event and at NextWake misses nothing, and
+	// calling it more often changes nothing (see "Periodic work" in the
+	// package documentation).
+	NextWake time.Time `json:",omitzero"`
 }
 
 // Start is the decision to run a job on concrete resources.
@@ -309,6 +316,7 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 	}
 	cyc.Decisions = recs
 	s.eventDecisions = nil
+	cyc.NextWake = s.NextWake()
 	names := s.tresNames()
 	for i := range cyc.Starts {
 		cyc.Starts[i].Alloc.tres = names // for MarshalJSON's TRES names

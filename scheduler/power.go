@@ -255,7 +255,9 @@ func setMember(ns topology.NodeSet, i int, in bool) {
 }
 
 // takeRate reports whether one more node may go up (or down) at now
-// under ResumeRate (SuspendRate), counting it if so.
+// under ResumeRate (SuspendRate), counting it if so. The rates count per
+// minute of the clock (rateWindow), so that how often Schedule is called
+// does not move the windows.
 func (s *Scheduler) takeRate(now time.Time, up bool) bool {
 	p := s.power
 	rate, window, count := p.cfg.SuspendRate, &p.downWindow, &p.downs
@@ -265,8 +267,8 @@ func (s *Scheduler) takeRate(now time.Time, up bool) bool {
 	if rate < 0 {
 		return true
 	}
-	if window.IsZero() || !now.Before(window.Add(time.Minute)) {
-		*window, *count = now, 0
+	if w := rateWindow(now); !window.Equal(w) {
+		*window, *count = w, 0
 	}
 	if *count >= rate {
 		return false
@@ -274,6 +276,10 @@ func (s *Scheduler) takeRate(now time.Time, up bool) bool {
 	*count++
 	return true
 }
+
+// rateWindow is the minute of the clock holding t, the window SuspendRate
+// and ResumeRate count in.
+func rateWindow(t time.Time) time.Time { return t.Truncate(time.Minute) }
 
 // powerBegin runs the power timers at the start of a cycle — POWERING_DOWN
 // nodes whose SuspendTimeout passed are POWERED_DOWN, POWERING_UP nodes
