@@ -215,6 +215,9 @@ func (s *Scheduler) runCycle(now time.Time, fs *FairShareTree) (Cycle, error) {
 	}
 	s.begin()
 	cyc, err := s.schedule(now, fs)
+	if err == nil {
+		cyc, err = s.settle(now, cyc)
+	}
 	if err == nil && s.cycleFault != nil {
 		err = s.cycleFault()
 	}
@@ -254,6 +257,7 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 	started := s.started[:0]
 	pend := s.pendJobs[:0]
 	cyc.Pending = make([]Pending, 0, s.pending.Len())
+	wake := s.newWakeSet(now) // the pending jobs' wakes (see NextWake)
 	s.inPass = true
 	s.pending.Ascend(func(j *job) bool {
 		for len(mags) > 0 && queueKeyLess(mags[0], true, j, j.Spec.Reservation != "") {
@@ -267,6 +271,14 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 		if j.State != JobPending {
 			return true // started in its MAGNETIC reservation's turn
 		}
+		if s.unjudged[j.ID] {
+			// Requeued by a preemption earlier in this Schedule call
+			// (see settle): it keeps its reason until the next call.
+			cyc.Pending = append(cyc.Pending, Pending{Job: j.ID, Reason: j.Reason, Priority: j.Priority})
+			pend = append(pend, j)
+			wake.job(j)
+			return true
+		}
 		r := s.evaluate(now, j, blocked, &cyc, false)
 		if r == policy.ReasonNone {
 			// Its allocation is final: only running jobs (not those
@@ -278,6 +290,7 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 		s.setReason(j, r)
 		cyc.Pending = append(cyc.Pending, Pending{Job: j.ID, Reason: r, Priority: j.Priority})
 		pend = append(pend, j)
+		wake.job(j)
 		return true
 	})
 	s.inPass = false
@@ -289,6 +302,7 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 		s.mutPending().ReplaceOrInsert(j)
 		cyc.Pending = append(cyc.Pending, Pending{Job: j.ID, Reason: j.Reason, Priority: j.Priority})
 		pend = append(pend, j)
+		wake.job(j)
 	}
 	s.started, s.pendJobs = started, pend
 	defer s.dropScratch()
@@ -316,7 +330,8 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 	}
 	cyc.Decisions = recs
 	s.eventDecisions = nil
-	cyc.NextWake = s.NextWake()
+	s.wakeTimes(&wake)
+	cyc.NextWake = wake.at
 	names := s.tresNames()
 	for i := range cyc.Starts {
 		cyc.Starts[i].Alloc.tres = names // for MarshalJSON's TRES names

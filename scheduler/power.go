@@ -164,7 +164,11 @@ type powerState struct {
 	// The rate windows: when each opened, and how many nodes went up and
 	// down in it.
 	upWindow, downWindow time.Time
-	ups, downs           int
+	// planWake is, after a backfill pass, when the first reservation of
+	// the plan on resumable nodes not woken yet comes close enough to
+	// wake them (zero: none); derived, not stored.
+	planWake   time.Time
+	ups, downs int
 }
 
 func (s *Scheduler) initPower(c PowerConfig) {
@@ -291,9 +295,10 @@ func (s *Scheduler) powerBegin(now time.Time, cyc *Cycle) {
 		return
 	}
 	if s.jr.on {
-		uw, dw, ups, downs := p.upWindow, p.downWindow, p.ups, p.downs
-		s.onUndo(func() { p.upWindow, p.downWindow, p.ups, p.downs = uw, dw, ups, downs })
+		uw, dw, ups, downs, pw := p.upWindow, p.downWindow, p.ups, p.downs, p.planWake
+		s.onUndo(func() { p.upWindow, p.downWindow, p.ups, p.downs, p.planWake = uw, dw, ups, downs, pw })
 	}
+	p.planWake = time.Time{}
 	for i := p.dormant.Next(0); i >= 0; i = p.dormant.Next(i + 1) {
 		n := &s.nodes[i]
 		if n.pw.at.After(now) {
@@ -416,10 +421,21 @@ func (s *Scheduler) wakeForPlan(now time.Time, plan *backfill.Plan, cyc *Cycle) 
 	if p == nil || p.dormant.IsEmpty() {
 		return
 	}
-	soon := now.Add(p.cfg.ResumeTimeout + s.bf.planner.Config().Resolution)
+	lead := p.cfg.ResumeTimeout + s.bf.planner.Config().Resolution
+	soon := now.Add(lead)
 	for k := range plan.Entries {
 		e := &plan.Entries[k]
-		if e.Status != backfill.StatusReserved || e.Start.After(soon) {
+		if e.Status != backfill.StatusReserved {
+			continue
+		}
+		if e.Start.After(soon) {
+			// Its nodes are woken when its start comes this close (see
+			// NextWake).
+			if slices.ContainsFunc(e.Nodes, func(i int) bool { return p.dormant.Has(i) && s.nodes[i].admin == adminUp }) {
+				if w := e.Start.Add(-lead); p.planWake.IsZero() || w.Before(p.planWake) {
+					p.planWake = w
+				}
+			}
 			continue
 		}
 		for _, i := range e.Nodes {

@@ -62,6 +62,9 @@ type Scheduler struct {
 	// meanwhile (preemption victims) wait in deferred.
 	inPass   bool
 	deferred []*job
+	// unjudged holds, during the settling passes of a Schedule call, the
+	// jobs its preemptions requeued (see settle).
+	unjudged map[JobID]bool
 	// eventDecisions holds the audit records of decisions made by events
 	// between cycles (requeues); the next cycle carries them.
 	eventDecisions []Decision

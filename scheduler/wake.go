@@ -30,6 +30,7 @@ func periodStart(t, epoch time.Time, period time.Duration) time.Time {
 // changes something.
 type wakeSet struct {
 	now, at time.Time
+	minAge  time.Duration // bf_min_age_reserve, with backfill
 }
 
 // add offers t: kept when it is after now and before what was offered.
@@ -52,19 +53,47 @@ func (w *wakeSet) add(t time.Time) {
 // SwitchesMaxWait running out and, with backfill, its bf_min_age_reserve
 // age being reached, the next start or end of a reservation window, and,
 // with power saving, a node's SuspendTime of idleness, SuspendTimeout or
-// ResumeTimeout running out and the next minute of the SuspendRate and
+// ResumeTimeout running out, a backfill reservation on powered-down
+// nodes coming within ResumeTimeout (plus bf_resolution) of its start,
+// and the next minute of the SuspendRate and
 // ResumeRate windows when a rate held a node back. A caller that calls
 // Schedule after every event and at every NextWake gets the decisions it
 // would get calling it more often (see the package documentation,
 // "Periodic work").
 func (s *Scheduler) NextWake() time.Time {
-	w := wakeSet{now: s.last}
+	w := s.newWakeSet(s.last)
+	s.pending.Ascend(func(j *job) bool { w.job(j); return true })
 	s.wakeTimes(&w)
 	return w.at
 }
 
+// newWakeSet returns an empty wakeSet after now.
+func (s *Scheduler) newWakeSet(now time.Time) wakeSet {
+	w := wakeSet{now: now}
+	if s.bf != nil {
+		w.minAge = s.bf.planner.Config().MinAgeReserve
+	}
+	return w
+}
+
+// job offers w the instants at which time alone changes something for
+// pending job j: its begin time, and the ends of SwitchesMaxWait and of
+// bf_min_age_reserve counted from its eligibility. The cycle offers every
+// job it leaves pending as its pass walks them.
+func (w *wakeSet) job(j *job) {
+	w.add(j.Spec.BeginTime)
+	if !j.EligibleTime.IsZero() {
+		if j.Spec.SwitchesMaxWait > 0 {
+			w.add(j.EligibleTime.Add(j.Spec.SwitchesMaxWait))
+		}
+		if w.minAge > 0 {
+			w.add(j.EligibleTime.Add(w.minAge))
+		}
+	}
+}
+
 // wakeTimes offers w every instant after w.now at which time alone changes
-// something (see NextWake).
+// something (see NextWake) but those of the pending jobs (see job).
 func (s *Scheduler) wakeTimes(w *wakeSet) {
 	now := w.now
 	if p := s.prio; p != nil {
@@ -73,22 +102,6 @@ func (s *Scheduler) wakeTimes(w *wakeSet) {
 	if j, ok := s.running.Min(); ok {
 		w.add(j.deadline) // the running index is in deadline order
 	}
-	var minAge time.Duration
-	if s.bf != nil {
-		minAge = s.bf.planner.Config().MinAgeReserve
-	}
-	s.pending.Ascend(func(j *job) bool {
-		w.add(j.Spec.BeginTime)
-		if !j.EligibleTime.IsZero() {
-			if j.Spec.SwitchesMaxWait > 0 {
-				w.add(j.EligibleTime.Add(j.Spec.SwitchesMaxWait))
-			}
-			if minAge > 0 {
-				w.add(j.EligibleTime.Add(minAge))
-			}
-		}
-		return true
-	})
 	s.reservationWakes(w)
 	s.powerWakes(w)
 }
@@ -136,6 +149,7 @@ func (s *Scheduler) powerWakes(w *wakeSet) {
 			w.add(n.pw.idleSince.Add(p.cfg.SuspendTime))
 		}
 	}
+	w.add(p.planWake)
 	// A full rate window may have held a node back: the next minute may
 	// let it go (a wake that changes nothing is harmless).
 	cur := rateWindow(w.now)
