@@ -52,7 +52,8 @@ type Cycle struct {
 	ResumeTimedOut []string  `json:",omitempty"`
 	// NextWake is the next instant after Now at which, absent events, a
 	// Schedule call could change a decision (Scheduler.NextWake after the
-	// cycle); zero when only events can. A control loop that calls
+	// cycle); zero when only events can; Now itself when the cycle
+	// requeued preemption victims, which the next call judges. A control loop that calls
 	// Schedule after every event and at NextWake misses nothing, and
 	// calling it more often changes nothing (see "Periodic work" in the
 	// package documentation).

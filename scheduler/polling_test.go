@@ -53,6 +53,7 @@ const (
 type pollScenario struct {
 	bf         *backfill.Mode
 	power      bool
+	preempt    bool
 	calcPeriod time.Duration
 	events     []pollEvent
 	end        time.Time
@@ -72,6 +73,7 @@ func newPollScenario(seed uint64) pollScenario {
 		sc.bf = &m
 	}
 	sc.power = rng.IntN(4) == 0
+	sc.preempt = !sc.power && rng.IntN(3) == 0
 	now := clustertest.Epoch.Add(time.Duration(rng.IntN(3600)) * time.Second)
 	submits, resvs := 0, 0
 	for step := range 70 {
@@ -226,6 +228,11 @@ func (sc *pollScenario) config(r *pollRun) scheduler.Config {
 		{Name: "normal", Limits: policy.QOSLimits{MaxTRESPerUser: perUser}},
 		{Name: "high", Priority: 10},
 	}}
+	if sc.preempt {
+		cfg.Policy.PreemptType, cfg.Policy.PreemptMode = policy.PreemptQOS, policy.PreemptRequeue
+		cfg.Policy.QOS[0].GraceTime = time.Duration(sc.calcPeriod.Seconds()) * time.Second / 3
+		cfg.Policy.QOS[1].Preempt = []string{"normal"}
+	}
 	cfg.Priority = &scheduler.PriorityConfig{
 		Engine: priority.Config{
 			Weights: priority.Weights{Age: 3000, FairShare: 5000, JobSize: 500, QOS: 2000, Partition: 100},
@@ -349,6 +356,12 @@ func (r *pollRun) schedule(t *testing.T, at time.Time) scheduler.Cycle {
 			r.finishes = append(r.finishes, pollTimed{at: at.Add(run), id: st.Job})
 		}
 	}
+	for _, p := range cyc.Preemptions {
+		r.note("preempt %d for %d kill at %s", p.Victim, p.Preemptor, p.KillAt.Format(time.RFC3339Nano))
+		if !p.KillAt.After(at) {
+			r.ended(p.Victim, at)
+		}
+	}
 	for _, p := range cyc.PowerUp {
 		r.note("power up %s for %d", p.Node, p.Job)
 		r.finishes = append(r.finishes, pollTimed{at: at.Add(40 * time.Second), node: p.Node})
@@ -419,11 +432,11 @@ func pollExtra(rng *rand.Rand, sc *pollScenario, n int) []time.Time {
 }
 
 func TestPollingNeverChangesDecisions(t *testing.T) {
-	seeds := 150
+	seeds := 80
 	if testing.Short() {
-		seeds = 40
+		seeds = 12
 	}
-	extraCalls, starts := 0, 0
+	extraCalls, starts, preemptions := 0, 0, 0
 	for seed := range uint64(seeds) {
 		sc := newPollScenario(seed)
 		base := runPoll(t, &sc, nil)
@@ -432,17 +445,21 @@ func TestPollingNeverChangesDecisions(t *testing.T) {
 			polled := runPoll(t, &sc, pollExtra(rng, &sc, n))
 			extraCalls += polled.extra
 			if diff := firstDiff(base.log, polled.log); diff != "" {
-				t.Fatalf("seed %d (backfill %v, power %v, CalcPeriod %v), %d extra calls: %s", seed, sc.bf, sc.power, sc.calcPeriod, n, diff)
+				t.Fatalf("seed %d (backfill %v, power %v, preempt %v, CalcPeriod %v), %d extra calls: %s", seed, sc.bf, sc.power, sc.preempt, sc.calcPeriod, n, diff)
 			}
 		}
 		for _, l := range base.log {
 			if strings.HasPrefix(l, "start ") {
 				starts++
 			}
+			if strings.HasPrefix(l, "preempt ") {
+				preemptions++
+			}
 		}
 	}
-	t.Logf("%d scenarios, %d starts, %d extra calls", seeds, starts, extraCalls)
+	t.Logf("%d scenarios, %d starts, %d preemptions, %d extra calls", seeds, starts, preemptions, extraCalls)
 	require.Greater(t, starts, seeds*10, "the scenarios start jobs")
+	require.Positive(t, preemptions, "the scenarios preempt")
 }
 
 // firstDiff describes the first line where two transcripts differ, with

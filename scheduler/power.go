@@ -67,7 +67,8 @@ type PowerConfig struct {
 	// whose nodes, are never powered down for being idle.
 	SuspendExcNodes, SuspendExcParts []string
 	// ResumeRate and SuspendRate bound how many nodes are powered up
-	// and down per minute (a fixed window opened by the first of them).
+	// and down per minute of the clock (the minutes of Unix time, so
+	// that how often Schedule is called does not move the windows).
 	// Zero means Slurm's defaults, 300 and 60; a negative value, no limit
 	// (Slurm's 0).
 	ResumeRate, SuspendRate int

@@ -48,7 +48,12 @@ type PriorityConfig struct {
 }
 
 // FairShareSource supplies the association tree and its decayed usage
-// (raw usage of each association's subtree, sshare's RawUsage) as of now.
+// (raw usage of each association's subtree, sshare's RawUsage) as of the
+// time it is given: the priority recalculation boundary, which may be
+// before the time of the Schedule call that asks (see
+// PriorityConfig.CalcPeriod). A source whose answer depends only on that
+// time and on the usage recorded up to it keeps priorities independent of
+// when Schedule is called.
 // It is the seam between the pure scheduler and the ledger: an
 // implementation may read a database, and its errors are returned by
 // Schedule. The scheduler keeps nothing of the returned slice (it copies

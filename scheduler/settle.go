@@ -36,6 +36,12 @@ func (s *Scheduler) settle(now time.Time, cyc Cycle) (Cycle, error) {
 		}
 		cyc, last = mergeCycles(cyc, more), more
 	}
+	for _, p := range cyc.Preemptions {
+		if j, ok := s.jobs[p.Victim]; ok && j.State == JobPending {
+			cyc.NextWake = now // the requeued victims are judged by the next call
+			break
+		}
+	}
 	return cyc, nil
 }
 
@@ -60,13 +66,16 @@ func mergeCycles(a, b Cycle) Cycle {
 // holds its partition back in the main pass) or holding a backfill
 // reservation — would now be held by its own policy instead (a limit its
 // user or account reached through those starts, its array's throttle), or
-// a job waiting on a dependency now has it satisfied (after: a start).
+// a job waiting on a dependency now has it satisfied (after: a start),
+// or, with preemption, a job that may preempt still waits (the jobs
+// started after it may be ones it preempts).
 // Anything else a start changes for jobs judged before it only removes
 // resources, which changes no decision.
 func (s *Scheduler) unsettled(now time.Time, cyc Cycle) bool {
 	if len(cyc.Starts) == 0 {
 		return false
 	}
+	preempt := s.preemptionOn()
 	for k := range cyc.Pending {
 		p := &cyc.Pending[k]
 		j := s.jobs[p.Job]
@@ -78,6 +87,8 @@ func (s *Scheduler) unsettled(now time.Time, cyc Cycle) bool {
 			if _, blocked := s.depBlocker(j); !blocked {
 				return true
 			}
+		case preempt && j.preemptRank > 0 && j.Hold == HoldNone:
+			return true // a job started after it may be one it can preempt
 		case p.Reason == policy.ReasonResources || j.reserved:
 			if s.checkPolicy(now, j) != policy.ReasonNone {
 				return true
