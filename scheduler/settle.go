@@ -30,6 +30,7 @@ func (s *Scheduler) settle(now time.Time, cyc Cycle) (Cycle, error) {
 				s.unjudged[p.Victim] = true
 			}
 		}
+		s.settlePasses++
 		more, err := s.schedule(now, nil)
 		if err != nil {
 			return cyc, err
