@@ -79,6 +79,9 @@ func (s *Scheduler) unsettled(now time.Time, cyc Cycle) bool {
 	preempt := s.preemptionOn()
 	for k := range cyc.Pending {
 		p := &cyc.Pending[k]
+		if !preempt && p.Reason != policy.ReasonDependency && p.Reason != policy.ReasonResources && p.ExpectedStart.IsZero() {
+			continue // no reservation (a reserved job has an expected start): nothing to look up
+		}
 		j := s.jobs[p.Job]
 		if j == nil || j.State != JobPending || s.unjudged[p.Job] {
 			continue
