@@ -42,10 +42,10 @@
 // them when nothing it depended on changed, the first job's reservation
 // stays when its search finds it again, and the plan's starts become the
 // running jobs without being booked twice. With Config.EstimateInterval
-// an expected start without a reservation stands that long (as squeue
-// --start shows the last backfill pass's): such a job is then only tested
-// for a start now, which decides the same, and Job.EstimatedAt says how
-// old its estimate is.
+// an expected start without a reservation stands until the next multiple
+// of the interval in Unix time (as squeue --start shows the last backfill
+// pass's): such a job is then only tested for a start now, which decides
+// the same, and Job.EstimatedAt says how old its estimate is.
 //
 // Nodes change at run time, each change an event validated as New
 // validates a node: AddNode, RemoveNode (refused while jobs run or a

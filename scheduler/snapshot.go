@@ -80,7 +80,8 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 //     it), done[doneHead:] (by ID, in finishing order), purged, suspended
 //     (by ID, in suspension order), arrays (throttle, running, indices),
 //     eventDecisions; the reservations (pol.resv, as added: NodeCount and
-//     TRES as asked, with the nodes held); prio.lastCalc and
+//     TRES as asked, with the nodes held); prio.lastCalc (the boundary
+//     of the last priority recalculation) and
 //     prio.assocs (the fair-share inputs the pending priorities were last
 //     computed from) with whether a tree was built.
 //   - derived: reg (rebuilt from the names), nodeByName, partByName,
