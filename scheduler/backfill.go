@@ -227,10 +227,11 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 				consider = false
 			}
 		}
-		// A recent estimate that has not come stands (EstimateInterval):
-		// the plan then only tests the job for a start now, unless it
-		// gives it a reservation.
-		keep := consider && b.estimateEvery > 0 && j.ExpectedStart.After(now) && now.Sub(j.EstimatedAt) < b.estimateEvery
+		// An estimate of this EstimateInterval period of the clock that
+		// has not come stands: the plan then only tests the job for a
+		// start now, unless it gives it a reservation.
+		keep := consider && b.estimateEvery > 0 && j.ExpectedStart.After(now) &&
+			!j.EstimatedAt.Before(periodStart(now, unixEpoch(), b.estimateEvery))
 		if !keep {
 			s.notePending(j)
 			j.clearEstimate()

@@ -201,6 +201,7 @@ func BenchmarkScheduleChurn(b *testing.B) {
 			ended := map[scheduler.JobID]bool{}
 			arrivals := clustertest.Workload(clustertest.WorkloadConfig{Jobs: 200 * perStep, Seed: 7})
 			next, starts := 0, 0
+			settled := scheduler.SettlePasses(s)
 			for b.Loop() {
 				now = now.Add(30 * time.Second)
 				for k := 0; k < perStep && len(running) > 0; {
@@ -239,6 +240,7 @@ func BenchmarkScheduleChurn(b *testing.B) {
 			b.ReportMetric(float64(p), "pending")
 			b.ReportMetric(float64(r), "running")
 			b.ReportMetric(float64(starts)/float64(b.N), "starts/cycle")
+			b.ReportMetric(float64(scheduler.SettlePasses(s)-settled)/float64(b.N), "settle-passes/cycle")
 		})
 	}
 }

@@ -64,8 +64,10 @@ type Config struct {
 	Backfill *backfill.Config
 	// EstimateInterval, with Backfill, is how long the expected start of
 	// a pending job that holds no reservation may stand before a backfill
-	// pass computes it again. Zero computes every such job's expected
-	// start in every pass. Between refreshes the pass only tests the job
+	// pass computes it again: an estimate stands until the next multiple
+	// of EstimateInterval in Unix time (a fixed boundary of the clock, so
+	// that how often Schedule is called does not move the refreshes).
+	// Zero computes every such job's expected start in every pass. Between refreshes the pass only tests the job
 	// for a start now, which decides exactly as computing its estimate
 	// would (starts and reservations are the same), so a longer interval
 	// spares most of a pass's searches on a long queue, at the price of

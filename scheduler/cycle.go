@@ -50,6 +50,14 @@ type Cycle struct {
 	PowerUp        []PowerUp `json:",omitempty"`
 	PowerDown      []string  `json:",omitempty"`
 	ResumeTimedOut []string  `json:",omitempty"`
+	// NextWake is the next instant after Now at which, absent events, a
+	// Schedule call could change a decision (Scheduler.NextWake after the
+	// cycle); zero when only events can; Now itself when the cycle
+	// requeued preemption victims, which the next call judges. A control loop that calls
+	// Schedule after every event and at NextWake misses nothing, and
+	// calling it more often changes nothing (see "Periodic work" in the
+	// package documentation).
+	NextWake time.Time `json:",omitzero"`
 }
 
 // Start is the decision to run a job on concrete resources.
@@ -213,6 +221,9 @@ func (s *Scheduler) runCycle(now time.Time, fs *FairShareTree) (Cycle, error) {
 	}
 	s.begin()
 	cyc, err := s.schedule(now, fs)
+	if err == nil {
+		cyc, err = s.settle(now, cyc)
+	}
 	if err == nil && s.cycleFault != nil {
 		err = s.cycleFault()
 	}
@@ -253,6 +264,7 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 	started := s.started[:0]
 	pend := s.pendJobs[:0]
 	cyc.Pending = make([]Pending, 0, s.pending.Len())
+	wake := s.newWakeSet(now) // the pending jobs' wakes (see NextWake)
 	s.inPass = true
 	s.pending.Ascend(func(j *job) bool {
 		for len(mags) > 0 && queueKeyLess(mags[0], true, j, j.Spec.Reservation != "") {
@@ -266,6 +278,14 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 		if j.State != JobPending {
 			return true // started in its MAGNETIC reservation's turn
 		}
+		if s.unjudged[j.ID] {
+			// Requeued by a preemption earlier in this Schedule call
+			// (see settle): it keeps its reason until the next call.
+			cyc.Pending = append(cyc.Pending, Pending{Job: j.ID, Reason: j.Reason, Priority: j.Priority})
+			pend = append(pend, j)
+			wake.job(j)
+			return true
+		}
 		r := s.evaluate(now, j, blocked, &cyc, false)
 		if r == policy.ReasonNone {
 			// Its allocation is final: only running jobs (not those
@@ -277,6 +297,7 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 		s.setReason(j, r)
 		cyc.Pending = append(cyc.Pending, Pending{Job: j.ID, Reason: r, Priority: j.Priority})
 		pend = append(pend, j)
+		wake.job(j)
 		return true
 	})
 	s.inPass = false
@@ -288,6 +309,7 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 		s.mutPending().ReplaceOrInsert(j)
 		cyc.Pending = append(cyc.Pending, Pending{Job: j.ID, Reason: j.Reason, Priority: j.Priority})
 		pend = append(pend, j)
+		wake.job(j)
 	}
 	s.started, s.pendJobs = started, pend
 	defer s.dropScratch()
@@ -315,6 +337,8 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 	}
 	cyc.Decisions = recs
 	s.eventDecisions = nil
+	s.wakeTimes(&wake)
+	cyc.NextWake = wake.at
 	names := s.tresNames()
 	for i := range cyc.Starts {
 		cyc.Starts[i].Alloc.tres = names // for MarshalJSON's TRES names

@@ -27,7 +27,7 @@
 // exactly as it was before the call.
 //
 // Each cycle runs, in order: end expired jobs; recompute priorities when
-// PriorityCalcPeriod has passed; a main pass over the queue in Slurm's
+// a PriorityCalcPeriod boundary has passed; a main pass over the queue in Slurm's
 // order (jobs that may preempt before the jobs they may preempt,
 // reservation jobs — MAGNETIC ones included, inside the reservation —,
 // partition tier, priority, submit time, job ID)
@@ -43,10 +43,10 @@
 // them when nothing it depended on changed, the first job's reservation
 // stays when its search finds it again, and the plan's starts become the
 // running jobs without being booked twice. With Config.EstimateInterval
-// an expected start without a reservation stands that long (as squeue
-// --start shows the last backfill pass's): such a job is then only tested
-// for a start now, which decides the same, and Job.EstimatedAt says how
-// old its estimate is.
+// an expected start without a reservation stands until the next multiple
+// of the interval in Unix time (as squeue --start shows the last backfill
+// pass's): such a job is then only tested for a start now, which decides
+// the same, and Job.EstimatedAt says how old its estimate is.
 //
 // Nodes change at run time, each change an event validated as New
 // validates a node: AddNode, RemoveNode (refused while jobs run or a
@@ -66,6 +66,54 @@
 // re-planning; IdleCapacity says why idle GPUs are idle. Everything the
 // scheduler decides is derived from data it keeps, deterministically: the
 // same events at the same times give the same decisions.
+//
+// # Periodic work
+//
+// Nothing the scheduler does depends on how often Schedule is called.
+// What Slurm does on timers happens here at fixed instants of the
+// caller's clock, each evaluated as of that instant, whichever call
+// first reaches it: priorities and the fair-share tree are recomputed at
+// the boundaries PriorityConfig.CalcEpoch + k·CalcPeriod (multiples of
+// CalcPeriod in Unix time by default), as of the boundary (ages measured
+// to it, the FairShareSource asked for its tree as of it); SuspendRate and
+// ResumeRate count per minute of the clock; an EstimateInterval estimate
+// stands until the next multiple of the interval. Reservation windows,
+// begin times and time limits are instants already.
+//
+// An instant with an event is one at which the caller applies an event
+// (a submission, an end, a cancel, an administrative change …). An
+// instant where time alone changes something is one at which, with no
+// event, a Schedule call could decide differently from a call just
+// before it: a periodic boundary above, a pending job's begin time (a
+// requeue delay included), a running job's time limit or preemption
+// grace end, a reservation window opening or closing, a job's
+// SwitchesMaxWait or bf_min_age_reserve age being reached, and with power
+// saving a node's SuspendTime of idleness, SuspendTimeout or
+// ResumeTimeout, a rate window's next minute, or a backfill reservation
+// on powered-down nodes coming within ResumeTimeout of its start.
+// Cycle.NextWake (and Scheduler.NextWake) is the earliest such instant
+// after the cycle. Every other instant is an instant with no event.
+//
+// The guarantee: a caller that calls Schedule after the events of every
+// instant and at every NextWake gets exactly the same starts (time, job,
+// nodes), ends, pending reasons and priorities as one that also calls it
+// at any number of instants with no event. For that a cycle is a fixed
+// point: when jobs it starts change the judgement of a job it judged
+// before them (a limit their user reached holds a job that held its
+// partition back for resources; a start satisfies an after: dependency),
+// it runs further passes at the same instant until nothing changes, so
+// an immediate second call starts nothing. Jobs a preemption of the call requeued
+// are judged by the next call (they keep the reason Preempted for this
+// one): the cycle's NextWake is then its own instant, Now. What remains time-relative is the backfill window
+// (bf_window, measured from now): moving it only adds reservations, which
+// starts nothing. Explain and expected starts are views as of the call.
+//
+// This differs from Slurm, whose controller recalculates priorities
+// every PriorityCalcPeriod from its own start (set CalcEpoch to the
+// controller's start time to get that phase), runs its main scheduler
+// on events and every sched_interval and its backfill every bf_interval,
+// so that when a job starts there depends on the timers' phase and on
+// how long each pass took.
 //
 // # Events as data
 //

@@ -57,3 +57,7 @@ func UsageDigest(s *Scheduler, now time.Time) string {
 	}
 	return b.String()
 }
+
+// SettlePasses returns how many further passes Schedule calls have run to
+// settle their cycles (see settle).
+func SettlePasses(s *Scheduler) uint64 { return s.settlePasses }

@@ -67,7 +67,8 @@ type PowerConfig struct {
 	// whose nodes, are never powered down for being idle.
 	SuspendExcNodes, SuspendExcParts []string
 	// ResumeRate and SuspendRate bound how many nodes are powered up
-	// and down per minute (a fixed window opened by the first of them).
+	// and down per minute of the clock (the minutes of Unix time, so
+	// that how often Schedule is called does not move the windows).
 	// Zero means Slurm's defaults, 300 and 60; a negative value, no limit
 	// (Slurm's 0).
 	ResumeRate, SuspendRate int
@@ -164,7 +165,11 @@ type powerState struct {
 	// The rate windows: when each opened, and how many nodes went up and
 	// down in it.
 	upWindow, downWindow time.Time
-	ups, downs           int
+	// planWake is, after a backfill pass, when the first reservation of
+	// the plan on resumable nodes not woken yet comes close enough to
+	// wake them (zero: none); derived, not stored.
+	planWake   time.Time
+	ups, downs int
 }
 
 func (s *Scheduler) initPower(c PowerConfig) {
@@ -255,7 +260,9 @@ func setMember(ns topology.NodeSet, i int, in bool) {
 }
 
 // takeRate reports whether one more node may go up (or down) at now
-// under ResumeRate (SuspendRate), counting it if so.
+// under ResumeRate (SuspendRate), counting it if so. The rates count per
+// minute of the clock (rateWindow), so that how often Schedule is called
+// does not move the windows.
 func (s *Scheduler) takeRate(now time.Time, up bool) bool {
 	p := s.power
 	rate, window, count := p.cfg.SuspendRate, &p.downWindow, &p.downs
@@ -265,8 +272,8 @@ func (s *Scheduler) takeRate(now time.Time, up bool) bool {
 	if rate < 0 {
 		return true
 	}
-	if window.IsZero() || !now.Before(window.Add(time.Minute)) {
-		*window, *count = now, 0
+	if w := rateWindow(now); !window.Equal(w) {
+		*window, *count = w, 0
 	}
 	if *count >= rate {
 		return false
@@ -274,6 +281,10 @@ func (s *Scheduler) takeRate(now time.Time, up bool) bool {
 	*count++
 	return true
 }
+
+// rateWindow is the minute of the clock holding t, the window SuspendRate
+// and ResumeRate count in.
+func rateWindow(t time.Time) time.Time { return t.Truncate(time.Minute) }
 
 // powerBegin runs the power timers at the start of a cycle — POWERING_DOWN
 // nodes whose SuspendTimeout passed are POWERED_DOWN, POWERING_UP nodes
@@ -285,9 +296,10 @@ func (s *Scheduler) powerBegin(now time.Time, cyc *Cycle) {
 		return
 	}
 	if s.jr.on {
-		uw, dw, ups, downs := p.upWindow, p.downWindow, p.ups, p.downs
-		s.onUndo(func() { p.upWindow, p.downWindow, p.ups, p.downs = uw, dw, ups, downs })
+		uw, dw, ups, downs, pw := p.upWindow, p.downWindow, p.ups, p.downs, p.planWake
+		s.onUndo(func() { p.upWindow, p.downWindow, p.ups, p.downs, p.planWake = uw, dw, ups, downs, pw })
 	}
+	p.planWake = time.Time{}
 	for i := p.dormant.Next(0); i >= 0; i = p.dormant.Next(i + 1) {
 		n := &s.nodes[i]
 		if n.pw.at.After(now) {
@@ -410,10 +422,21 @@ func (s *Scheduler) wakeForPlan(now time.Time, plan *backfill.Plan, cyc *Cycle) 
 	if p == nil || p.dormant.IsEmpty() {
 		return
 	}
-	soon := now.Add(p.cfg.ResumeTimeout + s.bf.planner.Config().Resolution)
+	lead := p.cfg.ResumeTimeout + s.bf.planner.Config().Resolution
+	soon := now.Add(lead)
 	for k := range plan.Entries {
 		e := &plan.Entries[k]
-		if e.Status != backfill.StatusReserved || e.Start.After(soon) {
+		if e.Status != backfill.StatusReserved {
+			continue
+		}
+		if e.Start.After(soon) {
+			// Its nodes are woken when its start comes this close (see
+			// NextWake).
+			if slices.ContainsFunc(e.Nodes, func(i int) bool { return p.dormant.Has(i) && s.nodes[i].admin == adminUp }) {
+				if w := e.Start.Add(-lead); p.planWake.IsZero() || w.Before(p.planWake) {
+					p.planWake = w
+				}
+			}
 			continue
 		}
 		for _, i := range e.Nodes {

@@ -33,7 +33,7 @@ func (s *Scheduler) Prepare(now time.Time, ev Event, src FairShareSource) (Event
 	if !s.priorityDue(now) {
 		return e, nil
 	}
-	fs, err := readFairShareFrom(src, now)
+	fs, err := readFairShareFrom(src, s.prio.calcBoundary(now))
 	if err != nil || fs == nil {
 		return e, err
 	}

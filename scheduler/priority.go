@@ -18,10 +18,25 @@ type PriorityConfig struct {
 	// site-factor hook. Its Registry is set by the scheduler: TRES weight
 	// names must be TRES the cluster has.
 	Engine priority.Config
-	// CalcPeriod is PriorityCalcPeriod: how often Schedule refreshes
-	// fair-share and recomputes every pending job's priority. Zero means 5
-	// minutes. New jobs get a priority at submit.
+	// CalcPeriod is PriorityCalcPeriod: how often fair-share is refreshed
+	// and every pending job's priority recomputed. Zero means 5 minutes.
+	// New jobs get a priority at submit.
+	//
+	// The recalculations happen at fixed boundaries of the caller's
+	// clock, CalcEpoch + k·CalcPeriod (by default multiples of CalcPeriod
+	// in Unix time), not CalcPeriod after the last one: the first
+	// Schedule call at or after a boundary recomputes every priority as of
+	// the boundary — ages are measured to it, the FairShareSource is asked
+	// for its tree as of it — so how often the caller calls Schedule
+	// changes no priority (see the package documentation, "Periodic work").
+	// A call that comes after several boundaries were passed without one
+	// computes the latest boundary's priorities only.
 	CalcPeriod time.Duration
+	// CalcEpoch is the origin of the recalculation boundaries; zero means
+	// the Unix epoch. Slurm recalculates every PriorityCalcPeriod from
+	// the time slurmctld started: setting CalcEpoch to the controller's
+	// start time gives Slurm's phase.
+	CalcEpoch time.Time `json:",omitzero"`
 	// FairShare supplies the association tree with its decayed usage
 	// (usually read from the accounting ledger). Nil leaves the fair-share
 	// factor at 0.
@@ -33,7 +48,12 @@ type PriorityConfig struct {
 }
 
 // FairShareSource supplies the association tree and its decayed usage
-// (raw usage of each association's subtree, sshare's RawUsage) as of now.
+// (raw usage of each association's subtree, sshare's RawUsage) as of the
+// time it is given: the priority recalculation boundary, which may be
+// before the time of the Schedule call that asks (see
+// PriorityConfig.CalcPeriod). A source whose answer depends only on that
+// time and on the usage recorded up to it keeps priorities independent of
+// when Schedule is called.
 // It is the seam between the pure scheduler and the ledger: an
 // implementation may read a database, and its errors are returned by
 // Schedule. The scheduler keeps nothing of the returned slice (it copies
@@ -63,7 +83,9 @@ type prio struct {
 	ups    []priority.UsageUpdate
 	// in is computePriority's input, reused (the engine takes a pointer,
 	// which would otherwise move each job's input to the heap).
-	in       priority.Job
+	in priority.Job
+	// lastCalc is the boundary (see calcBoundary) of the last
+	// recalculation; zero before the first.
 	lastCalc time.Time
 	partTRES []gres.Vector // per partition: total TRES, the TRES factors' denominators
 }
@@ -110,7 +132,8 @@ func (s *Scheduler) initPriority(pc *PriorityConfig) error {
 }
 
 // refreshPriorities rebuilds the fair-share tree and recomputes every
-// pending job's priority when CalcPeriod has passed since the last time.
+// pending job's priority, as of the recalculation boundary at or before
+// now, when no recalculation was made for that boundary yet.
 //
 // The fair-share tree is fs, the one the cycle's event carries: Apply
 // read it from the FairShareSource into the event (see ScheduleEvent),
@@ -127,13 +150,14 @@ func (s *Scheduler) refreshPriorities(now time.Time, fs *FairShareTree) error {
 		}
 		s.notePrioTree()
 	}
-	p.lastCalc = now
+	at := p.calcBoundary(now)
+	p.lastCalc = at
 	jobs := make([]*job, 0, s.pending.Len())
 	s.pending.Ascend(func(j *job) bool { jobs = append(jobs, j); return true })
 	s.mutPending().Clear(false)
 	for _, j := range jobs {
 		s.notePriority(j)
-		if err := s.computePriority(now, j); err != nil {
+		if err := s.computePriority(at, j); err != nil {
 			// Inputs were validated at submit; restore the queue and report.
 			for _, j := range jobs {
 				s.mutPending().ReplaceOrInsert(j)
@@ -145,11 +169,22 @@ func (s *Scheduler) refreshPriorities(now time.Time, fs *FairShareTree) error {
 	return nil
 }
 
-// priorityDue reports whether a cycle at now recomputes priorities
-// (PriorityCalcPeriod has passed since the last time, or there was none).
+// priorityDue reports whether a cycle at now recomputes priorities: the
+// boundary at or before now has had no recalculation (or none was made
+// yet).
 func (s *Scheduler) priorityDue(now time.Time) bool {
 	p := s.prio
-	return p != nil && (p.lastCalc.IsZero() || now.Sub(p.lastCalc) >= p.cfg.CalcPeriod)
+	return p != nil && (p.lastCalc.IsZero() || p.lastCalc.Before(p.calcBoundary(now)))
+}
+
+// calcBoundary is the last recalculation boundary at or before t:
+// CalcEpoch + k·CalcPeriod.
+func (p *prio) calcBoundary(t time.Time) time.Time {
+	epoch := p.cfg.CalcEpoch
+	if epoch.IsZero() {
+		epoch = unixEpoch()
+	}
+	return periodStart(t, epoch, p.cfg.CalcPeriod)
 }
 
 // FairShareTree is the fair-share input of one priority recalculation:
@@ -160,14 +195,14 @@ type FairShareTree struct {
 }
 
 // readFairShare returns the fair-share tree a cycle at now recomputes
-// priorities with, read from the FairShareSource (a copy: the source may
-// reuse its slice), or nil when no recalculation is due or there is no
-// source.
+// priorities with, read from the FairShareSource as of the recalculation
+// boundary (a copy: the source may reuse its slice), or nil when no
+// recalculation is due or there is no source.
 func (s *Scheduler) readFairShare(now time.Time) (*FairShareTree, error) {
 	if !s.priorityDue(now) {
 		return nil, nil
 	}
-	return readFairShareFrom(s.prio.cfg.FairShare, now)
+	return readFairShareFrom(s.prio.cfg.FairShare, s.prio.calcBoundary(now))
 }
 
 // readFairShareFrom reads src's tree as of now (a copy); nil for a nil

@@ -62,6 +62,11 @@ type Scheduler struct {
 	// meanwhile (preemption victims) wait in deferred.
 	inPass   bool
 	deferred []*job
+	// unjudged holds, during the settling passes of a Schedule call, the
+	// jobs its preemptions requeued (see settle).
+	unjudged map[JobID]bool
+	// settlePasses counts the further passes settle ran (benchmarks).
+	settlePasses uint64
 	// eventDecisions holds the audit records of decisions made by events
 	// between cycles (requeues); the next cycle carries them.
 	eventDecisions []Decision

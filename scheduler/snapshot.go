@@ -71,7 +71,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 //     (defaults applied), Topology (topo), the compiled policy's Config
 //     (pol.p.Config() without its partitions, which New derives from the
 //     PartitionConfigs), priority config (prio.cfg: engine config without
-//     its Registry and Site hook, CalcPeriod, DampeningFactor,
+//     its Registry and Site hook, CalcPeriod, CalcEpoch, DampeningFactor,
 //     QOSPriority), backfill config (planner.Config(), defaults filled in,
 //     without its Chooser), EstimateInterval, MaxArraySize (maxArray),
 //     FirstJobID (firstID), minJobAge, JobRequeue (noRequeue), BillingMode
@@ -80,7 +80,8 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 //     it), done[doneHead:] (by ID, in finishing order), purged, suspended
 //     (by ID, in suspension order), arrays (throttle, running, indices),
 //     eventDecisions; the reservations (pol.resv, as added: NodeCount and
-//     TRES as asked, with the nodes held); prio.lastCalc and
+//     TRES as asked, with the nodes held); prio.lastCalc (the boundary
+//     of the last priority recalculation) and
 //     prio.assocs (the fair-share inputs the pending priorities were last
 //     computed from) with whether a tree was built.
 //   - derived: reg (rebuilt from the names), nodeByName, partByName,
@@ -228,6 +229,7 @@ type snapConfig struct {
 type snapPriority struct {
 	Engine          priority.Config
 	CalcPeriod      time.Duration
+	CalcEpoch       time.Time
 	DampeningFactor uint16
 	QOSPriority     map[string]uint32
 	FairShare, Site bool
@@ -261,7 +263,7 @@ func (s *Scheduler) currentConfig() snapConfig {
 		pc := s.prio.cfg
 		eng := pc.Engine
 		eng.Site, eng.Registry = nil, nil // a hook (RestoreOptions), and the registry section
-		c.Priority = &snapPriority{Engine: eng, CalcPeriod: pc.CalcPeriod, DampeningFactor: pc.DampeningFactor,
+		c.Priority = &snapPriority{Engine: eng, CalcPeriod: pc.CalcPeriod, CalcEpoch: pc.CalcEpoch, DampeningFactor: pc.DampeningFactor,
 			QOSPriority: pc.QOSPriority, FairShare: pc.FairShare != nil, Site: pc.Engine.Site != nil}
 	}
 	if s.bf != nil {

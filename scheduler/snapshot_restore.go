@@ -286,7 +286,7 @@ func (c *snapConfig) config(reg *gres.Registry, opts RestoreOptions) (Config, er
 		return Config{}, err
 	}
 	if p := c.Priority; p != nil {
-		cfg.Priority = &PriorityConfig{Engine: p.Engine, CalcPeriod: p.CalcPeriod, FairShare: opts.FairShare,
+		cfg.Priority = &PriorityConfig{Engine: p.Engine, CalcPeriod: p.CalcPeriod, CalcEpoch: p.CalcEpoch, FairShare: opts.FairShare,
 			DampeningFactor: p.DampeningFactor, QOSPriority: p.QOSPriority}
 		cfg.Priority.Engine.Site = opts.SiteFactor
 	}
