@@ -872,6 +872,7 @@ func (s *Scheduler) staticBlockers(now time.Time, j *job, allowed topology.NodeS
 		out = append(out, Blocker{Kind: BlockerBeginTime, Reason: policy.ReasonBeginTime,
 			Detail: fmt.Sprintf("begin time %s is %s away", fmtTime(j.Spec.BeginTime), fmtDur(j.Spec.BeginTime.Sub(now)))})
 	}
+	out = s.whereBlockers(j, out)
 	if c := allowed.Count(); c < j.nodes {
 		// As the main pass: ReqNodeNotAvail when none of its nodes is up,
 		// Resources when it merely needs more than are up.
@@ -1602,7 +1603,7 @@ func (s *Scheduler) variant(j *job, spec JobSpec) (*job, bool) {
 	n := len(s.shapes)
 	x, err := s.newJob(spec)
 	if len(s.shapes) > n && x != nil {
-		delete(s.shapes, shapeKey(x.part, x.perNode, x.Spec.Exclusive, x.excluded))
+		delete(s.shapes, shapeKey(x.part, x.perNode, x.Spec.Exclusive, x.excluded, x.cons))
 	}
 	if err != nil {
 		return nil, false

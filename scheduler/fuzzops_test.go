@@ -425,7 +425,7 @@ func (g *fzGen) spec() JobSpec {
 	}
 	sp.Hold = s.chance(25)
 	if s.chance(20) {
-		sp.ExcludeNodes = []string{g.node()}
+		sp.Exclude = []string{g.node()}
 	}
 	return sp
 }

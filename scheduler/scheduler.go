@@ -8,6 +8,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/feature"
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/priority"
@@ -197,9 +198,22 @@ type job struct {
 	// node's share of its GRESPerJob (backfill.Entry.Spread), which
 	// spreadExtra then places; nil otherwise.
 	planShares []gres.Vector
-	// excluded holds the indices of JobSpec.ExcludeNodes, ascending
+	// excluded holds the indices of JobSpec.Exclude, ascending
 	// (derived from the spec; part of the job's shape).
 	excluded []int
+	// cons is JobSpec.Constraint parsed (its per-node part is in the
+	// shape) and where the rest of where the job may run (nil: nothing
+	// beyond its shape); see where.go.
+	cons  feature.Constraint
+	where *whereReq
+	// restoreRequired carries the required nodes from a snapshot's
+	// record to restoreWhere (nil otherwise).
+	restoreRequired []int
+	// whereOK caches whereSatisfiable for the shape whereShape and the
+	// node generation whereGen (Scheduler.tierGen).
+	whereOK    bool
+	whereShape *shape
+	whereGen   uint64
 	// defMemPerCPU, defCPUPerGPU and defMemPerGPU are the partition's
 	// DefMemPerCPU, DefCpuPerGPU and DefMemPerGPU when the job was
 	// submitted (or last updated), what nodeVector applies.
@@ -596,7 +610,21 @@ func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 	case spec.NVLinkDomain > topology.DomainBalanced:
 		return nil, fmt.Errorf("%w: NVLinkDomain %d unknown", ErrInvalidJob, spec.NVLinkDomain)
 	}
-	nodes := max(spec.Nodes, 1)
+	// Where the job may run (where.go): its excluded and required nodes
+	// and its constraint, which may raise its node count.
+	excluded, err := s.resolveHostlists("Exclude", spec.Exclude)
+	if err != nil {
+		return nil, err
+	}
+	cons, err := parseConstraint(spec.Constraint)
+	if err != nil {
+		return nil, err
+	}
+	where, err := s.newWhere(spec, cons, excluded)
+	if err != nil {
+		return nil, err
+	}
+	nodes := max(spec.Nodes, 1, where.minNodes())
 	tasks := spec.Tasks
 	if tasks == 0 {
 		tasks = nodes
@@ -609,12 +637,8 @@ func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 	j.Spec = spec
 	j.Partition = p.cfg.Name
 	j.TimeLimit = p.effectiveLimit(spec.TimeLimit)
-	excluded, err := s.excludedNodes(spec.ExcludeNodes)
-	if err != nil {
-		return nil, err
-	}
-	j.Spec.ExcludeNodes = slices.Clone(spec.ExcludeNodes)
-	j.excluded = excluded
+	j.Spec.Exclude = slices.Clone(spec.Exclude)
+	j.excluded, j.cons, j.where = excluded, cons, where
 	if spec.TimeMin > j.TimeLimit {
 		return nil, fmt.Errorf("%w: TimeMin %v exceeds the time limit %v", ErrInvalidJob, spec.TimeMin, j.TimeLimit)
 	}
@@ -681,10 +705,13 @@ func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 			j.bfSpread = j.extraTotal
 		}
 	}
-	j.shape = s.shapeOf(pi, v, spec.Exclusive, excluded)
+	j.shape = s.shapeOf(pi, v, spec.Exclusive, excluded, cons)
 	if c := j.shape.capable.Count(); c < nodes {
 		return nil, fmt.Errorf("%w: %w: needs %d node(s) with %s in partition %q, only %d exist",
 			ErrInvalidJob, ErrUnsatisfiable, nodes, s.reg.FormatTRES(v), p.cfg.Name, c)
+	}
+	if err := s.checkWhere(j); err != nil {
+		return nil, err
 	}
 	if err := s.perJobFeasible(j); err != nil {
 		return nil, err
