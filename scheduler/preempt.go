@@ -204,6 +204,9 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 	if k < j.nodes {
 		return false
 	}
+	if j.where != nil && s.chooseWhere(j, fit, j.nodes, s.baseChoice(j, switchesRelaxed(now, j))) == nil {
+		return false // its required nodes, matching OR, counts (where.go)
+	}
 	if len(j.extra) > 0 {
 		// A GRESPerJob total: the nodes place would choose, and the total
 		// spread over them, on the freed resources — not only one per node.

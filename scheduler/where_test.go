@@ -334,3 +334,25 @@ func TestWhereSnapshotRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, c1.Starts, c2.Starts)
 }
+
+// Preemption frees the required node: the victim is the job on it, not
+// the one whose preemption would lose least elsewhere.
+func TestNodeListPreemptsTheRequiredNode(t *testing.T) {
+	s := newPreemptMixed(t, policy.PreemptRequeue, 0)
+	var standby []scheduler.JobID
+	for range 4 {
+		standby = append(standby, mustSubmit(t, s, t0, scheduler.JobSpec{User: "bob", QOS: "standby", Exclusive: true, Requeue: scheduler.RequeueYes, TimeLimit: 10 * time.Hour}))
+	}
+	mustSchedule(t, s, t0)
+	require.NoError(t, s.Checkpoint(t0.Add(2*time.Hour-time.Minute), standby[2]))
+	on, _ := s.Job(standby[0])
+	require.Len(t, on.Alloc.Nodes, 1)
+	want := on.Alloc.Nodes[0].Name
+	urgent := mustSubmit(t, s, t0.Add(2*time.Hour), scheduler.JobSpec{User: "ann", QOS: "urgent", Exclusive: true, TimeLimit: time.Hour, NodeList: want})
+	cyc := mustSchedule(t, s, t0.Add(2*time.Hour))
+	require.Len(t, cyc.Preemptions, 1)
+	assert.Equal(t, standby[0], cyc.Preemptions[0].Victim)
+	require.Len(t, cyc.Starts, 1)
+	assert.Equal(t, urgent, cyc.Starts[0].Job)
+	assert.Equal(t, []string{want}, cyc.Starts[0].Alloc.NodeNames())
+}

@@ -16,6 +16,9 @@ type StateOptions struct {
 	// Configure, when set, adjusts the standard cluster's configuration
 	// (priority, backfill, policy) before the scheduler is built.
 	Configure func(*scheduler.Config) error
+	// Mutate, when set, adjusts the k-th job of the workload before it
+	// is submitted (where-requests in the mix, say).
+	Mutate func(k int, spec *scheduler.JobSpec)
 }
 
 // NewState returns a scheduler over the standard cluster (adjusted by
@@ -43,6 +46,9 @@ func NewState(o StateOptions) (*scheduler.Scheduler, time.Time, error) {
 			if spec.Nodes > 1 || spec.Exclusive || spec.GRESPerNode[0].Count > 2 {
 				continue
 			}
+			if o.Mutate != nil {
+				o.Mutate(next, &spec)
+			}
 			if _, err := s.Submit(now, spec); err != nil {
 				return nil, now, err
 			}
@@ -63,7 +69,11 @@ func NewState(o StateOptions) (*scheduler.Scheduler, time.Time, error) {
 		if next == len(jobs) {
 			jobs = append(jobs, Workload(WorkloadConfig{Jobs: o.Pending, Seed: o.Seed + 1})...)
 		}
-		if _, err := s.Submit(now, jobs[next].Spec); err != nil {
+		spec := jobs[next].Spec
+		if o.Mutate != nil {
+			o.Mutate(next, &spec)
+		}
+		if _, err := s.Submit(now, spec); err != nil {
 			return nil, now, err
 		}
 		queued++
