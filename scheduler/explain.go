@@ -543,6 +543,8 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 	}
 	if short && allowed.Count() >= j.nodes { // else the nodes blocker says it
 		ex.Blockers = append(ex.Blockers, Blocker{Kind: BlockerResources, Reason: policy.ReasonResources, Need: need})
+	} else if b, ok := s.whereBusyBlocker(j, fit); ok {
+		ex.Blockers = append(ex.Blockers, b)
 	} else if topo {
 		ex.Blockers = append(ex.Blockers, Blocker{Kind: BlockerTopology, Reason: policy.ReasonResources, Need: need})
 	}

@@ -571,3 +571,35 @@ func (s *Scheduler) whereBlockers(j *job, out []Blocker) []Blocker {
 	}
 	return out
 }
+
+// whereBusyBlocker is Explain's resources blocker of a job whose where
+// request the nodes that fit now (fit) cannot meet, although enough of
+// them fit: the required nodes busy, no alternative of a matching OR or
+// no counted group with enough free nodes, no free consecutive run.
+func (s *Scheduler) whereBusyBlocker(j *job, fit topology.NodeSet) (Blocker, bool) {
+	w := j.where
+	if w == nil || fit.Count() < j.nodes || !s.whereSatisfiable(j) || s.chooseWhere(j, fit, j.nodes, s.anyChoice) != nil {
+		return Blocker{}, false
+	}
+	var parts []string
+	var busy []int
+	for _, i := range w.required {
+		if !fit.Has(i) {
+			busy = append(busy, i)
+		}
+	}
+	if len(busy) > 0 {
+		parts = append(parts, "required node(s) "+s.hostlistOf(busy)+" without its request free")
+	}
+	switch w.cons.Kind() {
+	case feature.KindMatchingOR:
+		parts = append(parts, fmt.Sprintf("no alternative of %s has %d node(s) free", w.cons, j.nodes))
+	case feature.KindCounts:
+		parts = append(parts, fmt.Sprintf("the free nodes do not make the counts of %s", w.cons))
+	}
+	if w.contiguous {
+		parts = append(parts, fmt.Sprintf("no %d consecutive nodes free", j.nodes))
+	}
+	return Blocker{Kind: BlockerResources, Reason: policy.ReasonResources, Nodes: s.nodeNames(busy),
+		Detail: fmt.Sprintf("%d node(s) fit now, but not where it may run: %s", fit.Count(), strings.Join(parts, "; "))}, true
+}

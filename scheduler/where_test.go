@@ -356,3 +356,27 @@ func TestNodeListPreemptsTheRequiredNode(t *testing.T) {
 	assert.Equal(t, urgent, cyc.Starts[0].Job)
 	assert.Equal(t, []string{want}, cyc.Starts[0].Alloc.NodeNames())
 }
+
+// Explain says why a where request waits while enough nodes fit: the
+// required node is busy.
+func TestExplainWhereBusy(t *testing.T) {
+	s := featured(t, false)
+	busy := whole(1)
+	busy.NodeList = "n3"
+	_, _ = startNodes(t, s, t0, busy)
+	sp := whole(2)
+	sp.NodeList = "n3"
+	got, j := startNodes(t, s, t0, sp)
+	require.Nil(t, got)
+	assert.Equal(t, policy.ReasonResources, j.Reason)
+	ex, err := s.Explain(t0, j.ID, scheduler.ExplainOptions{})
+	require.NoError(t, err)
+	var found bool
+	for _, b := range ex.Blockers {
+		if b.Kind == scheduler.BlockerResources && len(b.Nodes) == 1 && b.Nodes[0] == "n3" {
+			assert.Contains(t, b.Detail, "required node(s) n3")
+			found = true
+		}
+	}
+	assert.True(t, found, "blockers %+v", ex.Blockers)
+}
