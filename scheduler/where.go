@@ -88,15 +88,21 @@ func (s *Scheduler) newWhere(spec JobSpec, cons feature.Constraint, excluded []i
 			return nil, fmt.Errorf("%w: node %q is both in NodeList and Exclude", ErrInvalidJob, s.nodes[i].cfg.Name)
 		}
 	}
-	w := &whereReq{required: req, contiguous: spec.Contiguous}
+	return makeWhere(req, cons, spec.Contiguous), nil
+}
+
+// makeWhere builds a where request from its parts; nil when there is
+// nothing beyond the job's shape.
+func makeWhere(required []int, cons feature.Constraint, contiguous bool) *whereReq {
+	w := &whereReq{required: required, contiguous: contiguous}
 	if k := cons.Kind(); k == feature.KindMatchingOR || k == feature.KindCounts {
 		w.cons = cons
 	}
 	if len(w.required) == 0 && w.cons.IsZero() && !w.contiguous {
-		return nil, nil
+		return nil
 	}
 	w.key = whereKey(w)
-	return w, nil
+	return w
 }
 
 // minNodes is the fewest nodes the request implies: every required node,
@@ -418,17 +424,8 @@ func (s *Scheduler) restoreWhere(j *job) error {
 		return err
 	}
 	j.cons = cons
-	req := j.restoreRequired
+	j.where = makeWhere(j.restoreRequired, cons, j.Spec.Contiguous)
 	j.restoreRequired = nil
-	w := &whereReq{required: req, contiguous: j.Spec.Contiguous}
-	if k := cons.Kind(); k == feature.KindMatchingOR || k == feature.KindCounts {
-		w.cons = cons
-	}
-	if len(w.required) == 0 && w.cons.IsZero() && !w.contiguous {
-		return nil
-	}
-	w.key = whereKey(w)
-	j.where = w
 	return nil
 }
 
