@@ -22,7 +22,7 @@ func featureNodes(c *scheduler.Config) error {
 // in turn: a feature filter, a matching OR over two racks (single-node
 // jobs), a required node, an excluded range, a rack count.
 func whereMix(k int, sp *scheduler.JobSpec) {
-	if k%10 != 0 || sp.Partition != "" {
+	if k%10 != 0 || sp.Partition != "batch" {
 		return
 	}
 	small := sp.Nodes <= 1
@@ -86,6 +86,15 @@ func BenchmarkScheduleWhere(b *testing.B) {
 				b.Fatal(err)
 			}
 			p, r := s.Counts()
+			n := 0
+			for _, j := range s.Jobs() {
+				if j.Spec.Constraint != "" || j.Spec.NodeList != "" || j.Spec.Exclude != nil {
+					n++
+				}
+			}
+			if (n > 0) != (bc.mutate != nil) {
+				b.Fatalf("%d jobs with where requests", n)
+			}
 			for b.Loop() {
 				if _, err := s.Schedule(now); err != nil {
 					b.Fatal(err)
@@ -93,6 +102,7 @@ func BenchmarkScheduleWhere(b *testing.B) {
 			}
 			b.ReportMetric(float64(p), "pending")
 			b.ReportMetric(float64(r), "running")
+			b.ReportMetric(float64(n), "where-jobs")
 		})
 	}
 }
