@@ -17,7 +17,8 @@ type StateOptions struct {
 	// (priority, backfill, policy) before the scheduler is built.
 	Configure func(*scheduler.Config) error
 	// Mutate, when set, adjusts the k-th job of the workload before it
-	// is submitted (where-requests in the mix, say).
+	// is queued (where-requests in the mix, say); the running jobs are
+	// the standard ones.
 	Mutate func(k int, spec *scheduler.JobSpec)
 }
 
@@ -45,9 +46,6 @@ func NewState(o StateOptions) (*scheduler.Scheduler, time.Time, error) {
 			spec := jobs[next].Spec
 			if spec.Nodes > 1 || spec.Exclusive || spec.GRESPerNode[0].Count > 2 {
 				continue
-			}
-			if o.Mutate != nil {
-				o.Mutate(next, &spec)
 			}
 			if _, err := s.Submit(now, spec); err != nil {
 				return nil, now, err
