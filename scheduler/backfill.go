@@ -415,6 +415,13 @@ func (s *Scheduler) bfJob(now time.Time, x *job, allowed topology.NodeSet, sh *s
 		bj.ChooserKey = x.chooserKey(c, relaxed)
 	} else if ch, key := s.weightChooser(); ch != nil {
 		bj.Chooser, bj.ChooserKey = ch, key
+	} else if s.graph != nil && s.tiers != nil && !s.bf.customChooser {
+		// Weights under a topology: the least-spread choice, lightest
+		// nodes first.
+		bj.Chooser, bj.ChooserKey = s.baseChoice(x, false), s.tierKey+" topo"
+	}
+	if x.where != nil {
+		s.bfWhere(now, x, &bj)
 	}
 	return bj
 }
@@ -440,6 +447,9 @@ func (x *job) chooserKey(c topology.Constraints, relaxed bool) string {
 func (s *Scheduler) constrainedChooser(now time.Time, j *job, c topology.Constraints) (backfill.NodeChooser, bool) {
 	g := s.graph
 	relaxed := j.Spec.SwitchesMaxWait > 0 && !j.EligibleTime.IsZero() && now.Sub(j.EligibleTime) >= j.Spec.SwitchesMaxWait
+	if s.tiers != nil {
+		return s.baseChoice(j, relaxed), relaxed // weights first (where.go)
+	}
 	return func(cand topology.NodeSet, n int) []int {
 		p, err := g.Select(cand, n, c)
 		if err != nil || (!p.Met && !relaxed) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/feature"
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/topology"
@@ -114,15 +115,20 @@ type shape struct {
 	// stamp and the list of such nodes generation userGen (exclusive.go).
 	userAllowed        topology.NodeSet
 	userStamp, userGen uint64
+	// excluded (ascending) and cons are the job's excluded nodes and
+	// constraint, whose per-node part (see where.go) the capable nodes
+	// meet.
+	excluded []int
+	cons     feature.Constraint
 }
 
-func shapeKey(part int, v gres.Vector, exclusive bool, excluded []int) string {
-	return string(appendShapeKey(nil, part, v, exclusive, excluded))
+func shapeKey(part int, v gres.Vector, exclusive bool, excluded []int, cons feature.Constraint) string {
+	return string(appendShapeKey(nil, part, v, exclusive, excluded, cons))
 }
 
 // appendShapeKey appends shapeKey's key to b, with the excluded nodes
-// (JobSpec.ExcludeNodes, ascending indices) after it.
-func appendShapeKey(b []byte, part int, v gres.Vector, exclusive bool, excluded []int) []byte {
+// (JobSpec.Exclude, ascending indices) and the constraint after it.
+func appendShapeKey(b []byte, part int, v gres.Vector, exclusive bool, excluded []int, cons feature.Constraint) []byte {
 	b = strconv.AppendInt(b, int64(part), 10)
 	if exclusive {
 		b = append(b, 'x')
@@ -139,35 +145,46 @@ func appendShapeKey(b []byte, part int, v gres.Vector, exclusive bool, excluded 
 		b = append(b, " -"...)
 		b = strconv.AppendInt(b, int64(i), 10)
 	}
+	if !cons.IsZero() {
+		b = append(b, " c="...)
+		b = append(b, cons.String()...)
+	}
 	return b
 }
 
 // shapeOf returns the (cached) shape of a job's request in partition part,
 // kept off the excluded nodes (ascending indices).
-func (s *Scheduler) shapeOf(part int, perNode gres.Vector, exclusive bool, excluded []int) *shape {
+func (s *Scheduler) shapeOf(part int, perNode gres.Vector, exclusive bool, excluded []int, cons feature.Constraint) *shape {
 	// The key is built in reused scratch; looking it up copies nothing.
-	s.keyBuf = appendShapeKey(s.keyBuf[:0], part, perNode, exclusive, excluded)
+	s.keyBuf = appendShapeKey(s.keyBuf[:0], part, perNode, exclusive, excluded, cons)
 	if sh, ok := s.shapes[string(s.keyBuf)]; ok {
 		return sh
 	}
 	key := string(s.keyBuf)
 	p := &s.parts[part]
-	sh := &shape{capable: topology.NewNodeSet(len(s.nodes)), part: part, perNode: perNode.Clone(), exclusive: exclusive}
+	sh := &shape{capable: topology.NewNodeSet(len(s.nodes)), part: part, perNode: perNode.Clone(), exclusive: exclusive,
+		excluded: slices.Clone(excluded), cons: cons}
 	for i := p.nodes.Next(0); i >= 0; i = p.nodes.Next(i + 1) {
-		if sh.holds(s.nodes[i].capacity) {
+		if sh.holds(i, &s.nodes[i]) {
 			sh.capable.Add(i)
 		}
-	}
-	for _, i := range excluded {
-		sh.capable.Remove(i)
 	}
 	s.shapes[key] = sh
 	return sh
 }
 
-// holds reports whether a node of this capacity (in the shape's
-// partition) could ever hold a job of the shape.
-func (sh *shape) holds(capacity gres.Vector) bool { return sh.perNode.Fits(capacity) }
+// holds reports whether node i (in the shape's partition) could ever
+// hold a job of the shape: its capacity holds the request, it is not
+// excluded, and its features meet the constraint's per-node part.
+func (sh *shape) holds(i int, n *node) bool {
+	if !sh.perNode.Fits(n.capacity) {
+		return false
+	}
+	if _, x := slices.BinarySearch(sh.excluded, i); x {
+		return false
+	}
+	return sh.cons.Match(n.cfg.Features)
+}
 
 // allowedNodes returns the nodes a job of this shape may use this cycle:
 // capable and up, computed once per cycle. The set is shared by all jobs
@@ -488,6 +505,9 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 		return policy.ReasonResources
 	}
 	allowed := s.allowedNodes(j.shape) // and j.shape.usable, its size
+	if r := s.whereReason(j); r != policy.ReasonNone {
+		return r // BadConstraints, or required nodes not up (where.go)
+	}
 	if j.shape.usable == 0 {
 		// No node able to hold the job is up: it waits for its nodes to
 		// return (ReqNodeNotAvail is for a job whose nodes are down or
@@ -498,6 +518,9 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 	resvEnd, r := s.candidates(now, j, magnetic)
 	if r != policy.ReasonNone {
 		return r
+	}
+	if len(s.requiredReserved(j)) > 0 {
+		return policy.ReasonReqNodeNotAvail // a required node is reserved
 	}
 	nodes, quality := s.place(now, j, s.cand)
 	if nodes == nil && !magnetic && s.preemptionOn() && j.Spec.Reservation == "" && j.awaitingVictims == 0 && s.tryPreempt(now, j, cyc) {
@@ -607,6 +630,9 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 	if cand.Count() < j.nodes {
 		return nil, 0
 	}
+	if j.where != nil {
+		return s.placeWhere(now, j, cand)
+	}
 	if j.tasks != nil {
 		return s.placeTasks(now, j, cand)
 	}
@@ -661,8 +687,8 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 	if k < j.nodes {
 		return nil, 0
 	}
-	p, err := s.graph.Select(s.fit, j.nodes, j.constraints())
-	if err != nil {
+	p, ok := s.selectByWeight(s.fit, j.nodes, j.constraints())
+	if !ok {
 		return nil, 0
 	}
 	if !p.Met && (j.Spec.SwitchesMaxWait == 0 || now.Sub(j.EligibleTime) < j.Spec.SwitchesMaxWait) {
@@ -680,7 +706,7 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 		for _, i := range nodes {
 			s.fit.Add(i)
 		}
-		if p, err = s.graph.Select(s.fit, j.nodes, j.constraints()); err != nil || !p.Met {
+		if p, ok = s.selectByWeight(s.fit, j.nodes, j.constraints()); !ok || !p.Met {
 			return nil, 0
 		}
 		s.placed = p.Nodes.AppendTo(s.placed[:0])

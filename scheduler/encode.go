@@ -209,9 +209,14 @@ func (j *JobSpec) UnmarshalJSON(b []byte) error {
 		BeginTime          time.Time
 		CheckpointInterval dur
 		SwitchesMaxWait    dur
-	}{(*plain)(j), dur(j.TimeMin), dur(j.TimeLimit), j.BeginTime, dur(j.CheckpointInterval), dur(j.SwitchesMaxWait)}
+		// ExcludeNodes is Exclude's former name, still read.
+		ExcludeNodes []string
+	}{(*plain)(j), dur(j.TimeMin), dur(j.TimeLimit), j.BeginTime, dur(j.CheckpointInterval), dur(j.SwitchesMaxWait), nil}
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return err
+	}
+	if j.Exclude == nil {
+		j.Exclude = aux.ExcludeNodes
 	}
 	j.TimeMin, j.TimeLimit, j.BeginTime = time.Duration(aux.TimeMin), time.Duration(aux.TimeLimit), aux.BeginTime
 	j.CheckpointInterval, j.SwitchesMaxWait = time.Duration(aux.CheckpointInterval), time.Duration(aux.SwitchesMaxWait)

@@ -206,7 +206,7 @@ func (s *Scheduler) Finish(now time.Time, id JobID, exitCode int) error {
 type RequeueEvent struct {
 	Job JobID
 	// ExcludeNodes names the nodes the job's launch failed on: the job
-	// is kept off them from then on (they join JobSpec.ExcludeNodes).
+	// is kept off them from then on (they join JobSpec.Exclude).
 	ExcludeNodes []string `json:",omitempty"`
 }
 
@@ -230,7 +230,7 @@ func (s *Scheduler) Requeue(now time.Time, id JobID) error {
 
 // RequeueExcluding is Requeue after the job's launch failed on nodes: the
 // job pends with launch_failed_requeued and is kept off those nodes from
-// then on (JobSpec.ExcludeNodes, as sbatch --exclude), by placement, the
+// then on (JobSpec.Exclude, as sbatch --exclude), by placement, the
 // backfill plan, preemption and Explain. An unknown node name, or
 // exclusions that leave too few nodes able to hold the job, refuse the
 // requeue (ErrInvalidJob); Requeue without them still requeues it.

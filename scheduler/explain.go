@@ -596,6 +596,8 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 	}
 	if short && allowed.Count() >= j.nodes { // else the nodes blocker says it
 		ex.Blockers = append(ex.Blockers, Blocker{Kind: BlockerResources, Reason: policy.ReasonResources, Need: need})
+	} else if b, ok := s.whereBusyBlocker(j, fit); ok {
+		ex.Blockers = append(ex.Blockers, b)
 	} else if topo {
 		ex.Blockers = append(ex.Blockers, Blocker{Kind: BlockerTopology, Reason: policy.ReasonResources, Need: need})
 	}
@@ -929,6 +931,7 @@ func (s *Scheduler) staticBlockers(now time.Time, j *job, allowed topology.NodeS
 		out = append(out, Blocker{Kind: BlockerBeginTime, Reason: policy.ReasonBeginTime,
 			Detail: fmt.Sprintf("begin time %s is %s away", fmtTime(j.Spec.BeginTime), fmtDur(j.Spec.BeginTime.Sub(now)))})
 	}
+	out = s.whereBlockers(j, out)
 	if b, ok := s.jobNodesBlocker(j); ok {
 		out = append(out, b)
 	}
@@ -1657,7 +1660,7 @@ func (s *Scheduler) variant(j *job, spec JobSpec) (*job, bool) {
 	n := len(s.shapes)
 	x, err := s.newJob(spec)
 	if len(s.shapes) > n && x != nil {
-		delete(s.shapes, shapeKey(x.part, x.perNode, x.Spec.Exclusive, x.excluded))
+		delete(s.shapes, shapeKey(x.part, x.perNode, x.Spec.Exclusive, x.excluded, x.cons))
 	}
 	if err != nil {
 		return nil, false

@@ -204,6 +204,13 @@ func fzNodeConfig(name string, n fzNode) (NodeConfig, error) {
 	if n.Shards > 0 {
 		nc.GRES = []gres.Request{{Name: "shard", Count: n.Shards}}
 	}
+	// Features for the generated constraints, derived from the layout.
+	if n.Sockets%2 == 1 {
+		nc.Features = append(nc.Features, "f0")
+	}
+	if n.CoresPerSocket%2 == 1 {
+		nc.Features = append(nc.Features, "f1")
+	}
 	return nc, nil
 }
 

@@ -442,8 +442,15 @@ func (g *fzGen) spec() JobSpec {
 	}
 	sp.Hold = s.chance(25)
 	if s.chance(20) {
-		sp.ExcludeNodes = []string{g.node()}
+		sp.Exclude = []string{g.node()}
 	}
+	if s.chance(15) {
+		sp.NodeList = g.node()
+	}
+	if s.chance(15) {
+		sp.Constraint = fzPick(s, "f0", "f0|f1", "[f0|f1]", "f1*1", "[f0*1&f1*1]", "f0&", "nope")
+	}
+	sp.Contiguous = s.chance(10)
 	return sp
 }
 
@@ -886,7 +893,7 @@ func fzSpecCode(sp JobSpec) string {
 		`GRESPerJob:[]gres.Request(nil), `, `CPUsPerGPU:0, `, `MemPerGPUMiB:0, `, `GPUsPerSocket:0, `, `SocketsPerNode:0, `,
 		`EnforceBinding:false, `, `TimeMin:0, `, `TimeLimit:0, `, `BeginTime:time.Date(1, time.January, 1, 0, 0, 0, 0, time.UTC), `,
 		`Exclusive:false, `, `CheckpointInterval:0, `, `Requeue:false, `, `Switches:0, `, `SwitchesMaxWait:0, `, `Segment:0, `,
-		`Reservation:"", `, `Dependency:"", `, `Nice:0, `, `, ExcludeNodes:[]string(nil)`, `, Hold:false`, `Hold:false, `,
+		`Reservation:"", `, `Dependency:"", `, `Nice:0, `, `, Exclude:[]string(nil)`, `, Hold:false`, `Hold:false, `, `, NodeList:""`, `, Constraint:""`, `, Contiguous:false`,
 		`, NVLinkDomain:0x0`, `NVLinkDomain:0x0, `, `NVLinkDomain:0x0`,
 		`, NodesMax:0`, `, TasksPerNode:0`, `, TasksPerSocket:0`, `, MemPerCPUMiB:0`} {
 		s = strings.ReplaceAll(s, z, "")

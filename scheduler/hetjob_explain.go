@@ -80,7 +80,7 @@ func (s *Scheduler) explainHet(now time.Time, j *job) *HetExplanation {
 				bj := s.bfJob(now, c, s.allowedNodes(c.shape), c.shape)
 				fit, err := prof.EarliestFit(backfill.Request{Nodes: bj.Nodes, PerNode: bj.PerNode, Spread: bj.Spread,
 					Exclusive: bj.Exclusive, Allowed: bj.Allowed, Duration: bj.TimeLimit, Earliest: laterTime(bj.Earliest, now),
-					Latest: window, Chooser: bj.Chooser})
+					Latest: window, Chooser: bj.Chooser, Tasks: bj.Tasks, PerTask: bj.PerTask, MaxTasksPerNode: bj.MaxTasksPerNode})
 				if err == nil && fit.Status == backfill.FitFound {
 					hc.Alone = fit.Start
 				}

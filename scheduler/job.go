@@ -198,13 +198,6 @@ type JobSpec struct {
 	// Hold submits the job held (sbatch --hold): a user hold, pending with
 	// JobHeldUser until Release (see Scheduler.Hold).
 	Hold bool `json:",omitempty"`
-	// ExcludeNodes names nodes the job must not run on (sbatch --exclude).
-	// Every name must be a node of the cluster, and enough nodes able to
-	// hold the job must remain, or Submit rejects it. Placement, the
-	// backfill plan, preemption and Explain all keep the job off them. A
-	// launch failure reported with RequeueEvent.ExcludeNodes adds the
-	// failed nodes here.
-	ExcludeNodes []string `json:",omitempty"`
 	// NodesMax is the maximum of sbatch -N min-max: the job gets as many
 	// nodes as can run it now within [Nodes, NodesMax]. Zero means Nodes,
 	// or, for a job with Tasks and no Nodes, as many as its tasks need.
@@ -242,6 +235,41 @@ type JobSpec struct {
 	// backfill plan gives it an expected start when they come back.
 	// See ParseLicenses.
 	Licenses []License `json:",omitempty"`
+	// Exclude names nodes the job must not run on (sbatch -x/--exclude).
+	// Each element is a node name or a Slurm hostlist expression
+	// ("gpu[01-04],cpu7"). Every name must be a node of the cluster, and
+	// enough nodes able to hold the job must remain, or Submit rejects
+	// it. Placement, the backfill plan, preemption and Explain all keep
+	// the job off them. A launch failure reported with
+	// RequeueEvent.ExcludeNodes adds the failed nodes here. It was called
+	// ExcludeNodes, the name an older journal, snapshot or JSON form
+	// still holds and which is read into it.
+	Exclude []string `json:",omitempty" was:"ExcludeNodes"`
+	// NodeList is sbatch -w/--nodelist: a Slurm hostlist expression
+	// ("gpu[01-04],cpu7") of nodes the job must be given, every one of
+	// them; with a larger node count (Nodes) it gets more nodes besides.
+	// The job's node count is at least the number of names. Every name
+	// must be a node of the job's partition able to hold it, or Submit
+	// rejects the job; while one is down, drained, powered down or in a
+	// reservation the job cannot use, the job pends with ReqNodeNotAvail
+	// and Explain lists them (Slurm's "UnavailableNodes:").
+	NodeList string `json:",omitempty"`
+	// Constraint is sbatch -C/--constraint over the node features
+	// (NodeConfig.Features), in Slurm's syntax (see package feature):
+	// "a&b", "a|b", "(a|b)&c", the matching OR "[a|b]" (all nodes with
+	// the same one), node counts "gpu*2" and multiple counts
+	// "[rack1*2&rack2*2]". Malformed text is rejected at submission
+	// (ErrInvalidJob wrapping feature.ErrSyntax), as is a constraint no
+	// node of the partition satisfies; one that stops being satisfiable
+	// when node features change (UpdateNode) leaves the job pending with
+	// BadConstraints. With counts the job's node count is at least their
+	// sum.
+	Constraint string `json:",omitempty"`
+	// Contiguous is sbatch --contiguous: the job's nodes are consecutive
+	// in the cluster's node order (the order of Config.Nodes, which is
+	// the topology's leaf order when a topology is configured), with no
+	// node between them left out.
+	Contiguous bool `json:",omitempty"`
 }
 
 // RequeueMode is whether jobs may be requeued (JobSpec.Requeue, and the

@@ -116,24 +116,6 @@ func (p *partition) effectiveLimit(limit time.Duration) time.Duration {
 	return unlimitedPlanTime
 }
 
-// excludedNodes resolves JobSpec.ExcludeNodes to ascending node indices
-// (nil for none); an unknown name is an error naming it.
-func (s *Scheduler) excludedNodes(names []string) ([]int, error) {
-	if len(names) == 0 {
-		return nil, nil
-	}
-	out := make([]int, 0, len(names))
-	for _, nm := range names {
-		i, ok := s.nodeByName[nm]
-		if !ok {
-			return nil, fmt.Errorf("%w: ExcludeNodes: %w %q", ErrInvalidJob, ErrUnknownNode, nm)
-		}
-		out = append(out, i)
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
-}
-
 // ---- hold and release ----
 
 // HoldEvent holds a job (scontrol hold, or uhold with Admin false): see

@@ -214,23 +214,30 @@ func (s *Scheduler) delayRequeued(now time.Time, j *job) {
 
 // requeueExcluding requeues running job id after its launch failed on
 // nodes (RequeueEvent with ExcludeNodes): as Requeue, and the job is kept
-// off those nodes from then on (they join JobSpec.ExcludeNodes).
+// off those nodes from then on (they join JobSpec.Exclude).
 func (s *Scheduler) requeueExcluding(now time.Time, id JobID, nodes []string) error {
 	j, err := s.runningJob(now, id, "be requeued")
 	if err != nil {
 		return err
 	}
-	names := sortedNames(j.Spec.ExcludeNodes, nodes)
-	excluded, err := s.excludedNodes(names)
+	names := sortedNames(j.Spec.Exclude, nodes)
+	excluded, err := s.resolveHostlists("Exclude", names)
 	if err != nil {
 		return fmt.Errorf("requeue job %d: %w", id, err)
 	}
-	sh := s.shapeOf(j.part, j.perNode, j.Spec.Exclusive, excluded)
+	sh := s.shapeOf(j.part, j.perNode, j.Spec.Exclusive, excluded, j.cons)
 	if c := sh.capable.Count(); c < j.nodes {
 		return fmt.Errorf("%w: %w: requeue job %d: without nodes %v, %d node(s) of partition %q can hold it, it needs %d",
 			ErrInvalidJob, ErrUnsatisfiable, id, names, c, j.Partition, j.nodes)
 	}
-	j.Spec.ExcludeNodes, j.excluded, j.shape = names, excluded, sh
+	if j.where != nil {
+		for _, i := range j.where.required {
+			if !sh.capable.Has(i) {
+				return fmt.Errorf("%w: %w: requeue job %d: node %q is in its NodeList", ErrInvalidJob, ErrUnsatisfiable, id, s.nodes[i].cfg.Name)
+			}
+		}
+	}
+	j.Spec.Exclude, j.excluded, j.shape = names, excluded, sh
 	s.requeue(now, j, policy.ReasonLaunchFailRequeue)
 	s.logRequeue(now, j)
 	s.last = now

@@ -366,20 +366,20 @@ func TestLaunchFailureRequeueExcludesNode(t *testing.T) {
 	require.NoError(t, s.RequeueExcluding(t0.Add(time.Second), id, "n0"))
 	j := mustJob(t, s, id)
 	assert.Equal(t, policy.ReasonLaunchFailRequeue, j.Reason)
-	assert.Equal(t, []string{"n0"}, j.Spec.ExcludeNodes)
+	assert.Equal(t, []string{"n0"}, j.Spec.Exclude)
 	assert.Equal(t, 1, j.Restarts)
 	c = mustSchedule(t, s, t0.Add(2*time.Second))
 	require.True(t, startedIn(c, id))
 	assert.Equal(t, []string{"n1"}, c.Starts[0].Alloc.NodeNames())
 
 	// sbatch --exclude: the plan keeps the job off the node too.
-	x := mustSubmit(t, s, t0.Add(2*time.Second), scheduler.JobSpec{User: "u", CPUsPerTask: 4, TimeLimit: time.Hour, ExcludeNodes: []string{"n0"}})
+	x := mustSubmit(t, s, t0.Add(2*time.Second), scheduler.JobSpec{User: "u", CPUsPerTask: 4, TimeLimit: time.Hour, Exclude: []string{"n0"}})
 	c = mustSchedule(t, s, t0.Add(3*time.Second))
 	assert.False(t, startedIn(c, x), "n0 is free, but excluded")
 	assert.Equal(t, []string{"n1"}, mustJob(t, s, x).PlannedNodes)
-	_, err := s.Submit(t0.Add(3*time.Second), scheduler.JobSpec{User: "u", TimeLimit: time.Hour, ExcludeNodes: []string{"n0", "n1"}})
+	_, err := s.Submit(t0.Add(3*time.Second), scheduler.JobSpec{User: "u", TimeLimit: time.Hour, Exclude: []string{"n0", "n1"}})
 	require.ErrorIs(t, err, scheduler.ErrUnsatisfiable)
-	_, err = s.Submit(t0.Add(3*time.Second), scheduler.JobSpec{User: "u", TimeLimit: time.Hour, ExcludeNodes: []string{"n9"}})
+	_, err = s.Submit(t0.Add(3*time.Second), scheduler.JobSpec{User: "u", TimeLimit: time.Hour, Exclude: []string{"n9"}})
 	require.ErrorIs(t, err, scheduler.ErrUnknownNode)
 }
 
@@ -400,7 +400,7 @@ func TestJobControlEventsJSON(t *testing.T) {
 		scheduler.ResumeJobEvent{Job: 6},
 		scheduler.RequeueJobEvent{Job: 7, Hold: true},
 		scheduler.RequeueEvent{Job: 8, ExcludeNodes: []string{"n0"}},
-		scheduler.SubmitEvent{Spec: scheduler.JobSpec{User: "u", Hold: true, ExcludeNodes: []string{"n1"}}},
+		scheduler.SubmitEvent{Spec: scheduler.JobSpec{User: "u", Hold: true, Exclude: []string{"n1"}}},
 	} {
 		b, err := json.Marshal(scheduler.Entry{At: at, Event: ev})
 		require.NoError(t, err)

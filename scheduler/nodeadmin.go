@@ -358,7 +358,7 @@ func (s *Scheduler) addNode(now time.Time, e AddNodeEvent) error {
 		}
 	}
 	for _, sh := range s.shapes {
-		if in[sh.part] && sh.holds(nd.capacity) {
+		if in[sh.part] && sh.holds(i, &s.nodes[i]) {
 			sh.capable.Add(i)
 		}
 	}
@@ -565,7 +565,7 @@ func (s *Scheduler) updateNode(now time.Time, e UpdateNodeEvent) error {
 		}
 	}
 	for _, sh := range s.shapes {
-		if in[sh.part] && sh.holds(n.capacity) {
+		if in[sh.part] && sh.holds(i, n) {
 			sh.capable.Add(i)
 		} else {
 			sh.capable.Remove(i)

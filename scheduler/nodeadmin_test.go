@@ -275,7 +275,7 @@ func TestNodeEventsRoundTripJSON(t *testing.T) {
 func TestSnapshotKeepsExclusionOfRemovedNode(t *testing.T) {
 	s := weighted(t, false)
 	spec := wholeNode
-	spec.ExcludeNodes = []string{"n1"}
+	spec.Exclude = []string{"n1"}
 	spec.BeginTime = t0.Add(time.Hour)
 	id := mustSubmit(t, s, t0, spec)
 	require.NoError(t, s.RemoveNode(t0, "n1"))

@@ -745,7 +745,7 @@ func (s *Scheduler) refreshJob(c *adminChange, j *job, reshape bool) {
 		return
 	}
 	if reshape && (c.removed >= 0 || c.reshape[j.part]) {
-		j.shape = s.shapeOf(j.part, j.perNode, j.Spec.Exclusive, j.excluded)
+		j.shape = s.shapeOf(j.part, j.perNode, j.Spec.Exclusive, j.excluded, j.cons)
 	}
 	tier, rank := s.parts[j.part].cfg.PriorityTier, j.preemptRank
 	if s.pol != nil {

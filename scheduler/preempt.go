@@ -204,6 +204,9 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 	if k < j.nodes {
 		return false
 	}
+	if j.where != nil && s.chooseWhere(j, fit, j.nodes, s.baseChoice(j, switchesRelaxed(now, j))) == nil {
+		return false // its required nodes, matching OR, counts (where.go)
+	}
 	if j.tasks != nil {
 		// Tasks: the nodes place would choose, holding every task, on the
 		// freed resources.

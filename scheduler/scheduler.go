@@ -8,6 +8,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/feature"
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/priority"
@@ -214,9 +215,22 @@ type job struct {
 	// node's share of its GRESPerJob (backfill.Entry.Spread), which
 	// spreadExtra then places; nil otherwise.
 	planShares []gres.Vector
-	// excluded holds the indices of JobSpec.ExcludeNodes, ascending
+	// excluded holds the indices of JobSpec.Exclude, ascending
 	// (derived from the spec; part of the job's shape).
 	excluded []int
+	// cons is JobSpec.Constraint parsed (its per-node part is in the
+	// shape) and where the rest of where the job may run (nil: nothing
+	// beyond its shape); see where.go.
+	cons  feature.Constraint
+	where *whereReq
+	// restoreRequired carries the required nodes from a snapshot's
+	// record to restoreWhere (nil otherwise).
+	restoreRequired []int
+	// whereOK caches whereSatisfiable for the shape whereShape and the
+	// node generation whereGen (Scheduler.tierGen).
+	whereOK    bool
+	whereShape *shape
+	whereGen   uint64
 	// defMemPerCPU, defCPUPerGPU and defMemPerGPU are the partition's
 	// DefMemPerCPU, DefCpuPerGPU and DefMemPerGPU when the job was
 	// submitted (or last updated), what nodeVector applies.
@@ -644,20 +658,46 @@ func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 	if err := spec.validateLayoutRequest(); err != nil {
 		return nil, err
 	}
+	// Where the job may run (where.go): its excluded and required nodes
+	// and its constraint, which may raise its node count.
+	excluded, err := s.resolveHostlists("Exclude", spec.Exclude)
+	if err != nil {
+		return nil, err
+	}
+	cons, err := parseConstraint(spec.Constraint)
+	if err != nil {
+		return nil, err
+	}
+	where, err := s.newWhere(spec, cons, excluded)
+	if err != nil {
+		return nil, err
+	}
 	nodes, tpn, ts, err := resolveTasks(&spec)
 	if err != nil {
 		return nil, err
+	}
+	if m := where.minNodes(); m > nodes {
+		// The required nodes or the constraint's counts raise the count.
+		if ts != nil {
+			return nil, fmt.Errorf("%w: NodeList or a counted Constraint needing %d node(s) with a task count that spreads over the nodes (Tasks without Nodes, NodesMax, uneven Tasks per node) is not supported", ErrInvalidJob, m)
+		}
+		if spec.Tasks > 0 && spec.Tasks < m {
+			return nil, fmt.Errorf("%w: Tasks %d fewer than the %d node(s) NodeList and Constraint need", ErrInvalidJob, spec.Tasks, m)
+		}
+		nodes = m
+		if spec.Tasks > 0 {
+			tpn = int64((spec.Tasks + m - 1) / m)
+		}
+	}
+	if where != nil && ts != nil {
+		return nil, fmt.Errorf("%w: NodeList, a matching-OR or counted Constraint or Contiguous with a task count that spreads over the nodes (Tasks without Nodes, NodesMax, uneven Tasks per node) is not supported", ErrInvalidJob)
 	}
 	j := &job{part: pi, tier: p.cfg.PriorityTier, nodes: nodes, tasks: ts}
 	j.Spec = spec
 	j.Partition = p.cfg.Name
 	j.TimeLimit = p.effectiveLimit(spec.TimeLimit)
-	excluded, err := s.excludedNodes(spec.ExcludeNodes)
-	if err != nil {
-		return nil, err
-	}
-	j.Spec.ExcludeNodes = slices.Clone(spec.ExcludeNodes)
-	j.excluded = excluded
+	j.Spec.Exclude = slices.Clone(spec.Exclude)
+	j.excluded, j.cons, j.where = excluded, cons, where
 	if spec.TimeMin > j.TimeLimit {
 		return nil, fmt.Errorf("%w: TimeMin %v exceeds the time limit %v", ErrInvalidJob, spec.TimeMin, j.TimeLimit)
 	}
@@ -724,7 +764,7 @@ func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 			j.bfSpread = j.extraTotal
 		}
 	}
-	j.shape = s.shapeOf(pi, v, spec.Exclusive, excluded)
+	j.shape = s.shapeOf(pi, v, spec.Exclusive, excluded, cons)
 	if ts != nil {
 		if err := s.initTasks(j); err != nil {
 			return nil, err
@@ -734,6 +774,9 @@ func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 	if c := j.shape.capable.Count(); c < nodes {
 		return nil, fmt.Errorf("%w: %w: needs %d node(s) with %s in partition %q, only %d exist",
 			ErrInvalidJob, ErrUnsatisfiable, nodes, s.reg.FormatTRES(v), p.cfg.Name, c)
+	}
+	if err := s.checkWhere(j); err != nil {
+		return nil, err
 	}
 	if err := s.perJobFeasible(j); err != nil {
 		return nil, err

@@ -655,6 +655,9 @@ func (ps *structPlans) of(t reflect.Type) *structPlan {
 		pl.fields = append(pl.fields, fieldPlan{index: i, name: f.Name, skip: skipped(f.Type)})
 		if !skipped(f.Type) {
 			pl.byName[f.Name] = i
+			if was := f.Tag.Get("was"); was != "" {
+				pl.byName[was] = i // a renamed field: its old name reads into it
+			}
 		}
 	}
 	(*ps)[t] = pl

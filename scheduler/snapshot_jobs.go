@@ -55,6 +55,7 @@ const (
 	jfUsage           // usageTotal, usageEnd follow
 	jfShares          // the allocation's device shares follow it (minor 2)
 	jfTasks           // the task spread follows (see tasks.go)
+	jfRequired        // the required nodes (JobSpec.NodeList resolved) follow
 	jfNumFlags        = iota
 )
 
@@ -92,6 +93,7 @@ func (e *senc) job(j *job) error {
 	set(jfUsage, j.usageTotal != nil || !j.usageEnd.IsZero())
 	set(jfShares, j.Alloc.hasShares())
 	set(jfTasks, j.tasks != nil)
+	set(jfRequired, j.where != nil && len(j.where.required) > 0)
 	e.uvarint(uint64(j.ID))
 	e.uvarint(f)
 	// The public record (Job) field by field by name, so that fields
@@ -144,6 +146,10 @@ func (e *senc) job(j *job) error {
 	if f&jfUsage != 0 {
 		e.vec(j.usageTotal)
 		e.time(j.usageEnd)
+	}
+	if f&jfRequired != 0 {
+		// As resolved at submission, like the excluded nodes.
+		e.ints(j.where.required)
 	}
 	if f&jfSuspended != 0 {
 		e.uvarint(uint64(j.suspendedBy))
@@ -364,6 +370,15 @@ func (d *sdec) job(s *Scheduler) *job {
 	if f&jfUsage != 0 {
 		j.usageTotal = d.vec()
 		j.usageEnd = d.time()
+	}
+	if f&jfRequired != 0 {
+		req := d.ints()
+		for k, i := range req {
+			if d.err == nil && (i < 0 || i >= len(s.nodes) || (k > 0 && i <= req[k-1])) {
+				d.fail("job %d: required node %d out of range or order", j.ID, i)
+			}
+		}
+		j.restoreRequired = req
 	}
 	if f&jfSuspended != 0 {
 		j.suspendedBy = JobID(d.uvarint())

@@ -474,8 +474,11 @@ func (s *Scheduler) attachJob(j *job) error {
 	if len(j.perNode) != s.reg.Len() || len(j.bfPer) != s.reg.Len() {
 		return errors.New("request vectors of the wrong length")
 	}
+	if err := s.restoreWhere(j); err != nil {
+		return err
+	}
 	if j.part >= 0 {
-		j.shape = s.shapeOf(j.part, j.perNode, j.Spec.Exclusive, j.excluded)
+		j.shape = s.shapeOf(j.part, j.perNode, j.Spec.Exclusive, j.excluded, j.cons)
 	}
 	if j.Spec.Dependency != "" {
 		dep, err := policy.ParseDependency(j.Spec.Dependency)

@@ -306,7 +306,7 @@ func TestTasksNodeCountWithinPartitionMaxNodes(t *testing.T) {
 	names := []string{"c0", "c1", "c2"}
 	for k := range names {
 		others := slices.Delete(slices.Clone(names), k, k+1)
-		mustSubmit(t, s, t0, scheduler.JobSpec{Nodes: 1, Tasks: 8, ExcludeNodes: others, TimeLimit: time.Hour})
+		mustSubmit(t, s, t0, scheduler.JobSpec{Nodes: 1, Tasks: 8, Exclude: others, TimeLimit: time.Hour})
 	}
 	id := mustSubmit(t, s, t0, scheduler.JobSpec{Tasks: 20, TimeLimit: time.Hour})
 	mustSchedule(t, s, t0)

@@ -20,6 +20,10 @@ type StateOptions struct {
 	// it is submitted (after the choice of the small jobs that fill the
 	// cluster).
 	Spec func(k int, spec *scheduler.JobSpec)
+	// Mutate, when set, adjusts the k-th job of the workload before it
+	// is queued (where-requests in the mix, say); the running jobs are
+	// the standard ones.
+	Mutate func(k int, spec *scheduler.JobSpec)
 }
 
 // NewState returns a scheduler over the standard cluster (adjusted by
@@ -73,6 +77,9 @@ func NewState(o StateOptions) (*scheduler.Scheduler, time.Time, error) {
 		spec := jobs[next].Spec
 		if o.Spec != nil {
 			o.Spec(next, &spec)
+		}
+		if o.Mutate != nil {
+			o.Mutate(next, &spec)
 		}
 		if _, err := s.Submit(now, spec); err != nil {
 			return nil, now, err

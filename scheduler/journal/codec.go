@@ -136,6 +136,11 @@ func (c *codec) structFields(ti *typeInfo) {
 		}
 		sub := c.info(sf.Type)
 		ti.byName[sf.Name] = len(ti.fields)
+		if was := sf.Tag.Get("was"); was != "" {
+			// A field renamed: records written under its old name
+			// decode into it.
+			ti.byName[was] = len(ti.fields)
+		}
 		ti.fields = append(ti.fields, field{index: sf.Index, name: sf.Name, keep: sub.form == formJSON || sub.form == formText})
 	}
 }

@@ -1,0 +1,108 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// featureNodes labels the standard cluster's nodes with a rack (40 nodes
+// each) and their GPU kind, Slurm's node Features.
+func featureNodes(c *scheduler.Config) error {
+	for i := range c.Nodes {
+		kind := map[byte]string{'h': "h100", 'a': "a100", 'g': "gb200"}[c.Nodes[i].Name[0]]
+		c.Nodes[i].Features = []string{fmt.Sprintf("rack%03d", i/40), kind}
+	}
+	return nil
+}
+
+// whereMix gives every tenth job of the batch partition a where request,
+// in turn: a feature filter, a matching OR over two racks (single-node
+// jobs), a required node, an excluded range, a rack count.
+func whereMix(k int, sp *scheduler.JobSpec) {
+	if k%10 != 0 || sp.Partition != "batch" {
+		return
+	}
+	small := sp.Nodes <= 1
+	switch (k / 10) % 5 {
+	case 0:
+		sp.Constraint = "h100|a100"
+	case 1:
+		if small {
+			r := (k / 50) % 120
+			sp.Constraint = fmt.Sprintf("[rack%03d|rack%03d]", r, r+1)
+		} else {
+			sp.Constraint = "(h100|a100)&rack000|h100"
+		}
+	case 2:
+		if small {
+			sp.NodeList = fmt.Sprintf("h%05d", (k/50)%4000)
+		} else {
+			sp.Exclude = []string{"h[00000-00009]"}
+		}
+	case 3:
+		sp.Exclude = []string{fmt.Sprintf("a[%05d-%05d]", 5000+(k/50)%1000, 5010+(k/50)%1000)}
+	case 4:
+		if small {
+			sp.Constraint = fmt.Sprintf("rack%03d*1", (k/50)%120)
+		} else {
+			sp.Constraint = "h100"
+		}
+	}
+}
+
+// BenchmarkScheduleWhere is BenchmarkSchedule's standard cycle over a
+// cluster with node features, without and with where requests (one job
+// in ten of the batch partition: constraints, matching OR, counts,
+// required and excluded nodes) in the queue.
+func BenchmarkScheduleWhere(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		mutate func(int, *scheduler.JobSpec)
+		cfg    []func(*scheduler.Config) error
+	}{
+		{"plain", nil, []func(*scheduler.Config) error{featureNodes, standardPriority}},
+		{"where", whereMix, []func(*scheduler.Config) error{featureNodes, standardPriority}},
+		{"plain/easy", nil, []func(*scheduler.Config) error{featureNodes, standardPriority, easy}},
+		{"where/easy", whereMix, []func(*scheduler.Config) error{featureNodes, standardPriority, easy}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, now, err := clustertest.NewState(clustertest.StateOptions{Running: 40000, Pending: 100000, Seed: 1,
+				Mutate: bc.mutate,
+				Configure: func(c *scheduler.Config) error {
+					for _, f := range bc.cfg {
+						if err := f(c); err != nil {
+							return err
+						}
+					}
+					return nil
+				}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.Schedule(now); err != nil {
+				b.Fatal(err)
+			}
+			p, r := s.Counts()
+			n := 0
+			for _, j := range s.Jobs() {
+				if j.Spec.Constraint != "" || j.Spec.NodeList != "" || j.Spec.Exclude != nil {
+					n++
+				}
+			}
+			if (n > 0) != (bc.mutate != nil) {
+				b.Fatalf("%d jobs with where requests", n)
+			}
+			for b.Loop() {
+				if _, err := s.Schedule(now); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(p), "pending")
+			b.ReportMetric(float64(r), "running")
+			b.ReportMetric(float64(n), "where-jobs")
+		})
+	}
+}
