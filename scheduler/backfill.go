@@ -245,7 +245,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 			}
 			return true
 		}
-				jobs = append(jobs, s.bfJob(now, j, s.allowedNodes(j.shape), j.shape))
+		jobs = append(jobs, s.bfJob(now, j, s.allowedNodes(j.shape), j.shape))
 		jobs[len(jobs)-1].NoEstimate = keep
 		pjobs = append(pjobs, j)
 		return true
