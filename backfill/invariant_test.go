@@ -288,7 +288,8 @@ func TestBackfillGuarantee(t *testing.T) {
 	require.Positive(t, exact)
 	require.Positive(t, backfilled, "some jobs were backfilled")
 	require.Positive(t, coarse)
-	require.LessOrEqual(t, moved*1000, coarse, "conservative reservations on a coarse grid that moved later: %d of %d jobs", moved, coarse)
+	// At most one in a thousand (one, in the smaller -short run).
+	require.LessOrEqual(t, moved, max(1, coarse/1000), "conservative reservations on a coarse grid that moved later: %d of %d jobs", moved, coarse)
 	t.Logf("%d conservative starts exactly at their first estimate; %d backfill overtakes; %d of %d conservative jobs on a 60 s grid moved later",
 		exact, backfilled, moved, coarse)
 }

@@ -132,8 +132,25 @@ func TestNoMultithreadNeedsFreeCores(t *testing.T) {
 		}
 	}
 	require.NotNil(t, need, "blockers %+v", ex.Blockers)
+	// Three tasks without a node count may spread over nodes (tasks.go):
+	// the one node's two free cores hold two of them.
+	assert.Equal(t, 3, need.Tasks)
+	assert.Equal(t, 2, need.TaskRoom)
+	// With the node count fixed, the per-node need is three free cores.
+	id2 := mustSubmit(t, s, t0, scheduler.JobSpec{Nodes: 1, Tasks: 3, Hint: scheduler.HintNoMultithread, TimeLimit: time.Hour})
+	mustSchedule(t, s, t0)
+	ex, err = s.Explain(t0, id2, scheduler.ExplainOptions{})
+	require.NoError(t, err)
+	need = nil
+	for _, b := range ex.Blockers {
+		if b.Kind == scheduler.BlockerResources {
+			need = b.Need
+		}
+	}
+	require.NotNil(t, need, "blockers %+v", ex.Blockers)
 	assert.Equal(t, 0, need.FitNow)
 	assert.Contains(t, need.Deficits, scheduler.Deficit{TRES: "free core (nomultithread)", PerNode: 3, Nodes: 0})
+	require.NoError(t, s.Cancel(t0, id2))
 	// Two free cores do hold two tasks, one thread each.
 	require.NoError(t, s.Cancel(t0, id))
 	assert.Equal(t, []int{4, 6}, startedCPUs(t, s, t0, scheduler.JobSpec{Tasks: 2, Hint: scheduler.HintNoMultithread}))

@@ -266,7 +266,7 @@ func (s *Scheduler) tasksFeasible(j *job) error {
 	full := 0
 	for i := j.shape.capable.Next(0); i >= 0 && full < enough; i = j.shape.capable.Next(i + 1) {
 		n := &s.nodes[i]
-		if r := s.taskRoom(j, n, n.capacity); r > 0 {
+		if r := s.taskRoom(j, n, n.capacity, true); r > 0 {
 			rooms = append(rooms, r)
 			if r >= most || ts.total == 0 {
 				full++
@@ -344,9 +344,11 @@ func nodeSockets(n *node) int64 {
 
 // taskRoom returns how many of job j's tasks node n could run with free
 // resources free (0 when not even its minimum fits), within the job's
-// bounds per node and per socket. A job with a node range alone gets 1
-// where the node holds its per-node request.
-func (s *Scheduler) taskRoom(j *job, n *node, free gres.Vector) int64 {
+// bounds per node and per socket and, for one thread per core, by the
+// node's cores (all of them when idle, else those with a free thread). A
+// job with a node range alone gets 1 where the node holds its per-node
+// request.
+func (s *Scheduler) taskRoom(j *job, n *node, free gres.Vector, idle bool) int64 {
 	ts := j.tasks
 	if !j.perNode.Fits(free) {
 		return 0
@@ -367,6 +369,17 @@ func (s *Scheduler) taskRoom(j *job, n *node, free gres.Vector) int64 {
 	}
 	if ts.total == 0 {
 		return 1
+	}
+	if j.Spec.Hint.oneThreadPerCore() && !j.Spec.Exclusive && n.lay.threads > 1 {
+		// One thread per core (--hint=nomultithread, layout.go): the
+		// node's cores, or those with a free thread, bound its CPUs.
+		cores := int64(n.lay.sockets * n.lay.cores)
+		if !idle {
+			cores = int64(n.freeCores())
+		}
+		if most = min(most, cores/int64(max(j.Spec.CPUsPerTask, 1))); most < 1 {
+			return 0
+		}
 	}
 	if ts.perTask != nil {
 		r := most
@@ -428,7 +441,7 @@ func (s *Scheduler) taskReqs(j *job, nodes []int) ([]nodeReq, bool) {
 	ts := j.tasks
 	if ts.total == 0 {
 		for _, i := range nodes {
-			if s.taskRoom(j, &s.nodes[i], s.nodes[i].free) < 1 {
+			if s.taskRoom(j, &s.nodes[i], s.nodes[i].free, false) < 1 {
 				return nil, false
 			}
 		}
@@ -443,7 +456,7 @@ func (s *Scheduler) taskReqs(j *job, nodes []int) ([]nodeReq, bool) {
 	} else {
 		room := make([]int64, len(nodes))
 		for k, i := range nodes {
-			room[k] = s.taskRoom(j, &s.nodes[i], s.nodes[i].free)
+			room[k] = s.taskRoom(j, &s.nodes[i], s.nodes[i].free, false)
 		}
 		if counts = dealTasks(int64(ts.total), room); counts == nil {
 			return nil, false
@@ -502,7 +515,7 @@ func (s *Scheduler) scanTasks(j *job, set topology.NodeSet, check func(int) bool
 	complete := true
 	s.byWeight(set, func(i int) bool {
 		if check == nil || check(i) {
-			if r := s.taskRoom(j, &s.nodes[i], s.nodes[i].free); r > 0 {
+			if r := s.taskRoom(j, &s.nodes[i], s.nodes[i].free, false); r > 0 {
 				fit = append(fit, taskFit{i, r})
 				sum += r
 			}
