@@ -304,6 +304,7 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 			return true
 		}
 		r := s.evaluate(now, j, blocked, &cyc, false)
+		s.holdCounters(now, j, r, blocked)
 		if r == policy.ReasonNone {
 			// Its allocation is final: only running jobs (not those
 			// started by this pass) can be preempted.
@@ -396,6 +397,8 @@ func (s *Scheduler) endExpired(now time.Time, cyc *Cycle) {
 type passBlocks struct {
 	parts []bool
 	resv  map[string]bool
+	// keys are the limit counters held back for the plan (limithold.go).
+	keys map[policy.CounterKey]bool
 }
 
 // magneticJobs returns the pending jobs that name no reservation but
@@ -498,6 +501,9 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 	if !s.licensesFree(j) {
 		s.holdForLicenses(j, blocked, magnetic)
 		return policy.ReasonLicenses
+	}
+	if s.countersHeld(j, blocked) {
+		return policy.ReasonPriority // left to the backfill pass (limithold.go)
 	}
 	if j.HetJobID != 0 {
 		// Started by the backfill pass, all components at once; it

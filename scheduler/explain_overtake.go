@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/topology"
@@ -22,10 +23,18 @@ type Overtaker struct {
 // mayOvertake reports whether job x, ahead of the explained job in the
 // queue, is an Overtaker of a job that may use the nodes of allowed:
 // pending outside the plan (no expected start), not held, not in a
-// reservation (whose window the plan blocks), able to start some day,
-// and able to use one of those nodes.
-func (s *Scheduler) mayOvertake(x *job, allowed topology.NodeSet) bool {
+// reservation (whose window the plan blocks), not held only by the
+// concurrent limits the plan carries (limitHeld), able to start some day
+// (neither neverStarts nor a limit it exceeds with nothing running),
+// and able to use one of those nodes or to take room on one of the limit
+// counters keys (limitKeys) that the explained job's start needs.
+func (s *Scheduler) mayOvertake(now time.Time, x *job, allowed topology.NodeSet, keys map[policy.CounterKey]bool) bool {
 	if x.Hold != HoldNone || x.Spec.Reservation != "" || !x.ExpectedStart.IsZero() || x.reserved {
+		return false
+	}
+	if s.bf != nil && x.Reason.IsLimit() && s.limitHeld(now, x) {
+		// The plan considers it (limitplan.go): planned where its limits
+		// and the nodes allow, or beyond the window (after the job anyway).
 		return false
 	}
 	switch {
@@ -37,7 +46,43 @@ func (s *Scheduler) mayOvertake(x *job, allowed topology.NodeSet) bool {
 	case !x.Reason.IsLimit():
 		return false
 	}
-	return s.neverStarts(x) == "" && x.shape.capable.Intersects(allowed)
+	if x.Reason.IsLimit() && s.neverBlocker(now, x).Blocked() {
+		return false // above a limit even with nothing else running
+	}
+	return s.neverStarts(x) == "" && (x.shape.capable.Intersects(allowed) || s.sharesCounter(x, keys))
+}
+
+// limitKeys returns the limit counters job j counts against (nil without
+// a policy): a job outside the plan that counts against one of them may
+// take, once released, the room j's planned start needs, whatever nodes
+// it runs on.
+func (s *Scheduler) limitKeys(j *job) map[policy.CounterKey]bool {
+	if s.pol == nil {
+		return nil
+	}
+	req := s.policyRequest(j)
+	var keys map[policy.CounterKey]bool
+	for _, sl := range s.pol.p.Slots(&req, s.pol.usage, nil) {
+		if keys == nil {
+			keys = map[policy.CounterKey]bool{}
+		}
+		keys[sl.Key] = true
+	}
+	return keys
+}
+
+// sharesCounter reports whether job x counts against one of keys.
+func (s *Scheduler) sharesCounter(x *job, keys map[policy.CounterKey]bool) bool {
+	if len(keys) == 0 {
+		return false
+	}
+	req := s.policyRequest(x)
+	for _, sl := range s.pol.p.Slots(&req, s.pol.usage, nil) {
+		if keys[sl.Key] {
+			return true
+		}
+	}
+	return false
 }
 
 // addOvertaker lists x among the estimate's overtakers (at most max).
