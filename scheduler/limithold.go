@@ -1,8 +1,10 @@
 package scheduler
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/policy"
 )
 
@@ -20,12 +22,20 @@ import (
 // carried over time, leave room for every reservation ahead of it.
 
 // holdCounters records the limit counters of job j, which the main pass
-// left waiting with reason r, when the backfill plan places it.
+// left waiting with reason r, when the backfill plan places it or holds
+// what it may take (a job of an advance reservation).
 func (s *Scheduler) holdCounters(now time.Time, j *job, r policy.Reason, blocked *passBlocks) {
-	if s.bf == nil || s.pol == nil || j.Spec.Reservation != "" || j.Hold != HoldNone {
+	if s.bf == nil || s.pol == nil || j.Hold != HoldNone || r == policy.ReasonNone {
 		return
 	}
 	switch {
+	case j.Spec.Reservation != "":
+		// Not placed by the plan, but what it may hold in its window is
+		// (holdReservationJobs): the main pass must not start a job that
+		// the plan's counters, holding it, would not start now.
+		if s.neverStarts(j) != "" {
+			return
+		}
 	case r == policy.ReasonBeginTime:
 		if !j.reserved {
 			return
@@ -50,9 +60,12 @@ func (s *Scheduler) holdCounters(now time.Time, j *job, r policy.Reason, blocked
 
 // countersHeld reports whether job j counts against a limit counter that
 // a higher-priority job waiting for the plan holds back (holdCounters):
-// the main pass then leaves it to the backfill pass.
+// the main pass then leaves it to the backfill pass. A job of an advance
+// reservation is never held: the plan has counted its use already.
 func (s *Scheduler) countersHeld(j *job, blocked *passBlocks) bool {
-	if len(blocked.keys) == 0 || s.pol == nil {
+	if len(blocked.keys) == 0 || s.pol == nil || j.Spec.Reservation != "" {
+		// A reservation job starts in the main pass only; the plan holds
+		// what it may take (holdReservationJobs).
 		return false
 	}
 	req := s.policyRequest(j)
@@ -63,4 +76,53 @@ func (s *Scheduler) countersHeld(j *job, blocked *passBlocks) bool {
 		}
 	}
 	return false
+}
+
+// holdReservationJobs books into the pass's counter set what each pending
+// job of an advance reservation may hold of the limit counters it counts
+// against: the plan does not place such jobs (the main pass starts them
+// inside their reservation's window, and they end by its end), so each is
+// taken to hold its amounts over every window of its reservation within
+// the plan's window, from now on. The planned jobs then find room only
+// where a reservation job starting in its window leaves it: a bound, never
+// later than the truth, on what the limits allow them.
+func (s *Scheduler) holdReservationJobs(now time.Time, set *backfill.Counters) error {
+	if s.pol == nil || s.pol.resv.Len() == 0 {
+		return nil
+	}
+	b := &s.bf.ctr
+	end := now.Add(s.bf.planner.Config().Window)
+	var err error
+	s.pending.Ascend(func(j *job) bool {
+		if j.Spec.Reservation == "" || j.Hold != HoldNone || s.neverStarts(j) != "" {
+			return true
+		}
+		ws, werr := s.pol.resv.Windows(j.Spec.Reservation, now, end, nil)
+		if werr != nil || len(ws) == 0 {
+			return true // no window to start in within the plan
+		}
+		req := s.policyRequest(j)
+		b.slots = s.pol.p.Slots(&req, s.pol.usage, b.slots[:0])
+		for _, sl := range b.slots {
+			if sl.Limit == 0 {
+				continue // admits nothing: it never starts
+			}
+			var id backfill.CounterID
+			if id, err = b.counter(set, sl); err != nil {
+				return false
+			}
+			for _, w := range ws {
+				from := w.Start
+				if from.Before(now) {
+					from = now
+				}
+				if err = set.Hold(id, sl.Add, from, w.End); err != nil {
+					err = fmt.Errorf("scheduler: backfill counters: reservation job %d: %w", j.ID, err)
+					return false
+				}
+			}
+		}
+		return true
+	})
+	return err
 }
