@@ -562,8 +562,10 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 		if x == j {
 			return false
 		}
-		if est.Source != EstimateNone && s.mayOvertake(now, x, allowed, keys) {
-			est.addOvertaker(x, opts.MaxListed)
+		if est.Source != EstimateNone {
+			if r, ok := s.mayOvertake(now, x, allowed, keys); ok {
+				est.addOvertaker(x, r, opts.MaxListed)
+			}
 		}
 		if x.part == j.part {
 			ex.Rank++
