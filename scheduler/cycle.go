@@ -502,9 +502,6 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 		s.holdForLicenses(j, blocked, magnetic)
 		return policy.ReasonLicenses
 	}
-	if s.countersHeld(j, blocked) {
-		return policy.ReasonPriority // left to the backfill pass (limithold.go)
-	}
 	if j.HetJobID != 0 {
 		// Started by the backfill pass, all components at once; it
 		// holds no one back here (see hetjob.go).
@@ -539,6 +536,9 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 	if nodes != nil {
 		if r := s.checkExclusiveLimits(now, j, nodes); r != policy.ReasonNone {
 			return r
+		}
+		if s.countersHeld(j, blocked) {
+			return policy.ReasonPriority // left to the backfill pass (limithold.go)
 		}
 		// Killed at its reservation's end, if any. The nodes were chosen
 		// by the predicate allocate plans with (fitsNow), so it fails only
