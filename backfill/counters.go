@@ -121,6 +121,30 @@ func (c *Counters) Release(id CounterID, amount int64, at time.Time) error {
 	return nil
 }
 
+// Hold records amount of counter id in use over [from, to) on top of its
+// use (a job the plan does not place but that may hold the counter then:
+// a pending job of an advance reservation, within its window); the zero
+// to means for ever. Errors wrap ErrInvalidRequest for an unknown
+// counter, a negative or oversized amount, or to before from.
+func (c *Counters) Hold(id CounterID, amount int64, from, to time.Time) error {
+	switch {
+	case !c.valid(id):
+		return fmt.Errorf("%w: unknown counter %d", ErrInvalidRequest, id)
+	case amount < 0 || amount > maxCounterValue:
+		return fmt.Errorf("%w: counter %d hold %d, want [0, %d]", ErrInvalidRequest, id, amount, int64(maxCounterValue))
+	case !to.IsZero() && to.Before(from):
+		return fmt.Errorf("%w: counter %d hold ends %s before it starts %s", ErrInvalidRequest, id, to, from)
+	case amount == 0:
+		return nil
+	}
+	k := &c.cs[id]
+	k.pend = append(k.pend, cpoint{t: from.Unix(), use: amount})
+	if !to.IsZero() {
+		k.pend = append(k.pend, cpoint{t: ceilUnix(to), use: -amount})
+	}
+	return nil
+}
+
 // UseAt returns counter id's use at t (0 for an unknown id).
 func (c *Counters) UseAt(id CounterID, t time.Time) int64 {
 	if !c.valid(id) {

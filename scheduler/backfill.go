@@ -251,7 +251,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		return true
 	})
 	b.jobs, b.pjobs = jobs, pjobs
-	ctr, err := s.attachCounters(jobs, pjobs)
+	ctr, err := s.attachCounters(now, jobs, pjobs)
 	if err != nil {
 		return err
 	}

@@ -304,6 +304,7 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 			return true
 		}
 		r := s.evaluate(now, j, blocked, &cyc, false)
+		s.holdCounters(now, j, r, blocked)
 		if r == policy.ReasonNone {
 			// Its allocation is final: only running jobs (not those
 			// started by this pass) can be preempted.
@@ -396,6 +397,8 @@ func (s *Scheduler) endExpired(now time.Time, cyc *Cycle) {
 type passBlocks struct {
 	parts []bool
 	resv  map[string]bool
+	// keys are the limit counters held back for the plan (limithold.go).
+	keys map[policy.CounterKey]bool
 }
 
 // magneticJobs returns the pending jobs that name no reservation but
@@ -533,6 +536,9 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 	if nodes != nil {
 		if r := s.checkExclusiveLimits(now, j, nodes); r != policy.ReasonNone {
 			return r
+		}
+		if s.countersHeld(j, blocked) {
+			return policy.ReasonPriority // left to the backfill pass (limithold.go)
 		}
 		// Killed at its reservation's end, if any. The nodes were chosen
 		// by the predicate allocate plans with (fitsNow), so it fails only

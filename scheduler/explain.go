@@ -556,13 +556,16 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 		}
 		return x.reserved
 	}
+	keys := s.limitKeys(j)
 	s.pending.Ascend(func(x *job) bool {
 		ex.QueuePos++
 		if x == j {
 			return false
 		}
-		if est.Source != EstimateNone && s.mayOvertake(x, allowed) {
-			est.addOvertaker(x, opts.MaxListed)
+		if est.Source != EstimateNone {
+			if r, ok := s.mayOvertake(now, x, allowed, keys); ok {
+				est.addOvertaker(x, r, opts.MaxListed)
+			}
 		}
 		if x.part == j.part {
 			ex.Rank++
@@ -1245,7 +1248,12 @@ func (s *Scheduler) estimate(now time.Time, j *job, ctx *planCtx, allowed topolo
 // ownFit is job j's earliest fit in the context's plan, planned as
 // backfill plans it.
 func (s *Scheduler) ownFit(now time.Time, j *job, ctx *planCtx, allowed topology.NodeSet) (backfill.Fit, error) {
-	return ctx.prof.EarliestFit(s.requestFor(now, j, allowed, plannedDuration(j), ctx.partStart))
+	req := s.requestFor(now, j, allowed, plannedDuration(j), ctx.partStart)
+	fit, err := ctx.prof.EarliestFit(req)
+	if err != nil {
+		return fit, err
+	}
+	return s.countedFit(ctx.prof, j, req, fit)
 }
 
 // earliestRange re-plans on a copy of the context's profile with the
@@ -1447,7 +1455,7 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 				fit = backfill.Fit{Status: backfill.FitFound, Start: now, End: now.Add(d), Nodes: nodes}
 			}
 		}
-		return fit, nil
+		return s.countedFit(p, x, req, fit)
 	}
 	// tryVariant plans j changed to spec; ok is false, and nothing is
 	// planned, for a spec the scheduler or the partition would refuse

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/topology"
@@ -20,31 +21,80 @@ type Overtaker struct {
 }
 
 // mayOvertake reports whether job x, ahead of the explained job in the
-// queue, is an Overtaker of a job that may use the nodes of allowed:
-// pending outside the plan (no expected start), not held, not in a
-// reservation (whose window the plan blocks), able to start some day,
-// and able to use one of those nodes.
-func (s *Scheduler) mayOvertake(x *job, allowed topology.NodeSet) bool {
+// queue, is an Overtaker of a job that may use the nodes of allowed, and
+// what keeps x outside the plan (its dependency, whatever reason it
+// reports first, or a limit): pending outside the plan (no expected
+// start), not held, not in a reservation (whose window the plan blocks),
+// not held only by the concurrent limits the plan carries (limitHeld),
+// able to start some day (neither neverStarts nor a limit it exceeds with
+// nothing running), and able to use one of those nodes or to take room
+// on one of the limit counters keys (limitKeys) that the explained job's
+// start needs.
+func (s *Scheduler) mayOvertake(now time.Time, x *job, allowed topology.NodeSet, keys map[policy.CounterKey]bool) (policy.Reason, bool) {
 	if x.Hold != HoldNone || x.Spec.Reservation != "" || !x.ExpectedStart.IsZero() || x.reserved {
-		return false
+		return 0, false
 	}
+	r := x.Reason
 	switch {
-	case plannable(x.Reason), x.Reason == policy.ReasonNone:
-		return false // in the plan (or beyond its window: after the job anyway)
-	case x.Reason == policy.ReasonDependency:
-	case x.Reason.Blocking(), x.Reason == policy.ReasonPriority:
-		return false
-	case !x.Reason.IsLimit():
-		return false
+	case !x.dep.IsZero() && s.depHolds(x):
+		// Outside the plan for its dependency, whatever it reports first
+		// (a begin time, a limit).
+		r = policy.ReasonDependency
+	case s.bf != nil && r.IsLimit() && s.limitHeld(now, x):
+		// The plan considers it (limitplan.go): planned where its limits
+		// and the nodes allow, or beyond the window (after the job anyway).
+		return 0, false
+	case plannable(r), r == policy.ReasonNone:
+		return 0, false // in the plan (or beyond its window: after the job anyway)
+	case r == policy.ReasonDependency:
+	case r.Blocking(), r == policy.ReasonPriority, !r.IsLimit():
+		return 0, false
 	}
-	return s.neverStarts(x) == "" && x.shape.capable.Intersects(allowed)
+	if s.neverBlocker(now, x).Blocked() {
+		return 0, false // above a limit even with nothing else running
+	}
+	return r, s.neverStarts(x) == "" && (x.shape.capable.Intersects(allowed) || s.sharesCounter(x, keys))
 }
 
-// addOvertaker lists x among the estimate's overtakers (at most max).
-func (e *Estimate) addOvertaker(x *job, max int) {
+// limitKeys returns the limit counters job j counts against (nil without
+// a policy): a job outside the plan that counts against one of them may
+// take, once released, the room j's planned start needs, whatever nodes
+// it runs on.
+func (s *Scheduler) limitKeys(j *job) map[policy.CounterKey]bool {
+	if s.pol == nil {
+		return nil
+	}
+	req := s.policyRequest(j)
+	var keys map[policy.CounterKey]bool
+	for _, sl := range s.pol.p.Slots(&req, s.pol.usage, nil) {
+		if keys == nil {
+			keys = map[policy.CounterKey]bool{}
+		}
+		keys[sl.Key] = true
+	}
+	return keys
+}
+
+// sharesCounter reports whether job x counts against one of keys.
+func (s *Scheduler) sharesCounter(x *job, keys map[policy.CounterKey]bool) bool {
+	if len(keys) == 0 {
+		return false
+	}
+	req := s.policyRequest(x)
+	for _, sl := range s.pol.p.Slots(&req, s.pol.usage, nil) {
+		if keys[sl.Key] {
+			return true
+		}
+	}
+	return false
+}
+
+// addOvertaker lists x, outside the plan for r, among the estimate's
+// overtakers (at most max).
+func (e *Estimate) addOvertaker(x *job, r policy.Reason, max int) {
 	e.OvertakersTotal++
 	if len(e.Overtakers) < max {
-		e.Overtakers = append(e.Overtakers, Overtaker{Job: x.ID, Reason: x.Reason})
+		e.Overtakers = append(e.Overtakers, Overtaker{Job: x.ID, Reason: r})
 	}
 }
 

@@ -91,9 +91,10 @@ func (s *Scheduler) neverBlocker(now time.Time, j *job) policy.Blocker {
 // attachCounters builds the pass's counter set for the planned jobs
 // (jobs[x] is pjobs[x]): the counters their limits read, each with its
 // use now and the running jobs' holds released at their deadlines, and
-// sets every job's Uses. It returns nil when no job counts against a
-// limit.
-func (s *Scheduler) attachCounters(jobs []backfill.Job, pjobs []*job) (*backfill.Counters, error) {
+// sets every job's Uses, with what the pending jobs of advance
+// reservations may hold in their windows (holdReservationJobs). It
+// returns nil when no job counts against a limit.
+func (s *Scheduler) attachCounters(now time.Time, jobs []backfill.Job, pjobs []*job) (*backfill.Counters, error) {
 	b := &s.bf.ctr
 	b.set = nil
 	if b.ids == nil {
@@ -137,21 +138,9 @@ func (s *Scheduler) attachCounters(jobs []backfill.Job, pjobs []*job) (*backfill
 		req := s.policyRequest(j)
 		b.slots = s.pol.p.Slots(&req, s.pol.usage, b.slots[:0])
 		for _, sl := range b.slots {
-			id, ok := b.ids[sl.Key]
-			if !ok {
-				var err error
-				// Capacity unbounded: each use carries the limit its job
-				// sees (LimitFactor may scale it per job).
-				if id, err = set.Add(backfill.MaxCounter, sl.Used); err != nil {
-					return nil, fmt.Errorf("scheduler: backfill counters: %w", err)
-				}
-				b.ids[sl.Key] = id
-				b.slot = append(b.slot, sl)
-				k := b.keyIndex(sl.Key.Jobs())
-				if int(k) >= len(b.want) {
-					b.want = append(b.want, make([][]wantedCounter, int(k)+1-len(b.want))...)
-				}
-				b.want[k] = append(b.want[k], wantedCounter{tres: sl.Key.TRES(), id: id})
+			id, err := b.counter(set, sl)
+			if err != nil {
+				return nil, err
 			}
 			u := backfill.Use{Counter: id, Amount: sl.Add, Limit: sl.Limit}
 			if sl.Limit == 0 {
@@ -162,6 +151,9 @@ func (s *Scheduler) attachCounters(jobs []backfill.Job, pjobs []*job) (*backfill
 			b.uses = append(b.uses, u)
 		}
 		spans[x] = span{from, len(b.uses)}
+	}
+	if err := s.holdReservationJobs(now, set); err != nil {
+		return nil, err
 	}
 	if set.Len() == 0 {
 		return nil, nil
@@ -204,6 +196,29 @@ func (s *Scheduler) attachCounters(jobs []backfill.Job, pjobs []*job) (*backfill
 	}
 	b.set = set
 	return set, nil
+}
+
+// counter returns the pass's counter for slot sl, added (with its use
+// now) the first time a job names it.
+func (b *bfCounters) counter(set *backfill.Counters, sl policy.Slot) (backfill.CounterID, error) {
+	id, ok := b.ids[sl.Key]
+	if ok {
+		return id, nil
+	}
+	// Capacity unbounded: each use carries the limit its job sees
+	// (LimitFactor may scale it per job).
+	id, err := set.Add(backfill.MaxCounter, sl.Used)
+	if err != nil {
+		return 0, fmt.Errorf("scheduler: backfill counters: %w", err)
+	}
+	b.ids[sl.Key] = id
+	b.slot = append(b.slot, sl)
+	k := b.keyIndex(sl.Key.Jobs())
+	if int(k) >= len(b.want) {
+		b.want = append(b.want, make([][]wantedCounter, int(k)+1-len(b.want))...)
+	}
+	b.want[k] = append(b.want[k], wantedCounter{tres: sl.Key.TRES(), id: id})
+	return id, nil
 }
 
 // keyIndex numbers job-count key k.
