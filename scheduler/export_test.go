@@ -61,3 +61,8 @@ func UsageDigest(s *Scheduler, now time.Time) string {
 // SettlePasses returns how many further passes Schedule calls have run to
 // settle their cycles (see settle).
 func SettlePasses(s *Scheduler) uint64 { return s.settlePasses }
+
+// WhereNarrowOff makes the backfill plan give where jobs their whole
+// allowed set (no narrowAllowed), so tests can check that narrowing
+// changes no decision.
+func WhereNarrowOff(s *Scheduler) { s.whereC.noNarrow = true }

@@ -114,6 +114,8 @@ type Scheduler struct {
 	tiers   []topology.NodeSet
 	tierGen uint64
 	tierKey string
+	// whereC is the where chooser's node sets and scratch (where_sets.go).
+	whereC whereCache
 	// tierChooser is chooseByWeight as a backfill.NodeChooser, made once.
 	tierChooser backfill.NodeChooser
 	// cycleFault, when set (tests), is called at the end of every cycle;
@@ -231,6 +233,13 @@ type job struct {
 	whereOK    bool
 	whereShape *shape
 	whereGen   uint64
+	// bfNarrow is the backfill plan's allowed set narrowed to the nodes
+	// the where chooser can pick (narrowAllowed), replaced when it
+	// changes.
+	bfNarrow topology.NodeSet
+	// whereBF is the job's where chooser for the backfill plan, kept
+	// while its base key stays (whereChooser).
+	whereBF *whereBF
 	// defMemPerCPU, defCPUPerGPU and defMemPerGPU are the partition's
 	// DefMemPerCPU, DefCpuPerGPU and DefMemPerGPU when the job was
 	// submitted (or last updated), what nodeVector applies.

@@ -40,6 +40,10 @@ type whereReq struct {
 	contiguous bool
 	// key names the request for the backfill planner's cache.
 	key string
+	// sets caches the constraint's node sets (Scheduler.setsOf) for
+	// the node generation setsGen.
+	sets    *whereSets
+	setsGen uint64
 }
 
 // parseConstraint parses JobSpec.Constraint, wrapped as an invalid job.
@@ -178,12 +182,33 @@ func (s *Scheduler) whereChooser(j *job, base nodeChoice, baseKey string) (backf
 	if w == nil {
 		return nil, ""
 	}
-	return func(cand topology.NodeSet, n int) []int { return s.chooseWhere(j, cand, n, base) }, w.key + " " + baseKey
+	// Made once per job and base key (a chooser of the same key chooses
+	// the same, the planner's contract): the plan asks for it every
+	// cycle. A new key gets a new chooser, so that one a kept plan holds
+	// keeps its base.
+	if b := j.whereBF; b != nil && b.w == w && b.baseKey == baseKey {
+		b.base = base
+		return b.fn, b.key
+	}
+	b := &whereBF{w: w, base: base, baseKey: baseKey, key: w.key + " " + baseKey}
+	b.fn = func(cand topology.NodeSet, n int) []int { return s.chooseWhere(j, cand, n, b.base) }
+	j.whereBF = b
+	return b.fn, b.key
+}
+
+// whereBF is a job's where chooser for the backfill plan around the base
+// choice of key baseKey, with its cache key.
+type whereBF struct {
+	w       *whereReq
+	base    nodeChoice
+	baseKey string
+	key     string
+	fn      backfill.NodeChooser
 }
 
 // chooseWhere picks n nodes of cand meeting j's where request, each
 // choice made by base; nil when cand cannot meet it. The nodes are
-// ascending.
+// ascending, in a new slice; cand is not changed.
 func (s *Scheduler) chooseWhere(j *job, cand topology.NodeSet, n int, base nodeChoice) []int {
 	w := j.where
 	for _, i := range w.required {
@@ -191,20 +216,17 @@ func (s *Scheduler) chooseWhere(j *job, cand topology.NodeSet, n int, base nodeC
 			return nil
 		}
 	}
+	ws := s.setsOf(w)
 	if w.cons.Kind() != feature.KindMatchingOR {
-		return s.chooseIn(j, cand, n, base)
+		return s.chooseIn(j, ws, cand, n, base)
 	}
 	// Matching OR: all nodes with the same alternative, the first (in
 	// the order written) that gives a choice.
-	sub := topology.NewNodeSet(cand.Len())
-	for _, a := range w.cons.Alternatives() {
-		sub.Reset()
-		for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
-			if a.Match(s.nodes[i].cfg.Features) {
-				sub.Add(i)
-			}
-		}
-		if out := s.chooseIn(j, sub, n, base); out != nil {
+	sub := scratchSet(&s.whereC.alt, cand.Len())
+	for _, a := range ws.alts {
+		sub.CopyFrom(cand)
+		sub.IntersectWith(a)
+		if out := s.chooseIn(j, ws, sub, n, base); out != nil {
 			return out
 		}
 	}
@@ -214,8 +236,9 @@ func (s *Scheduler) chooseWhere(j *job, cand topology.NodeSet, n int, base nodeC
 // chooseIn picks n nodes of cand: the required ones, then for each
 // counted group the nodes it still needs, then the rest; contiguous
 // requests take the lightest window of n consecutive nodes that holds
-// them all.
-func (s *Scheduler) chooseIn(j *job, cand topology.NodeSet, n int, base nodeChoice) []int {
+// them all. ws is the constraint's node sets; the result is a new
+// slice.
+func (s *Scheduler) chooseIn(j *job, ws *whereSets, cand topology.NodeSet, n int, base nodeChoice) []int {
 	w := j.where
 	for _, i := range w.required {
 		if !cand.Has(i) {
@@ -226,38 +249,26 @@ func (s *Scheduler) chooseIn(j *job, cand topology.NodeSet, n int, base nodeChoi
 		return nil
 	}
 	if w.contiguous {
-		return s.chooseContiguous(j, cand, n)
+		return s.chooseContiguous(j, ws, cand, n)
 	}
-	out := slices.Clone(w.required)
-	groups := w.cons.Groups()
-	need := make([]int, len(groups))
-	for k, g := range groups {
-		need[k] = g.Count
-	}
+	c := &s.whereC
+	out := append(c.out[:0], w.required...)
+	defer func() { c.out = out[:0] }()
 	// Required nodes count toward the first group they satisfy.
-	for _, i := range out {
-		for k, g := range groups {
-			if need[k] > 0 && g.Expr.Match(s.nodes[i].cfg.Features) {
-				need[k]--
-				break
-			}
-		}
-	}
-	rest := cand.Clone()
+	need, _ := w.groupNeed(ws, c.need)
+	c.need = need
+	rest := scratchSet(&c.rest, cand.Len())
+	rest.CopyFrom(cand)
 	for _, i := range out {
 		rest.Remove(i)
 	}
-	sub := topology.NewNodeSet(cand.Len())
-	for k, g := range groups {
+	sub := scratchSet(&c.sub, cand.Len())
+	for k := range need {
 		if need[k] == 0 {
 			continue
 		}
-		sub.Reset()
-		for i := rest.Next(0); i >= 0; i = rest.Next(i + 1) {
-			if g.Expr.Match(s.nodes[i].cfg.Features) {
-				sub.Add(i)
-			}
-		}
+		sub.CopyFrom(rest)
+		sub.IntersectWith(ws.groups[k])
 		pick := base(sub, need[k])
 		if pick == nil {
 			return nil
@@ -277,13 +288,13 @@ func (s *Scheduler) chooseIn(j *job, cand topology.NodeSet, n int, base nodeChoi
 		return nil
 	}
 	slices.Sort(out)
-	return out
+	return slices.Clone(out)
 }
 
 // chooseContiguous picks the window of n consecutive node indices, all
 // in cand, holding every required node and meeting the counted groups,
 // with the least total Weight (then the lowest first index).
-func (s *Scheduler) chooseContiguous(j *job, cand topology.NodeSet, n int) []int {
+func (s *Scheduler) chooseContiguous(j *job, ws *whereSets, cand topology.NodeSet, n int) []int {
 	w := j.where
 	bestAt, bestW := -1, int64(0)
 	run := 0
@@ -299,7 +310,7 @@ func (s *Scheduler) chooseContiguous(j *job, cand topology.NodeSet, n int) []int
 		if len(w.required) > 0 && (w.required[0] < lo || w.required[len(w.required)-1] > i) {
 			continue
 		}
-		if !s.windowMeetsCounts(w, lo, i) {
+		if !s.windowMeetsCounts(w, ws, lo, i) {
 			continue
 		}
 		var sum int64
@@ -322,18 +333,19 @@ func (s *Scheduler) chooseContiguous(j *job, cand topology.NodeSet, n int) []int
 
 // windowMeetsCounts reports whether the nodes lo..hi can be assigned to
 // the counted groups (each node to one group, greedily in order).
-func (s *Scheduler) windowMeetsCounts(w *whereReq, lo, hi int) bool {
+func (s *Scheduler) windowMeetsCounts(w *whereReq, ws *whereSets, lo, hi int) bool {
 	groups := w.cons.Groups()
 	if len(groups) == 0 {
 		return true
 	}
-	need := make([]int, len(groups))
-	for k, g := range groups {
-		need[k] = g.Count
+	need := s.whereC.need[:0]
+	for _, g := range groups {
+		need = append(need, g.Count)
 	}
+	s.whereC.need = need
 	for i := lo; i <= hi; i++ {
-		for k, g := range groups {
-			if need[k] > 0 && g.Expr.Match(s.nodes[i].cfg.Features) {
+		for k := range groups {
+			if need[k] > 0 && ws.groups[k].Has(i) {
 				need[k]--
 				break
 			}
@@ -363,6 +375,14 @@ func (s *Scheduler) anyChoice(cand topology.NodeSet, k int) []int {
 		return nil
 	}
 	return cand.FirstN(make([]int, 0, k), k)
+}
+
+// anyChoiceFn is anyChoice as a nodeChoice, made once.
+func (s *Scheduler) anyChoiceFn() nodeChoice {
+	if s.whereC.anyFn == nil {
+		s.whereC.anyFn = s.anyChoice
+	}
+	return s.whereC.anyFn
 }
 
 // unavailableRequired returns the job's required nodes that are not
@@ -478,10 +498,11 @@ func (s *Scheduler) bfWhere(now time.Time, x *job, bj *backfill.Job) {
 		if s.graph != nil {
 			base, key = s.baseChoice(x, switchesRelaxed(now, x)), "topo"
 		} else {
-			base, key = s.anyChoice, "index"
+			base, key = s.anyChoiceFn(), "index"
 		}
 	}
 	bj.Chooser, bj.ChooserKey = s.whereChooser(x, base, key)
+	bj.Allowed = s.narrowAllowed(x, bj.Allowed, len(bj.Spread) > 0 || bj.Tasks > 0, len(bj.Components) > 0)
 }
 
 // whereReason is why job j cannot start for where it may run, checked
