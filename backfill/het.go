@@ -358,16 +358,8 @@ func (r *run) planHet(j *Job, e *Entry) error {
 // capacity reports that too few allowed nodes can ever hold it.
 func (r *run) soloFit(c *Job, q *query) (res result, capacity bool, err error) {
 	p := r.p
-	sh := &shape{capable: -1} // what the cache knows is about per-node requests alone
-	if !q.hasSpread() {
-		sh = r.shapeFor(c, q)
-	}
-	if sh.capable < 0 {
-		sh.capable = p.capable(q)
-		sh.allCapable = sh.capable == q.allowed.Count()
-	}
-	q.allCapable = sh.allCapable
-	if q.never || sh.capable < q.n || !p.spreadCapable(q) {
+	sh := r.cachedShape(c, q)
+	if r.neverFits(sh, q) {
 		return result{st: FitNever}, true, nil
 	}
 	e0 := q.t0

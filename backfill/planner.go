@@ -837,19 +837,8 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		defer p.ghostOff(q)
 	}
 
-	var sh *shape
-	if q.hasSpread() {
-		// What the cache knows is about per-node requests alone.
-		sh = &shape{capable: -1}
-	} else {
-		sh = r.shapeFor(j, q)
-	}
-	if sh.capable < 0 {
-		sh.capable = p.capable(q)
-		sh.allCapable = sh.capable == q.allowed.Count()
-	}
-	q.allCapable = sh.allCapable
-	if q.never || sh.capable < q.n || !p.spreadCapable(q) {
+	sh := r.cachedShape(j, q)
+	if r.neverFits(sh, q) {
 		e.Status, e.Reason = StatusNeverFits, ReasonCapacity
 		return nil
 	}
@@ -1191,4 +1180,27 @@ func (sh *shape) insert(q *query, e0 int64, res result, gen int) {
 		sh.ents = append(sh.ents[:0], sh.ents[1:]...)
 	}
 	sh.ents = append(sh.ents, ne)
+}
+
+// cachedShape returns the shape cache's entry for job j's query q (a
+// fresh one that knows nothing for a query with a Spread: the cache is
+// about per-node requests alone), with its count of capable nodes filled
+// in, and sets q.allCapable from it.
+func (r *run) cachedShape(j *Job, q *query) *shape {
+	sh := &shape{capable: -1}
+	if !q.hasSpread() {
+		sh = r.shapeFor(j, q)
+	}
+	if sh.capable < 0 {
+		sh.capable = r.p.capable(q)
+		sh.allCapable = sh.capable == q.allowed.Count()
+	}
+	q.allCapable = sh.allCapable
+	return sh
+}
+
+// neverFits reports whether query q can never be met: too few allowed
+// nodes can ever hold its request, or its spread.
+func (r *run) neverFits(sh *shape, q *query) bool {
+	return q.never || sh.capable < q.n || !r.p.spreadCapable(q)
 }
