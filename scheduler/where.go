@@ -334,22 +334,13 @@ func (s *Scheduler) chooseContiguous(j *job, ws *whereSets, cand topology.NodeSe
 // windowMeetsCounts reports whether the nodes lo..hi can be assigned to
 // the counted groups (each node to one group, greedily in order).
 func (s *Scheduler) windowMeetsCounts(w *whereReq, ws *whereSets, lo, hi int) bool {
-	groups := w.cons.Groups()
-	if len(groups) == 0 {
+	if len(w.cons.Groups()) == 0 {
 		return true
 	}
-	need := s.whereC.need[:0]
-	for _, g := range groups {
-		need = append(need, g.Count)
-	}
+	need := w.groupCounts(s.whereC.need)
 	s.whereC.need = need
 	for i := lo; i <= hi; i++ {
-		for k := range groups {
-			if need[k] > 0 && ws.groups[k].Has(i) {
-				need[k]--
-				break
-			}
-		}
+		ws.countToward(need, i)
 	}
 	for _, x := range need {
 		if x > 0 {
