@@ -298,12 +298,17 @@ func (s *Scheduler) chooseContiguous(j *job, ws *whereSets, cand topology.NodeSe
 	w := j.where
 	bestAt, bestW := -1, int64(0)
 	run := 0
+	var sum int64 // the Weight of the last min(run, n) nodes
 	for i := 0; i < cand.Len(); i++ {
 		if !cand.Has(i) {
-			run = 0
+			run, sum = 0, 0
 			continue
 		}
-		if run++; run < n {
+		sum += s.nodes[i].cfg.weight()
+		if run++; run > n {
+			sum -= s.nodes[i-n].cfg.weight()
+		}
+		if run < n {
 			continue
 		}
 		lo := i - n + 1
@@ -312,10 +317,6 @@ func (s *Scheduler) chooseContiguous(j *job, ws *whereSets, cand topology.NodeSe
 		}
 		if !s.windowMeetsCounts(w, ws, lo, i) {
 			continue
-		}
-		var sum int64
-		for k := lo; k <= i; k++ {
-			sum += s.nodes[k].cfg.weight()
 		}
 		if bestAt < 0 || sum < bestW {
 			bestAt, bestW = lo, sum
