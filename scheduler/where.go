@@ -298,12 +298,17 @@ func (s *Scheduler) chooseContiguous(j *job, ws *whereSets, cand topology.NodeSe
 	w := j.where
 	bestAt, bestW := -1, int64(0)
 	run := 0
+	var sum int64 // the Weight of the last min(run, n) nodes
 	for i := 0; i < cand.Len(); i++ {
 		if !cand.Has(i) {
-			run = 0
+			run, sum = 0, 0
 			continue
 		}
-		if run++; run < n {
+		sum += s.nodes[i].cfg.weight()
+		if run++; run > n {
+			sum -= s.nodes[i-n].cfg.weight()
+		}
+		if run < n {
 			continue
 		}
 		lo := i - n + 1
@@ -312,10 +317,6 @@ func (s *Scheduler) chooseContiguous(j *job, ws *whereSets, cand topology.NodeSe
 		}
 		if !s.windowMeetsCounts(w, ws, lo, i) {
 			continue
-		}
-		var sum int64
-		for k := lo; k <= i; k++ {
-			sum += s.nodes[k].cfg.weight()
 		}
 		if bestAt < 0 || sum < bestW {
 			bestAt, bestW = lo, sum
@@ -334,22 +335,13 @@ func (s *Scheduler) chooseContiguous(j *job, ws *whereSets, cand topology.NodeSe
 // windowMeetsCounts reports whether the nodes lo..hi can be assigned to
 // the counted groups (each node to one group, greedily in order).
 func (s *Scheduler) windowMeetsCounts(w *whereReq, ws *whereSets, lo, hi int) bool {
-	groups := w.cons.Groups()
-	if len(groups) == 0 {
+	if len(w.cons.Groups()) == 0 {
 		return true
 	}
-	need := s.whereC.need[:0]
-	for _, g := range groups {
-		need = append(need, g.Count)
-	}
+	need := w.groupCounts(s.whereC.need)
 	s.whereC.need = need
 	for i := lo; i <= hi; i++ {
-		for k := range groups {
-			if need[k] > 0 && ws.groups[k].Has(i) {
-				need[k]--
-				break
-			}
-		}
+		ws.countToward(need, i)
 	}
 	for _, x := range need {
 		if x > 0 {

@@ -33,8 +33,9 @@ func (s *Scheduler) whereBlockers(j *job, out []Blocker) []Blocker {
 				states[k] += " (" + n.reason + ")"
 			}
 		}
-		out = append(out, Blocker{Kind: BlockerNodes, Reason: policy.ReasonReqNodeNotAvail, Nodes: s.nodeNames(un),
-			Detail: fmt.Sprintf("UnavailableNodes:%s (required by NodeList: %s)", s.hostlistOf(un), strings.Join(states, ", "))})
+		names := s.nodeNames(un)
+		out = append(out, Blocker{Kind: BlockerNodes, Reason: policy.ReasonReqNodeNotAvail, Nodes: names,
+			Detail: fmt.Sprintf("UnavailableNodes:%s (required by NodeList: %s)", compactNames(names), strings.Join(states, ", "))})
 	}
 	return out
 }
@@ -55,8 +56,9 @@ func (s *Scheduler) whereBusyBlocker(j *job, fit topology.NodeSet) (Blocker, boo
 			busy = append(busy, i)
 		}
 	}
+	busyNames := s.nodeNames(busy)
 	if len(busy) > 0 {
-		parts = append(parts, "required node(s) "+s.hostlistOf(busy)+" without its request free")
+		parts = append(parts, "required node(s) "+compactNames(busyNames)+" without its request free")
 	}
 	switch w.cons.Kind() {
 	case feature.KindMatchingOR:
@@ -67,19 +69,6 @@ func (s *Scheduler) whereBusyBlocker(j *job, fit topology.NodeSet) (Blocker, boo
 	if w.contiguous {
 		parts = append(parts, fmt.Sprintf("no %d consecutive nodes free", j.nodes))
 	}
-	return Blocker{Kind: BlockerResources, Reason: policy.ReasonResources, Nodes: s.nodeNames(busy),
+	return Blocker{Kind: BlockerResources, Reason: policy.ReasonResources, Nodes: busyNames,
 		Detail: fmt.Sprintf("%d node(s) fit now, but not where it may run: %s", fit.Count(), strings.Join(parts, "; "))}, true
-}
-
-// hostlistOf writes node indices as a Slurm hostlist expression.
-func (s *Scheduler) hostlistOf(idx []int) string {
-	names := make([]string, len(idx))
-	for k, i := range idx {
-		names[k] = s.nodes[i].cfg.Name
-	}
-	h, err := topology.CompressHostlist(names)
-	if err != nil {
-		return strings.Join(names, ",")
-	}
-	return h
 }

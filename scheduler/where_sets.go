@@ -93,24 +93,35 @@ func scratchSet(p *topology.NodeSet, n int) topology.NodeSet {
 // once the required nodes are counted toward the first group they
 // satisfy, and returns it with the total.
 func (w *whereReq) groupNeed(ws *whereSets, dst []int) ([]int, int) {
-	groups := w.cons.Groups()
-	dst = dst[:0]
-	for _, g := range groups {
-		dst = append(dst, g.Count)
-	}
+	dst = w.groupCounts(dst)
 	for _, i := range w.required {
-		for k := range groups {
-			if dst[k] > 0 && ws.groups[k].Has(i) {
-				dst[k]--
-				break
-			}
-		}
+		ws.countToward(dst, i)
 	}
 	total := 0
 	for _, x := range dst {
 		total += x
 	}
 	return dst, total
+}
+
+// groupCounts fills dst with the count of each counted group.
+func (w *whereReq) groupCounts(dst []int) []int {
+	dst = dst[:0]
+	for _, g := range w.cons.Groups() {
+		dst = append(dst, g.Count)
+	}
+	return dst
+}
+
+// countToward counts node i toward the first group in need it
+// satisfies.
+func (ws *whereSets) countToward(need []int, i int) {
+	for k := range need {
+		if need[k] > 0 && ws.groups[k].Has(i) {
+			need[k]--
+			return
+		}
+	}
 }
 
 // narrowAllowed is the backfill plan's allowed set for job x with a

@@ -380,3 +380,28 @@ func TestExplainWhereBusy(t *testing.T) {
 	}
 	assert.True(t, found, "blockers %+v", ex.Blockers)
 }
+
+// --contiguous with node Weight: the window of consecutive nodes with
+// the least total weight, the lowest first index on a tie.
+func TestContiguousWeight(t *testing.T) {
+	for _, tc := range []struct {
+		weights []int64
+		n       int
+		want    []string
+	}{
+		{[]int64{1, 9, 1, 1, 9, 1}, 2, []string{"n2", "n3"}},
+		{[]int64{5, 1, 1, 1, 5, 5}, 3, []string{"n1", "n2", "n3"}},
+		{[]int64{1, 1, 1, 1, 1, 1}, 4, []string{"n0", "n1", "n2", "n3"}},
+	} {
+		cfg := scheduler.Config{Partitions: []scheduler.PartitionConfig{{Name: "p", Default: true}}, Policy: &policy.Config{}}
+		for i, w := range tc.weights {
+			cfg.Nodes = append(cfg.Nodes, scheduler.NodeConfig{Name: fmt.Sprintf("n%d", i), CPUs: 4, MemoryMiB: 1024, Weight: w})
+		}
+		s, err := scheduler.New(cfg)
+		require.NoError(t, err)
+		sp := whole(tc.n)
+		sp.Contiguous = true
+		got, _ := startNodes(t, s, t0, sp)
+		assert.Equal(t, tc.want, got, "weights %v", tc.weights)
+	}
+}
