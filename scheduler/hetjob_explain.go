@@ -79,7 +79,7 @@ func (s *Scheduler) explainHet(now time.Time, j *job) *HetExplanation {
 			if prof != nil && !prof.Now().After(now) {
 				bj := s.bfJob(now, c, s.allowedNodes(c.shape), c.shape)
 				fit, err := prof.EarliestFit(backfill.Request{Nodes: bj.Nodes, PerNode: bj.PerNode, Spread: bj.Spread,
-					Exclusive: bj.Exclusive, Allowed: bj.Allowed, Duration: bj.TimeLimit, Earliest: laterTime(bj.Earliest, now),
+					Exclusive: bj.Exclusive, Allowed: bj.Allowed, Duration: bj.TimeLimit, Earliest: maxTime(bj.Earliest, now),
 					Latest: window, Chooser: bj.Chooser, Tasks: bj.Tasks, PerTask: bj.PerTask, MaxTasksPerNode: bj.MaxTasksPerNode})
 				if err == nil && fit.Status == backfill.FitFound {
 					hc.Alone = fit.Start
@@ -102,14 +102,6 @@ func (s *Scheduler) explainHet(now time.Time, j *job) *HetExplanation {
 
 // farFuture ranks a component that never fits after every one that does.
 var farFuture = time.Unix(1<<40, 0)
-
-// laterTime returns the later of a and b.
-func laterTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
 
 // write appends the part of Explanation.String about the heterogeneous
 // job.
