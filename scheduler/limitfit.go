@@ -40,11 +40,7 @@ func (s *Scheduler) planUses(p *backfill.Profile, x *job) (uses []backfill.Use, 
 			}
 			continue
 		}
-		u := backfill.Use{Counter: id, Amount: sl.Add, Limit: sl.Limit}
-		if sl.Limit == 0 {
-			u.Amount, u.Limit = backfill.MaxCounter, 1
-		}
-		uses = append(uses, u)
+		uses = append(uses, slotUse(id, sl))
 	}
 	return uses, true
 }

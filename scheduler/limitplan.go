@@ -142,13 +142,7 @@ func (s *Scheduler) attachCounters(now time.Time, jobs []backfill.Job, pjobs []*
 			if err != nil {
 				return nil, err
 			}
-			u := backfill.Use{Counter: id, Amount: sl.Add, Limit: sl.Limit}
-			if sl.Limit == 0 {
-				// A zero limit admits nothing (such jobs are never
-				// planned, see neverBlocker): an amount above the bound.
-				u.Amount, u.Limit = backfill.MaxCounter, 1
-			}
-			b.uses = append(b.uses, u)
+			b.uses = append(b.uses, slotUse(id, sl))
 		}
 		spans[x] = span{from, len(b.uses)}
 	}
@@ -196,6 +190,16 @@ func (s *Scheduler) attachCounters(now time.Time, jobs []backfill.Job, pjobs []*
 	}
 	b.set = set
 	return set, nil
+}
+
+// slotUse is the use of counter id by a job whose start counts against
+// slot sl. A zero limit admits nothing (such jobs are never planned, see
+// neverBlocker): its amount is above the bound.
+func slotUse(id backfill.CounterID, sl policy.Slot) backfill.Use {
+	if sl.Limit == 0 {
+		return backfill.Use{Counter: id, Amount: backfill.MaxCounter, Limit: 1}
+	}
+	return backfill.Use{Counter: id, Amount: sl.Add, Limit: sl.Limit}
 }
 
 // counter returns the pass's counter for slot sl, added (with its use
