@@ -22,13 +22,11 @@ func (s *Scheduler) settle(now time.Time, cyc Cycle) (Cycle, error) {
 	defer func() { s.unjudged = nil }()
 	last := cyc
 	for s.unsettled(now, last) {
-		for _, p := range last.Preemptions {
-			if j, ok := s.jobs[p.Victim]; ok && j.State == JobPending {
-				if s.unjudged == nil {
-					s.unjudged = make(map[JobID]bool)
-				}
-				s.unjudged[p.Victim] = true
+		for _, id := range s.requeuedVictims(last) {
+			if s.unjudged == nil {
+				s.unjudged = make(map[JobID]bool)
 			}
+			s.unjudged[id] = true
 		}
 		s.settlePasses++
 		more, err := s.schedule(now, nil)
@@ -37,13 +35,22 @@ func (s *Scheduler) settle(now time.Time, cyc Cycle) (Cycle, error) {
 		}
 		cyc, last = mergeCycles(cyc, more), more
 	}
-	for _, p := range cyc.Preemptions {
-		if j, ok := s.jobs[p.Victim]; ok && j.State == JobPending {
-			cyc.NextWake = now // the requeued victims are judged by the next call
-			break
-		}
+	if len(s.requeuedVictims(cyc)) > 0 {
+		cyc.NextWake = now // the requeued victims are judged by the next call
 	}
 	return cyc, nil
+}
+
+// requeuedVictims returns the victims of cyc's preemptions that are
+// pending again (requeued), in preemption order.
+func (s *Scheduler) requeuedVictims(cyc Cycle) []JobID {
+	var ids []JobID
+	for _, p := range cyc.Preemptions {
+		if j, ok := s.jobs[p.Victim]; ok && j.State == JobPending {
+			ids = append(ids, p.Victim)
+		}
+	}
+	return ids
 }
 
 // mergeCycles is the cycle of two passes at the same instant: a's
