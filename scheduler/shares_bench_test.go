@@ -83,14 +83,7 @@ func BenchmarkScheduleShared(b *testing.B) {
 			if _, err := s.Schedule(now); err != nil {
 				b.Fatal(err)
 			}
-			p, r := s.Counts()
-			for b.Loop() {
-				if _, err := s.Schedule(now); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(p), "pending")
-			b.ReportMetric(float64(r), "running")
+			loopCycles(b, s, now)
 		})
 	}
 }

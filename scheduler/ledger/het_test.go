@@ -21,17 +21,7 @@ func TestRecorderWritesHetJobComponents(t *testing.T) {
 	l, err := accounting.NewMemory(accounting.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
-	require.NoError(t, l.Update(func(tx accounting.Tx) error {
-		for _, a := range []accounting.Assoc{
-			{AssocKey: accounting.AssocKey{Cluster: "c", Account: "physics"}},
-			{AssocKey: accounting.AssocKey{Cluster: "c", Account: "physics", User: "ann"}},
-		} {
-			if _, err := tx.PutAssoc(t0, a); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))
+	putAssocs(t, l, t0, accounting.Assoc{AssocKey: key("physics", "")}, accounting.Assoc{AssocKey: key("physics", "ann")})
 	cfg := clustertest.Mixed4()
 	cfg.Backfill = &backfill.Config{}
 	s, err := scheduler.New(cfg)

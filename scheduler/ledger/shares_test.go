@@ -22,17 +22,7 @@ func TestRecorderSharedAndMIGTRES(t *testing.T) {
 	l, err := accounting.NewMemory(accounting.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
-	require.NoError(t, l.Update(func(tx accounting.Tx) error {
-		for _, a := range []accounting.Assoc{
-			{AssocKey: accounting.AssocKey{Cluster: "c", Account: "physics"}},
-			{AssocKey: accounting.AssocKey{Cluster: "c", Account: "physics", User: "ann"}},
-		} {
-			if _, err := tx.PutAssoc(t0, a); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))
+	putAssocs(t, l, t0, accounting.Assoc{AssocKey: key("physics", "")}, accounting.Assoc{AssocKey: key("physics", "ann")})
 	cfg := clustertest.Mixed4()
 	cfg.Nodes[0].Devices.Shares = []gres.DeviceShares{{Device: 0, Shards: 4}, {Device: 1, MPS: 100}}
 	inv := &cfg.Nodes[1].Devices
