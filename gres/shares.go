@@ -168,8 +168,8 @@ func (s *NodeDevices) ChooseShares(r ShareRequest) ([]ShareGrant, error) {
 type shareKey struct{ pos, kind int }
 
 // grantTotals validates grants against the inventory (known shared
-// devices, sharing names, positive counts) and sums them per device and
-// name.
+// devices, sharing names, counts in [1, MaxShares], so that their sums
+// cannot overflow) and sums them per device and name.
 func (s *NodeDevices) grantTotals(op string, gs []ShareGrant) (map[shareKey]int, error) {
 	tot := make(map[shareKey]int, len(gs))
 	for _, g := range gs {
@@ -177,8 +177,8 @@ func (s *NodeDevices) grantTotals(op string, gs []ShareGrant) (map[shareKey]int,
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("%s %s: %w", op, g, ErrUnknownDevice)
-		case !IsSharing(g.Name) || g.Count <= 0:
-			return nil, fmt.Errorf("%s %s: want shard or mps and a positive count: %w", op, g, ErrInvalidRequest)
+		case !IsSharing(g.Name) || g.Count <= 0 || g.Count > MaxShares:
+			return nil, fmt.Errorf("%s %s: want shard or mps and a count in [1, %d]: %w", op, g, MaxShares, ErrInvalidRequest)
 		case s.t.shares == nil || s.t.shares[p].count(g.Name) == 0:
 			return nil, fmt.Errorf("%s %s: device %d offers no %s: %w", op, g, g.Device, g.Name, ErrInvalidRequest)
 		}
