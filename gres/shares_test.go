@@ -84,6 +84,8 @@ func TestSharesFailedCallsChangeNothing(t *testing.T) {
 		{{Device: 2, Name: "shard", Count: 1}}, // offers none
 		{{Device: 0, Name: "shard", Count: 3}, {Device: 0, Name: "shard", Count: 2}},
 		{{Device: 0, Name: "gpu", Count: 1}},
+		// Counts so large their sum would overflow are refused one by one.
+		{{Device: 0, Name: "shard", Count: 1 << 62}, {Device: 0, Name: "shard", Count: 1 << 62}},
 	} {
 		assert.Error(t, s.AllocateShares(gs), "%v", gs)
 	}
