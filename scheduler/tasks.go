@@ -333,13 +333,15 @@ func nodeSockets(n *node) int64 {
 	if n.devs == nil {
 		return 1
 	}
-	seen := map[int]bool{}
-	for _, d := range n.cfg.Devices.Devices {
-		if d.Socket >= 0 {
-			seen[d.Socket] = true
+	// Distinct sockets, counted without allocating (taskRoom runs per node
+	// per job; a node has few devices).
+	devs, k := n.cfg.Devices.Devices, 0
+	for x, d := range devs {
+		if d.Socket >= 0 && !slices.ContainsFunc(devs[:x], func(e gres.Device) bool { return e.Socket == d.Socket }) {
+			k++
 		}
 	}
-	return int64(max(len(seen), 1))
+	return int64(max(k, 1))
 }
 
 // taskRoom returns how many of job j's tasks node n could run with free
