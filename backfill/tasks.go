@@ -46,10 +46,8 @@ func (p *Profile) setTasks(q *query, r *Request) error {
 	}
 	if q.tasks == 0 || r.PerTask.IsZero() {
 		// One task per node, or tasks that need nothing: the per-node
-		// request alone decides (sdims stays empty: no Spread).
-		if q.tasks > 0 && q.tmax*int64(r.Nodes) < q.tasks {
-			q.never = true
-		}
+		// request alone decides (sdims stays empty: no Spread). The
+		// MaxTasksPerNode bound was checked above.
 		return nil
 	}
 	q.spread = slices.Grow(q.spread[:0], p.a)[:p.a]
