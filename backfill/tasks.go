@@ -132,7 +132,8 @@ func (p *Profile) tasksOver(q *query, nodes []int, s, e int64) bool {
 	a := p.a
 	n := len(nodes)
 	spare := q.spare(a)
-	room := make([]int64, 2*n)
+	q.roomBuf = slices.Grow(q.roomBuf[:0], 2*n)[:2*n]
+	room := q.roomBuf
 	for x, i := range nodes {
 		p.spareOn(q, i, s, e, spare)
 		room[x] = q.taskRoom(spare)
