@@ -188,6 +188,8 @@ type query struct {
 	taskReq     bool
 	tasks, tmax int64
 	ntask       []int
+	// roomBuf is tasksOver's scratch: each node's room, then its deal.
+	roomBuf []int64
 }
 
 // candList returns an empty candidate list with room for n nodes.
@@ -407,7 +409,7 @@ func (p *Profile) fillQuery(q *query, r *Request) (*query, error) {
 	*q = query{n: r.Nodes, excl: r.Exclusive, chooser: r.Chooser, preferBusy: r.PreferBusy,
 		req: slices.Grow(q.req[:0], p.a)[:p.a], nz: q.nz[:0], slab: q.slab, cslab: q.cslab,
 		spread: q.spread, share: q.share[:0], use: q.use[:0], left: q.left, spareBuf: q.spareBuf,
-		sdims: q.sdims, shareOf: q.shareOf[:0], ntask: q.ntask[:0]}
+		sdims: q.sdims, shareOf: q.shareOf[:0], ntask: q.ntask[:0], roomBuf: q.roomBuf}
 	if r.Nodes < 1 {
 		return nil, fmt.Errorf("%w: Nodes %d, want ≥ 1", ErrInvalidRequest, r.Nodes)
 	}

@@ -46,10 +46,8 @@ func (p *Profile) setTasks(q *query, r *Request) error {
 	}
 	if q.tasks == 0 || r.PerTask.IsZero() {
 		// One task per node, or tasks that need nothing: the per-node
-		// request alone decides (sdims stays empty: no Spread).
-		if q.tasks > 0 && q.tmax*int64(r.Nodes) < q.tasks {
-			q.never = true
-		}
+		// request alone decides (sdims stays empty: no Spread). The
+		// MaxTasksPerNode bound was checked above.
 		return nil
 	}
 	q.spread = slices.Grow(q.spread[:0], p.a)[:p.a]
@@ -134,7 +132,8 @@ func (p *Profile) tasksOver(q *query, nodes []int, s, e int64) bool {
 	a := p.a
 	n := len(nodes)
 	spare := q.spare(a)
-	room := make([]int64, 2*n)
+	q.roomBuf = slices.Grow(q.roomBuf[:0], 2*n)[:2*n]
+	room := q.roomBuf
 	for x, i := range nodes {
 		p.spareOn(q, i, s, e, spare)
 		room[x] = q.taskRoom(spare)

@@ -104,11 +104,12 @@ type cpuSelection struct {
 	start, pos []int
 }
 
-// run appends to out, up to count in all, CPUs that are free, not yet in
-// out, and eligible (ok), laid over the sockets by the method.
+// run appends to out, up to count in all, CPUs that are free and
+// eligible (ok), laid over the sockets by the method. ok excludes what out
+// holds already: the first pass starts from an empty out and the second
+// admits only CPUs outside the preferred set the first one took from.
 func (sel *cpuSelection) run(out []int, count int, ok func(int) bool) []int {
 	n, l := sel.n, sel.n.lay
-	taken := func(c int) bool { return slices.Contains(out, c) }
 	coreTaken := func(core int) bool {
 		for _, c := range out {
 			if l.coreOf(c) == core {
@@ -125,7 +126,7 @@ func (sel *cpuSelection) run(out []int, count int, ok func(int) bool) []int {
 			}
 			for t := range l.threads {
 				c := core*l.threads + t
-				if n.cpuUsed[c>>6]&(1<<uint(c&63)) != 0 || !ok(c) || taken(c) {
+				if n.cpuUsed[c>>6]&(1<<uint(c&63)) != 0 || !ok(c) {
 					continue
 				}
 				sel.lists = append(sel.lists, c)

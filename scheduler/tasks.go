@@ -57,6 +57,24 @@ type taskSpread struct {
 	totalVec gres.Vector
 }
 
+// mostPerNode is the most tasks one node may run: all of them, or
+// TasksPerNode when that is fewer.
+func (ts *taskSpread) mostPerNode() int64 {
+	if ts.maxPer > 0 {
+		return min(int64(ts.total), int64(ts.maxPer))
+	}
+	return int64(ts.total)
+}
+
+// planCountsTasks reports whether the backfill plan counts job x's tasks
+// one by one (backfill.Request.Tasks): it has a task count, every task
+// adds the same TRES (perTask), no per-socket bound, and more than one
+// node. Otherwise the plan counts bfMin on every node.
+func (x *job) planCountsTasks() bool {
+	ts := x.tasks
+	return ts != nil && ts.total > 0 && ts.perTask != nil && ts.perSocket == 0 && x.nodes > 1
+}
+
 // ParseNodeCount parses sbatch's -N value: "4" (min = max = 4) or a
 // range "2-4". Counts are in [1, MaxNodesPerJob].
 func ParseNodeCount(s string) (minNodes, maxNodes int, err error) {
@@ -192,10 +210,7 @@ func (s *Scheduler) initTasks(j *job) error {
 	// the task count: max of linear terms), which the plan then counts
 	// exactly.
 	one, two, all := s.reg.NewVector(), s.reg.NewVector(), s.reg.NewVector()
-	most := int64(ts.total)
-	if ts.maxPer > 0 {
-		most = min(most, int64(ts.maxPer))
-	}
+	most := ts.mostPerNode()
 	if err := s.taskVector(j, 1, one); err != nil {
 		return err
 	}
@@ -215,7 +230,7 @@ func (s *Scheduler) initTasks(j *job) error {
 	if err := s.tasksFeasible(j); err != nil {
 		return err
 	}
-	if ts.perTask == nil || ts.perSocket > 0 || j.nodes == 1 {
+	if !j.planCountsTasks() {
 		// The plan cannot count these tasks one by one: it counts
 		// ceil(total/nodes) on each node (cautious: never less). On one
 		// node that is exact (every task there), and the planner's
@@ -254,10 +269,7 @@ func (s *Scheduler) tasksFeasible(j *job) error {
 	ts := j.tasks
 	// The fewest nodes can be no fewer than the tasks over the most one
 	// node may run: once that many nodes run that many, the scan stops.
-	most := int64(max(ts.total, 1))
-	if ts.maxPer > 0 {
-		most = min(most, int64(ts.maxPer))
-	}
+	most := max(ts.mostPerNode(), 1)
 	enough := max(int((int64(ts.total)+most-1)/most), j.nodes)
 	if ts.perSocket > 0 {
 		enough = len(s.nodes) + 1 // the bound per node differs by its sockets: look at all
@@ -333,13 +345,15 @@ func nodeSockets(n *node) int64 {
 	if n.devs == nil {
 		return 1
 	}
-	seen := map[int]bool{}
-	for _, d := range n.cfg.Devices.Devices {
-		if d.Socket >= 0 {
-			seen[d.Socket] = true
+	// Distinct sockets, counted without allocating (taskRoom runs per node
+	// per job; a node has few devices).
+	devs, k := n.cfg.Devices.Devices, 0
+	for x, d := range devs {
+		if d.Socket >= 0 && !slices.ContainsFunc(devs[:x], func(e gres.Device) bool { return e.Socket == d.Socket }) {
+			k++
 		}
 	}
-	return int64(max(len(seen), 1))
+	return int64(max(k, 1))
 }
 
 // taskRoom returns how many of job j's tasks node n could run with free
@@ -353,10 +367,7 @@ func (s *Scheduler) taskRoom(j *job, n *node, free gres.Vector, idle bool) int64
 	if !j.perNode.Fits(free) {
 		return 0
 	}
-	most := int64(ts.total)
-	if ts.maxPer > 0 {
-		most = min(most, int64(ts.maxPer))
-	}
+	most := ts.mostPerNode()
 	if ts.perSocket > 0 {
 		cap := int64(ts.perSocket) * nodeSockets(n)
 		if ts.total == 0 {
@@ -651,10 +662,10 @@ func (s *Scheduler) chooseTasksAmong(now time.Time, j *job, fit []taskFit) ([]in
 // per node; zeros where the plan counts bfMin on every node (every task
 // on a one-node plan, or ceil(total/nodes) where tasks are not linear).
 func (x *job) bfTasks() (tasks int, perTask gres.Vector, maxPer int) {
-	ts := x.tasks
-	if ts == nil || ts.total == 0 || ts.perTask == nil || ts.perSocket > 0 || x.nodes == 1 {
+	if !x.planCountsTasks() {
 		return 0, nil, 0
 	}
+	ts := x.tasks
 	return ts.total, ts.perTask, ts.maxPer
 }
 
