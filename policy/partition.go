@@ -135,6 +135,32 @@ func (p *Partition) WholeNodes(jobExclusive bool) bool {
 	return jobExclusive || p.OverSubscribe == OverSubscribeExclusive
 }
 
+// DefaultOverSubscribeCount is Slurm's jobs per resource for
+// OverSubscribe=YES and FORCE without a count.
+const DefaultOverSubscribeCount = 4
+
+// ShareCount returns how many jobs of this partition may share one
+// resource (a CPU, or a core or socket as SelectTypeParameters counts
+// them) with a job of it: OverSubscribeCount (DefaultOverSubscribeCount
+// when zero) under FORCE, and under YES when the job asked (sbatch
+// --oversubscribe, jobOverSubscribe); 1 — no sharing — under NO and
+// EXCLUSIVE, under YES for a job that did not ask, and for a job that
+// asked --exclusive (jobExclusive). GRES are never shared, nor is memory
+// (tracked as a consumable resource): the count applies to CPUs only.
+func (p *Partition) ShareCount(jobOverSubscribe, jobExclusive bool) int {
+	if jobExclusive {
+		return 1
+	}
+	switch {
+	case p.OverSubscribe == OverSubscribeForce, p.OverSubscribe == OverSubscribeYes && jobOverSubscribe:
+		if p.OverSubscribeCount == 0 {
+			return DefaultOverSubscribeCount
+		}
+		return p.OverSubscribeCount
+	}
+	return 1
+}
+
 // GPUDefaults returns the CPUs and memory (MiB) a node's share of a job
 // gets for gpus GPUs when it asks for none explicitly: DefCPUPerGPU and
 // DefMemPerGPU times gpus (saturating at gres.MaxCount).

@@ -186,7 +186,15 @@ func (s *Scheduler) profileUse(j *job) []backfill.Alloc {
 		if bad := s.nodes[na.Node].unhealthy(na.Devices); len(bad) > 0 {
 			u, _ = u.Sub(s.nodes[na.Node].deviceVector(u, bad))
 		}
+		if j.Alloc.OverSubscribe > 1 && j.State == JobRunning {
+			// Shared CPUs count once, for the holder that keeps them
+			// longest; every sharer's start and end rebuilds the profile.
+			u[gres.CPU] -= int64(len(na.CPUs)) - s.sharedCPUUse(j, &s.nodes[na.Node], &j.Alloc.Nodes[k])
+		}
 		use[k] = backfill.Alloc{Node: na.Node, Use: u}
+	}
+	if j.Alloc.OverSubscribe > 1 {
+		return use // who holds a shared CPU longest changes as sharers come and go: not cached
 	}
 	j.bfUse, j.bfUseHealthGen = use, s.healthGen
 	return use

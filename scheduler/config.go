@@ -111,6 +111,13 @@ type Config struct {
 	// makes it eligible at once (the caller reports a requeue when the
 	// nodes are clean). DefaultRequeueDelay gives Slurm's behaviour.
 	RequeueDelay time.Duration
+	// SelectTypeParameters is slurm.conf's SelectTypeParameters with
+	// select/cons_tres: the unit CPUs are allocated in (see CRUnit,
+	// ParseSelectTypeParameters). The zero value, CRCPU, is Sluice's
+	// default: hardware threads are handed out as CPUs. Slurm's default
+	// in its recent releases is CR_Core_Memory (CRCore): whole cores, so
+	// a one-CPU task on a node of two threads per core is charged 2 CPUs.
+	SelectTypeParameters CRUnit `json:",omitzero"`
 	// Registry is the TRES registry the scheduler indexes vectors by. Nil
 	// means a new one. Policy limits (policy.ParseTRESLimits) are built
 	// against a registry: build it with NewRegistry(cfg.Nodes), parse the
@@ -371,6 +378,9 @@ func (c *Config) validate() (*topology.Graph, error) {
 	}
 	if c.JobRequeue > RequeueNo {
 		return nil, fmt.Errorf("%w: JobRequeue %v unknown", ErrInvalidConfig, c.JobRequeue)
+	}
+	if err := c.SelectTypeParameters.validate(); err != nil {
+		return nil, err
 	}
 	names := make(map[string]int, len(c.Nodes))
 	for i := range c.Nodes {

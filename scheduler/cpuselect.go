@@ -20,6 +20,9 @@ type cpuRequest struct {
 	dist DistMethod
 	// oneThread takes at most one CPU of each core (--hint=nomultithread).
 	oneThread bool
+	// whole, with oneThread, takes only cores whose every thread is free
+	// (the cores of a CR_Core allocation, see selectUnits).
+	whole bool
 	// prefer are CPUs taken first (those close to the job's devices);
 	// with only set, none outside them are taken.
 	prefer gres.CoreSet
@@ -76,7 +79,7 @@ func (n *node) selectCPUs(out []int, r cpuRequest) []int {
 		}
 		g = (r.count + tasks - 1) / tasks
 	}
-	sel := cpuSelection{n: n, oneThread: oneThread, g: g, block: r.dist == DistBlock}
+	sel := cpuSelection{n: n, oneThread: oneThread, whole: oneThread && r.whole, g: g, block: r.dist == DistBlock}
 	for pass := 0; pass < 2 && len(out) < r.count; pass++ {
 		if pass == 1 && (r.only || r.prefer.IsEmpty()) {
 			break
@@ -96,6 +99,7 @@ func (n *node) selectCPUs(out []int, r cpuRequest) []int {
 type cpuSelection struct {
 	n         *node
 	oneThread bool
+	whole     bool // only cores with every thread free
 	g         int  // CPUs per task
 	block     bool // block over sockets (with oneThread)
 	// lists holds each socket's eligible CPUs, lowest first, socket s's
@@ -122,6 +126,9 @@ func (sel *cpuSelection) run(out []int, count int, ok func(int) bool) []int {
 	for s := range l.sockets {
 		for core := s * l.cores; core < (s+1)*l.cores; core++ {
 			if sel.oneThread && coreTaken(core) {
+				continue
+			}
+			if sel.whole && n.coreBusy(core) {
 				continue
 			}
 			for t := range l.threads {
@@ -183,4 +190,14 @@ func (sel *cpuSelection) run(out []int, count int, ok func(int) bool) []int {
 		next = (next + 1) % l.sockets
 	}
 	return out
+}
+
+// coreBusy reports whether a thread of core (Slurm's core index) is held.
+func (n *node) coreBusy(core int) bool {
+	for t := range n.lay.threads {
+		if c := core*n.lay.threads + t; n.cpuUsed[c>>6]&(1<<uint(c&63)) != 0 {
+			return true
+		}
+	}
+	return false
 }

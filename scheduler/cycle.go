@@ -610,10 +610,10 @@ func (s *Scheduler) fitsNow(j *job, i int) bool {
 	if j.Spec.Exclusive && len(n.jobs) > 0 {
 		return false // whole nodes: only an idle one, where the request must fit too
 	}
-	if !j.perNode.Fits(n.free) || !s.userShareOK(j, n) {
+	if !s.fitsFree(j, n, j.perNode) || !s.userShareOK(j, n) {
 		return false
 	}
-	if j.choiceDecides(n) || sharedChoice(j, n) {
+	if j.choiceDecides(n) || sharedChoice(j, n) || s.cpuChoiceDecides(j, n) {
 		// Counts do not see where the free devices sit (near which CPUs,
 		// on which socket): the choice itself decides, so that the node
 		// filter and allocate agree.
@@ -802,7 +802,7 @@ func (s *Scheduler) planNodeFor(j *job, n *node, buf *allocBuf, req *nodeReq) (n
 // not take the whole node.
 func (s *Scheduler) planShare(j *job, n *node, buf *allocBuf, perNode gres.Vector, devReq []gres.Request) (nodePlan, bool) {
 	p := nodePlan{quality: 1}
-	if !perNode.Fits(n.free) {
+	if !s.fitsFree(j, n, perNode) {
 		return p, false
 	}
 	p.tres = buf.vector(s.reg.Len())
@@ -869,10 +869,14 @@ func (s *Scheduler) planShare(j *job, n *node, buf *allocBuf, perNode gres.Vecto
 	}
 	slices.Sort(p.devices)
 	k := int(perNode[gres.CPU])
-	p.cpus = n.selectCPUs(buf.cpuIDs(k), cpuRequestOf(j, k, near, j.Spec.EnforceBinding && !near.IsEmpty()))
-	if len(p.cpus) < k {
-		return p, false // not enough CPUs close to the devices (enforce-binding)
+	var want int
+	p.cpus, want = s.chooseCPUs(j, n, buf, k, near, j.Spec.EnforceBinding && !near.IsEmpty())
+	if len(p.cpus) < want {
+		return p, false // not enough CPUs close to the devices (enforce-binding), or whole units free
 	}
+	// The CPU count is the allocation's, in whole units (CR_Core: whole
+	// cores), shared CPUs included (AllocTRES cpu).
+	p.tres[gres.CPU] = int64(len(p.cpus))
 	return p, true
 }
 
@@ -896,7 +900,7 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 			req = &reqs[k]
 		}
 		p, ok := s.planNodeFor(j, n, buf, req)
-		if !ok || !n.canTake(p) {
+		if !ok || !s.canTake(j, n, p) {
 			return fmt.Errorf("%w: node %s for job %d", errCannotHost, n.cfg.Name, j.ID)
 		}
 		allocs = append(allocs, NodeAlloc{
@@ -914,21 +918,27 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 // that is earlier (zero for none), counted in the policy usage.
 func (s *Scheduler) commitAllocation(start time.Time, j *job, allocs []NodeAlloc, quality float64, killBy time.Time) {
 	s.touch(j)
-	for _, na := range allocs {
+	share := s.shareLimit(j)
+	if share <= 1 {
+		share = 0
+	} else {
+		s.noteCapacity() // the kept profile counts shared CPUs once (sharedCPUUse): rebuilt
+	}
+	j.Alloc = Allocation{Nodes: allocs, Quality: quality, OverSubscribe: share}
+	for k := range allocs {
+		na := &allocs[k]
 		s.saveNode(na.Node)
 		n := &s.nodes[na.Node]
-		n.markCPUs(na.CPUs)
+		_ = n.takeCPUs(na) // shared CPUs are not charged again; fits: checked by canTake
 		if len(na.Devices) > 0 {
 			_ = n.devs.Allocate(na.Devices) // free and healthy: checked by canTake
 		}
 		if len(na.Shares) > 0 {
 			_ = n.devs.AllocateShares(na.Shares) // free: checked by canTake
 		}
-		_ = n.charge(na.TRES) // fits the free TRES: checked by canTake
 		n.jobs = append(n.jobs, j.ID)
 		s.noteUse(j, na.Node, 1)
 	}
-	j.Alloc = Allocation{Nodes: allocs, Quality: quality}
 	var weights gres.BillingWeights // none: billing is the CPU count
 	if s.pol != nil {
 		weights = s.pol.p.BillingWeights(j.Partition)
@@ -957,13 +967,28 @@ func (s *Scheduler) commitAllocation(start time.Time, j *job, allocs []NodeAlloc
 // it was chosen for; the cycle leaves the job pending.
 var errCannotHost = errors.New("scheduler: node cannot host the job")
 
-// canTake reports whether the node can take plan p now: its CPUs and
-// devices free (and the devices healthy), its TRES within the free TRES.
-func (n *node) canTake(p nodePlan) bool {
+// canTake reports whether node n can take job j's plan p now: its CPUs
+// free or ones j may share, its devices free (and healthy), its TRES
+// within the free TRES (shared CPUs not counted again).
+func (s *Scheduler) canTake(j *job, n *node, p nodePlan) bool {
+	var mask []uint64
+	var shared int64
 	for _, c := range p.cpus {
-		if c < 0 || c >= n.cfg.CPUs || n.cpuUsed[c>>6]&(1<<uint(c&63)) != 0 {
+		if c < 0 || c >= n.cfg.CPUs {
 			return false
 		}
+		if n.cpuUsed[c>>6]&(1<<uint(c&63)) == 0 {
+			continue
+		}
+		if mask == nil {
+			if mask, _ = s.shareMask(j, n, s.shareLimit(j)); mask == nil {
+				return false
+			}
+		}
+		if mask[c>>6]&(1<<uint(c&63)) != 0 {
+			return false
+		}
+		shared++
 	}
 	for _, d := range p.devices {
 		if n.devs == nil || n.devs.InUse(d) || !n.devs.IsHealthy(d) {
@@ -973,11 +998,19 @@ func (n *node) canTake(p nodePlan) bool {
 	if len(p.shares) > 0 && !n.sharesFree(p.shares) {
 		return false
 	}
-	k := p.tres[gres.Node]
-	p.tres[gres.Node] = 0
+	k, cpus := p.tres[gres.Node], p.tres[gres.CPU]
+	p.tres[gres.Node], p.tres[gres.CPU] = 0, cpus-shared
 	ok := p.tres.Fits(n.free)
-	p.tres[gres.Node] = k
+	p.tres[gres.Node], p.tres[gres.CPU] = k, cpus
 	return ok
+}
+
+// cpuChoiceDecides reports whether node n can host job j only as its CPU
+// choice says, the counts not being enough: the allocation unit is more
+// than a CPU there (whole cores or sockets must be free), or j may share
+// CPUs that jobs on the node hold.
+func (s *Scheduler) cpuChoiceDecides(j *job, n *node) bool {
+	return n.lay.unitSize(s.crUnit) > 1 || (n.sharing > 0 && s.shareLimit(j) > 1)
 }
 
 // allocBuf hands out the CPU-id and TRES slices of one job's allocation

@@ -54,6 +54,9 @@ func (s *Scheduler) countUse(j *job, i, delta int) {
 			n.users = slices.Delete(slices.Clone(n.users), k, k+1) // a copy: a saved node may share the array
 		}
 	}
+	if j.Alloc.OverSubscribe > 1 {
+		n.sharing += delta
+	}
 	if !j.exclUser() {
 		return
 	}
@@ -69,7 +72,7 @@ func (s *Scheduler) recountUses() {
 	s.exclUserUses, s.exclNodesStale = 0, true
 	for i := range s.nodes {
 		n := &s.nodes[i]
-		n.exclUsers, n.exclUser, n.users = 0, "", nil
+		n.exclUsers, n.exclUser, n.users, n.sharing = 0, "", nil, 0
 		for _, id := range n.jobs {
 			if o := s.jobs[id]; o != nil {
 				s.countUse(o, i, 1)

@@ -178,6 +178,16 @@ type ResourceNeed struct {
 	// off now: they run another user's job and the job has the flag, or
 	// another user's --exclusive=user job runs there.
 	UserExcluded int `json:",omitempty"`
+	// OverSubscribe, for a job that may share CPUs (its partition's
+	// OverSubscribe=FORCE[:n], or YES[:n] and the job asked
+	// --oversubscribe), is how many jobs may share each CPU: FitNow and
+	// the CPU deficit count the CPUs it could share as well as the free
+	// ones. Zero when its CPUs are its own.
+	OverSubscribe int `json:",omitempty"`
+	// CPUUnit, when Config.SelectTypeParameters allocates CPUs in whole
+	// cores or sockets, names the unit ("CR_Core_Memory"): a node fits
+	// only with whole units free, and the job is charged whole units.
+	CPUUnit string `json:",omitempty"`
 }
 
 // idleNode is the Deficit.TRES of whole-node requests: how many nodes
@@ -972,6 +982,13 @@ func (s *Scheduler) resourceNeed(now time.Time, j *job, allowed topology.NodeSet
 	}
 	counts := make([]int, len(dims))
 	idle := 0
+	limit := s.shareLimit(j)
+	if limit > 1 {
+		need.OverSubscribe = limit
+	}
+	if s.crUnit != CRCPU && !j.Spec.Exclusive {
+		need.CPUUnit = s.crUnit.String()
+	}
 	for i := allowed.Next(0); i >= 0; i = allowed.Next(i + 1) {
 		n := &s.nodes[i]
 		if len(n.jobs) == 0 {
@@ -980,7 +997,12 @@ func (s *Scheduler) resourceNeed(now time.Time, j *job, allowed topology.NodeSet
 			continue // whole nodes: a busy node offers nothing
 		}
 		for k, d := range dims {
-			if s.freeOf(n, d) >= j.perNode[d] {
+			free := s.freeOf(n, d)
+			if d == gres.CPU && limit > 1 {
+				_, extra := s.shareMask(j, n, limit) // the CPUs it may share count too
+				free += int64(extra)
+			}
+			if free >= j.perNode[d] {
 				counts[k]++
 			}
 		}
@@ -1858,6 +1880,12 @@ func (n *ResourceNeed) String() string {
 	}
 	if n.Tasks > 0 {
 		fmt.Fprintf(&b, " for %d task(s) on %s node(s), %d of them fit now", n.Tasks, FormatNodeCount(n.Nodes, n.NodesMax), n.TaskRoom)
+	}
+	if n.CPUUnit != "" {
+		fmt.Fprintf(&b, " (SelectTypeParameters=%s: CPUs in whole units)", n.CPUUnit)
+	}
+	if n.OverSubscribe > 0 {
+		fmt.Fprintf(&b, ", sharing CPUs with up to %d job(s) per CPU (OverSubscribe) considered", n.OverSubscribe)
 	}
 	if n.Constraint != "" {
 		fmt.Fprintf(&b, " %s", n.Constraint)

@@ -229,6 +229,13 @@ type JobSpec struct {
 	// only what it asks for. It excludes Exclusive (whole nodes), which a
 	// partition's OverSubscribe=EXCLUSIVE sets over it.
 	ExclusiveUser bool `json:",omitempty"`
+	// OverSubscribe is sbatch -s/--oversubscribe: in a partition with
+	// OverSubscribe=YES[:n] the job's CPUs may be shared with up to n jobs
+	// in all that asked the same (n defaults to 4). Under FORCE every job
+	// shares without asking; under NO and EXCLUSIVE, and for an
+	// --exclusive job, the flag changes nothing. GRES and memory are
+	// never shared.
+	OverSubscribe bool `json:",omitempty"`
 	// Licenses is sbatch -L/--licenses (matlab:2,ansys): cluster-wide
 	// licenses of Config.Licenses the job holds while it runs. It pends
 	// with Slurm's reason Licenses while too few are free, and the
@@ -387,6 +394,12 @@ type Allocation struct {
 	// least spread possible for the node count (see topology.Quality); 1
 	// when the cluster has no topology or the job has one node.
 	Quality float64
+	// OverSubscribe is how many jobs in all may share each of the
+	// allocation's CPUs (its partition's OverSubscribe count, under FORCE
+	// or under YES for an --oversubscribe job) as it started; zero when
+	// its CPUs are its own. Jobs sharing a CPU each list it in CPUs, and
+	// each counts it in its TRES cpu, as Slurm's AllocTRES does.
+	OverSubscribe int `json:",omitempty"`
 
 	// tres names the nodes' TRES in MarshalJSON (set where the scheduler
 	// hands an allocation out; nil in one built by hand).

@@ -93,6 +93,10 @@ type node struct {
 	exclUsers int
 	exclUser  string
 	users     []userJobs
+	// sharing counts the running jobs on the node that may share their
+	// CPUs (Allocation.OverSubscribe > 1; see oversub.go; rebuilt on
+	// restore with the counts above).
+	sharing int
 }
 
 // userJobs is how many of a node's jobs one user runs.

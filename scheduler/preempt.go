@@ -243,8 +243,13 @@ func (s *Scheduler) fitsFreed(j *job, n *node, f gres.Vector, victims []freedAll
 		tmp.devs = n.devs.Clone()
 	}
 	tmp.jobs = slices.Clone(n.jobs)
+	if n.sharing > 0 {
+		s.freedShared(n, &tmp, victims)
+	}
 	for _, v := range victims {
-		tmp.releaseCPUs(v.na.CPUs)
+		if n.sharing == 0 {
+			tmp.releaseCPUs(v.na.CPUs)
+		}
 		if !v.suspend {
 			if tmp.devs != nil && len(v.na.Devices) > 0 {
 				_ = tmp.devs.Release(v.na.Devices) // held by the victim: in use
@@ -269,9 +274,9 @@ func (s *Scheduler) suspend(now time.Time, r *job, pre JobID) {
 		na := &r.Alloc.Nodes[k]
 		s.saveNode(na.Node)
 		n := &s.nodes[na.Node]
-		n.releaseCPUs(na.CPUs)
+		freed := s.dropCPUs(n, r.ID, na.CPUs) // a CPU another job shares stays held
 		r.suspendedCPUs[k] = na.TRES[gres.CPU]
-		n.free[gres.CPU] += na.TRES[gres.CPU]
+		n.free[gres.CPU] += max(na.TRES[gres.CPU]-(int64(len(na.CPUs))-freed), 0)
 		na.TRES[gres.CPU], na.CPUs = 0, nil
 	}
 	s.mutRunning().Delete(r)

@@ -91,6 +91,10 @@ type Scheduler struct {
 	noRequeue bool
 	// requeueDelay is Config.RequeueDelay.
 	requeueDelay time.Duration
+	// crUnit is Config.SelectTypeParameters (crunit.go).
+	crUnit CRUnit
+	// shareBuf is shareCells' scratch (oversub.go).
+	shareBuf []cpuCell
 
 	// scratch sets reused by Schedule
 	avail, cand, fit topology.NodeSet
@@ -299,6 +303,7 @@ func New(cfg Config) (*Scheduler, error) {
 		noRequeue:  cfg.JobRequeue == RequeueNo,
 	}
 	s.requeueDelay = cfg.RequeueDelay
+	s.crUnit = cfg.SelectTypeParameters
 	s.billMode, _ = cfg.billingMode() // validate checked it
 	s.gpuOrder = cfg.GPUOrder
 	n := len(cfg.Nodes)
@@ -774,6 +779,7 @@ func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 		}
 	}
 	j.shape = s.shapeOf(pi, v, spec.Exclusive, excluded, cons)
+	s.roundPlanCPUs(j)
 	if ts != nil {
 		if err := s.initTasks(j); err != nil {
 			return nil, err
@@ -1010,10 +1016,13 @@ func (s *Scheduler) endJob(j *job, st JobState, at time.Time) {
 // requeued). The allocation stays on the job record as its last one.
 func (s *Scheduler) release(j *job, ended bool) {
 	s.policyStop(j, true, ended)
+	if j.Alloc.OverSubscribe > 1 {
+		s.noteCapacity() // shared CPUs change hands in the kept profile (sharedCPUUse)
+	}
 	for _, na := range j.Alloc.Nodes {
 		s.saveNode(na.Node)
 		n := &s.nodes[na.Node]
-		n.releaseCPUs(na.CPUs)
+		freed := s.dropCPUs(n, j.ID, na.CPUs) // a CPU another job shares stays held
 		if n.devs != nil && len(na.Devices) > 0 {
 			// The indices were allocated by this scheduler, so release
 			// cannot fail unless state is corrupt.
@@ -1030,6 +1039,10 @@ func (s *Scheduler) release(j *job, ended bool) {
 				panic(fmt.Sprintf("scheduler: job %d on %s: devices %v not in its TRES: %v", j.ID, n.cfg.Name, bad, err))
 			}
 			refund[gres.Node] = na.TRES[gres.Node]
+		}
+		if shared := int64(len(na.CPUs)) - freed; shared > 0 {
+			refund = refund.Clone()
+			refund[gres.CPU] = max(refund[gres.CPU]-shared, 0)
 		}
 		if err := n.refund(refund); err != nil {
 			panic(fmt.Sprintf("scheduler: freeing job %d on %s: %v", j.ID, n.cfg.Name, err))

@@ -222,6 +222,8 @@ type snapConfig struct {
 	Removed []int
 	// Licenses is Config.Licenses.
 	Licenses []License
+	// SelectTypeParameters is Config.SelectTypeParameters.
+	SelectTypeParameters CRUnit
 }
 
 // snapPriority is PriorityConfig without its source and hook, and
@@ -241,7 +243,7 @@ func (s *Scheduler) currentConfig() snapConfig {
 		Nodes: make([]NodeConfig, len(s.nodes)), Partitions: make([]PartitionConfig, len(s.parts)),
 		Topology: s.topo, MaxArraySize: s.maxArray, FirstJobID: s.firstID, MinJobAge: s.minJobAge,
 		BillingMode: s.billMode, GPUOrder: s.gpuOrder, RequeueDelay: s.requeueDelay,
-		Licenses: s.lic.config(),
+		Licenses: s.lic.config(), SelectTypeParameters: s.crUnit,
 	}
 	for i := range s.nodes {
 		c.Nodes[i] = *s.nodes[i].cfg

@@ -56,6 +56,7 @@ const (
 	jfShares          // the allocation's device shares follow it (minor 2)
 	jfTasks           // the task spread follows (see tasks.go)
 	jfRequired        // the required nodes (JobSpec.NodeList resolved) follow
+	jfOverSubscribe   // the allocation's OverSubscribe count follows
 	jfNumFlags        = iota
 )
 
@@ -94,6 +95,7 @@ func (e *senc) job(j *job) error {
 	set(jfShares, j.Alloc.hasShares())
 	set(jfTasks, j.tasks != nil)
 	set(jfRequired, j.where != nil && len(j.where.required) > 0)
+	set(jfOverSubscribe, j.Alloc.OverSubscribe != 0)
 	e.uvarint(uint64(j.ID))
 	e.uvarint(f)
 	// The public record (Job) field by field by name, so that fields
@@ -142,6 +144,9 @@ func (e *senc) job(j *job) error {
 	}
 	if f&jfShares != 0 {
 		e.allocShares(&j.Alloc)
+	}
+	if f&jfOverSubscribe != 0 {
+		e.uvarint(uint64(j.Alloc.OverSubscribe))
 	}
 	if f&jfUsage != 0 {
 		e.vec(j.usageTotal)
@@ -366,6 +371,9 @@ func (d *sdec) job(s *Scheduler) *job {
 	}
 	if f&jfShares != 0 {
 		d.allocShares(&j.Alloc)
+	}
+	if f&jfOverSubscribe != 0 {
+		j.Alloc.OverSubscribe = d.intIn(2, 1<<15, "OverSubscribe count")
 	}
 	if f&jfUsage != 0 {
 		j.usageTotal = d.vec()

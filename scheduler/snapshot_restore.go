@@ -248,7 +248,7 @@ func (c *snapConfig) config(reg *gres.Registry, opts RestoreOptions) (Config, er
 		Nodes: c.Nodes, Partitions: c.Partitions, Topology: c.Topology, EstimateInterval: c.EstimateInterval,
 		MaxArraySize: c.MaxArraySize, FirstJobID: c.FirstJobID, MinJobAge: c.MinJobAge, JobRequeue: c.JobRequeue,
 		Registry: reg, Policy: c.Policy, BillingMode: c.BillingMode, GPUOrder: c.GPUOrder,
-		RequeueDelay: c.RequeueDelay, Power: c.Power, Licenses: c.Licenses,
+		RequeueDelay: c.RequeueDelay, Power: c.Power, Licenses: c.Licenses, SelectTypeParameters: c.SelectTypeParameters,
 	}
 	// A tombstone is built as a placeholder node, then made a tombstone
 	// again (Restore): New needs every node to be a valid one.
@@ -402,10 +402,17 @@ func (s *Scheduler) checkFree(d *sdec) error {
 					w[k] -= x
 				}
 			}
+			// A shared CPU is counted once: by the CPU masks below.
+			w[gres.CPU] += int64(len(na.CPUs))
 		}
+	}
+	if err := s.checkSharing(); err != nil {
+		d.fail("%v", err)
+		return d.err
 	}
 	for i := range s.nodes {
 		n := &s.nodes[i]
+		want[i][gres.CPU] -= popCPUs(n.cpuUsed)
 		want[i][gres.Node] = n.free[gres.Node]
 		if !slices.Equal(want[i], n.free) {
 			d.fail("node %s: free %s, but its capacity less what its jobs hold is %s", n.cfg.Name, s.reg.FormatTRES(n.free), s.reg.FormatTRES(want[i]))
@@ -512,7 +519,9 @@ func (s *Scheduler) attachJob(j *job) error {
 				return fmt.Errorf("node %s: allocation vector of the wrong length", n.cfg.Name)
 			}
 			for _, c := range na.CPUs {
-				if c < 0 || c >= n.cfg.CPUs || n.cpuUsed[c>>6]&(1<<uint(c&63)) != 0 {
+				// A CPU held twice is a shared one (OverSubscribe), which
+				// checkSharing verifies once every job holds its CPUs.
+				if c < 0 || c >= n.cfg.CPUs || (j.Alloc.OverSubscribe == 0 && n.cpuUsed[c>>6]&(1<<uint(c&63)) != 0) {
 					return fmt.Errorf("node %s: CPU %d out of range or held twice", n.cfg.Name, c)
 				}
 				n.cpuUsed[c>>6] |= 1 << uint(c&63)
