@@ -214,20 +214,32 @@ func (s *Scheduler) chooseCPUs(j *job, n *node, buf *allocBuf, k int, near gres.
 	if len(out) >= want {
 		return out, want
 	}
-	mask, extra := s.shareMask(j, n, s.shareLimit(j))
-	if extra == 0 {
+	limit := s.shareLimit(j)
+	if limit <= 1 || n.sharing == 0 {
 		return out, want
 	}
-	// Share what is still missing: the CPUs taken so far count as held.
+	// Share what is still missing, the CPUs with the fewest holders
+	// first; the CPUs taken so far count as held.
+	per := n.lay.unitSize(s.crUnit)
+	cells := s.shareCells(n, 0)
 	tmp := *n
-	tmp.cpuUsed = mask
-	tmp.markCPUs(out)
-	per := 1 // CPUs per unit as selectUnits hands them out
-	if n.lay.unitSize(s.crUnit) > 1 {
-		per = n.lay.unitSize(s.crUnit)
+	for h := 1; h < limit && len(out) < want; h++ {
+		var mask []uint64
+		for c, cl := range cells {
+			if cl.count == h && shareable(j, limit, cl) {
+				if mask == nil {
+					mask = slices.Clone(n.cpuUsed)
+				}
+				mask[c>>6] &^= 1 << uint(c&63)
+			}
+		}
+		if mask == nil {
+			continue
+		}
+		tmp.cpuUsed = mask
+		tmp.markCPUs(out)
+		out = append(out, tmp.selectUnits(nil, s.crUnit, r, units-len(out)/per)...)
 	}
-	more := tmp.selectUnits(nil, s.crUnit, r, units-len(out)/per)
-	out = append(out, more...)
 	slices.Sort(out)
 	return out, want
 }

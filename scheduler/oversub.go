@@ -285,3 +285,24 @@ func (s *Scheduler) checkSharing() error {
 	}
 	return nil
 }
+
+// freeFor returns node n's free resources as job j may use them: n.free,
+// or, where j may share CPUs that jobs on n hold, a copy counting those
+// CPUs free too (the task spread and per-job spread size their requests
+// with it).
+func (s *Scheduler) freeFor(j *job, n *node) gres.Vector {
+	if n.sharing == 0 {
+		return n.free
+	}
+	limit := s.shareLimit(j)
+	if limit <= 1 {
+		return n.free
+	}
+	_, extra := s.shareMask(j, n, limit)
+	if extra == 0 {
+		return n.free
+	}
+	f := n.free.Clone()
+	f[gres.CPU] += int64(extra)
+	return f
+}

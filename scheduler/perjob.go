@@ -267,7 +267,7 @@ func (s *Scheduler) spreadRequests(j *job, nodes []int, take [][]gres.Request) (
 		if err := s.nodeVector(j, reqs[k].devReq, reqs[k].vec); err != nil {
 			return nil, false
 		}
-		if !reqs[k].vec.Fits(s.nodes[nodes[k]].free) {
+		if !s.fitsFree(j, &s.nodes[nodes[k]], reqs[k].vec) {
 			// More GPUs brought more CPUs or memory than the node has (an
 			// exclusive job too: its request must fit what it widens).
 			return nil, false

@@ -1093,7 +1093,7 @@ func (s *Scheduler) snapshot(j *job) Job {
 // copyAlloc returns a deep copy of a: the copies share three backing
 // arrays (CPUs, devices, TRES), each node's slice capped at its own length.
 func copyAlloc(a Allocation) Allocation {
-	out := Allocation{Nodes: make([]NodeAlloc, len(a.Nodes)), Quality: a.Quality, Billing: a.Billing}
+	out := Allocation{Nodes: make([]NodeAlloc, len(a.Nodes)), Quality: a.Quality, Billing: a.Billing, OverSubscribe: a.OverSubscribe}
 	var nc, nd, nt int
 	for _, na := range a.Nodes {
 		nc, nd, nt = nc+len(na.CPUs), nd+len(na.Devices), nt+len(na.TRES)

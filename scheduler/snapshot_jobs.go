@@ -146,7 +146,7 @@ func (e *senc) job(j *job) error {
 		e.allocShares(&j.Alloc)
 	}
 	if f&jfOverSubscribe != 0 {
-		e.uvarint(uint64(j.Alloc.OverSubscribe))
+		e.varint(int64(j.Alloc.OverSubscribe))
 	}
 	if f&jfUsage != 0 {
 		e.vec(j.usageTotal)

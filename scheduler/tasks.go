@@ -452,7 +452,7 @@ func (s *Scheduler) taskReqs(j *job, nodes []int) ([]nodeReq, bool) {
 	ts := j.tasks
 	if ts.total == 0 {
 		for _, i := range nodes {
-			if s.taskRoom(j, &s.nodes[i], s.nodes[i].free, false) < 1 {
+			if s.taskRoom(j, &s.nodes[i], s.freeFor(j, &s.nodes[i]), false) < 1 {
 				return nil, false
 			}
 		}
@@ -467,7 +467,7 @@ func (s *Scheduler) taskReqs(j *job, nodes []int) ([]nodeReq, bool) {
 	} else {
 		room := make([]int64, len(nodes))
 		for k, i := range nodes {
-			room[k] = s.taskRoom(j, &s.nodes[i], s.nodes[i].free, false)
+			room[k] = s.taskRoom(j, &s.nodes[i], s.freeFor(j, &s.nodes[i]), false)
 		}
 		if counts = dealTasks(int64(ts.total), room); counts == nil {
 			return nil, false
@@ -480,7 +480,7 @@ func (s *Scheduler) taskReqs(j *job, nodes []int) ([]nodeReq, bool) {
 		if err := s.nodeVectorN(j, counts[k], reqs[k].devReq, reqs[k].vec); err != nil {
 			return nil, false
 		}
-		if !reqs[k].vec.Fits(s.nodes[i].free) {
+		if !s.fitsFree(j, &s.nodes[i], reqs[k].vec) {
 			return nil, false
 		}
 	}
@@ -526,7 +526,7 @@ func (s *Scheduler) scanTasks(j *job, set topology.NodeSet, check func(int) bool
 	complete := true
 	s.byWeight(set, func(i int) bool {
 		if check == nil || check(i) {
-			if r := s.taskRoom(j, &s.nodes[i], s.nodes[i].free, false); r > 0 {
+			if r := s.taskRoom(j, &s.nodes[i], s.freeFor(j, &s.nodes[i]), false); r > 0 {
 				fit = append(fit, taskFit{i, r})
 				sum += r
 			}

@@ -15,7 +15,7 @@ func (s *Scheduler) tasksNeed(j *job, fit topology.NodeSet, need *ResourceNeed) 
 	need.Tasks, need.NodesMax = ts.total, ts.nodesMax
 	rooms := make([]int64, 0, fit.Count())
 	for i := fit.Next(0); i >= 0; i = fit.Next(i + 1) {
-		rooms = append(rooms, s.taskRoom(j, &s.nodes[i], s.nodes[i].free, false))
+		rooms = append(rooms, s.taskRoom(j, &s.nodes[i], s.freeFor(j, &s.nodes[i]), false))
 	}
 	slices.SortFunc(rooms, func(a, b int64) int { return int(b - a) })
 	var room int64
