@@ -95,6 +95,10 @@ func fzInvariants(s *Scheduler, cyc *Cycle) error {
 	jobs := s.Jobs()
 	gpu, hasGPU := s.reg.Lookup("gres/gpu")
 	type held struct{ cpu, dev map[int]JobID }
+	// CPUs may be shared (OverSubscribe): by jobs of one partition that
+	// may share, at most as many as the least of their counts.
+	holders := make([]map[int][]*Job, len(nodes))
+	shared := make([]bool, len(nodes))
 	hold := make([]held, len(nodes))
 	sum := make([]gres.Vector, len(nodes))
 	for i, n := range nodes {
@@ -131,13 +135,31 @@ func fzInvariants(s *Scheduler, cyc *Cycle) error {
 				if c < 0 || int64(c) >= n.Capacity[gres.CPU] {
 					return fmt.Errorf("job %d: node %s: CPU %d does not exist", j.ID, n.Name, c)
 				}
+				if holders[na.Node] == nil {
+					holders[na.Node] = map[int][]*Job{}
+				}
+				hs := append(holders[na.Node][c], j)
+				holders[na.Node][c] = hs
 				if o, dup := h.cpu[c]; dup {
-					return fmt.Errorf("node %s: CPU %d held by jobs %d and %d", n.Name, c, o, j.ID)
+					shared[na.Node] = true
+					least := len(hs)
+					for _, x := range hs {
+						if x.Alloc.OverSubscribe < 2 || x.Partition != j.Partition {
+							return fmt.Errorf("node %s: CPU %d held by jobs %d and %d, not sharers of one partition", n.Name, c, o, j.ID)
+						}
+						least = min(least, x.Alloc.OverSubscribe)
+					}
+					if len(hs) > least {
+						return fmt.Errorf("node %s: CPU %d held by %d jobs, at most %d may share it", n.Name, c, len(hs), least)
+					}
 				}
 				h.cpu[c] = j.ID
 			}
 			if int64(len(na.CPUs)) != na.TRES[gres.CPU] {
 				return fmt.Errorf("job %d: node %s: %d CPU ids for a CPU count of %d", j.ID, n.Name, len(na.CPUs), na.TRES[gres.CPU])
+			}
+			if err := fzWholeUnits(s, j, na); err != nil {
+				return err
 			}
 			for _, d := range na.Devices {
 				if o, dup := h.dev[d]; dup {
@@ -181,8 +203,8 @@ func fzInvariants(s *Scheduler, cyc *Cycle) error {
 			}
 		}
 		for k := range n.Capacity {
-			if gres.ID(k) == gres.Node {
-				continue
+			if gres.ID(k) == gres.Node || (gres.ID(k) == gres.CPU && shared[i]) {
+				continue // shared CPUs: the distinct CPU ids are counted below
 			}
 			off := int64(0)
 			if strings.HasPrefix(s.reg.Name(gres.ID(k)), "gres/gpu") && n.Capacity[k] > 0 {
@@ -526,6 +548,9 @@ func fzCheckTasks(s *Scheduler, j *Job) error {
 		return fmt.Errorf("job %d: -N %d-%d -n %d runs on %d nodes", j.ID, sp.Nodes, sp.NodesMax, sp.Tasks, n)
 	}
 	exclusive := sp.Exclusive || s.parts[s.partByName[j.Partition]].cfg.OverSubscribe == policy.OverSubscribeExclusive
+	if s.crUnit != CRCPU {
+		return nil // whole cores or sockets round the CPUs up (crunit.go)
+	}
 	if exclusive || sp.CPUsPerGPU > 0 || len(sp.GRESPerNode)+len(sp.GRESPerTask) > 0 || sp.GPUsPerSocket > 0 {
 		return nil // per-GPU CPUs (or whole nodes) may add CPUs
 	}
@@ -543,6 +568,29 @@ func fzCheckTasks(s *Scheduler, j *Job) error {
 	}
 	if total != sp.Tasks*cpt {
 		return fmt.Errorf("job %d: -n %d -c %d holds %d CPUs", j.ID, sp.Tasks, cpt, total)
+	}
+	return nil
+}
+
+// fzWholeUnits checks that a running job's CPUs on a node are whole
+// allocation units (Config.SelectTypeParameters: cores or sockets).
+func fzWholeUnits(s *Scheduler, j *Job, na NodeAlloc) error {
+	if s.crUnit == CRCPU || j.State != JobRunning {
+		return nil
+	}
+	l := s.nodes[na.Node].lay
+	size := l.unitSize(s.crUnit)
+	if size == 1 {
+		return nil
+	}
+	units := map[int]int{}
+	for _, c := range na.CPUs {
+		units[c/size]++
+	}
+	for u, k := range units {
+		if k != size {
+			return fmt.Errorf("job %d: node %s: %d of the %d CPUs of %s unit %d (CPUs %v)", j.ID, na.Name, k, size, s.crUnit, u, na.CPUs)
+		}
 	}
 	return nil
 }

@@ -38,6 +38,9 @@ type fzNode struct {
 	MemGiB                                 int64
 	// Weight is the node's Weight (0: the default).
 	Weight int64
+	// Threads, when set, gives the node a layout of Sockets ×
+	// CoresPerSocket × Threads CPUs (devices keep their core indices).
+	Threads int
 }
 
 // fzPart describes one partition; times are in seconds.
@@ -56,6 +59,10 @@ type fzPart struct {
 	PreemptMode          policy.PreemptMode
 	GraceSeconds         int
 	Default              bool
+	// OverSubscribe (YES or FORCE, when not Exclusive) with
+	// OverSubscribeCount (0: Slurm's 4).
+	OverSubscribe      policy.OverSubscribe
+	OverSubscribeCount int
 }
 
 // fzCluster is a whole fuzzed cluster.
@@ -78,6 +85,8 @@ type fzCluster struct {
 	// NoRate is set.
 	SuspendTime, ResumeTimeout int
 	NoRate                     bool
+	// Unit is Config.SelectTypeParameters.
+	Unit CRUnit
 }
 
 // fzNodeName is the name of node i.
@@ -114,7 +123,7 @@ func fzInventory(n fzNode) (gres.Inventory, error) {
 
 // fzConfig builds the Config c describes.
 func fzConfig(c fzCluster) (Config, error) {
-	var cfg Config
+	cfg := Config{SelectTypeParameters: c.Unit}
 	for i, n := range c.Nodes {
 		nc, err := fzNodeConfig(fzNodeName(i), n)
 		if err != nil {
@@ -135,6 +144,8 @@ func fzConfig(c fzCluster) (Config, error) {
 		}
 		if p.Exclusive {
 			pc.OverSubscribe = policy.OverSubscribeExclusive
+		} else if p.OverSubscribe != 0 {
+			pc.OverSubscribe, pc.OverSubscribeCount = p.OverSubscribe, p.OverSubscribeCount
 		}
 		for _, k := range p.Nodes {
 			pc.Nodes = append(pc.Nodes, fzNodeName(k))
@@ -201,6 +212,10 @@ func fzNodeConfig(name string, n fzNode) (NodeConfig, error) {
 		return NodeConfig{}, err
 	}
 	nc := NodeConfig{Name: name, CPUs: n.Sockets * n.CoresPerSocket, MemoryMiB: n.MemGiB * 1024, Devices: inv, Weight: n.Weight}
+	if n.Threads > 0 {
+		nc.CPUs *= n.Threads
+		nc.Sockets, nc.CoresPerSocket, nc.ThreadsPerCore = n.Sockets, n.CoresPerSocket, n.Threads
+	}
 	if n.Shards > 0 {
 		nc.GRES = []gres.Request{{Name: "shard", Count: n.Shards}}
 	}
@@ -299,6 +314,20 @@ func fzGenCluster(src *fzSource) fzCluster {
 		c.SuspendTime = []int{60, 600, 3600}[src.intn(3)]
 		c.ResumeTimeout = []int{0, 30, 300}[src.intn(3)]
 		c.NoRate = src.intn(2) == 0
+	}
+	// Drawn last, so that the draws above keep their meaning: the
+	// allocation unit, threads per core, and CPU over-subscription.
+	c.Unit = CRUnit(src.intn(3))
+	for i := range c.Nodes {
+		if src.intn(3) == 0 {
+			c.Nodes[i].Threads = 2
+		}
+	}
+	for i := range c.Parts {
+		if src.intn(3) == 0 {
+			c.Parts[i].OverSubscribe = []policy.OverSubscribe{policy.OverSubscribeYes, policy.OverSubscribeForce}[src.intn(2)]
+			c.Parts[i].OverSubscribeCount = src.intn(4)
+		}
 	}
 	return c
 }

@@ -451,6 +451,7 @@ func (g *fzGen) spec() JobSpec {
 		sp.Constraint = fzPick(s, "f0", "f0|f1", "[f0|f1]", "f1*1", "[f0*1&f1*1]", "f0&", "nope")
 	}
 	sp.Contiguous = s.chance(10)
+	sp.OverSubscribe = s.chance(3) // drawn last: earlier draws keep their meaning
 	return sp
 }
 
@@ -895,7 +896,7 @@ func fzSpecCode(sp JobSpec) string {
 		`Exclusive:false, `, `CheckpointInterval:0, `, `Requeue:false, `, `Switches:0, `, `SwitchesMaxWait:0, `, `Segment:0, `,
 		`Reservation:"", `, `Dependency:"", `, `Nice:0, `, `, Exclude:[]string(nil)`, `, Hold:false`, `Hold:false, `, `, NodeList:""`, `, Constraint:""`, `, Contiguous:false`,
 		`, NVLinkDomain:0x0`, `NVLinkDomain:0x0, `, `NVLinkDomain:0x0`,
-		`, NodesMax:0`, `, TasksPerNode:0`, `, TasksPerSocket:0`, `, MemPerCPUMiB:0`} {
+		`, OverSubscribe:false`, `, NodesMax:0`, `, TasksPerNode:0`, `, TasksPerSocket:0`, `, MemPerCPUMiB:0`} {
 		s = strings.ReplaceAll(s, z, "")
 	}
 	s = strings.ReplaceAll(s, "{gres.Request{", "{{")

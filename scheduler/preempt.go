@@ -324,7 +324,8 @@ func (s *Scheduler) resumeSuspended(now time.Time, cyc *Cycle) {
 				near = near.Union(n.devCores[d])
 			}
 			want := int(r.suspendedCPUs[k])
-			if na.CPUs = n.selectCPUs(make([]int, 0, want), cpuRequestOf(r, want, near, false)); len(na.CPUs) < want {
+			units := want / max(n.lay.unitSize(s.crUnit), 1) // its CPUs were whole units (crunit.go)
+			if na.CPUs = n.selectUnits(make([]int, 0, want), s.crUnit, cpuRequestOf(r, want, near, false), units); len(na.CPUs) < want {
 				na.CPUs = n.freeCPUs(want, near, false) // one thread per core no longer fits: any free CPUs
 			}
 			n.markCPUs(na.CPUs)
