@@ -67,6 +67,38 @@
 // scheduler decides is derived from data it keeps, deterministically: the
 // same events at the same times give the same decisions.
 //
+// # Sharing CPUs and allocation units
+//
+// A partition's OverSubscribe=FORCE[:n] lets its jobs share CPUs, up to
+// n jobs per CPU (4 when n is not given); YES[:n] does so for the jobs
+// that ask (JobSpec.OverSubscribe, sbatch --oversubscribe); NO and
+// EXCLUSIVE never do, nor does an --exclusive job. A job takes free
+// CPUs first and shares for what it still lacks, the CPUs with the
+// fewest holders first; a shared CPU id is in every sharer's allocation
+// and each counts it in its TRES cpu, as Slurm's AllocTRES does. GPUs
+// and other GRES are never shared, nor is memory (Sluice always tracks
+// memory as a consumable resource, and Slurm does not over-subscribe
+// memory so tracked). Jobs of different partitions never share a CPU:
+// Slurm documents sharing per partition and not how two partitions'
+// counts over one node combine, so Sluice takes the conservative
+// reading. Explain's ResourceNeed.OverSubscribe says when sharing was
+// counted in what fits now.
+//
+// The backfill plan is conservative about sharing: a running job's
+// shared CPU counts once, held until its last holder ends, and a pending
+// job is planned on free CPUs only, never on CPUs it could share. So the
+// plan never starts a job by sharing (the main pass does, in queue
+// order), and the expected start of a job that could share is the time
+// enough CPUs come free, which may be later than the start it gets.
+//
+// Config.SelectTypeParameters is the unit CPUs are allocated in: CR_CPU
+// (Sluice's default: hardware threads), CR_Core (Slurm's default,
+// CR_Core_Memory: whole cores, so a one-CPU task on a node of two threads
+// per core gets and is charged both threads) or CR_Socket (whole
+// sockets). The node, accounting, the backfill plan and Explain all count
+// a job's CPUs in whole units; with OverSubscribe the shared unit is the
+// core or socket.
+//
 // # Periodic work
 //
 // Nothing the scheduler does depends on how often Schedule is called.

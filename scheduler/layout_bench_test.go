@@ -5,6 +5,7 @@ import (
 
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
@@ -50,18 +51,41 @@ func layoutMix(i int, spec *scheduler.JobSpec) {
 	}
 }
 
+// oversubCluster allocates whole cores (SelectTypeParameters=CR_Core)
+// and makes every other partition OverSubscribe=FORCE:2 and the others
+// YES (Slurm's count, 4).
+func oversubCluster(c *scheduler.Config) error {
+	c.SelectTypeParameters = scheduler.CRCore
+	for i := range c.Partitions {
+		if i%2 == 0 {
+			c.Partitions[i].OverSubscribe, c.Partitions[i].OverSubscribeCount = policy.OverSubscribeForce, 2
+		} else {
+			c.Partitions[i].OverSubscribe = policy.OverSubscribeYes
+		}
+	}
+	return nil
+}
+
+// oversubMix is layoutMix with one job in three asking --oversubscribe.
+func oversubMix(i int, spec *scheduler.JobSpec) {
+	layoutMix(i, spec)
+	spec.OverSubscribe = i%3 == 0
+}
+
 // BenchmarkScheduleLayout is BenchmarkSchedule's standard cycle (10,000
 // nodes, about 40,000 running and 100,000 pending jobs) without layouts
-// (plain) and with layout-bearing nodes and layout requests in the mix
-// (layout), FIFO and with EASY backfill.
+// (plain), with layout-bearing nodes and layout requests in the mix
+// (layout), and with those allocated in whole cores on OverSubscribe
+// partitions (oversub, see oversubCluster), FIFO and with EASY backfill.
 func BenchmarkScheduleLayout(b *testing.B) {
 	for _, bc := range []struct {
-		name   string
-		layout bool
-		easy   bool
+		name    string
+		layout  bool
+		easy    bool
+		oversub bool
 	}{
-		{"plain", false, false}, {"layout", true, false},
-		{"easy/plain", false, true}, {"easy/layout", true, true},
+		{"plain", false, false, false}, {"layout", true, false, false}, {"oversub", true, false, true},
+		{"easy/plain", false, true, false}, {"easy/layout", true, true, false}, {"easy/oversub", true, true, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			o := clustertest.StateOptions{Running: 40000, Pending: 100000, Seed: 1,
@@ -74,6 +98,11 @@ func BenchmarkScheduleLayout(b *testing.B) {
 							return err
 						}
 					}
+					if bc.oversub {
+						if err := oversubCluster(c); err != nil {
+							return err
+						}
+					}
 					if bc.layout {
 						return layoutCluster(c)
 					}
@@ -81,6 +110,9 @@ func BenchmarkScheduleLayout(b *testing.B) {
 				}}
 			if bc.layout {
 				o.Spec = layoutMix
+			}
+			if bc.oversub {
+				o.Spec = oversubMix
 			}
 			s, now, err := clustertest.NewState(o)
 			if err != nil {

@@ -372,3 +372,23 @@ func TestParseSelectTypeParameters(t *testing.T) {
 	cfg.SelectTypeParameters = 9
 	assert.ErrorIs(t, cfg.Validate(), scheduler.ErrInvalidConfig)
 }
+
+// FuzzParseSelectTypeParameters: whatever parses writes back a value that
+// parses to the same unit; the rest is refused with ErrInvalidConfig.
+func FuzzParseSelectTypeParameters(f *testing.F) {
+	for _, s := range []string{"CR_CPU", "CR_Core_Memory", "cr_socket", "CR_Board", "_Memory", "CR_Core_Memory_Memory", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := scheduler.ParseSelectTypeParameters(s)
+		if err != nil {
+			require.ErrorIs(t, err, scheduler.ErrInvalidConfig)
+			return
+		}
+		b, err := u.MarshalText()
+		require.NoError(t, err)
+		var back scheduler.CRUnit
+		require.NoError(t, back.UnmarshalText(b))
+		require.Equal(t, u, back)
+	})
+}
