@@ -53,9 +53,15 @@ func layoutMix(i int, spec *scheduler.JobSpec) {
 
 // oversubCluster allocates whole cores (SelectTypeParameters=CR_Core)
 // and makes every other partition OverSubscribe=FORCE:2 and the others
-// YES (Slurm's count, 4).
+// YES (Slurm's count, 4). Partition policy needs the jobs' QOS known.
 func oversubCluster(c *scheduler.Config) error {
 	c.SelectTypeParameters = scheduler.CRCore
+	if c.Policy == nil {
+		c.Policy = &policy.Config{}
+		for _, q := range clustertest.QOSNames {
+			c.Policy.QOS = append(c.Policy.QOS, policy.QOS{Name: q})
+		}
+	}
 	for i := range c.Partitions {
 		if i%2 == 0 {
 			c.Partitions[i].OverSubscribe, c.Partitions[i].OverSubscribeCount = policy.OverSubscribeForce, 2
