@@ -199,9 +199,9 @@ func (sh *shape) needsReboot(i int) bool { return sh.reboot.Has(i) }
 // rebootFits reports whether node n, which a job can use only once
 // rebooted, counts as fitting now: only while the main pass places a job
 // for a reboot, and only idle (Slurm reboots a node only when no job runs
-// on it).
+// on it; a rebooting node is idle).
 func (s *Scheduler) rebootFits(n *node) bool {
-	return s.boot.placing && len(n.jobs) == 0 && !n.booting()
+	return s.boot.placing && len(n.jobs) == 0
 }
 
 // activeOnly returns allowed without the shape's nodes that need a
@@ -354,6 +354,13 @@ func (s *Scheduler) rebootForMainPass(now time.Time, j *job, cyc *Cycle) {
 		return
 	}
 	s.cand.CopyFrom(s.avail)
+	// The nodes rebooting already into features that suit the job count
+	// too, so that a job waiting for its reboot reboots no other node.
+	for i := s.boot.nodes.Next(0); s.boot.n > 0 && i >= 0; i = s.boot.nodes.Next(i + 1) {
+		if n := &s.nodes[i]; n.admin == adminUp && sh.cons.Match(n.boot.features) {
+			s.cand.Add(i)
+		}
+	}
 	s.cand.IntersectWith(sh.capable)
 	if !s.cand.Intersects(sh.reboot) {
 		return
@@ -369,7 +376,7 @@ func (s *Scheduler) rebootForMainPass(now time.Time, j *job, cyc *Cycle) {
 	}
 	nodes = slices.Clone(nodes) // s.placed is reused
 	for _, i := range nodes {
-		if sh.needsReboot(i) {
+		if sh.needsReboot(i) && !s.nodes[i].booting() {
 			s.startReboot(now, i, sh.rebootInto(&s.nodes[i]), j.ID, cyc)
 		}
 		s.avail.Remove(i)
