@@ -25,10 +25,11 @@ import (
 // where they are active, or on one that can be rebooted into them: its
 // capable nodes are both. Nodes with the features active are preferred:
 // a job is placed on them whenever it can start there now, and a reboot
-// is considered only when it cannot (Slurm likewise uses nodes whose
-// active features satisfy a job before nodes that must be rebooted). A
-// node is rebooted only while idle (Slurm's KNL guide: a node is rebooted
-// into other modes only when no job runs on it).
+// is considered only when it cannot (Sluice's reading: Slurm's guides say
+// a node "may need" a reboot into the requested modes, not that one is
+// made when the modes are active elsewhere). A node is rebooted only
+// while idle (Slurm's KNL guide: nodes are rebooted into other modes only
+// when no job runs on them).
 //
 // The reboot reuses power saving's model of a booting node (power.go):
 // the cycle lists the node in Cycle.Reboots with the features it boots
