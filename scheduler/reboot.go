@@ -34,8 +34,8 @@ import (
 // The reboot reuses power saving's model of a booting node (power.go):
 // the cycle lists the node in Cycle.Reboots with the features it boots
 // into — the caller runs its RebootProgram — and the node takes no work
-// (NodeInfo.Reboot, sinfo's "#" suffix) until the caller reports it up
-// with NodeRebooted, which makes those features its active Features (an
+// (NodeInfo.Reboot) until the caller reports it up with NodeRebooted,
+// which makes those features its active Features (an
 // event, so replay and snapshots reproduce the change), or until
 // Config.BootTime passes, which marks it DOWN with the reason "reboot
 // timed out". The job it was rebooted for stays pending (reason
