@@ -3,6 +3,8 @@ package feature_test
 import (
 	"errors"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/feature"
@@ -109,5 +111,65 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip of %q: %q → %#v, want %#v", s, c.String(), again, c)
 		}
 		_ = c.Match([]string{"a", "b"})
+		// Changeable features ("a", "b" here) come back only as terms of
+		// the outermost AND: every node matching c has them all.
+		ch := func(n string) bool { return n == "a" || n == "b" }
+		names, err := c.Changeable(ch)
+		if err != nil {
+			if !errors.Is(err, feature.ErrChangeable) {
+				t.Fatalf("Changeable(%q): unwrapped error %v", s, err)
+			}
+			return
+		}
+		all := c.Names()
+		for _, n := range names {
+			if !ch(n) || !slices.Contains(all, n) {
+				t.Fatalf("Changeable(%q) = %v: %q is not a changeable name of it", s, names, n)
+			}
+			without := slices.DeleteFunc(slices.Clone(all), func(x string) bool { return x == n })
+			if c.Match(without) {
+				t.Fatalf("Changeable(%q) = %v, but a node without %q matches", s, names, n)
+			}
+		}
 	})
+}
+
+// Slurm's node features plugins take changeable features only ANDed at
+// the outermost level; OR, matching OR and counts with them are refused,
+// while those forms over static features stay accepted.
+func TestChangeable(t *testing.T) {
+	ch := func(n string) bool { return n == "mig7" || n == "mig1" || n == "cache" }
+	for _, tc := range []struct {
+		in   string
+		want []string
+		bad  string // a word the error names
+	}{
+		{"", nil, ""},
+		{"ib", nil, ""},
+		{"mig7", []string{"mig7"}, ""},
+		{"mig7&ib", []string{"mig7"}, ""},
+		{"cache,mig7&(ib|eth)", []string{"cache", "mig7"}, ""},
+		{"[rack1|rack2]", nil, ""},
+		{"ib*2", nil, ""},
+		{"mig7|mig1", nil, "OR"},
+		{"ib&(mig7|eth)", nil, "OR"},
+		{"[mig7|mig1]", nil, "matching OR"},
+		{"mig7*2", nil, "count"},
+		{"[ib*1&mig1*2]", nil, "count"},
+	} {
+		c, err := feature.Parse(tc.in)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tc.in, err)
+		}
+		got, err := c.Changeable(ch)
+		if tc.bad != "" {
+			if !errors.Is(err, feature.ErrChangeable) || !strings.Contains(err.Error(), tc.bad) {
+				t.Errorf("Changeable(%q) = %v, %v; want an ErrChangeable naming %q", tc.in, got, err, tc.bad)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Changeable(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
 }

@@ -213,6 +213,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		return fmt.Errorf("scheduler: backfill: reservations: %w", err)
 	}
 	windows = s.powerWindows(now, windows)
+	windows = s.bootWindows(now, windows)
 	jobs, pjobs := b.jobs[:0], b.pjobs[:0]
 	s.pending.Ascend(func(j *job) bool {
 		// Jobs in reservations start in the main pass, inside their
@@ -305,6 +306,7 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	b.prevUsable.CopyFrom(s.usable)
 	s.noteCounterWaits(plan, pjobs)
 	s.wakeForPlan(now, plan, cyc)
+	s.rebootForPlan(now, plan, pjobs, cyc)
 	cyc.Starts = slices.Grow(cyc.Starts, len(plan.Starts))
 	for _, k := range plan.Starts {
 		e := &plan.Entries[k]
@@ -430,6 +432,9 @@ func (s *Scheduler) bfJob(now time.Time, x *job, allowed topology.NodeSet, sh *s
 	}
 	if x.where != nil {
 		s.bfWhere(now, x, &bj)
+	}
+	if x.shape.reboot.Len() > 0 || s.boot.n > 0 {
+		s.bfReboot(now, x, &bj)
 	}
 	return bj
 }

@@ -118,6 +118,14 @@ type Config struct {
 	// in its recent releases is CR_Core_Memory (CRCore): whole cores, so
 	// a one-CPU task on a node of two threads per core is charged 2 CPUs.
 	SelectTypeParameters CRUnit `json:",omitzero"`
+	// BootTime is how long a node takes to reboot into changeable
+	// features (helpers.conf BootTime, node_features/helpers; see
+	// NodeConfig.ChangeableFeatures and reboot.go): the backfill plan
+	// counts a node rebooted for a job as free from then, and a node not
+	// reported booted (NodeRebooted) by then is marked DOWN with the
+	// reason "reboot timed out". Zero means Slurm's default,
+	// DefaultBootTime (300 s).
+	BootTime time.Duration
 	// Registry is the TRES registry the scheduler indexes vectors by. Nil
 	// means a new one. Policy limits (policy.ParseTRESLimits) are built
 	// against a registry: build it with NewRegistry(cfg.Nodes), parse the
@@ -200,8 +208,19 @@ type NodeConfig struct {
 	CPUs int
 	// MemoryMiB is the schedulable memory (Slurm's RealMemory). Must be ≥ 0.
 	MemoryMiB int64
-	// Features are arbitrary labels (Slurm's node features).
+	// Features are arbitrary labels (Slurm's node features): the node's
+	// active features, Slurm's ActiveFeatures — the static ones and
+	// whichever changeable ones are active now.
 	Features []string
+	// ChangeableFeatures are the features a node features plugin can
+	// change on this node by rebooting it (node_features/helpers: the
+	// helpers.conf Feature= lines with a Helper for the node, such as
+	// MIG or KNL memory modes). Those in Features are active now; a job
+	// whose Constraint needs others gets the node rebooted into them
+	// (see reboot.go). Slurm's AvailableFeatures is Features together
+	// with ChangeableFeatures (NodeInfo.AvailableFeatures). Each is a
+	// feature name as a Constraint writes one, listed once.
+	ChangeableFeatures []string `json:",omitempty"`
 	// Devices is the node's GRES device inventory (GPUs and other
 	// devices, with their types and links). An empty inventory is a
 	// CPU-only node.
@@ -402,6 +421,9 @@ func (c *Config) validate() (*topology.Graph, error) {
 	if c.MinJobAge < 0 {
 		return nil, fmt.Errorf("%w: MinJobAge %v, want ≥ 0", ErrInvalidConfig, c.MinJobAge)
 	}
+	if c.BootTime < 0 || c.BootTime > MaxTimeLimit {
+		return nil, fmt.Errorf("%w: BootTime %v out of range [0, %v]", ErrInvalidConfig, c.BootTime, MaxTimeLimit)
+	}
 	if c.RequeueDelay < 0 || c.RequeueDelay > MaxTimeLimit {
 		return nil, fmt.Errorf("%w: RequeueDelay %v out of range [0, %v]", ErrInvalidConfig, c.RequeueDelay, MaxTimeLimit)
 	}
@@ -481,6 +503,9 @@ func (n *NodeConfig) validate() error {
 				return fmt.Errorf("%w: node %q: GRES %q is both counted and a device", ErrInvalidConfig, n.Name, g.Name)
 			}
 		}
+	}
+	if err := n.validateChangeable(); err != nil {
+		return err
 	}
 	return n.validateShares()
 }

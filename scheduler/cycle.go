@@ -51,6 +51,12 @@ type Cycle struct {
 	PowerUp        []PowerUp `json:",omitempty"`
 	PowerDown      []string  `json:",omitempty"`
 	ResumeTimedOut []string  `json:",omitempty"`
+	// Reboots lists the nodes the cycle reboots into changeable features
+	// for pending jobs (the caller runs its RebootProgram and reports
+	// each with NodeRebooted), RebootTimedOut the rebooting nodes whose
+	// BootTime passed, now DOWN. See reboot.go.
+	Reboots        []Reboot `json:",omitempty"`
+	RebootTimedOut []string `json:",omitempty"`
 	// NextWake is the next instant after Now at which, absent events, a
 	// Schedule call could change a decision (Scheduler.NextWake after the
 	// cycle); zero when only events can; Now itself when the cycle
@@ -120,6 +126,10 @@ type shape struct {
 	// meet.
 	excluded []int
 	cons     feature.Constraint
+	// reboot holds the capable nodes whose features meet cons only once
+	// rebooted into its changeable features (reboot.go); empty (length
+	// 0) when none.
+	reboot topology.NodeSet
 }
 
 func shapeKey(part int, v gres.Vector, exclusive bool, excluded []int, cons feature.Constraint) string {
@@ -165,9 +175,7 @@ func (s *Scheduler) shapeOf(part int, perNode gres.Vector, exclusive bool, exclu
 	sh := &shape{capable: topology.NewNodeSet(len(s.nodes)), part: part, perNode: perNode.Clone(), exclusive: exclusive,
 		excluded: slices.Clone(excluded), cons: cons}
 	for i := p.nodes.Next(0); i >= 0; i = p.nodes.Next(i + 1) {
-		if sh.holds(i, &s.nodes[i]) {
-			sh.capable.Add(i)
-		}
+		s.judgeNode(sh, i, true)
 	}
 	s.shapes[key] = sh
 	return sh
@@ -267,6 +275,7 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 	s.regroupHets(now, &cyc)
 	s.resumeSuspended(now, &cyc)
 	s.powerBegin(now, &cyc)
+	s.bootBegin(now, &cyc)
 
 	s.avail.CopyFrom(s.usable)
 	blocked := &passBlocks{parts: make([]bool, len(s.parts))}
@@ -560,7 +569,8 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 		return reason
 	}
 	if reason == policy.ReasonResources {
-		s.wakeForMainPass(now, j, cyc) // power saving: its nodes may be resumable
+		s.wakeForMainPass(now, j, cyc)   // power saving: its nodes may be resumable
+		s.rebootForMainPass(now, j, cyc) // changeable features: or rebootable (reboot.go)
 	}
 	if j.Spec.Reservation != "" {
 		// A job in a reservation holds back the reservation's nodes (the
@@ -607,6 +617,9 @@ func (s *Scheduler) candidates(now time.Time, j *job, magnetic bool) (time.Time,
 // under enforce-binding or per socket, where the choice decides.
 func (s *Scheduler) fitsNow(j *job, i int) bool {
 	n := &s.nodes[i]
+	if j.shape.needsReboot(i) && !s.rebootFits(n) {
+		return false // only its features after a reboot meet the constraint
+	}
 	if j.Spec.Exclusive && len(n.jobs) > 0 {
 		return false // whole nodes: only an idle one, where the request must fit too
 	}

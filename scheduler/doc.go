@@ -59,7 +59,10 @@
 // suspend and to boot, NodePoweredUp reports a node up, and the backfill
 // plan counts a powered-down node free from the time it could have booted
 // (see power.go for how Sluice's pending-while-booting differs from
-// Slurm's CONFIGURING).
+// Slurm's CONFIGURING). Nodes with NodeConfig.ChangeableFeatures are
+// rebooted into the changeable features a job's Constraint needs when no
+// node with them active can take it (Cycle.Reboots, NodeRebooted,
+// Config.BootTime; see reboot.go), the same way.
 //
 // Explain answers why a job waits (every blocker, with evidence), when it
 // will start, and what would let it start sooner, each answer verified by

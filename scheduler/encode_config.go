@@ -49,7 +49,7 @@ type plainPriority PriorityConfig
 // MarshalJSON encodes the configuration as data: nodes, partitions, the
 // topology, the policy, the registry as its names (see gres.Registry's
 // text form), and the priority and backfill settings with their durations
-// in Slurm's format (EstimateInterval, MinJobAge and RequeueDelay too). The hooks —
+// in Slurm's format (EstimateInterval, MinJobAge, RequeueDelay and BootTime too). The hooks —
 // PriorityConfig.FairShare, priority.Config.Site, backfill.Config.Chooser —
 // are code, not data: they are not written, and a caller decoding a
 // Config sets them again before New. Decoding gives back every other
@@ -61,9 +61,11 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		EstimateInterval dur           `json:",omitzero"`
 		MinJobAge        dur           `json:",omitzero"`
 		RequeueDelay     dur           `json:",omitzero"`
+		BootTime         dur           `json:",omitzero"`
 		Priority         *priorityJSON `json:",omitempty"`
 		Backfill         *backfillJSON `json:",omitempty"`
-	}{plain: plain(c), EstimateInterval: dur(c.EstimateInterval), MinJobAge: dur(c.MinJobAge), RequeueDelay: dur(c.RequeueDelay)}
+	}{plain: plain(c), EstimateInterval: dur(c.EstimateInterval), MinJobAge: dur(c.MinJobAge), RequeueDelay: dur(c.RequeueDelay),
+		BootTime: dur(c.BootTime)}
 	if p := c.Priority; p != nil {
 		aux.Priority = &priorityJSON{plainPriority: plainPriority(*p), CalcPeriod: dur(p.CalcPeriod),
 			Engine: engineJSON{plainEngine: plainEngine(p.Engine), MaxAge: dur(p.Engine.MaxAge)}}
@@ -83,14 +85,16 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		EstimateInterval dur
 		MinJobAge        dur
 		RequeueDelay     dur
+		BootTime         dur
 		Priority         *priorityJSON
 		Backfill         *backfillJSON
-	}{plain: (*plain)(c), EstimateInterval: dur(c.EstimateInterval), MinJobAge: dur(c.MinJobAge), RequeueDelay: dur(c.RequeueDelay)}
+	}{plain: (*plain)(c), EstimateInterval: dur(c.EstimateInterval), MinJobAge: dur(c.MinJobAge), RequeueDelay: dur(c.RequeueDelay),
+		BootTime: dur(c.BootTime)}
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return err
 	}
 	c.EstimateInterval, c.MinJobAge = time.Duration(aux.EstimateInterval), time.Duration(aux.MinJobAge)
-	c.RequeueDelay = time.Duration(aux.RequeueDelay)
+	c.RequeueDelay, c.BootTime = time.Duration(aux.RequeueDelay), time.Duration(aux.BootTime)
 	c.Priority, c.Backfill = nil, nil
 	if p := aux.Priority; p != nil {
 		pc := PriorityConfig(p.plainPriority)

@@ -531,6 +531,10 @@ func decodeEvent(k EventKind, raw json.RawMessage) (Event, error) {
 		return decodeAs[PowerUpNodeEvent](k, raw)
 	case KindNodePoweredUp:
 		return decodeAs[NodePoweredUpEvent](k, raw)
+	case KindRebootNode:
+		return decodeAs[RebootNodeEvent](k, raw)
+	case KindNodeRebooted:
+		return decodeAs[NodeRebootedEvent](k, raw)
 	case KindAdmit:
 		return decodeAs[AdmitEvent](k, raw)
 	}

@@ -945,6 +945,9 @@ func (s *Scheduler) staticBlockers(now time.Time, j *job, allowed topology.NodeS
 			Detail: fmt.Sprintf("begin time %s is %s away", fmtTime(j.Spec.BeginTime), fmtDur(j.Spec.BeginTime.Sub(now)))})
 	}
 	out = s.whereBlockers(j, out)
+	if b, ok := s.rebootBlocker(j); ok {
+		out = append(out, b)
+	}
 	if b, ok := s.jobNodesBlocker(j); ok {
 		out = append(out, b)
 	}

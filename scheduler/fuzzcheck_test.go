@@ -24,7 +24,12 @@ func fzDigest(s *Scheduler, now time.Time) string {
 		fmt.Fprintf(&b, "job %+v\n", j)
 	}
 	for _, n := range s.Nodes() {
+		rb := n.Reboot
+		n.Reboot = nil // its address differs between twins
 		fmt.Fprintf(&b, "node %+v\n", n)
+		if rb != nil {
+			fmt.Fprintf(&b, "node %s reboot %+v\n", n.Name, *rb)
+		}
 	}
 	p, r := s.Counts()
 	fmt.Fprintf(&b, "counts %d %d\n", p, r)

@@ -226,6 +226,12 @@ func fzNodeConfig(name string, n fzNode) (NodeConfig, error) {
 	if n.CoresPerSocket%2 == 1 {
 		nc.Features = append(nc.Features, "f1")
 	}
+	// Changeable features (reboot.go) on nodes of an even core count,
+	// booted in f2.
+	if n.CoresPerSocket%2 == 0 {
+		nc.Features = append(nc.Features, "f2")
+		nc.ChangeableFeatures = []string{"f2", "f3"}
+	}
 	return nc, nil
 }
 

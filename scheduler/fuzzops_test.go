@@ -99,6 +99,8 @@ const (
 	fkPowerDown
 	fkPowerUp
 	fkPoweredUp
+	fkReboot
+	fkRebooted
 	fkCount
 )
 
@@ -107,7 +109,7 @@ var fzKindNames = [fkCount]string{"Schedule", "Submit", "SubmitArray", "Cancel",
 	"Explain", "IdleCapacity", "RequeueRecord", "Hold", "Release", "UpdateJob", "SuspendJob", "ResumeJob", "RequeueJob",
 	"AddPartition", "UpdatePartition", "RemovePartition", "AddQOS", "UpdateQOS", "RemoveQOS", "PutAssoc", "RemoveAssoc",
 	"AddNode", "RemoveNode", "UpdateNode",
-	"PowerDownNode", "PowerUpNode", "NodePoweredUp"}
+	"PowerDownNode", "PowerUpNode", "NodePoweredUp", "RebootNode", "NodeRebooted"}
 
 func (k fzKind) String() string { return fzKindNames[k] }
 
@@ -448,7 +450,8 @@ func (g *fzGen) spec() JobSpec {
 		sp.NodeList = g.node()
 	}
 	if s.chance(15) {
-		sp.Constraint = fzPick(s, "f0", "f0|f1", "[f0|f1]", "f1*1", "[f0*1&f1*1]", "f0&", "nope")
+		sp.Constraint = fzPick(s, "f0", "f0|f1", "[f0|f1]", "f1*1", "[f0*1&f1*1]", "f0&", "nope",
+			"f2", "f3&f0", "f2|f3", "[f2|f0]", "f3*1") // f2, f3: changeable (fzNode.nodeConfig)
 	}
 	sp.Contiguous = s.chance(10)
 	sp.OverSubscribe = s.chance(3) // drawn last: earlier draws keep their meaning
@@ -643,7 +646,12 @@ func (g *fzGen) next() fzOp {
 		if s.chance(25) {
 			op.NodeCfg.GPUType = fzPick(s, "v100", "h200")
 		}
-		switch s.intn(6) {
+		switch s.intn(8) {
+		case 6:
+			op.Kind = fkReboot
+			op.Parts = fzPick(s, []string(nil), []string{"f2"}, []string{"f3"}, []string{"f0"})
+		case 7:
+			op.Kind = fkRebooted
 		case 0:
 			op.Kind, op.Parts = fkAddNode, g.parts()
 			op.SetParts = s.chance(4) // powered down
@@ -782,6 +790,10 @@ func fzCall(s *Scheduler, op fzOp) (out fzResult) {
 		err = s.PowerUpNode(now, op.Node)
 	case fkPoweredUp:
 		err = s.NodePoweredUp(now, op.Node)
+	case fkReboot:
+		err = s.RebootNode(now, op.Node, op.Parts...)
+	case fkRebooted:
+		err = s.NodeRebooted(now, op.Node)
 	default:
 		err = fzAdminCall(s, now, op)
 	}
@@ -851,8 +863,10 @@ func (op fzOp) goCode() string {
 	case fkAddNode:
 		return fmt.Sprintf("s.Apply(%s, AddNodeEvent{Node: fzMustNode(%q, %#v), Partitions: %#v, PoweredDown: %v})",
 			at, op.Node, op.NodeCfg, op.Parts, op.SetParts)
-	case fkPowerDown, fkPowerUp, fkPoweredUp:
+	case fkPowerDown, fkPowerUp, fkPoweredUp, fkRebooted:
 		return fmt.Sprintf("s.%s(%s, %q)", op.Kind, at, op.Node)
+	case fkReboot:
+		return fmt.Sprintf("s.RebootNode(%s, %q, %#v...)", at, op.Node, op.Parts)
 	case fkUpdateNode:
 		return fmt.Sprintf("s.Apply(%s, UpdateNodeEvent{Node: fzMustNode(%q, %#v), SetPartitions: %v, Partitions: %#v})",
 			at, op.Node, op.NodeCfg, op.SetParts, op.Parts)

@@ -83,8 +83,10 @@ type node struct {
 	saved   int
 	// removed marks the tombstone of a removed node (see nodeadmin.go).
 	removed bool
-	// pw is the node's power-saving state (see power.go).
-	pw nodePower
+	// pw is the node's power-saving state (see power.go), boot its reboot
+	// into changeable features (reboot.go).
+	pw   nodePower
+	boot nodeBoot
 	// lay is the node's CPU layout (sockets, cores, threads; layout.go).
 	lay cpuLayout
 	// exclUsers counts the running --exclusive=user jobs on the node, all
@@ -214,6 +216,14 @@ type NodeInfo struct {
 	// sinfo shows it as the state's suffix (PowerState.Suffix, "idle~").
 	// A node not PowerOn takes no work.
 	Power PowerState
+	// ActiveFeatures are the node's active features (NodeConfig.Features)
+	// and AvailableFeatures those it can have (with its
+	// ChangeableFeatures), as scontrol show node names them.
+	ActiveFeatures    []string `json:",omitempty"`
+	AvailableFeatures []string `json:",omitempty"`
+	// Reboot is the node's reboot into changeable features in progress
+	// (nil: none); the node takes no work meanwhile (see reboot.go).
+	Reboot *NodeReboot `json:",omitempty"`
 }
 
 // freeDevices returns the free, healthy device indices of every kind.

@@ -159,6 +159,7 @@ func (s *Scheduler) NodeConfig(name string) (NodeConfig, bool) {
 // cloneNodeConfig returns a deep copy of nc's slices.
 func cloneNodeConfig(nc NodeConfig) NodeConfig {
 	nc.Features = slices.Clone(nc.Features)
+	nc.ChangeableFeatures = slices.Clone(nc.ChangeableFeatures)
 	nc.GRES = slices.Clone(nc.GRES)
 	nc.Devices = nc.Devices.Clone()
 	return nc
@@ -358,9 +359,7 @@ func (s *Scheduler) addNode(now time.Time, e AddNodeEvent) error {
 		}
 	}
 	for _, sh := range s.shapes {
-		if in[sh.part] && sh.holds(i, &s.nodes[i]) {
-			sh.capable.Add(i)
-		}
+		s.judgeNode(sh, i, in[sh.part])
 	}
 	pc.commit(s)
 	// The kept backfill profile takes the node in, unless it is dormant
@@ -385,7 +384,13 @@ func (s *Scheduler) growNodeSets() {
 	}
 	for _, sh := range s.shapes {
 		sh.capable = grownSet(sh.capable, n)
+		if sh.reboot.Len() > 0 {
+			sh.reboot = grownSet(sh.reboot, n)
+		}
 		sh.stamp = 0
+	}
+	if s.boot.able.Len() > 0 {
+		s.boot.able = grownSet(s.boot.able, n)
 	}
 	if s.pol != nil {
 		s.pol.forbidden = topology.NewNodeSet(n)
@@ -434,6 +439,9 @@ func (s *Scheduler) removeNode(now time.Time, name string) error {
 	if len(n.jobs) > 0 {
 		return fmt.Errorf("%w: node %q runs jobs %v (drain it and let them end, or down it)", ErrNodeInUse, name, n.jobs)
 	}
+	if n.booting() {
+		return fmt.Errorf("%w: node %q is rebooting (wait for NodeRebooted or its BootTime)", ErrNodeInUse, name)
+	}
 	if err := s.checkUnreserved(i); err != nil {
 		return err
 	}
@@ -479,7 +487,7 @@ func (s *Scheduler) tombstone(i int, name string, since time.Time) error {
 		}
 	}
 	for _, sh := range s.shapes {
-		sh.capable.Remove(i)
+		s.judgeNode(sh, i, false)
 	}
 	if s.power != nil {
 		s.power.dormant.Remove(i)
@@ -565,11 +573,7 @@ func (s *Scheduler) updateNode(now time.Time, e UpdateNodeEvent) error {
 		}
 	}
 	for _, sh := range s.shapes {
-		if in[sh.part] && sh.holds(i, n) {
-			sh.capable.Add(i)
-		} else {
-			sh.capable.Remove(i)
-		}
+		s.judgeNode(sh, i, in[sh.part])
 	}
 	if s.bf != nil && i < len(s.bf.nodes) {
 		c := n.capacity.Clone()

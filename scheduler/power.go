@@ -207,15 +207,6 @@ func (s *Scheduler) Power() *PowerConfig {
 	return &c
 }
 
-// able returns the nodes a job may be planned on this cycle: up, or, with
-// power saving, resumable.
-func (s *Scheduler) ableNodes() topology.NodeSet {
-	if s.power == nil {
-		return s.usable
-	}
-	return s.power.able
-}
-
 // setPower moves node i to power state st (at: see nodePower), keeping
 // s.usable and the dormant set in step, journaled inside a cycle.
 func (s *Scheduler) setPower(i int, st PowerState, at time.Time) {
@@ -224,7 +215,7 @@ func (s *Scheduler) setPower(i int, st PowerState, at time.Time) {
 	n.pw.state, n.pw.at, n.pw.idleSince = st, at, time.Time{}
 	if st == PowerOn {
 		s.power.dormant.Remove(i)
-		if n.admin == adminUp {
+		if n.admin == adminUp && !n.booting() {
 			s.usable.Add(i)
 		}
 	} else {

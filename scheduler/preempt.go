@@ -47,7 +47,7 @@ func (s *Scheduler) checkpointJob(now time.Time, id JobID) error {
 // at their KillAt. It reports whether j can start now (all victims freed
 // immediately); otherwise j waits for them.
 func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
-	allowed := s.allowedNodes(j.shape)
+	allowed := s.activeOnly(j.shape, s.allowedNodes(j.shape))
 	pre := policy.Preemptor{Subject: s.subjectOf(j), Priority: j.Priority, Nodes: allowed}
 	gpuID, hasGPU := s.reg.Lookup("gres/gpu")
 	var cands []policy.Candidate

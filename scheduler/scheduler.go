@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -95,6 +96,10 @@ type Scheduler struct {
 	crUnit CRUnit
 	// shareBuf is shareCells' scratch (oversub.go).
 	shareBuf []cpuCell
+	// bootTime is Config.BootTime with its default; boot is the state of
+	// the nodes rebooting into changeable features (reboot.go).
+	bootTime time.Duration
+	boot     bootState
 
 	// scratch sets reused by Schedule
 	avail, cand, fit topology.NodeSet
@@ -241,6 +246,9 @@ type job struct {
 	// the where chooser can pick (narrowAllowed), replaced when it
 	// changes.
 	bfNarrow topology.NodeSet
+	// bootAllowed is the backfill plan's allowed set without the
+	// rebooting nodes whose new features do not suit the job (reboot.go).
+	bootAllowed topology.NodeSet
 	// whereBF is the job's where chooser for the backfill plan, kept
 	// while its base key stays (whereChooser).
 	whereBF *whereBF
@@ -304,6 +312,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s.requeueDelay = cfg.RequeueDelay
 	s.crUnit = cfg.SelectTypeParameters
+	s.bootTime = cmp.Or(cfg.BootTime, DefaultBootTime)
 	s.billMode, _ = cfg.billingMode() // validate checked it
 	s.gpuOrder = cfg.GPUOrder
 	n := len(cfg.Nodes)
@@ -382,6 +391,7 @@ func New(cfg Config) (*Scheduler, error) {
 // (copied), whose GRES names are registered. It changes nothing.
 func (s *Scheduler) buildNode(nc NodeConfig) (node, error) {
 	nc.Features = slices.Clone(nc.Features)
+	nc.ChangeableFeatures = slices.Clone(nc.ChangeableFeatures)
 	nc.GRES = slices.Clone(nc.GRES)
 	nd := node{cfg: &nc}
 	lay, err := nc.layout()
@@ -680,6 +690,9 @@ func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 	}
 	cons, err := parseConstraint(spec.Constraint)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkChangeable(cons); err != nil {
 		return nil, err
 	}
 	where, err := s.newWhere(spec, cons, excluded)
@@ -1173,6 +1186,7 @@ func (s *Scheduler) nodeInfo(i int) NodeInfo {
 	ni := NodeInfo{
 		Index: i, Name: n.cfg.Name, State: n.state(), Reason: n.reason, Since: n.since,
 		Capacity: n.capacity.Clone(), Free: n.free.Clone(), Jobs: slices.Clone(n.jobs), tres: s.tresNames(), Power: n.pw.state,
+		ActiveFeatures: slices.Clone(n.cfg.Features), AvailableFeatures: availableFeatures(n.cfg), Reboot: nodeRebootInfo(n),
 	}
 	ni.FreeDevices = n.freeDevices()
 	ni.UnhealthyDevices = n.allUnhealthy()
@@ -1208,7 +1222,7 @@ func (s *Scheduler) applyAdmin(now time.Time, i int, st adminState, reason strin
 		s.noteCapacity() // a down node offers nothing to the plan
 	}
 	n.admin, n.reason, n.since, n.autoDrained = st, reason, now, false
-	if st == adminUp && n.pw.state == PowerOn {
+	if st == adminUp && n.pw.state == PowerOn && !n.booting() {
 		s.usable.Add(i)
 	} else {
 		s.usable.Remove(i)

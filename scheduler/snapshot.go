@@ -43,7 +43,7 @@ var ErrSnapshotVersion = errors.New("unsupported snapshot version")
 const (
 	snapshotMagic = "\x89SLUICE\n"
 	snapshotMajor = 1
-	snapshotMinor = 2 // 1: device links carry their fabric; 2: device shares, MIG instances, NVLink fabric
+	snapshotMinor = 3 // 1: device links carry their fabric; 2: device shares, MIG instances, NVLink fabric; 3: changeable features, reboots
 )
 
 // Section IDs, in the order they are written.
@@ -216,6 +216,7 @@ type snapConfig struct {
 	BillingMode      gres.BillingMode
 	GPUOrder         gres.DeviceOrder
 	RequeueDelay     time.Duration
+	BootTime         time.Duration // minor 3
 	Power            *PowerConfig
 	// Removed lists the tombstones of removed nodes (RemoveNode), whose
 	// Nodes entry holds only the name.
@@ -243,7 +244,7 @@ func (s *Scheduler) currentConfig() snapConfig {
 		Nodes: make([]NodeConfig, len(s.nodes)), Partitions: make([]PartitionConfig, len(s.parts)),
 		Topology: s.topo, MaxArraySize: s.maxArray, FirstJobID: s.firstID, MinJobAge: s.minJobAge,
 		BillingMode: s.billMode, GPUOrder: s.gpuOrder, RequeueDelay: s.requeueDelay,
-		Licenses: s.lic.config(), SelectTypeParameters: s.crUnit,
+		Licenses: s.lic.config(), SelectTypeParameters: s.crUnit, BootTime: s.bootTime,
 	}
 	for i := range s.nodes {
 		c.Nodes[i] = *s.nodes[i].cfg
@@ -304,6 +305,7 @@ func (s *Scheduler) snapNodes(e *senc) error {
 		e.time(n.pw.at)
 		e.time(n.pw.idleSince)
 	}
+	snapBoots(e, s)
 	return nil
 }
 

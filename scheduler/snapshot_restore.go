@@ -248,7 +248,7 @@ func (c *snapConfig) config(reg *gres.Registry, opts RestoreOptions) (Config, er
 		Nodes: c.Nodes, Partitions: c.Partitions, Topology: c.Topology, EstimateInterval: c.EstimateInterval,
 		MaxArraySize: c.MaxArraySize, FirstJobID: c.FirstJobID, MinJobAge: c.MinJobAge, JobRequeue: c.JobRequeue,
 		Registry: reg, Policy: c.Policy, BillingMode: c.BillingMode, GPUOrder: c.GPUOrder,
-		RequeueDelay: c.RequeueDelay, Power: c.Power, Licenses: c.Licenses, SelectTypeParameters: c.SelectTypeParameters,
+		RequeueDelay: c.RequeueDelay, Power: c.Power, Licenses: c.Licenses, SelectTypeParameters: c.SelectTypeParameters, BootTime: c.BootTime,
 	}
 	// A tombstone is built as a placeholder node, then made a tombstone
 	// again (Restore): New needs every node to be a valid one.
@@ -349,6 +349,7 @@ func (s *Scheduler) loadNodes(d *sdec) ([][]int, error) {
 			s.usable.Remove(i)
 		}
 	}
+	s.loadBoots(d)
 	return bad, d.err
 }
 

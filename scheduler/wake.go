@@ -104,6 +104,7 @@ func (s *Scheduler) wakeTimes(w *wakeSet) {
 	}
 	s.reservationWakes(w)
 	s.powerWakes(w)
+	s.bootWakes(w)
 }
 
 // reservationWakes offers w the next start or end of every reservation's

@@ -53,10 +53,53 @@ func whereMix(k int, sp *scheduler.JobSpec) {
 	}
 }
 
+// changeableNodes is featureNodes with changeable MIG modes on the a100
+// nodes (node_features/helpers): "mig1" or "mig7", one active, the other
+// a reboot away.
+func changeableNodes(c *scheduler.Config) error {
+	if err := featureNodes(c); err != nil {
+		return err
+	}
+	for i := range c.Nodes {
+		if c.Nodes[i].Name[0] == 'a' {
+			c.Nodes[i].Features = append(c.Nodes[i].Features, []string{"mig1", "mig7"}[i%2])
+			c.Nodes[i].ChangeableFeatures = []string{"mig1", "mig7"}
+		}
+	}
+	return nil
+}
+
+// staticModes is changeableNodes with the MIG modes static (no
+// ChangeableFeatures): the same constraints, met only where active, as
+// the control of the changeable cases.
+func staticModes(c *scheduler.Config) error {
+	if err := changeableNodes(c); err != nil {
+		return err
+	}
+	for i := range c.Nodes {
+		c.Nodes[i].ChangeableFeatures = nil
+	}
+	return nil
+}
+
+// changeableMix is whereMix with, in addition, every tenth job of the
+// batch partition from the fifth on asking for a MIG mode of the a100
+// nodes (half of them need a reboot for it).
+func changeableMix(k int, sp *scheduler.JobSpec) {
+	whereMix(k, sp)
+	if k%10 == 5 && sp.Partition == "batch" {
+		sp.Constraint = []string{"a100&mig7", "mig1"}[(k/10)%2]
+	}
+}
+
 // BenchmarkScheduleWhere is BenchmarkSchedule's standard cycle over a
 // cluster with node features, without and with where requests (one job
 // in ten of the batch partition: constraints, matching OR, counts,
-// required and excluded nodes) in the queue.
+// required and excluded nodes) in the queue, and with changeable
+// features (another job in ten asking for a MIG mode changeable on the
+// a100 nodes; static-modes is its control, the same modes static). The
+// reboots metric counts the reboots of the first cycle;
+// the measured cycles, at the same instant, find those nodes rebooting.
 func BenchmarkScheduleWhere(b *testing.B) {
 	for _, bc := range []struct {
 		name   string
@@ -67,6 +110,10 @@ func BenchmarkScheduleWhere(b *testing.B) {
 		{"where", whereMix, []func(*scheduler.Config) error{featureNodes, standardPriority}},
 		{"plain/easy", nil, []func(*scheduler.Config) error{featureNodes, standardPriority, easy}},
 		{"where/easy", whereMix, []func(*scheduler.Config) error{featureNodes, standardPriority, easy}},
+		{"changeable", changeableMix, []func(*scheduler.Config) error{changeableNodes, standardPriority}},
+		{"changeable/easy", changeableMix, []func(*scheduler.Config) error{changeableNodes, standardPriority, easy}},
+		{"static-modes", changeableMix, []func(*scheduler.Config) error{staticModes, standardPriority}},
+		{"static-modes/easy", changeableMix, []func(*scheduler.Config) error{staticModes, standardPriority, easy}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s, now, err := clustertest.NewState(clustertest.StateOptions{Running: 40000, Pending: 100000, Seed: 1,
@@ -82,7 +129,8 @@ func BenchmarkScheduleWhere(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := s.Schedule(now); err != nil {
+			c, err := s.Schedule(now)
+			if err != nil {
 				b.Fatal(err)
 			}
 			p, r := s.Counts()
@@ -103,6 +151,7 @@ func BenchmarkScheduleWhere(b *testing.B) {
 			b.ReportMetric(float64(p), "pending")
 			b.ReportMetric(float64(r), "running")
 			b.ReportMetric(float64(n), "where-jobs")
+			b.ReportMetric(float64(len(c.Reboots)), "reboots")
 		})
 	}
 }
