@@ -207,7 +207,9 @@ type Job struct {
 	// the job's own request fields (Nodes, PerNode, Spread, Exclusive,
 	// Allowed, TimeLimit, TimeMin, Chooser) are then unused, while its
 	// Earliest, Eligible, Priority, NoReserve, NoEstimate, User,
-	// Partition and Assoc speak for the whole job.
+	// Partition, Assoc and Uses speak for the whole job: Uses are what
+	// all the components take together (held from the common start to
+	// the longest component's end), and a component has none of its own.
 	Components []Job
 }
 
