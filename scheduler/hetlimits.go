@@ -1,0 +1,243 @@
+package scheduler
+
+import (
+	"fmt"
+
+	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/policy"
+)
+
+// Heterogeneous jobs and the concurrent limits. Each component is a job
+// of its own for the limits, but the components start together, so the
+// job starts only when its limits hold all of them at once: as Slurm
+// checks a heterogeneous job's components in turn with the ones before
+// counted, a counter (a QOS's or association's running jobs or TRES, a
+// license pool) must have room for the sum of what the components add —
+// two components of 4 GPUs each under MaxTRESPerUser gres/gpu=6 can never
+// start, although either alone could. The main pass's checks are each
+// component's own; the sum is checked by the backfill pass, which alone
+// starts heterogeneous jobs:
+//
+//   - a job whose components together exceed a limit or a license pool
+//     with nothing else running is left out of the plan, each component
+//     pending with that limit's reason, and Explain says why it can never
+//     start (hetLimit without the running jobs);
+//   - a job whose components together do not fit what runs now waits with
+//     that limit's reason (hetLimit with the running jobs), and is planned
+//     as any limit-held job: its plan entry's Uses are the sum
+//     (hetUses), so the co-start search finds the earliest time at which
+//     every component fits and every counter has room for the sum, and
+//     its reservation holds that room back from the jobs below it;
+//   - the start checks each component's limits with the components before
+//     it counted, and the licenses of all (startHet).
+
+// hetLimit returns the first concurrent limit or license pool that the
+// pending components comps, in offset order, exceed together: each
+// component's amount is counted with the components' before it, on top
+// of what the running jobs hold (withRunning) or of nothing (the job can
+// then never start as it is). sum is what the components up to the one
+// that exceeds it add to the counter; ok is false when none is exceeded.
+func (s *Scheduler) hetLimit(comps []*job, withRunning bool) (sl policy.Slot, sum int64, ok bool) {
+	if len(comps) < 2 {
+		return policy.Slot{}, 0, false
+	}
+	if len(s.lic.names) > 0 {
+		var used []int64
+		if withRunning {
+			used = s.licenseUse()
+		}
+		sums := make([]int64, len(s.lic.names))
+		for _, c := range comps {
+			for _, l := range c.Spec.Licenses {
+				k, known := s.lic.byName[l.Name]
+				if !known {
+					continue
+				}
+				sums[k] += l.Count
+				u := int64(0)
+				if used != nil {
+					u = used[k]
+				}
+				if u+sums[k] > s.lic.total[k] {
+					sl := s.licenseSlot(k)
+					sl.Used = u
+					return sl, sums[k], true
+				}
+			}
+		}
+	}
+	if s.pol == nil {
+		return policy.Slot{}, 0, false
+	}
+	type keySum struct {
+		key policy.CounterKey
+		sum int64
+	}
+	var sums []keySum
+	var slots []policy.Slot
+	for _, c := range comps {
+		req := s.policyRequest(c)
+		slots = s.pol.p.Slots(&req, s.pol.usage, slots[:0])
+		for _, x := range slots {
+			if x.Limit == 0 {
+				continue // admits nothing: the component alone never starts
+			}
+			i := 0
+			for i < len(sums) && sums[i].key != x.Key {
+				i++
+			}
+			if i == len(sums) {
+				sums = append(sums, keySum{key: x.Key})
+			}
+			sums[i].sum += x.Add
+			used := int64(0)
+			if withRunning {
+				used = x.Used
+			}
+			if used+sums[i].sum > x.Limit {
+				return x, sums[i].sum, true
+			}
+		}
+	}
+	return policy.Slot{}, 0, false
+}
+
+// hetLimitText says how a heterogeneous job's components exceed slot sl
+// together (sum: what they add to its counter).
+func hetLimitText(sl policy.Slot, sum int64) string {
+	ask := fmt.Sprintf("count as %d jobs", sum)
+	if t := sl.Blocker.Constraint.TRES; t != "" {
+		ask = fmt.Sprintf("ask %s=%d", t, sum)
+	}
+	return "its heterogeneous job's components together " + ask + ", above " + limitName(sl)
+}
+
+// hetNeverNote is the note of a pending component whose job's components
+// together exceed a limit even with no other job running; "" when they
+// do not.
+func (s *Scheduler) hetNeverNote(j *job) string {
+	if j.HetJobID == 0 {
+		return ""
+	}
+	comps := s.hetPending(j)
+	if sl, sum, ok := s.hetLimit(comps, false); ok {
+		return "it can never start: " + hetLimitText(sl, sum) + " even with no other job running"
+	}
+	return ""
+}
+
+// hetUses appends to b.uses what the pending components comps take of the
+// pass's counters together (the uses of a heterogeneous job's plan entry,
+// see backfill.Job.Uses): one use per counter, its amount the sum of the
+// components', its bound such that the sum fits it exactly when every
+// component fits its own bound with the components before it counted (the
+// check startHet makes, in offset order).
+func (s *Scheduler) hetUses(set *backfill.Counters, licIDs []backfill.CounterID, comps []*job) error {
+	b := &s.bf.ctr
+	from := len(b.uses)
+	for _, c := range comps {
+		if err := s.appendUses(set, licIDs, c); err != nil {
+			return err
+		}
+	}
+	all := b.uses[from:]
+	merged := make([]backfill.Use, 0, len(all))
+	for x, u := range all {
+		if containsCounter(all[:x], u.Counter) {
+			continue // merged at its first use
+		}
+		capacity := set.Capacity(u.Counter)
+		var total int64
+		room := int64(backfill.MaxCounter) // min over the uses of bound - prefix
+		never := false
+		for _, v := range all[x:] {
+			if v.Counter != u.Counter {
+				continue
+			}
+			bound := capacity
+			if v.Limit > 0 && v.Limit < capacity {
+				bound = v.Limit
+			}
+			total = min(total+v.Amount, backfill.MaxCounter)
+			never = never || v.Amount > bound
+			room = min(room, bound-total)
+		}
+		limit := room + total // the sum fits when use + total ≤ limit
+		switch {
+		case never || limit <= 0:
+			merged = append(merged, backfill.Use{Counter: u.Counter, Amount: backfill.MaxCounter, Limit: 1})
+		case limit >= capacity:
+			merged = append(merged, backfill.Use{Counter: u.Counter, Amount: total})
+		default:
+			merged = append(merged, backfill.Use{Counter: u.Counter, Amount: total, Limit: limit})
+		}
+	}
+	b.uses = append(b.uses[:from], merged...)
+	return nil
+}
+
+// containsCounter reports whether a use of counter id is in us.
+func containsCounter(us []backfill.Use, id backfill.CounterID) bool {
+	for _, u := range us {
+		if u.Counter == id {
+			return true
+		}
+	}
+	return false
+}
+
+// hetLicensesFree reports whether the licenses the pending components
+// comps ask for are free now, all of them together.
+func (s *Scheduler) hetLicensesFree(comps []*job) bool {
+	if len(s.lic.names) == 0 {
+		return true
+	}
+	used := s.licenseUse()
+	for _, c := range comps {
+		for _, l := range c.Spec.Licenses {
+			if k, ok := s.lic.byName[l.Name]; ok {
+				if used[k] += l.Count; used[k] > s.lic.total[k] {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// hetLimitHeld sets the reason of the pending components comps of a
+// heterogeneous job whose components together exceed a limit or license
+// pool with what runs now: that limit's reason (Slurm's QOS*, Assoc* or
+// Licenses), for the components that wait on nothing of their own. It
+// reports whether they exceed one.
+func (s *Scheduler) hetLimitHeld(comps []*job) bool {
+	sl, _, held := s.hetLimit(comps, true)
+	if !held {
+		return false
+	}
+	for _, c := range comps {
+		if c.Reason == policy.ReasonResources || c.Reason == policy.ReasonPriority || c.Reason == policy.ReasonNone {
+			s.setReason(c, sl.Blocker.Reason)
+		}
+	}
+	return true
+}
+
+// hetBlocker is the explanation's blocker of pending component j when its
+// heterogeneous job's pending components together exceed a limit or a
+// license pool with what runs now (or even with nothing running); false
+// when they do not.
+func (s *Scheduler) hetBlocker(j *job) (Blocker, bool) {
+	comps := s.hetPending(j)
+	sl, sum, ok := s.hetLimit(comps, true)
+	if !ok {
+		return Blocker{}, false
+	}
+	d := hetLimitText(sl, sum)
+	if _, _, never := s.hetLimit(comps, false); never {
+		d += " even with no other job running: it can never start as it is"
+	} else {
+		d += fmt.Sprintf(" with %d in use now", sl.Used)
+	}
+	return Blocker{Kind: BlockerLimit, Reason: sl.Blocker.Reason, Detail: d}, true
+}
