@@ -228,37 +228,87 @@ type coCounter struct {
 	counter   CounterID
 }
 
-// coCounted makes a co-start search's result res (the components booked
-// at res.t under ids) agree with the attached counters: while the uses'
-// counters have no room for their amounts over [t, t+d) — d the longest
-// component's run, for which the job holds them — every booking is
-// released and the co-start search runs again from the counters'
-// earliest room (each component searched afresh there, so that the nodes
-// chosen at a start do not depend on where they first fitted), until
-// the nodes and the counters agree on one start. again, when set, is
-// called before each new search (it books and releases). On any status
-// but FitFound nothing stays booked.
-func (p *Profile) coCounted(ids []JobID, qs []*query, latest int64, res coResult, uses []Use, again func()) (coResult, coCounter, error) {
+// coRoom reports whether the counters have room, at common start t, for
+// the components' uses: component k's uses[k] over [t, t+ds[k]), each
+// within its own bound with the uses of the components before it
+// counted where their runs overlap (as Slurm checks a heterogeneous
+// job's components in turn, the ones before counted). When they have
+// none, next is the earliest start that may (the end of the first step
+// found too full: every start before it still runs the component
+// through that step, with at least as many of the components before it
+// running), and never says that none ever does (the step lasts for
+// ever); counter is the counter without room.
+func (c *Counters) coRoom(uses [][]Use, ds []int64, t int64) (ok bool, next int64, never bool, counter CounterID) {
+	for k, us := range uses {
+		for _, u := range us {
+			if u.Amount == 0 {
+				continue
+			}
+			tl := c.settled(u.Counter)
+			b := tl.bound(u)
+			first := tl.at(t)
+			for i := first; i < len(tl.pts) && (i == first || tl.pts[i].t < t+ds[k]); i++ {
+				need := tl.pts[i].use + u.Amount
+				for j := range k {
+					if i != first && tl.pts[i].t >= t+ds[j] {
+						continue // component j has ended by this step
+					}
+					for _, v := range uses[j] {
+						if v.Counter == u.Counter {
+							need += v.Amount
+						}
+					}
+				}
+				if need <= b {
+					continue
+				}
+				if i+1 == len(tl.pts) {
+					return false, 0, true, u.Counter
+				}
+				return false, tl.pts[i+1].t, false, u.Counter
+			}
+		}
+	}
+	return true, t, false, 0
+}
+
+// bookCo books the components' uses at common start t, each over its
+// own run [t, ends[k]).
+func (c *Counters) bookCo(uses [][]Use, t int64, ends []int64) {
+	for k, us := range uses {
+		c.book(us, t, ends[k])
+	}
+}
+
+// coCounted makes a co-start search's result res (at common start
+// res.t) agree with the attached counters: while they have no room for
+// the components' uses there (coRoom), what the search booked is
+// released and the co-start search runs again from the earliest start
+// at which they may (each component searched afresh there, so that the
+// nodes chosen at a start do not depend on where they first fitted),
+// until the nodes and the counters agree on one start. again, when set,
+// is called before each new search (it books and releases). On any
+// status but FitFound nothing stays booked.
+func (p *Profile) coCounted(ids []JobID, qs []*query, latest int64, res coResult, uses [][]Use, again func()) (coResult, coCounter, error) {
 	var cc coCounter
-	if len(uses) == 0 || p.ctr == nil || res.st != FitFound {
+	if p.ctr == nil || res.st != FitFound || !hasUses(uses) {
 		return res, cc, nil
 	}
-	var d int64
-	for _, q := range qs {
-		d = max(d, q.d)
+	ds := make([]int64, len(qs))
+	for k, q := range qs {
+		ds[k] = q.d
 	}
 	for round := 0; ; round++ {
-		s, ok := p.ctr.earliest(uses, res.t, d)
-		if ok && s == res.t {
+		ok, s, never, ctr := p.ctr.coRoom(uses, ds, res.t)
+		if ok {
 			return res, cc, nil
 		}
-		cc.by = true
-		cc.counter = uses[max(p.ctr.blocking(uses, res.t, d), 0)].Counter
+		cc.by, cc.counter = true, ctr
 		if err := p.release(&res); err != nil {
 			return res, cc, err
 		}
 		switch {
-		case !ok:
+		case never:
 			cc.never, res.st = true, FitNever
 			return res, cc, nil
 		case s > latest || round >= maxCoRounds:
@@ -280,14 +330,23 @@ func (p *Profile) coCounted(ids []JobID, qs []*query, latest int64, res coResult
 	}
 }
 
-// coEnd is the latest end of the components' bookings at start t: until
-// then the job holds its counters.
-func coEnd(p *Profile, qs []*query, t int64) int64 {
-	end := t
-	for _, q := range qs {
-		end = max(end, p.endAt(t, q.d))
+// hasUses reports whether any component takes a counter.
+func hasUses(uses [][]Use) bool {
+	for _, us := range uses {
+		if len(us) > 0 {
+			return true
+		}
 	}
-	return end
+	return false
+}
+
+// coEnds are the ends of the components' bookings at start t.
+func coEnds(p *Profile, qs []*query, t int64) []int64 {
+	ends := make([]int64, len(qs))
+	for k, q := range qs {
+		ends[k] = p.endAt(t, q.d)
+	}
+	return ends
 }
 
 // releaseIDs releases the tentative bookings under ids, last first.
@@ -315,25 +374,33 @@ func (p *Profile) EarliestCoFit(ids []JobID, reqs []Request) ([]Fit, error) {
 	return p.EarliestCoFitUses(ids, reqs, nil)
 }
 
-// EarliestCoFitUses is EarliestCoFit for a job that also takes uses of
-// the profile's Counters while it runs (the sum of its components'
-// licenses and limit counts: Slurm counts a heterogeneous job's
-// components together against its limits): the common start is the
-// earliest at which every request fits and every use has room over the
-// longest request's run. When a counter can never hold its use every Fit
-// is FitNever; when one keeps the job past the latest start, FitBeyondLatest.
-// Errors wrap ErrInvalidRequest for uses without a counter set or naming
-// an unknown counter.
-func (p *Profile) EarliestCoFitUses(ids []JobID, reqs []Request, uses []Use) ([]Fit, error) {
+// EarliestCoFitUses is EarliestCoFit for requests that also take uses
+// of the profile's Counters while they run: uses[k] (nil for none) are
+// what reqs[k] takes from the common start for its Duration (a
+// heterogeneous job's components' licenses and limit counts). As Slurm
+// checks a heterogeneous job's components in turn with the ones before
+// counted, request k's uses must fit their bounds with those of the
+// requests before it added where their runs overlap: the common start is
+// the earliest at which every request fits the nodes and the counters.
+// When the counters can never hold them every Fit is FitNever; when they
+// keep the job past the latest start, FitBeyondLatest. Errors wrap
+// ErrInvalidRequest for uses without a counter set, naming an unknown
+// counter, or not one list per request.
+func (p *Profile) EarliestCoFitUses(ids []JobID, reqs []Request, uses [][]Use) ([]Fit, error) {
 	if len(ids) != len(reqs) || len(reqs) == 0 {
 		return nil, fmt.Errorf("%w: %d IDs for %d requests, want as many and at least one", ErrInvalidRequest, len(ids), len(reqs))
 	}
-	if len(uses) > 0 {
+	if uses != nil && len(uses) != len(reqs) {
+		return nil, fmt.Errorf("%w: %d use lists for %d requests, want one per request", ErrInvalidRequest, len(uses), len(reqs))
+	}
+	if hasUses(uses) {
 		if p.ctr == nil {
 			return nil, fmt.Errorf("%w: uses counters, but the profile has none (SetCounters)", ErrInvalidRequest)
 		}
-		if err := p.ctr.validUses(uses); err != nil {
-			return nil, err
+		for k, us := range uses {
+			if err := p.ctr.validUses(us); err != nil {
+				return nil, fmt.Errorf("request %d: %w", k, err)
+			}
 		}
 	}
 	seen := make(map[JobID]bool, len(ids))
@@ -400,20 +467,12 @@ func (pl *Planner) validateHet(p *Profile, x int, j *Job, ids map[JobID]struct{}
 		return fmt.Errorf("%w: jobs[%d] (ID %d): Components[0] has ID %d, want the job's", ErrInvalidJob, x, j.ID, j.Components[0].ID)
 	}
 	if len(j.Uses) > 0 {
-		if p.ctr == nil {
-			return fmt.Errorf("%w: jobs[%d] (ID %d): Uses counters, but the profile has none (SetCounters)", ErrInvalidJob, x, j.ID)
-		}
-		if err := p.ctr.validUses(j.Uses); err != nil {
-			return fmt.Errorf("%w: jobs[%d] (ID %d): %w", ErrInvalidJob, x, j.ID, err)
-		}
+		return fmt.Errorf("%w: jobs[%d] (ID %d): a heterogeneous job's Uses are its components' (Components[k].Uses)", ErrInvalidJob, x, j.ID)
 	}
 	for k := range j.Components {
 		c := &j.Components[k]
 		if len(c.Components) > 0 {
 			return fmt.Errorf("%w: jobs[%d] (ID %d): component %d has components of its own", ErrInvalidJob, x, j.ID, k)
-		}
-		if len(c.Uses) > 0 {
-			return fmt.Errorf("%w: jobs[%d] (ID %d): component %d has Uses: a heterogeneous job's Uses are the whole job's (Job.Uses)", ErrInvalidJob, x, j.ID, k)
 		}
 		if k > 0 {
 			if _, dup := ids[c.ID]; dup {
@@ -449,10 +508,17 @@ func (r *run) planHet(j *Job, e *Entry) error {
 	noResv := r.reserveReason(j)
 	ids := make([]JobID, len(j.Components))
 	qs := make([]*query, len(j.Components))
+	var uses [][]Use // the components' counters, when any takes one
 	e.Components = make([]Entry, len(j.Components))
 	for k := range j.Components {
 		c := &j.Components[k]
 		ids[k] = c.ID
+		if len(c.Uses) > 0 && uses == nil {
+			uses = make([][]Use, len(j.Components))
+		}
+		if uses != nil {
+			uses[k] = c.Uses
+		}
 		e.Components[k].ID = c.ID
 		chooser := cfg.Chooser
 		if c.Chooser != nil {
@@ -498,11 +564,11 @@ func (r *run) planHet(j *Job, e *Entry) error {
 	if fst == FitFound {
 		r.gen++
 		res, err = p.coSearch(ids, qs, latest, t, lead, nodes)
-		if err == nil && len(j.Uses) > 0 {
-			// The counters must hold the sum of the components' uses
-			// at the common start.
+		if err == nil && hasUses(uses) {
+			// The counters must hold the components together from
+			// the common start.
 			var cc coCounter
-			res, cc, err = p.coCounted(ids, qs, latest, res, j.Uses, func() { r.gen++ })
+			res, cc, err = p.coCounted(ids, qs, latest, res, uses, func() { r.gen++ })
 			e.ByCounter, e.Counter = cc.by, cc.counter
 			if err == nil && cc.never {
 				r.plan.Stats.Searches += res.searches
@@ -557,8 +623,8 @@ func (r *run) planHet(j *Job, e *Entry) error {
 		}
 		booked = true
 	}
-	if st != StatusEstimated && len(j.Uses) > 0 {
-		p.ctr.book(j.Uses, res.t, coEnd(p, qs, res.t))
+	if st != StatusEstimated && hasUses(uses) {
+		p.ctr.bookCo(uses, res.t, coEnds(p, qs, res.t))
 	}
 	r.setHetStatus(e, st, why)
 	return nil

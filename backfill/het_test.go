@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -138,11 +139,12 @@ func TestCoFitProperty(t *testing.T) {
 	}
 }
 
-// A heterogeneous job's Uses are what all its components take: with a
-// counter of capacity 8 holding 4 until +1h, two whole-node components
-// that fit the nodes now but take 4 each wait for +1h, and their
-// reservation books the 8 from then, so a lower job taking 4 of the
-// counter for 2 h waits for the components' end.
+// Each component's Uses count with those of the components before it:
+// with a counter of capacity 8 holding 4 until +1h, two whole-node
+// components that fit the nodes now but take 4 each wait for +1h, and
+// their reservation books 8 from then, each component's 4 until its own
+// end; a lower job taking 4 of the counter for 2 h waits for the shorter
+// component's end.
 func TestCoStartWaitsForCounters(t *testing.T) {
 	pl, err := NewPlanner(Config{Mode: Conservative, Resolution: time.Second})
 	require.NoError(t, err)
@@ -153,9 +155,12 @@ func TestCoStartWaitsForCounters(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, ctr.Release(gpu, 4, t0.Add(time.Hour)))
 	prof.SetCounters(ctr)
-	comp := func(id JobID) Job { return Job{ID: id, Nodes: 1, PerNode: vec(4, 0, 0), TimeLimit: mins(30)} }
-	het := Job{ID: 1, Priority: 10, Components: []Job{comp(1), comp(2)}, Uses: []Use{{Counter: gpu, Amount: 8}}}
-	low := Job{ID: 3, Nodes: 1, PerNode: vec(1, 0, 0), TimeLimit: 2 * time.Hour, Uses: []Use{{Counter: gpu, Amount: 4}}}
+	four := []Use{{Counter: gpu, Amount: 4}}
+	comp := func(id JobID, d time.Duration) Job {
+		return Job{ID: id, Nodes: 1, PerNode: vec(4, 0, 0), TimeLimit: d, Uses: four}
+	}
+	het := Job{ID: 1, Priority: 10, Components: []Job{comp(1, mins(30)), comp(2, mins(60))}}
+	low := Job{ID: 3, Nodes: 1, PerNode: vec(1, 0, 0), TimeLimit: 2 * time.Hour, Uses: four}
 	plan, err := pl.Plan(prof, []Job{het, low})
 	require.NoError(t, err)
 	e := plan.Entries[0]
@@ -167,8 +172,8 @@ func TestCoStartWaitsForCounters(t *testing.T) {
 		assert.Equal(t, e.Start, c.Start)
 	}
 	assert.Equal(t, int64(8), ctr.UseAt(gpu, t0.Add(time.Hour+mins(10))), "the reservation holds the counter")
-	assert.Equal(t, int64(4), ctr.UseAt(gpu, t0.Add(time.Hour+mins(30))), "until the components' end, then the lower job's")
-	assert.Equal(t, t0.Add(time.Hour+mins(30)), plan.Entries[1].Start, "the lower job waits for the components' end")
+	assert.Equal(t, t0.Add(time.Hour+mins(30)), plan.Entries[1].Start, "the lower job waits for the shorter component's end")
+	assert.Equal(t, int64(8), ctr.UseAt(gpu, t0.Add(time.Hour+mins(40))), "the longer component's 4 and the lower job's")
 	checkNoOverAllocation(t, prof)
 
 	// Components that together never fit the counter never start.
@@ -178,29 +183,30 @@ func TestCoStartWaitsForCounters(t *testing.T) {
 	g2, err := ctr2.Add(6, 0)
 	require.NoError(t, err)
 	prof2.SetCounters(ctr2)
-	het.Uses = []Use{{Counter: g2, Amount: 8}}
+	four = []Use{{Counter: g2, Amount: 4}}
+	het = Job{ID: 1, Priority: 10, Components: []Job{comp(1, mins(30)), comp(2, mins(60))}}
 	plan, err = pl.Plan(prof2, []Job{het})
 	require.NoError(t, err)
 	assert.Equal(t, StatusNeverFits, plan.Entries[0].Status)
 	assert.Equal(t, ReasonCounter, plan.Entries[0].Reason)
 	assert.Zero(t, prof2.Len(), "nothing booked")
 
-	// A component has no Uses of its own.
+	// The job's own Uses are its components'.
 	bad := het
-	bad.Components = []Job{comp(1), {ID: 2, Nodes: 1, PerNode: vec(4, 0, 0), TimeLimit: mins(30), Uses: het.Uses}}
+	bad.Uses = four
 	_, err = pl.Plan(prof2, []Job{bad})
 	assert.ErrorIs(t, err, ErrInvalidJob)
 }
 
 // EarliestCoFitUses on random profiles and counters: the common start is
-// one at which the counters have room for the uses over the longest
-// component, no earlier than the counters and each component alone
-// allow, every component can be reserved there with the others, and
-// nothing stays booked.
+// one at which each request's uses fit with those of the requests before
+// it (checked here by booking them in turn), the counters only delay the
+// nodes' common start, every request can be reserved there with the
+// others, and nothing stays booked.
 func TestCoFitUsesProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 23))
-	found := 0
-	for iter := range 300 {
+	found, delayed, never := 0, 0, 0
+	for iter := range 400 {
 		n := 2 + rng.IntN(5)
 		var running []Running
 		for i := range n {
@@ -209,7 +215,7 @@ func TestCoFitUsesProperty(t *testing.T) {
 					Allocs: []Alloc{{Node: i, Use: vec(int64(1+rng.IntN(8)), 0, 0)}}})
 			}
 		}
-		prof, err := NewProfile(t0, cluster(n, vec(8, 1000, 0)), running, ProfileOptions{})
+		prof, err := NewProfile(t0, cluster(n, vec(8, 1000, 0)), running, ProfileOptions{Resolution: time.Second})
 		require.NoError(t, err)
 		ctr := NewCounters()
 		capacity := int64(2 + rng.IntN(10))
@@ -222,46 +228,61 @@ func TestCoFitUsesProperty(t *testing.T) {
 		k := 1 + rng.IntN(3)
 		reqs := make([]Request, k)
 		ids := make([]JobID, k)
-		var longest time.Duration
+		uses := make([][]Use, k)
 		for c := range reqs {
 			ids[c] = JobID(c + 1)
 			reqs[c] = Request{Nodes: 1 + rng.IntN(2), PerNode: vec(int64(1+rng.IntN(8)), 0, 0),
 				Duration: time.Duration(1+rng.IntN(60)) * time.Minute}
-			longest = max(longest, reqs[c].Duration)
+			uses[c] = []Use{{Counter: id, Amount: int64(rng.IntN(int(capacity)/2 + 2))}}
 		}
-		uses := []Use{{Counter: id, Amount: int64(1 + rng.IntN(int(capacity)+1))}}
 		before := prof.Len()
 		nodesOnly, err := prof.EarliestCoFit(ids, reqs)
 		require.NoError(t, err)
 		fits, err := prof.EarliestCoFitUses(ids, reqs, uses)
 		require.NoError(t, err)
 		require.Equal(t, before, prof.Len(), "iter %d: nothing stays booked", iter)
-		if uses[0].Amount > capacity {
-			if nodesOnly[0].Status == FitFound {
-				require.Equal(t, FitNever, fits[0].Status, "iter %d: above the capacity", iter)
-			}
-			continue
-		}
-		if fits[0].Status == FitFound {
-			require.Equal(t, FitFound, nodesOnly[0].Status)
-			require.False(t, fits[0].Start.Before(nodesOnly[0].Start), "iter %d: the counters only delay", iter)
+		if fits[0].Status == FitNever && nodesOnly[0].Status == FitFound {
+			never++
 		}
 		if fits[0].Status != FitFound {
 			continue
 		}
 		found++
+		require.Equal(t, FitFound, nodesOnly[0].Status)
 		start := fits[0].Start
-		s, ok, err := ctr.Earliest(uses, start, longest)
-		require.NoError(t, err)
-		require.True(t, ok && s.Equal(start), "iter %d: the counter has room at the start", iter)
-		early, ok, err := ctr.Earliest(uses, t0, longest)
-		require.NoError(t, err)
-		require.True(t, ok && !early.After(start), "iter %d", iter)
+		require.False(t, start.Before(nodesOnly[0].Start), "iter %d: the counters only delay", iter)
+		if start.After(nodesOnly[0].Start) {
+			delayed++
+		}
+		// Each request's uses fit with those before it booked.
+		room := func(at time.Time) bool {
+			trial := ctr.Clone()
+			for c := range reqs {
+				s, ok, err := trial.Earliest(uses[c], at, reqs[c].Duration)
+				require.NoError(t, err)
+				if !ok || !s.Equal(at) {
+					return false
+				}
+				trial.book(uses[c], at.Unix(), at.Add(reqs[c].Duration).Unix())
+			}
+			return true
+		}
+		require.True(t, room(start), "iter %d: the requests have room at the start", iter)
+		// No earlier whole minute (every change point is one) suits both
+		// the nodes and the counters.
+		for at := nodesOnly[0].Start; at.Before(start); at = at.Add(time.Minute) {
+			early := slices.Clone(reqs)
+			for c := range early {
+				early[c].Earliest = at
+			}
+			nf, err := prof.EarliestCoFit(ids, early)
+			require.NoError(t, err)
+			if nf[0].Status == FitFound && nf[0].Start.Equal(at) {
+				require.False(t, room(at), "iter %d: %v suits both, before %v", iter, at, start)
+			}
+		}
 		for c := range fits {
 			require.Equal(t, start, fits[c].Start)
-			solo, err := prof.EarliestFit(reqs[c])
-			require.NoError(t, err)
-			require.False(t, solo.Start.After(start), "iter %d", iter)
 		}
 		for c := range fits {
 			require.NoError(t, prof.ReserveFit(ids[c], reqs[c], fits[c]), "iter %d: component %d fits with the others", iter, c)
@@ -269,4 +290,6 @@ func TestCoFitUsesProperty(t *testing.T) {
 		checkNoOverAllocation(t, prof)
 	}
 	require.Positive(t, found)
+	require.Positive(t, delayed)
+	require.Positive(t, never)
 }

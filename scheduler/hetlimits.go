@@ -3,7 +3,6 @@ package scheduler
 import (
 	"fmt"
 
-	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/policy"
 )
 
@@ -24,10 +23,12 @@ import (
 //     start (hetLimit without the running jobs);
 //   - a job whose components together do not fit what runs now waits with
 //     that limit's reason (hetLimit with the running jobs), and is planned
-//     as any limit-held job: its plan entry's Uses are the sum
-//     (hetUses), so the co-start search finds the earliest time at which
-//     every component fits and every counter has room for the sum, and
-//     its reservation holds that room back from the jobs below it;
+//     as any limit-held job: each component's plan entry carries its own
+//     uses, which the planner counts with those of the components before
+//     it, so the co-start search finds the earliest time at which every
+//     component fits the nodes and the counters hold them all, and the
+//     reservation holds that room back from the jobs below it (each
+//     component's until its own end);
 //   - the start checks each component's limits with the components before
 //     it counted, and the licenses of all (startHet).
 
@@ -124,66 +125,6 @@ func (s *Scheduler) hetNeverNote(j *job) string {
 		return "it can never start: " + hetLimitText(sl, sum) + " even with no other job running"
 	}
 	return ""
-}
-
-// hetUses appends to b.uses what the pending components comps take of the
-// pass's counters together (the uses of a heterogeneous job's plan entry,
-// see backfill.Job.Uses): one use per counter, its amount the sum of the
-// components', its bound such that the sum fits it exactly when every
-// component fits its own bound with the components before it counted (the
-// check startHet makes, in offset order).
-func (s *Scheduler) hetUses(set *backfill.Counters, licIDs []backfill.CounterID, comps []*job) error {
-	b := &s.bf.ctr
-	from := len(b.uses)
-	for _, c := range comps {
-		if err := s.appendUses(set, licIDs, c); err != nil {
-			return err
-		}
-	}
-	all := b.uses[from:]
-	merged := make([]backfill.Use, 0, len(all))
-	for x, u := range all {
-		if containsCounter(all[:x], u.Counter) {
-			continue // merged at its first use
-		}
-		capacity := set.Capacity(u.Counter)
-		var total int64
-		room := int64(backfill.MaxCounter) // min over the uses of bound - prefix
-		never := false
-		for _, v := range all[x:] {
-			if v.Counter != u.Counter {
-				continue
-			}
-			bound := capacity
-			if v.Limit > 0 && v.Limit < capacity {
-				bound = v.Limit
-			}
-			total = min(total+v.Amount, backfill.MaxCounter)
-			never = never || v.Amount > bound
-			room = min(room, bound-total)
-		}
-		limit := room + total // the sum fits when use + total ≤ limit
-		switch {
-		case never || limit <= 0:
-			merged = append(merged, backfill.Use{Counter: u.Counter, Amount: backfill.MaxCounter, Limit: 1})
-		case limit >= capacity:
-			merged = append(merged, backfill.Use{Counter: u.Counter, Amount: total})
-		default:
-			merged = append(merged, backfill.Use{Counter: u.Counter, Amount: total, Limit: limit})
-		}
-	}
-	b.uses = append(b.uses[:from], merged...)
-	return nil
-}
-
-// containsCounter reports whether a use of counter id is in us.
-func containsCounter(us []backfill.Use, id backfill.CounterID) bool {
-	for _, u := range us {
-		if u.Counter == id {
-			return true
-		}
-	}
-	return false
 }
 
 // hetLicensesFree reports whether the licenses the pending components

@@ -1,6 +1,8 @@
 package scheduler_test
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -177,4 +179,150 @@ func TestHetJobLicensesSummed(t *testing.T) {
 		_, ok := startOf(cyc, id)
 		assert.True(t, ok, "%+v", cyc)
 	}
+}
+
+// TestHetJobLimitPlanIsAnUpperBound replays random workloads of plain and
+// heterogeneous jobs on limitCluster (per-user CPU and job limits, a QOS
+// CPU limit, account and association job limits) to the end, every job
+// running exactly its time limit, under conservative backfill: every
+// job — each component of a heterogeneous one — starts no later than the
+// first expected start it was given, the components of a job start
+// together, and a heterogeneous job whose components together exceed a
+// limit with nothing else running (above MaxTRESPerUser cpu=8, or three
+// components, three jobs above MaxJobsPerUser=2) never starts, gets no
+// expected start, and Explain says why.
+func TestHetJobLimitPlanIsAnUpperBound(t *testing.T) {
+	seeds := 30
+	if testing.Short() {
+		seeds = 8
+	}
+	hets, summed := 0, 0
+	for seed := range uint64(seeds) {
+		h, n := runHetLimitPlan(t, seed)
+		hets, summed = hets+h, summed+n
+	}
+	require.Positive(t, hets, "some heterogeneous jobs ran")
+	require.Positive(t, summed, "some never could, by their sum alone")
+}
+
+func runHetLimitPlan(t *testing.T, seed uint64) (hets, never int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 41))
+	s := limitCluster(t, backfill.Conservative)
+	users := []struct{ user, account string }{{"ann", "physics"}, {"bob", "physics"}, {"cy", "bio"}}
+	type arrival struct {
+		at    time.Time
+		specs []scheduler.JobSpec
+	}
+	now := clustertest.Epoch.Add(17 * time.Second)
+	var arrivals []arrival
+	at := now
+	for range 15 + rng.IntN(10) {
+		at = at.Add(time.Duration(rng.IntN(900)) * time.Second)
+		u := users[rng.IntN(len(users))]
+		spec := func() scheduler.JobSpec {
+			return scheduler.JobSpec{User: u.user, Account: u.account, Partition: "batch", CPUsPerTask: 1 + rng.IntN(6),
+				Nodes: 1, TimeLimit: time.Duration(60+rng.IntN(7200)) * time.Second}
+		}
+		a := arrival{at: at, specs: []scheduler.JobSpec{spec()}}
+		for k := rng.IntN(5); k > 0 && len(a.specs) < 3; k -= 2 {
+			a.specs = append(a.specs, spec())
+		}
+		arrivals = append(arrivals, a)
+	}
+	first := map[scheduler.JobID]time.Time{}
+	started := map[scheduler.JobID]time.Time{}
+	ends := map[scheduler.JobID]time.Time{}
+	pending := map[scheduler.JobID]bool{}
+	nevers := map[scheduler.JobID]bool{}
+	group := map[scheduler.JobID][]scheduler.JobID{}
+	for guard := 0; guard < 5000; guard++ {
+		for id, end := range ends {
+			if !end.After(now) {
+				require.NoError(t, s.Finish(now, id, 0))
+				delete(ends, id)
+			}
+		}
+		for len(arrivals) > 0 && !arrivals[0].at.After(now) {
+			a := arrivals[0]
+			arrivals = arrivals[1:]
+			if len(a.specs) == 1 {
+				pending[mustSubmit(t, s, now, a.specs[0])] = true
+				continue
+			}
+			ids, err := s.SubmitHet(now, a.specs)
+			require.NoError(t, err)
+			cpus := 0
+			for _, sp := range a.specs {
+				cpus += sp.CPUsPerTask
+			}
+			for _, id := range ids {
+				pending[id] = true
+				group[id] = ids
+				nevers[id] = cpus > 8 || len(ids) > 2
+			}
+		}
+		cyc := mustSchedule(t, s, now)
+		for _, st := range cyc.Starts {
+			j, _ := s.Job(st.Job)
+			started[st.Job] = now
+			ends[st.Job] = now.Add(j.TimeLimit)
+			delete(pending, st.Job)
+		}
+		next := time.Time{}
+		soon := func(x time.Time) {
+			if x.After(now) && (next.IsZero() || x.Before(next)) {
+				next = x
+			}
+		}
+		for _, p := range cyc.Pending {
+			where := fmt.Sprintf("seed %d at %v: job %d (%v)", seed, now.Sub(clustertest.Epoch), p.Job, p.Reason)
+			if nevers[p.Job] {
+				require.True(t, p.ExpectedStart.IsZero(), "%s: never startable, but expected at %v", where, p.ExpectedStart)
+				require.True(t, p.Reason.IsLimit(), where)
+				ex, err := s.Explain(now, p.Job, scheduler.ExplainOptions{})
+				require.NoError(t, err)
+				require.Contains(t, ex.String(), "can never start", where)
+				continue
+			}
+			require.False(t, p.ExpectedStart.IsZero(), "%s: no expected start under conservative backfill", where)
+			if _, ok := first[p.Job]; !ok {
+				first[p.Job] = p.ExpectedStart
+			}
+			soon(p.ExpectedStart)
+		}
+		for _, e := range ends {
+			soon(e)
+		}
+		if len(arrivals) > 0 {
+			soon(arrivals[0].at)
+		}
+		if next.IsZero() {
+			break
+		}
+		now = next
+	}
+	for id := range pending {
+		require.True(t, nevers[id], "seed %d: job %d never ran", seed, id)
+	}
+	for id := range nevers {
+		if nevers[id] && id == group[id][0] {
+			never++
+		}
+	}
+	for id, st := range started {
+		require.False(t, nevers[id], "seed %d: job %d above its limits together started", seed, id)
+		if f, ok := first[id]; ok {
+			require.False(t, st.After(f), "seed %d: job %d started at %v, after its first expected start %v", seed, id, st, f)
+		}
+		if g := group[id]; g != nil {
+			for _, c := range g {
+				require.Equal(t, st, started[c], "seed %d: job %d's components start together", seed, id)
+			}
+			if id == g[0] {
+				hets++
+			}
+		}
+	}
+	return hets, never
 }

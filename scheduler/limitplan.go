@@ -122,19 +122,26 @@ func (s *Scheduler) attachCounters(now time.Time, jobs []backfill.Job, pjobs []*
 	if err != nil {
 		return nil, err
 	}
-	type span struct{ from, to int }
-	spans := make([]span, len(pjobs))
+	type span struct{ x, comp, from, to int }
+	spans := make([]span, 0, len(pjobs))
 	for x, j := range pjobs {
-		from := len(b.uses)
 		if len(jobs[x].Components) > 0 {
-			// A heterogeneous job: its components' sum (hetlimits.go).
-			if err := s.hetUses(set, licIDs, s.hetPending(j)); err != nil {
-				return nil, err
+			// A heterogeneous job: each component's own, which the
+			// planner counts together (hetlimits.go).
+			for k, c := range s.hetPending(j) {
+				from := len(b.uses)
+				if err := s.appendUses(set, licIDs, c); err != nil {
+					return nil, err
+				}
+				spans = append(spans, span{x, k, from, len(b.uses)})
 			}
-		} else if err := s.appendUses(set, licIDs, j); err != nil {
+			continue
+		}
+		from := len(b.uses)
+		if err := s.appendUses(set, licIDs, j); err != nil {
 			return nil, err
 		}
-		spans[x] = span{from, len(b.uses)}
+		spans = append(spans, span{x, -1, from, len(b.uses)})
 	}
 	if err := s.holdReservationJobs(now, set); err != nil {
 		return nil, err
@@ -142,9 +149,13 @@ func (s *Scheduler) attachCounters(now time.Time, jobs []backfill.Job, pjobs []*
 	if set.Len() == 0 {
 		return nil, nil
 	}
-	for x := range jobs {
-		if sp := spans[x]; sp.to > sp.from {
-			jobs[x].Uses = b.uses[sp.from:sp.to:sp.to]
+	for _, sp := range spans {
+		switch {
+		case sp.to == sp.from:
+		case sp.comp < 0:
+			jobs[sp.x].Uses = b.uses[sp.from:sp.to:sp.to]
+		default:
+			jobs[sp.x].Components[sp.comp].Uses = b.uses[sp.from:sp.to:sp.to]
 		}
 	}
 	s.running.Ascend(func(r *job) bool {
