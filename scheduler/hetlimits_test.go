@@ -190,25 +190,37 @@ func TestHetJobLicensesSummed(t *testing.T) {
 // together, and a heterogeneous job whose components together exceed a
 // limit with nothing else running (above MaxTRESPerUser cpu=8, or three
 // components, three jobs above MaxJobsPerUser=2) never starts, gets no
-// expected start, and Explain says why.
+// expected start, and Explain says why. Under EASY, where only the first
+// waiting job holds a reservation, no job starts later than one it held.
 func TestHetJobLimitPlanIsAnUpperBound(t *testing.T) {
 	seeds := 30
 	if testing.Short() {
 		seeds = 8
 	}
-	hets, summed := 0, 0
-	for seed := range uint64(seeds) {
-		h, n := runHetLimitPlan(t, seed)
-		hets, summed = hets+h, summed+n
+	for _, mode := range []backfill.Mode{backfill.Conservative, backfill.EASY} {
+		t.Run(mode.String(), func(t *testing.T) {
+			hets, summed, held := 0, 0, 0
+			for seed := range uint64(seeds) {
+				h, n, r := runHetLimitPlan(t, seed, mode)
+				hets, summed, held = hets+h, summed+n, held+r
+			}
+			require.Positive(t, hets, "some heterogeneous jobs ran")
+			if mode == backfill.EASY {
+				require.Positive(t, held, "some jobs held the reservation")
+			}
+			require.Positive(t, summed, "some never could, by their sum alone")
+		})
 	}
-	require.Positive(t, hets, "some heterogeneous jobs ran")
-	require.Positive(t, summed, "some never could, by their sum alone")
 }
 
-func runHetLimitPlan(t *testing.T, seed uint64) (hets, never int) {
+// runHetLimitPlan replays one workload (see
+// TestHetJobLimitPlanIsAnUpperBound); under EASY, where only the first
+// waiting job is promised its start, every job starts no later than the
+// reservations it held as that job.
+func runHetLimitPlan(t *testing.T, seed uint64, mode backfill.Mode) (hets, never, reserved int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 41))
-	s := limitCluster(t, backfill.Conservative)
+	s := limitCluster(t, mode)
 	users := []struct{ user, account string }{{"ann", "physics"}, {"bob", "physics"}, {"cy", "bio"}}
 	type arrival struct {
 		at    time.Time
@@ -236,6 +248,7 @@ func runHetLimitPlan(t *testing.T, seed uint64) (hets, never int) {
 	pending := map[scheduler.JobID]bool{}
 	nevers := map[scheduler.JobID]bool{}
 	group := map[scheduler.JobID][]scheduler.JobID{}
+	resv := map[scheduler.JobID][]time.Time{} // EASY: reservations held
 	for guard := 0; guard < 5000; guard++ {
 		for id, end := range ends {
 			if !end.After(now) {
@@ -275,6 +288,7 @@ func runHetLimitPlan(t *testing.T, seed uint64) (hets, never int) {
 				next = x
 			}
 		}
+		firstWaiting := scheduler.JobID(0)
 		for _, p := range cyc.Pending {
 			where := fmt.Sprintf("seed %d at %v: job %d (%v)", seed, now.Sub(clustertest.Epoch), p.Job, p.Reason)
 			if nevers[p.Job] {
@@ -283,6 +297,17 @@ func runHetLimitPlan(t *testing.T, seed uint64) (hets, never int) {
 				ex, err := s.Explain(now, p.Job, scheduler.ExplainOptions{})
 				require.NoError(t, err)
 				require.Contains(t, ex.String(), "can never start", where)
+				continue
+			}
+			if mode == backfill.EASY {
+				if p.ExpectedStart.IsZero() {
+					continue
+				}
+				if g := group[p.Job]; firstWaiting == 0 || (g != nil && group[firstWaiting] != nil && g[0] == group[firstWaiting][0]) {
+					firstWaiting = p.Job // the reserved job: each of its components
+					resv[p.Job] = append(resv[p.Job], p.ExpectedStart)
+				}
+				soon(p.ExpectedStart)
 				continue
 			}
 			require.False(t, p.ExpectedStart.IsZero(), "%s: no expected start under conservative backfill", where)
@@ -315,6 +340,9 @@ func runHetLimitPlan(t *testing.T, seed uint64) (hets, never int) {
 		if f, ok := first[id]; ok {
 			require.False(t, st.After(f), "seed %d: job %d started at %v, after its first expected start %v", seed, id, st, f)
 		}
+		for _, r := range resv[id] {
+			require.False(t, st.After(r), "seed %d EASY: job %d started at %v, after its reservation %v", seed, id, st, r)
+		}
 		if g := group[id]; g != nil {
 			for _, c := range g {
 				require.Equal(t, st, started[c], "seed %d: job %d's components start together", seed, id)
@@ -324,5 +352,5 @@ func runHetLimitPlan(t *testing.T, seed uint64) (hets, never int) {
 			}
 		}
 	}
-	return hets, never
+	return hets, never, len(resv)
 }
