@@ -25,15 +25,15 @@ type HetExplanation struct {
 	// Components lists every component still known, in offset order.
 	Components []HetComponent
 	// Blocking is the offset of the component the pending job waits for
-	// (-1 when none can be named: the job is not pending, or no plan is
-	// at hand).
+	// (-1 when none can be named: the job is not pending, no plan is at
+	// hand, or every component could start now and Limit holds the job).
 	Blocking int
 	// Limit names the concurrent limit or license pool that the pending
 	// components exceed together, though none may alone (Slurm counts
 	// them all against the job's limits, as they start together), and
 	// by how much: "its heterogeneous job's components together ask
-	// gres/gpu=8, above MaxTRESPerUser gres/gpu=6 (user u)". Empty when
-	// no such limit holds the job.
+	// gres/gpu=8 with 4 in use, above MaxTRESPerUser gres/gpu=8 (user
+	// u)". Empty when no such limit holds the job.
 	Limit string
 	// Never says that the components exceed Limit even with no other
 	// job running: the job can then never start as it is.
@@ -73,9 +73,9 @@ func (s *Scheduler) explainHet(now time.Time, j *job) *HetExplanation {
 	}
 	if pend := s.hetPending(j); len(pend) > 1 {
 		if sl, sum, ok := s.hetLimit(pend, false); ok {
-			he.Limit, he.Never = hetLimitText(sl, sum), true
+			he.Limit, he.Never = hetLimitText(sl, sum, 0), true
 		} else if sl, sum, ok := s.hetLimit(pend, true); ok {
-			he.Limit = hetLimitText(sl, sum) + " with what runs now"
+			he.Limit = hetLimitText(sl, sum, sl.Used)
 		}
 	}
 	var latest time.Time
@@ -113,6 +113,9 @@ func (s *Scheduler) explainHet(now time.Time, j *job) *HetExplanation {
 			}
 		}
 		he.Components = append(he.Components, hc)
+	}
+	if he.Limit != "" && !latest.After(now) {
+		he.Blocking = -1 // every component could start now: the limit holds the job
 	}
 	return he
 }

@@ -35,9 +35,9 @@ import (
 // hetLimit returns the first concurrent limit or license pool that the
 // pending components comps, in offset order, exceed together: each
 // component's amount is counted with the components' before it, on top
-// of what the running jobs hold (withRunning) or of nothing (the job can
-// then never start as it is). sum is what the components up to the one
-// that exceeds it add to the counter; ok is false when none is exceeded.
+// of what the running jobs hold (withRunning; sl.Used is then that) or
+// of nothing (the job can then never start as it is). sum is what all
+// the components add to that counter; ok is false when none is exceeded.
 func (s *Scheduler) hetLimit(comps []*job, withRunning bool) (sl policy.Slot, sum int64, ok bool) {
 	if len(comps) < 2 {
 		return policy.Slot{}, 0, false
@@ -48,6 +48,7 @@ func (s *Scheduler) hetLimit(comps []*job, withRunning bool) (sl policy.Slot, su
 			used = s.licenseUse()
 		}
 		sums := make([]int64, len(s.lic.names))
+		hit := -1
 		for _, c := range comps {
 			for _, l := range c.Spec.Licenses {
 				k, known := s.lic.byName[l.Name]
@@ -59,12 +60,15 @@ func (s *Scheduler) hetLimit(comps []*job, withRunning bool) (sl policy.Slot, su
 				if used != nil {
 					u = used[k]
 				}
-				if u+sums[k] > s.lic.total[k] {
-					sl := s.licenseSlot(k)
+				if hit < 0 && u+sums[k] > s.lic.total[k] {
+					hit = k
+					sl = s.licenseSlot(k)
 					sl.Used = u
-					return sl, sums[k], true
 				}
 			}
+		}
+		if hit >= 0 {
+			return sl, sums[hit], true
 		}
 	}
 	if s.pol == nil {
@@ -76,6 +80,7 @@ func (s *Scheduler) hetLimit(comps []*job, withRunning bool) (sl policy.Slot, su
 	}
 	var sums []keySum
 	var slots []policy.Slot
+	hit := -1
 	for _, c := range comps {
 		req := s.policyRequest(c)
 		slots = s.pol.p.Slots(&req, s.pol.usage, slots[:0])
@@ -95,20 +100,28 @@ func (s *Scheduler) hetLimit(comps []*job, withRunning bool) (sl policy.Slot, su
 			if withRunning {
 				used = x.Used
 			}
-			if used+sums[i].sum > x.Limit {
-				return x, sums[i].sum, true
+			if hit < 0 && used+sums[i].sum > x.Limit {
+				hit, sl = i, x
+				sl.Used = used
 			}
 		}
+	}
+	if hit >= 0 {
+		return sl, sums[hit].sum, true
 	}
 	return policy.Slot{}, 0, false
 }
 
 // hetLimitText says how a heterogeneous job's components exceed slot sl
-// together (sum: what they add to its counter).
-func hetLimitText(sl policy.Slot, sum int64) string {
+// together (sum: what they add to its counter; used: what is in use
+// there besides, 0 for none).
+func hetLimitText(sl policy.Slot, sum, used int64) string {
 	ask := fmt.Sprintf("count as %d jobs", sum)
 	if t := sl.Blocker.Constraint.TRES; t != "" {
 		ask = fmt.Sprintf("ask %s=%d", t, sum)
+	}
+	if used > 0 {
+		ask += fmt.Sprintf(" with %d in use", used)
 	}
 	return "its heterogeneous job's components together " + ask + ", above " + limitName(sl)
 }
@@ -122,7 +135,7 @@ func (s *Scheduler) hetNeverNote(j *job) string {
 	}
 	comps := s.hetPending(j)
 	if sl, sum, ok := s.hetLimit(comps, false); ok {
-		return "it can never start: " + hetLimitText(sl, sum) + " even with no other job running"
+		return "it can never start: " + hetLimitText(sl, sum, 0) + " even with no other job running"
 	}
 	return ""
 }
@@ -174,11 +187,11 @@ func (s *Scheduler) hetBlocker(j *job) (Blocker, bool) {
 	if !ok {
 		return Blocker{}, false
 	}
-	d := hetLimitText(sl, sum)
-	if _, _, never := s.hetLimit(comps, false); never {
-		d += " even with no other job running: it can never start as it is"
+	var d string
+	if nsl, nsum, never := s.hetLimit(comps, false); never {
+		d = hetLimitText(nsl, nsum, 0) + " even with no other job running: it can never start as it is"
 	} else {
-		d += fmt.Sprintf(" with %d in use now", sl.Used)
+		d = hetLimitText(sl, sum, sl.Used)
 	}
 	return Blocker{Kind: BlockerLimit, Reason: sl.Blocker.Reason, Detail: d}, true
 }

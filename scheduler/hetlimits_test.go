@@ -117,7 +117,9 @@ func TestHetJobLimitSumHeldUntilRoom(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, ex.Het)
 	assert.False(t, ex.Het.Never)
-	assert.Contains(t, ex.Het.Limit, "gres/gpu=8")
+	// 4 running and the short job's 4.
+	assert.Contains(t, ex.Het.Limit, "ask gres/gpu=8 with 8 in use, above MaxTRESPerUser gres/gpu=8 (user u)")
+	assert.Equal(t, -1, ex.Het.Blocking, "no component waits for nodes: the limit holds the job")
 	require.NotNil(t, ex.Estimate)
 	assert.Equal(t, t0.Add(time.Hour), ex.Estimate.Start)
 	assert.Contains(t, ex.Estimate.Limit, "MaxTRESPerUser gres/gpu=8")
