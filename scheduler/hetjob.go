@@ -369,13 +369,16 @@ func (s *Scheduler) bfHetJob(now time.Time, j *job) (backfill.Job, bool) {
 	// The components together (hetlimits.go): above a limit even with
 	// nothing else running, the job is not planned; above what the
 	// running jobs leave, it waits with that limit's reason.
-	if sl, _, never := s.hetLimit(comps, false); never {
-		for _, c := range comps {
-			s.setReason(c, sl.Blocker.Reason)
+	if held, _, ok := s.hetLimit(comps, true); ok {
+		// (Above a limit with nothing running is above it now too.)
+		if sl, _, never := s.hetLimit(comps, false); never {
+			for _, c := range comps {
+				s.setReason(c, sl.Blocker.Reason)
+			}
+			return backfill.Job{}, false
 		}
-		return backfill.Job{}, false
+		s.hetLimitHeld(comps, held)
 	}
-	s.hetLimitHeld(comps)
 	parts := make([]backfill.Job, len(comps))
 	for k, c := range comps {
 		parts[k] = s.bfJob(now, c, s.allowedNodes(c.shape), c.shape)

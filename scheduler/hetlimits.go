@@ -159,22 +159,16 @@ func (s *Scheduler) hetLicensesFree(comps []*job) bool {
 	return true
 }
 
-// hetLimitHeld sets the reason of the pending components comps of a
-// heterogeneous job whose components together exceed a limit or license
-// pool with what runs now: that limit's reason (Slurm's QOS*, Assoc* or
-// Licenses), for the components that wait on nothing of their own. It
-// reports whether they exceed one.
-func (s *Scheduler) hetLimitHeld(comps []*job) bool {
-	sl, _, held := s.hetLimit(comps, true)
-	if !held {
-		return false
-	}
+// hetLimitHeld gives the pending components comps of a heterogeneous
+// job whose components together exceed limit or license pool sl with
+// what runs now that limit's reason (Slurm's QOS*, Assoc* or Licenses),
+// for the components that wait on nothing of their own.
+func (s *Scheduler) hetLimitHeld(comps []*job, sl policy.Slot) {
 	for _, c := range comps {
 		if c.Reason == policy.ReasonResources || c.Reason == policy.ReasonPriority || c.Reason == policy.ReasonNone {
 			s.setReason(c, sl.Blocker.Reason)
 		}
 	}
-	return true
 }
 
 // hetBlocker is the explanation's blocker of pending component j when its
