@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -20,30 +21,48 @@ import (
 // t only grows, and each value it takes is a start some component's
 // search returned (a change point of the profile or an Earliest), so the
 // iteration ends; a component that never fits, or fits only beyond
-// Latest, ends it at once with that status. Every component is then
-// booked at t (the planner keeps them, EarliestCoFit releases them), so
-// the components never count the same free resources twice.
+// Latest, ends it at once with that status. A component is booked at t
+// before any search or overlapping fit that comes after it, so the
+// components never count the same free resources twice; those whose own
+// nodes fit and meet no other's are booked only when the job keeps its
+// start (the planner's starts and reservations), so that a search ending
+// in an estimate leaves the profile untouched.
 
 // maxCoRounds bounds the restarts of one co-start search (each moves the
 // common start later); past it the search answers FitBeyondLatest.
 const maxCoRounds = 4096
 
-// coResult is the outcome of a co-start search.
+// maxOverlapTest bounds the node pairs compared when testing whether a
+// component's nodes meet those of the components chosen before it; past
+// it they are booked first, as if they met.
+const maxOverlapTest = 4096
+
+// coResult is the outcome of a co-start search. On FitFound the
+// components booked on the way (booked: their IDs) are in the profile;
+// the others (unbooked: their indices) were taken on nodes none of the
+// components before them uses, where their fit alone is their fit with
+// those booked, and are not (see bookRest and release).
 type coResult struct {
 	st       FitStatus
 	t        int64
 	nodes    [][]int
 	searches int
+	booked   []JobID
+	unbooked []int
 }
 
-// coSearch runs the co-start search for the queries (booked, on
-// success, under ids at the common start, for their durations), from t:
-// the latest of the components' own earliest starts, that of component
-// lead. own[k] are the nodes of component k's own earliest fit: where
-// they are still free over the component's interval from the candidate
-// start (the components before it booked), they are taken without a new
-// search — its own fit there is a fit at that start. On any status but
-// FitFound nothing stays booked.
+// coSearch runs the co-start search for the queries from t, the latest
+// of the components' own earliest starts, that of component lead.
+// own[k] are the nodes of component k's own earliest fit: where they are
+// still free over the component's interval from the candidate start,
+// they are taken without a new search — its own fit there is a fit at
+// that start. A component is booked (under ids[k], at the candidate start,
+// for its duration) only when one after it must see it: a search, or
+// nodes that meet its nodes; the components whose own nodes fit and meet
+// no other's — the common case, components on different partitions —
+// leave the profile as it is, so that a search that ends without a
+// reservation changes nothing. On any status but FitFound nothing stays
+// booked.
 func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, own [][]int) (coResult, error) {
 	res := coResult{st: FitFound, nodes: make([][]int, len(qs))}
 	order := make([]int, 0, len(qs))
@@ -53,21 +72,30 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 			order = append(order, k)
 		}
 	}
-	var booked []JobID
 	searched := make([]bool, len(qs))
-	release := func() error {
-		for x := len(booked) - 1; x >= 0; x-- {
-			if err := p.Release(booked[x]); err != nil {
-				return fmt.Errorf("internal: releasing a tentative booking: %w", err)
+	var pendNodes int // the nodes of the unbooked components
+	bookPending := func() error {
+		for _, k := range res.unbooked {
+			if err := p.bookQuery(ids[k], qs[k], t, p.endAt(t, qs[k].d), res.nodes[k]); err != nil {
+				return err
 			}
+			res.booked = append(res.booked, ids[k])
 		}
-		booked = booked[:0]
+		res.unbooked, pendNodes = res.unbooked[:0], 0
 		return nil
+	}
+	fail := func(err error) (coResult, error) {
+		res.unbooked, pendNodes = res.unbooked[:0], 0
+		if rerr := p.releaseIDs(res.booked); err == nil {
+			err = rerr
+		}
+		res.booked = res.booked[:0]
+		return res, err
 	}
 	for round := 0; ; round++ {
 		if round >= maxCoRounds || t > latest {
 			res.st = FitBeyondLatest
-			return res, release()
+			return fail(nil)
 		}
 		moved := false
 		for _, k := range order {
@@ -77,23 +105,31 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 			if searched[k] && q.hasSpread() {
 				nodes = nil // the query's shares are those of its last search now
 			}
+			if nodes != nil && pendNodes > 0 && res.meets(nodes, pendNodes) {
+				if err := bookPending(); err != nil {
+					return fail(err)
+				}
+			}
 			if nodes == nil || !p.fitsAll(q, nodes, t, end) {
+				// The search must see the components chosen before it.
+				if err := bookPending(); err != nil {
+					return fail(err)
+				}
 				searched[k] = true
 				q.t0, q.latest, q.cands, q.upTo = t, latest, nil, 0
 				r, err := p.search(q)
 				res.searches++
 				if err != nil {
-					_ = release()
-					return res, err
+					return fail(err)
 				}
 				if r.st != FitFound {
 					// Each component fits alone (soloStarts): beyond the
 					// latest start, not never.
 					res.st = r.st
-					return res, release()
+					return fail(nil)
 				}
 				if r.t > t {
-					if err := release(); err != nil {
+					if _, err := fail(nil); err != nil {
 						return res, err
 					}
 					t, moved = r.t, true
@@ -102,17 +138,51 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 				nodes = r.nodes
 			}
 			res.nodes[k] = nodes
-			if err := p.bookQuery(ids[k], q, t, end, nodes); err != nil {
-				_ = release()
-				return res, err
-			}
-			booked = append(booked, ids[k])
+			res.unbooked = append(res.unbooked, k)
+			pendNodes += len(nodes)
 		}
 		if !moved {
 			res.t = t
 			return res, nil
 		}
 	}
+}
+
+// meets reports whether nodes meet those of the unbooked components
+// (pend of them in all), or are too many to tell cheaply.
+func (res *coResult) meets(nodes []int, pend int) bool {
+	if len(nodes)*pend > maxOverlapTest {
+		return true
+	}
+	for _, k := range res.unbooked {
+		for _, i := range res.nodes[k] {
+			if slices.Contains(nodes, i) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// bookRest books the components a successful co-start search left
+// unbooked, at its start: then every component is booked.
+func (p *Profile) bookRest(ids []JobID, qs []*query, res *coResult) error {
+	for _, k := range res.unbooked {
+		if err := p.bookQuery(ids[k], qs[k], res.t, p.endAt(res.t, qs[k].d), res.nodes[k]); err != nil {
+			return err
+		}
+		res.booked = append(res.booked, ids[k])
+	}
+	res.unbooked = res.unbooked[:0]
+	return nil
+}
+
+// release takes back what a successful co-start search booked: the
+// profile is then as it was before the search.
+func (p *Profile) release(res *coResult) error {
+	err := p.releaseIDs(res.booked)
+	res.booked, res.unbooked = res.booked[:0], res.unbooked[:0]
+	return err
 }
 
 // soloStarts searches each query alone on the profile (nothing booked):
@@ -150,6 +220,16 @@ func (p *Profile) bookQuery(id JobID, q *query, s, e int64, nodes []int) error {
 	return nil
 }
 
+// releaseIDs releases the tentative bookings under ids, last first.
+func (p *Profile) releaseIDs(ids []JobID) error {
+	for k := len(ids) - 1; k >= 0; k-- {
+		if err := p.Release(ids[k]); err != nil {
+			return fmt.Errorf("internal: releasing a tentative booking: %w", err)
+		}
+	}
+	return nil
+}
+
 // EarliestCoFit returns the earliest time at which every request fits at
 // once, all starting at that same instant (the components of a
 // heterogeneous job), and the nodes of each: fits[k] answers reqs[k].
@@ -159,10 +239,40 @@ func (p *Profile) bookQuery(id JobID, q *query, s, e int64, nodes []int) error {
 // same free resources; ids name those tentative bookings (they must not
 // be in the profile) and nothing stays booked when EarliestCoFit
 // returns. Every Fit has the common status; Nodes and Spread are set
-// only when it is FitFound.
+// only when it is FitFound. It ignores the profile's Counters; see
+// EarliestCoFitUses.
 func (p *Profile) EarliestCoFit(ids []JobID, reqs []Request) ([]Fit, error) {
+	return p.EarliestCoFitUses(ids, reqs, nil)
+}
+
+// EarliestCoFitUses is EarliestCoFit for requests that also take uses
+// of the profile's Counters while they run: uses[k] (nil for none) are
+// what reqs[k] takes from the common start for its Duration (a
+// heterogeneous job's components' licenses and limit counts). As Slurm
+// checks a heterogeneous job's components in turn with the ones before
+// counted, request k's uses must fit their bounds with those of the
+// requests before it added where their runs overlap: the common start is
+// the earliest at which every request fits the nodes and the counters.
+// When the counters can never hold them every Fit is FitNever; when they
+// keep the job past the latest start, FitBeyondLatest. Errors wrap
+// ErrInvalidRequest for uses without a counter set, naming an unknown
+// counter, or not one list per request.
+func (p *Profile) EarliestCoFitUses(ids []JobID, reqs []Request, uses [][]Use) ([]Fit, error) {
 	if len(ids) != len(reqs) || len(reqs) == 0 {
 		return nil, fmt.Errorf("%w: %d IDs for %d requests, want as many and at least one", ErrInvalidRequest, len(ids), len(reqs))
+	}
+	if uses != nil && len(uses) != len(reqs) {
+		return nil, fmt.Errorf("%w: %d use lists for %d requests, want one per request", ErrInvalidRequest, len(uses), len(reqs))
+	}
+	if hasUses(uses) {
+		if p.ctr == nil {
+			return nil, fmt.Errorf("%w: uses counters, but the profile has none (SetCounters)", ErrInvalidRequest)
+		}
+		for k, us := range uses {
+			if err := p.ctr.validUses(us); err != nil {
+				return nil, fmt.Errorf("request %d: %w", k, err)
+			}
+		}
 	}
 	seen := make(map[JobID]bool, len(ids))
 	for _, id := range ids {
@@ -197,6 +307,9 @@ func (p *Profile) EarliestCoFit(ids []JobID, reqs []Request) ([]Fit, error) {
 		if res, err = p.coSearch(ids, qs, latest, t, lead, nodes); err != nil {
 			return nil, err
 		}
+		if res, _, err = p.coCounted(ids, qs, latest, res, uses, nil); err != nil {
+			return nil, err
+		}
 	}
 	fits := make([]Fit, len(reqs))
 	for k := range fits {
@@ -210,10 +323,8 @@ func (p *Profile) EarliestCoFit(ids []JobID, reqs []Request) ([]Fit, error) {
 		fits[k].Spread = p.shares(qs[k])
 	}
 	if res.st == FitFound {
-		for k := len(ids) - 1; k >= 0; k-- {
-			if err := p.Release(ids[k]); err != nil {
-				return nil, fmt.Errorf("internal: releasing a tentative booking: %w", err)
-			}
+		if err := p.release(&res); err != nil {
+			return nil, err
 		}
 	}
 	return fits, nil
@@ -225,6 +336,9 @@ func (p *Profile) EarliestCoFit(ids []JobID, reqs []Request) ([]Fit, error) {
 func (pl *Planner) validateHet(p *Profile, x int, j *Job, ids map[JobID]struct{}, firstKept bool) error {
 	if j.Components[0].ID != j.ID {
 		return fmt.Errorf("%w: jobs[%d] (ID %d): Components[0] has ID %d, want the job's", ErrInvalidJob, x, j.ID, j.Components[0].ID)
+	}
+	if len(j.Uses) > 0 {
+		return fmt.Errorf("%w: jobs[%d] (ID %d): a heterogeneous job's Uses are its components' (Components[k].Uses)", ErrInvalidJob, x, j.ID)
 	}
 	for k := range j.Components {
 		c := &j.Components[k]
@@ -265,10 +379,17 @@ func (r *run) planHet(j *Job, e *Entry) error {
 	noResv := r.reserveReason(j)
 	ids := make([]JobID, len(j.Components))
 	qs := make([]*query, len(j.Components))
+	var uses [][]Use // the components' counters, when any takes one
 	e.Components = make([]Entry, len(j.Components))
 	for k := range j.Components {
 		c := &j.Components[k]
 		ids[k] = c.ID
+		if len(c.Uses) > 0 && uses == nil {
+			uses = make([][]Use, len(j.Components))
+		}
+		if uses != nil {
+			uses[k] = c.Uses
+		}
 		e.Components[k].ID = c.ID
 		chooser := cfg.Chooser
 		if c.Chooser != nil {
@@ -302,9 +423,30 @@ func (r *run) planHet(j *Job, e *Entry) error {
 		return nil
 	}
 	res := coResult{st: fst}
+	// The search may book and release; when nothing stays booked the
+	// profile is as it was, and so are the shape cache's answers (it
+	// learns nothing during the search).
+	gen, booked := r.gen, false
+	defer func() {
+		if !booked {
+			r.gen = gen
+		}
+	}()
 	if fst == FitFound {
-		r.gen++ // the search books and releases
+		r.gen++
 		res, err = p.coSearch(ids, qs, latest, t, lead, nodes)
+		if err == nil && hasUses(uses) {
+			// The counters must hold the components together from
+			// the common start.
+			var cc coCounter
+			res, cc, err = p.coCounted(ids, qs, latest, res, uses, func() { r.gen++ })
+			e.ByCounter, e.Counter = cc.by, cc.counter
+			if err == nil && cc.never {
+				r.plan.Stats.Searches += res.searches
+				r.setHetStatus(e, StatusNeverFits, ReasonCounter)
+				return nil
+			}
+		}
 		r.plan.Stats.Searches += res.searches
 		if err != nil {
 			return err
@@ -340,13 +482,20 @@ func (r *run) planHet(j *Job, e *Entry) error {
 	case noResv != ReasonNone:
 		st, why = StatusEstimated, noResv
 		// Estimated only: the bookings go.
-		for k := len(ids) - 1; k >= 0; k-- {
-			if err := p.Release(ids[k]); err != nil {
-				return fmt.Errorf("internal: releasing a tentative booking: %w", err)
-			}
+		if err := p.release(&res); err != nil {
+			return err
 		}
 	default:
 		r.partRes[j.Partition]++
+	}
+	if st != StatusEstimated {
+		if err := p.bookRest(ids, qs, &res); err != nil {
+			return err
+		}
+		booked = true
+	}
+	if st != StatusEstimated && hasUses(uses) {
+		p.ctr.bookCo(uses, res.t, coEnds(p, qs, res.t))
 	}
 	r.setHetStatus(e, st, why)
 	return nil

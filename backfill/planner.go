@@ -207,7 +207,10 @@ type Job struct {
 	// the job's own request fields (Nodes, PerNode, Spread, Exclusive,
 	// Allowed, TimeLimit, TimeMin, Chooser) are then unused, while its
 	// Earliest, Eligible, Priority, NoReserve, NoEstimate, User,
-	// Partition and Assoc speak for the whole job.
+	// Partition and Assoc speak for the whole job. Each component's Uses
+	// are its own, taken from the common start for its TimeLimit, and
+	// must fit their bounds with those of the components before it
+	// counted (see EarliestCoFitUses); the job's own Uses must be empty.
 	Components []Job
 }
 

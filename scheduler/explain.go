@@ -966,6 +966,11 @@ func (s *Scheduler) staticBlockers(now time.Time, j *job, allowed topology.NodeS
 		}
 		out = append(out, Blocker{Kind: k, Reason: pb.Reason, Policy: &pb})
 	}
+	if j.HetJobID != 0 && j.State == JobPending {
+		if b, ok := s.hetBlocker(j); ok {
+			out = append(out, b) // its components together (hetlimits.go)
+		}
+	}
 	return out
 }
 

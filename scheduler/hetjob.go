@@ -22,7 +22,9 @@ import (
 //   - The submission is accepted or refused whole (one SubmitEvent).
 //     Each component is counted as a job of its own by the limits
 //     (MaxSubmitJobs, MaxJobs, TRES limits) and its QOS and association
-//     are its own.
+//     are its own; as the components start together, the job starts
+//     only where every concurrent limit and license pool holds them all
+//     at once (the sum of what they add, see hetlimits.go).
 //   - As in Slurm, heterogeneous jobs are started by the backfill
 //     scheduler only (the main pass starts jobs one at a time and cannot
 //     start all the components at once): the main pass checks each
@@ -340,18 +342,45 @@ func (s *Scheduler) bfHetJob(now time.Time, j *job) (backfill.Job, bool) {
 			return backfill.Job{}, false // planned at c's turn
 		}
 	}
-	parts := make([]backfill.Job, len(comps))
-	for k, c := range comps {
-		ok := plannable(c.Reason)
+	for _, c := range comps {
+		// As backfillPass considers a job: its own constraints pass, or
+		// hold it only on concurrent limits (then it is planned, as any
+		// limit-held job, at the time they allow).
+		ok := plannable(c.Reason) || s.limitHeld(now, c)
 		if ok && c.Reason == policy.ReasonPriority {
 			if r := s.checkPolicy(now, c); r != policy.ReasonNone {
 				s.setReason(c, r)
+				ok = s.limitHeld(now, c)
+			}
+		}
+		if ok && c != j && s.outsidePlan(c) {
+			ok = false
+		}
+		if ok && c != j {
+			if nb := s.neverBlocker(now, c); nb.Blocked() {
+				s.setReason(c, nb.Reason)
 				ok = false
 			}
 		}
 		if !ok {
 			return backfill.Job{}, false
 		}
+	}
+	// The components together (hetlimits.go): above a limit even with
+	// nothing else running, the job is not planned; above what the
+	// running jobs leave, it waits with that limit's reason.
+	if held, _, ok := s.hetLimit(comps, true); ok {
+		// (Above a limit with nothing running is above it now too.)
+		if sl, _, never := s.hetLimit(comps, false); never {
+			for _, c := range comps {
+				s.setReason(c, sl.Blocker.Reason)
+			}
+			return backfill.Job{}, false
+		}
+		s.hetLimitHeld(comps, held)
+	}
+	parts := make([]backfill.Job, len(comps))
+	for k, c := range comps {
 		parts[k] = s.bfJob(now, c, s.allowedNodes(c.shape), c.shape)
 	}
 	bj := parts[0] // the leader's ID, user, partition and association
@@ -370,9 +399,10 @@ func (s *Scheduler) bfHetJob(now time.Time, j *job) (backfill.Job, bool) {
 }
 
 // startHet starts, from the plan's entry e, every pending component of
-// a heterogeneous job, or none: each is checked against the limits with
-// the components before it counted, and allocated; when one fails, what
-// the others took is taken back and all keep waiting.
+// a heterogeneous job, or none: the licenses of all must be free, and
+// each component is checked against the limits with the components
+// before it counted, and allocated; when one fails, what the others took
+// is taken back and all keep waiting.
 func (s *Scheduler) startHet(now time.Time, e *backfill.Entry, cyc *Cycle) {
 	comps := make([]*job, len(e.Components))
 	for k := range e.Components {
@@ -381,6 +411,12 @@ func (s *Scheduler) startHet(now time.Time, e *backfill.Entry, cyc *Cycle) {
 			return
 		}
 		comps[k] = c
+	}
+	if !s.hetLicensesFree(comps) {
+		for _, c := range comps {
+			s.setReason(c, policy.ReasonLicenses)
+		}
+		return
 	}
 	sp := s.savepoint()
 	fail := func(r policy.Reason) {

@@ -25,9 +25,19 @@ type HetExplanation struct {
 	// Components lists every component still known, in offset order.
 	Components []HetComponent
 	// Blocking is the offset of the component the pending job waits for
-	// (-1 when none can be named: the job is not pending, or no plan is
-	// at hand).
+	// (-1 when none can be named: the job is not pending, no plan is at
+	// hand, or every component could start now and Limit holds the job).
 	Blocking int
+	// Limit names the concurrent limit or license pool that the pending
+	// components exceed together, though none may alone (Slurm counts
+	// them all against the job's limits, as they start together), and
+	// by how much: "its heterogeneous job's components together ask
+	// gres/gpu=8 with 4 in use, above MaxTRESPerUser gres/gpu=8 (user
+	// u)". Empty when no such limit holds the job.
+	Limit string
+	// Never says that the components exceed Limit even with no other
+	// job running: the job can then never start as it is.
+	Never bool
 }
 
 // HetComponent is one component in a HetExplanation.
@@ -59,6 +69,13 @@ func (s *Scheduler) explainHet(now time.Time, j *job) *HetExplanation {
 			if c != nil && prof.Has(backfill.JobID(c.ID)) && c.State == JobPending {
 				_ = prof.Release(backfill.JobID(c.ID)) // the job's own reservation
 			}
+		}
+	}
+	if pend := s.hetPending(j); len(pend) > 1 {
+		if sl, sum, ok := s.hetLimit(pend, false); ok {
+			he.Limit, he.Never = hetLimitText(sl, sum, 0), true
+		} else if sl, sum, ok := s.hetLimit(pend, true); ok {
+			he.Limit = hetLimitText(sl, sum, sl.Used)
 		}
 	}
 	var latest time.Time
@@ -97,6 +114,9 @@ func (s *Scheduler) explainHet(now time.Time, j *job) *HetExplanation {
 		}
 		he.Components = append(he.Components, hc)
 	}
+	if he.Limit != "" && !latest.After(now) {
+		he.Blocking = -1 // every component could start now: the limit holds the job
+	}
 	return he
 }
 
@@ -111,6 +131,13 @@ func (he *HetExplanation) write(b *strings.Builder, now time.Time) {
 		fmt.Fprintf(b, ", expected %s", at(he.Start, now))
 	}
 	b.WriteString("\n")
+	if he.Limit != "" {
+		if he.Never {
+			fmt.Fprintf(b, "    It can never start as it is: %s even with no other job running\n", he.Limit)
+		} else {
+			fmt.Fprintf(b, "    It waits on a limit: %s\n", he.Limit)
+		}
+	}
 	for _, c := range he.Components {
 		fmt.Fprintf(b, "    %d+%d (job %d) %s", he.HetJobID, c.Offset, c.Job, c.State)
 		if c.State == JobPending {

@@ -122,29 +122,26 @@ func (s *Scheduler) attachCounters(now time.Time, jobs []backfill.Job, pjobs []*
 	if err != nil {
 		return nil, err
 	}
-	type span struct{ from, to int }
-	spans := make([]span, len(pjobs))
+	type span struct{ x, comp, from, to int }
+	spans := make([]span, 0, len(pjobs))
 	for x, j := range pjobs {
-		from := len(b.uses)
-		for _, l := range j.Spec.Licenses {
-			if k, ok := s.lic.byName[l.Name]; ok {
-				b.uses = append(b.uses, backfill.Use{Counter: licIDs[k], Amount: l.Count})
+		if len(jobs[x].Components) > 0 {
+			// A heterogeneous job: each component's own, which the
+			// planner counts together (hetlimits.go).
+			for k, c := range s.hetPending(j) {
+				from := len(b.uses)
+				if err := s.appendUses(set, licIDs, c); err != nil {
+					return nil, err
+				}
+				spans = append(spans, span{x, k, from, len(b.uses)})
 			}
-		}
-		if s.pol == nil {
-			spans[x] = span{from, len(b.uses)}
 			continue
 		}
-		req := s.policyRequest(j)
-		b.slots = s.pol.p.Slots(&req, s.pol.usage, b.slots[:0])
-		for _, sl := range b.slots {
-			id, err := b.counter(set, sl)
-			if err != nil {
-				return nil, err
-			}
-			b.uses = append(b.uses, slotUse(id, sl))
+		from := len(b.uses)
+		if err := s.appendUses(set, licIDs, j); err != nil {
+			return nil, err
 		}
-		spans[x] = span{from, len(b.uses)}
+		spans = append(spans, span{x, -1, from, len(b.uses)})
 	}
 	if err := s.holdReservationJobs(now, set); err != nil {
 		return nil, err
@@ -152,9 +149,13 @@ func (s *Scheduler) attachCounters(now time.Time, jobs []backfill.Job, pjobs []*
 	if set.Len() == 0 {
 		return nil, nil
 	}
-	for x := range jobs {
-		if sp := spans[x]; sp.to > sp.from {
-			jobs[x].Uses = b.uses[sp.from:sp.to:sp.to]
+	for _, sp := range spans {
+		switch {
+		case sp.to == sp.from:
+		case sp.comp < 0:
+			jobs[sp.x].Uses = b.uses[sp.from:sp.to:sp.to]
+		default:
+			jobs[sp.x].Components[sp.comp].Uses = b.uses[sp.from:sp.to:sp.to]
 		}
 	}
 	s.running.Ascend(func(r *job) bool {
@@ -190,6 +191,31 @@ func (s *Scheduler) attachCounters(now time.Time, jobs []backfill.Job, pjobs []*
 	}
 	b.set = set
 	return set, nil
+}
+
+// appendUses appends to the pass's uses what pending job j takes of the
+// counters of set while it runs: its licenses (licIDs: the license
+// counters) and every concurrent limit its start counts against.
+func (s *Scheduler) appendUses(set *backfill.Counters, licIDs []backfill.CounterID, j *job) error {
+	b := &s.bf.ctr
+	for _, l := range j.Spec.Licenses {
+		if k, ok := s.lic.byName[l.Name]; ok {
+			b.uses = append(b.uses, backfill.Use{Counter: licIDs[k], Amount: l.Count})
+		}
+	}
+	if s.pol == nil {
+		return nil
+	}
+	req := s.policyRequest(j)
+	b.slots = s.pol.p.Slots(&req, s.pol.usage, b.slots[:0])
+	for _, sl := range b.slots {
+		id, err := b.counter(set, sl)
+		if err != nil {
+			return err
+		}
+		b.uses = append(b.uses, slotUse(id, sl))
+	}
+	return nil
 }
 
 // slotUse is the use of counter id by a job whose start counts against
@@ -302,8 +328,13 @@ func (s *Scheduler) noteCounterWaits(plan *backfill.Plan, pjobs []*job) {
 		return
 	}
 	for k := range plan.Entries {
-		if e := &plan.Entries[k]; e.ByCounter {
-			b.waits[pjobs[k].ID] = e.Counter
+		e := &plan.Entries[k]
+		if !e.ByCounter {
+			continue
+		}
+		b.waits[pjobs[k].ID] = e.Counter
+		for _, c := range e.Components { // a heterogeneous job: every component
+			b.waits[JobID(c.ID)] = e.Counter
 		}
 	}
 }
@@ -328,6 +359,9 @@ func (s *Scheduler) counterWait(j *job) (policy.Slot, bool) {
 func (s *Scheduler) limitNote(now time.Time, j *job) string {
 	if b := s.neverBlocker(now, j); b.Blocked() {
 		return "it can never start: " + b.String() + " even with no other job running"
+	}
+	if note := s.hetNeverNote(j); note != "" {
+		return note
 	}
 	if sl, ok := s.counterWait(j); ok {
 		return "its start waits on " + limitName(sl) + ", which the plan carries over time"
