@@ -187,60 +187,70 @@ func BenchmarkScheduleChurn(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			cyc, err := s.Schedule(now)
-			if err != nil {
-				b.Fatal(err)
-			}
-			// running lists the running jobs in start order (oldest first).
-			var running []scheduler.JobID
-			for _, j := range s.Jobs() {
-				if j.State == scheduler.JobRunning {
-					running = append(running, j.ID)
-				}
-			}
-			ended := map[scheduler.JobID]bool{}
 			arrivals := clustertest.Workload(clustertest.WorkloadConfig{Jobs: 200 * perStep, Seed: 7})
-			next, starts := 0, 0
-			settled := scheduler.SettlePasses(s)
-			for b.Loop() {
-				now = now.Add(30 * time.Second)
-				for k := 0; k < perStep && len(running) > 0; {
-					id := running[0]
-					running = running[1:]
-					if ended[id] {
-						delete(ended, id)
-						continue
-					}
-					if err := s.Finish(now, id, 0); err != nil {
-						b.Fatal(err)
-					}
-					k++
-				}
-				for range perStep {
-					if next == len(arrivals) {
-						next = 0 // the same mix again, as new jobs
-					}
-					if _, err := s.Submit(now, arrivals[next].Spec); err != nil {
-						b.Fatal(err)
-					}
-					next++
-				}
-				if cyc, err = s.Schedule(now); err != nil {
-					b.Fatal(err)
-				}
-				for _, e := range cyc.Ended {
-					ended[e.Job] = true
-				}
-				for _, st := range cyc.Starts {
-					running = append(running, st.Job)
-				}
-				starts += len(cyc.Starts)
-			}
-			p, r := s.Counts()
-			b.ReportMetric(float64(p), "pending")
-			b.ReportMetric(float64(r), "running")
-			b.ReportMetric(float64(starts)/float64(b.N), "starts/cycle")
-			b.ReportMetric(float64(scheduler.SettlePasses(s)-settled)/float64(b.N), "settle-passes/cycle")
+			churn(b, s, now, perStep, func(now time.Time, k int) error {
+				_, err := s.Submit(now, arrivals[k%len(arrivals)].Spec)
+				return err
+			})
 		})
 	}
+}
+
+// churn times BenchmarkScheduleChurn's step on s from now: the clock moves
+// 30 seconds, the perStep longest-running jobs end, submit is called for
+// the next perStep arrivals (k counts them from 0) and a cycle runs. It
+// runs a first, untimed cycle and reports the pending and running counts,
+// the starts per cycle and the extra settling passes per cycle.
+func churn(b *testing.B, s *scheduler.Scheduler, now time.Time, perStep int, submit func(now time.Time, k int) error) {
+	b.Helper()
+	cyc, err := s.Schedule(now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// running lists the running jobs in start order (oldest first).
+	var running []scheduler.JobID
+	for _, j := range s.Jobs() {
+		if j.State == scheduler.JobRunning {
+			running = append(running, j.ID)
+		}
+	}
+	ended := map[scheduler.JobID]bool{}
+	next, starts := 0, 0
+	settled := scheduler.SettlePasses(s)
+	for b.Loop() {
+		now = now.Add(30 * time.Second)
+		for k := 0; k < perStep && len(running) > 0; {
+			id := running[0]
+			running = running[1:]
+			if ended[id] {
+				delete(ended, id)
+				continue
+			}
+			if err := s.Finish(now, id, 0); err != nil {
+				b.Fatal(err)
+			}
+			k++
+		}
+		for range perStep {
+			if err := submit(now, next); err != nil {
+				b.Fatal(err)
+			}
+			next++
+		}
+		if cyc, err = s.Schedule(now); err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range cyc.Ended {
+			ended[e.Job] = true
+		}
+		for _, st := range cyc.Starts {
+			running = append(running, st.Job)
+		}
+		starts += len(cyc.Starts)
+	}
+	p, r := s.Counts()
+	b.ReportMetric(float64(p), "pending")
+	b.ReportMetric(float64(r), "running")
+	b.ReportMetric(float64(starts)/float64(b.N), "starts/cycle")
+	b.ReportMetric(float64(scheduler.SettlePasses(s)-settled)/float64(b.N), "settle-passes/cycle")
 }
