@@ -446,6 +446,9 @@ func (g *fzGen) spec() JobSpec {
 	}
 	if s.chance(15) {
 		sp.NodeList = g.node()
+		if s.chance(3) {
+			sp.NodeList += "," + g.node() // more nodes than -N, or than the tasks
+		}
 	}
 	if s.chance(15) {
 		sp.Constraint = fzPick(s, "f0", "f0|f1", "[f0|f1]", "f1*1", "[f0*1&f1*1]", "f0&", "nope")

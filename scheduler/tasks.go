@@ -306,6 +306,14 @@ func (s *Scheduler) tasksFeasible(j *job) error {
 	if ts.fewest {
 		j.nodes = k
 	}
+	if j.where != nil {
+		// Where it may run (where_tasks.go) may take more nodes: the
+		// fewest that meet it and hold the tasks idle (checkWhere refuses
+		// the job when none do).
+		if nodes := s.whereTasks(j, j.shape.capable, s.anyChoiceFn(), s.capacityRoom(j)); nodes != nil && ts.fewest {
+			j.nodes = len(nodes)
+		}
+	}
 	return nil
 }
 
