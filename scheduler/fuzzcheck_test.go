@@ -523,12 +523,27 @@ func fzReservationClear(s *Scheduler, now time.Time, r fzResv) error {
 // least one task and at most TasksPerNode on each node.
 func fzCheckTasks(s *Scheduler, j *Job) error {
 	sp := &j.Spec
-	if j.State != JobRunning || sp.Tasks == 0 || len(sp.GRESPerJob) > 0 {
+	if j.State != JobRunning {
 		return nil
 	}
 	n := len(j.Alloc.Nodes)
 	// A NodeList or counted Constraint may raise the node count above -N.
 	raised := sp.NodeList != "" || strings.Contains(sp.Constraint, "*")
+	if len(sp.GRESPerJob) > 0 {
+		// --gpus: the count chosen within -N's range, one GPU at least on
+		// each node, one task at least on each.
+		var gpus int64
+		for _, r := range sp.GRESPerJob {
+			gpus = max(gpus, r.Count)
+		}
+		if n < max(sp.Nodes, 1) || (sp.NodesMax > 0 && n > sp.NodesMax && !raised) || (gpus > 0 && int64(n) > gpus) || (sp.Tasks > 0 && n > sp.Tasks) {
+			return fmt.Errorf("job %d: -N %d-%d -n %d --gpus=%d runs on %d nodes", j.ID, sp.Nodes, sp.NodesMax, sp.Tasks, gpus, n)
+		}
+		return nil
+	}
+	if sp.Tasks == 0 {
+		return nil
+	}
 	if n < max(sp.Nodes, 1) || (sp.NodesMax > 0 && n > sp.NodesMax) || (sp.Nodes > 0 && sp.NodesMax == 0 && n != sp.Nodes && !raised) || n > sp.Tasks {
 		return fmt.Errorf("job %d: -N %d-%d -n %d runs on %d nodes", j.ID, sp.Nodes, sp.NodesMax, sp.Tasks, n)
 	}

@@ -601,8 +601,18 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) { return s.newJobIn(spec,
 
 // newJobIn is newJob; with accepting false a partition that accepts no new
 // jobs (DRAIN, INACTIVE) is not refused (a queued job's update that keeps
-// its partition).
+// its partition). A --gpus total whose node count Slurm chooses is
+// resolved first (gpuNodeCount).
 func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
+	if gpuCountChosen(spec) {
+		return s.gpuNodeCount(spec, accepting)
+	}
+	return s.newJobFixed(spec, accepting)
+}
+
+// newJobFixed is newJobIn for a spec whose node count is not a --gpus
+// total's to choose.
+func (s *Scheduler) newJobFixed(spec JobSpec, accepting bool) (*job, error) {
 	spec.GRESPerNode = slices.Clone(spec.GRESPerNode)
 	spec.GRESPerTask = slices.Clone(spec.GRESPerTask)
 	spec.GRESPerJob = slices.Clone(spec.GRESPerJob)

@@ -154,10 +154,8 @@ func resolveTasks(spec *JobSpec) (nodes int, tpn int64, ts *taskSpread, err erro
 			return minN, tpn, nil, nil
 		}
 		// A node range (or tasks bounded per socket): every node runs
-		// tpn tasks, the count of nodes varies.
-		if len(spec.GRESPerJob) > 0 && maxN > minN {
-			return bad("NodesMax with GRESPerJob (-N min-max with --gpus) is not supported")
-		}
+		// tpn tasks, the count of nodes varies. (A GRESPerJob's range is
+		// resolved to one count before: gpucount.go.)
 		return minN, tpn, &taskSpread{perSocket: spec.TasksPerSocket, nodesMax: maxN}, nil
 	}
 	if spec.Tasks < minN {
@@ -168,10 +166,8 @@ func resolveTasks(spec *JobSpec) (nodes int, tpn int64, ts *taskSpread, err erro
 	}
 	if len(spec.GRESPerJob) > 0 {
 		// A --gpus total spreads on its own (spreadExtra): the node count
-		// is fixed and each node runs ceil(Tasks/Nodes) tasks.
-		if maxN > minN && spec.Nodes > 0 {
-			return bad("NodesMax with GRESPerJob (-N min-max with --gpus) is not supported")
-		}
+		// is fixed (chosen before for a job without -N or with a range:
+		// gpucount.go) and each node runs ceil(Tasks/Nodes) tasks.
 		n := max(spec.Nodes, 1)
 		if spec.Tasks < n {
 			return bad("Tasks %d fewer than Nodes %d", spec.Tasks, n)
