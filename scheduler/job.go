@@ -227,7 +227,10 @@ type JobSpec struct {
 	// sockets, chooses the job's CPU ids on each node as select/cons_tres
 	// does: cyclic by default (a 4-task job on an idle node of 2 sockets
 	// of 8 cores gets CPUs 0,1,8,9), block fills the lowest socket first
-	// (0-3), fcyclic deals each CPU to the next socket.
+	// (0-3), fcyclic deals each CPU to the next socket. Its first field
+	// changes the allocation only for plane=<size>: the tasks are dealt
+	// to the nodes in blocks of size (-N4 -n21 -m plane=4: 8+5+4+4); see
+	// Distribution for what the other fields and Pack do and do not do.
 	Distribution Distribution `json:",omitzero"`
 	// Hint is sbatch --hint (ParseHint): nomultithread or compute_bound
 	// give each of the job's CPUs on a node a core of its own (one thread

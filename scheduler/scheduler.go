@@ -707,9 +707,14 @@ func (s *Scheduler) newJobFixed(spec JobSpec, accepting bool) (*job, error) {
 		nodes = m
 		switch {
 		case spec.Tasks == 0 || ts != nil:
-		case spec.Tasks%m != 0 && len(spec.GRESPerJob) == 0:
-			// -N1 -n7 -w n[1-2]: the tasks spread over the two nodes, 4+3.
-			ts = &taskSpread{total: spec.Tasks, maxPer: spec.TasksPerNode, perSocket: spec.TasksPerSocket, nodesMax: m}
+		case (spec.Tasks%m != 0 || spec.planeSize() > 0) && len(spec.GRESPerJob) == 0:
+			// -N1 -n7 -w n[1-2]: the tasks spread over the two nodes, 4+3
+			// (or in blocks, for -m plane).
+			if p := spec.planeSize(); p > 0 && (spec.Tasks+p-1)/p < m {
+				return nil, fmt.Errorf("%w: Tasks %d make %d block(s) of plane=%d, fewer than the %d node(s) NodeList and Constraint need", ErrInvalidJob, spec.Tasks, (spec.Tasks+p-1)/p, p, m)
+			}
+			ts = &taskSpread{total: spec.Tasks, maxPer: spec.TasksPerNode, perSocket: spec.TasksPerSocket, nodesMax: m,
+				plane: int64(spec.planeSize())}
 			tpn = 1
 		default:
 			tpn = int64((spec.Tasks + m - 1) / m)

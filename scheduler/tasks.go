@@ -45,6 +45,10 @@ type taskSpread struct {
 	// nodes that hold it (no -N) rather than the most (-N min-max).
 	nodesMax int
 	fewest   bool
+	// plane is -m plane=<size>: the tasks are dealt in blocks of plane
+	// (dealTasks); 0 one at a time. Not encoded in snapshots: it is
+	// JobSpec.Distribution's.
+	plane int64
 	// devFixed is the GRES every node takes whatever its tasks (--gres,
 	// one of a --gpus total), devTask those of one task.
 	devFixed, devTask []gres.Request
@@ -139,6 +143,7 @@ func resolveTasks(spec *JobSpec) (nodes int, tpn int64, ts *taskSpread, err erro
 	if spec.Nodes == 0 && spec.Tasks > 0 && spec.TasksPerNode > 0 {
 		minN = (spec.Tasks + spec.TasksPerNode - 1) / spec.TasksPerNode
 	}
+	plane := spec.planeSize()
 	maxN := spec.NodesMax
 	switch {
 	case maxN > 0:
@@ -161,6 +166,16 @@ func resolveTasks(spec *JobSpec) (nodes int, tpn int64, ts *taskSpread, err erro
 	if spec.Tasks < minN {
 		return bad("Tasks %d fewer than Nodes %d", spec.Tasks, minN)
 	}
+	if plane > 0 && len(spec.GRESPerJob) == 0 {
+		// -m plane=<size>: every node gets a block at least; Slurm
+		// refuses fewer blocks than nodes ("too few processes for the
+		// requested {plane, node} distribution").
+		blocks := (spec.Tasks + plane - 1) / plane
+		if minN > blocks {
+			return bad("Tasks %d make %d block(s) of plane=%d, fewer than the %d node(s) the job needs", spec.Tasks, blocks, plane, minN)
+		}
+		maxN = min(maxN, blocks)
+	}
 	if spec.TasksPerNode > 0 && int64(spec.TasksPerNode)*int64(maxN) < int64(spec.Tasks) {
 		return bad("Tasks %d do not fit %d node(s) of TasksPerNode %d", spec.Tasks, maxN, spec.TasksPerNode)
 	}
@@ -179,7 +194,7 @@ func resolveTasks(spec *JobSpec) (nodes int, tpn int64, ts *taskSpread, err erro
 		return minN, int64(spec.Tasks / minN), nil, nil
 	}
 	return minN, 1, &taskSpread{total: spec.Tasks, maxPer: spec.TasksPerNode, perSocket: spec.TasksPerSocket,
-		nodesMax: maxN, fewest: spec.Nodes == 0}, nil
+		nodesMax: maxN, fewest: spec.Nodes == 0, plane: int64(plane)}, nil
 }
 
 // initTasks completes a new job's task spread once its per-node minimum
@@ -232,7 +247,7 @@ func (s *Scheduler) initTasks(j *job) error {
 		// node that is exact (every task there), and the planner's
 		// shape cache serves it as any per-node request.
 		v := s.reg.NewVector()
-		if err := s.taskVector(j, int64((ts.total+j.nodes-1)/j.nodes), v); err != nil {
+		if err := s.taskVector(j, slices.Max(ts.evenCounts(j.nodes)), v); err != nil {
 			return err
 		}
 		v[gres.Node] = 0
@@ -241,13 +256,8 @@ func (s *Scheduler) initTasks(j *job) error {
 	// The limits' view: the tasks dealt over the minimum node count.
 	ts.totalVec = s.reg.NewVector()
 	v := s.reg.NewVector()
-	per, rest := ts.total/j.nodes, ts.total%j.nodes
-	for k := range j.nodes {
-		n := per
-		if k < rest {
-			n++
-		}
-		if err := s.taskVector(j, int64(n), v); err != nil {
+	for _, n := range ts.evenCounts(j.nodes) {
+		if err := s.taskVector(j, n, v); err != nil {
 			return err
 		}
 		if err := ts.totalVec.AddInPlace(v); err != nil {
@@ -421,14 +431,43 @@ func (s *Scheduler) taskRoom(j *job, n *node, free gres.Vector, idle bool) int64
 	return lo
 }
 
+// evenCounts is each of nodes nodes' task count with room for all: the
+// tasks dealt one at a time (ceil or floor of total/nodes) or, for -m
+// plane, in blocks.
+func (ts *taskSpread) evenCounts(nodes int) []int64 {
+	room := make([]int64, nodes)
+	for k := range room {
+		room[k] = int64(ts.total)
+	}
+	if out := dealTasks(int64(ts.total), room, ts.plane); out != nil {
+		return out
+	}
+	out := make([]int64, nodes) // fewer tasks than nodes (a node range alone)
+	for k := range out {
+		out[k] = int64(ts.total / nodes)
+		if k < ts.total%nodes {
+			out[k]++
+		}
+	}
+	return out
+}
+
 // dealTasks shares total tasks over nodes whose rooms are room (parallel),
 // one per node in turn while a node has room (Slurm's cyclic distribution
-// over nodes), and returns each node's count, or nil when they do not
-// hold them. Every node gets at least one.
-func dealTasks(total int64, room []int64) []int64 {
+// over nodes) or, with plane, in blocks of plane tasks (Slurm's -m
+// plane=<size>, backfill.DealPlanes), and returns each node's count, or
+// nil when they do not hold them. Every node gets at least one.
+func dealTasks(total int64, room []int64, plane int64) []int64 {
 	n := int64(len(room))
 	if total < n {
 		return nil
+	}
+	if plane > 0 {
+		out := make([]int64, len(room))
+		if !backfill.DealPlanes(total, plane, room, out) {
+			return nil
+		}
+		return out
 	}
 	more := make([]int64, 2*len(room))
 	for x, r := range room {
@@ -473,7 +512,7 @@ func (s *Scheduler) taskReqs(j *job, nodes []int) ([]nodeReq, bool) {
 		for k, i := range nodes {
 			room[k] = s.taskRoom(j, &s.nodes[i], s.nodes[i].free, false)
 		}
-		if counts = dealTasks(int64(ts.total), room); counts == nil {
+		if counts = dealTasks(int64(ts.total), room, ts.plane); counts == nil {
 			return nil, false
 		}
 	}
@@ -671,6 +710,16 @@ func (x *job) bfTasks() (tasks int, perTask gres.Vector, maxPer int) {
 	}
 	ts := x.tasks
 	return ts.total, ts.perTask, ts.maxPer
+}
+
+// bfPlane is the plane size the backfill plan deals job x's tasks in
+// (backfill.Request.PlaneSize): -m plane's where the plan counts the
+// tasks one by one, else 0.
+func (x *job) bfPlane() int {
+	if !x.planCountsTasks() {
+		return 0
+	}
+	return int(x.tasks.plane)
 }
 
 // RequestedTRES returns the TRES job id asks for in all (sacct's
