@@ -544,6 +544,9 @@ func fzCheckTasks(s *Scheduler, j *Job) error {
 	if sp.Tasks == 0 {
 		return nil
 	}
+	if p := sp.planeSize(); p > 0 && n > (sp.Tasks+p-1)/p {
+		return fmt.Errorf("job %d: -n %d -m plane=%d runs on %d nodes, more than its blocks", j.ID, sp.Tasks, p, n)
+	}
 	if n < max(sp.Nodes, 1) || (sp.NodesMax > 0 && n > sp.NodesMax) || (sp.Nodes > 0 && sp.NodesMax == 0 && n != sp.Nodes && !raised) || n > sp.Tasks {
 		return fmt.Errorf("job %d: -N %d-%d -n %d runs on %d nodes", j.ID, sp.Nodes, sp.NodesMax, sp.Tasks, n)
 	}

@@ -454,6 +454,12 @@ func (g *fzGen) spec() JobSpec {
 		sp.Constraint = fzPick(s, "f0", "f0|f1", "[f0|f1]", "f1*1", "[f0*1&f1*1]", "f0&", "nope")
 	}
 	sp.Contiguous = s.chance(10)
+	if s.chance(12) {
+		// -m plane=<size> deals tasks in blocks; the rest do not change
+		// the allocation; PlaneSize 0 with plane is invalid.
+		sp.Distribution = fzPick(s, Distribution{Node: DistPlane, PlaneSize: 1 + s.intn(4)}, Distribution{Node: DistBlock},
+			Distribution{Node: DistCyclic, Pack: Pack}, Distribution{Node: DistPlane})
+	}
 	return sp
 }
 

@@ -72,11 +72,12 @@ func (ts *taskSpread) mostPerNode() int64 {
 
 // planCountsTasks reports whether the backfill plan counts job x's tasks
 // one by one (backfill.Request.Tasks): it has a task count, every task
-// adds the same TRES (perTask), no per-socket bound, and more than one
-// node. Otherwise the plan counts bfMin on every node.
+// adds the same TRES (perTask), no per-socket bound, no where request
+// (see where_tasks.go), and more than one node. Otherwise the plan counts
+// bfMin on every node.
 func (x *job) planCountsTasks() bool {
 	ts := x.tasks
-	return ts != nil && ts.total > 0 && ts.perTask != nil && ts.perSocket == 0 && x.nodes > 1
+	return ts != nil && ts.total > 0 && ts.perTask != nil && ts.perSocket == 0 && x.where == nil && x.nodes > 1
 }
 
 // ParseNodeCount parses sbatch's -N value: "4" (min = max = 4) or a

@@ -29,9 +29,16 @@ import (
 //
 // The cycle (placeWhere), preemption, Explain and submission (with the
 // nodes' capacities: the job's node count for the backfill plan is the
-// fewest that hold it idle) all call whereTasks; the backfill plan calls
-// the plain where chooser for the job's planned count, its task counts
-// are the planner's (backfill/tasks.go).
+// fewest that hold it idle) all call whereTasks. The backfill plan (and
+// Explain's re-plans) call the plain where chooser for that count and
+// count ceil(Tasks/nodes) tasks on each planned node (cautious: never
+// fewer than the cycle deals there; planCountsTasks): the planner's own
+// task search, when the chooser's choice does not hold the tasks, ranks
+// every candidate by room at every time it tries, and a where request
+// rejects that ranking whenever its required or counted nodes are not
+// among the roomiest — a 20,000-job queue of such jobs took minutes per
+// cycle (NOTES-spread.md). A job the plan starts gets its tasks dealt
+// over the planned nodes by their free resources then (taskReqs).
 
 // taskHold is what a where choice for a task spread must hold: the
 // chosen nodes' rooms (how many of the job's tasks each can run, indexed
