@@ -192,10 +192,11 @@ type Job struct {
 	// tasks per node (Slurm's -n over the job's nodes, --ntasks-per-node
 	// as a maximum): PerNode is then a node's share with one task; see
 	// Request.Tasks. The entry's Tasks gives each planned node's count.
-	// Tasks zero: none.
+	// Tasks zero: none. PlaneSize deals them in blocks (Request.PlaneSize).
 	Tasks           int
 	PerTask         gres.Vector
 	MaxTasksPerNode int
+	PlaneSize       int
 	// Uses are the counters of the profile's Counters the job takes while
 	// it runs (licenses, limit counts): it is planned at the earliest time
 	// its nodes fit and each has room (see Counters). Nil for none.
@@ -823,7 +824,7 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	q, err := p.fillQuery(&r.q, &Request{
 		Nodes: j.Nodes, PerNode: j.PerNode, Spread: j.Spread, Exclusive: j.Exclusive, Allowed: j.Allowed,
 		Duration: planned, Earliest: j.Earliest, Chooser: chooser, PreferBusy: cfg.BusyNodes,
-		Tasks: j.Tasks, PerTask: j.PerTask, MaxTasksPerNode: j.MaxTasksPerNode,
+		Tasks: j.Tasks, PerTask: j.PerTask, MaxTasksPerNode: j.MaxTasksPerNode, PlaneSize: j.PlaneSize,
 	})
 	if err != nil {
 		return err

@@ -90,7 +90,12 @@ type Request struct {
 	// (CPUs per task, memory per task, GRES per task).
 	PerTask gres.Vector
 	// MaxTasksPerNode bounds each node's task count (0: no limit).
+	// PlaneSize, with Tasks, deals the tasks in blocks of PlaneSize to
+	// the chosen nodes in turn instead, each block cut to what a node
+	// has room for (Slurm's -m plane=<size>: -N4 -n21 -m plane=4 gets
+	// 8+5+4+4); 0: one task at a time. See DealPlanes.
 	MaxTasksPerNode int
+	PlaneSize       int
 }
 
 // FitStatus says how a search ended.
@@ -187,6 +192,7 @@ type query struct {
 	// successful tasksOver, ntask holds each node's task count.
 	taskReq     bool
 	tasks, tmax int64
+	plane       int64
 	ntask       []int
 	// roomBuf is tasksOver's scratch: each node's room, then its deal.
 	roomBuf []int64

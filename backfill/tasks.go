@@ -24,10 +24,14 @@ import (
 // the tasks beyond one per node and q.tmax the most of them one node may
 // take.
 func (p *Profile) setTasks(q *query, r *Request) error {
-	q.tasks, q.tmax, q.taskReq = 0, 0, false
+	q.tasks, q.tmax, q.taskReq, q.plane = 0, 0, false, 0
+	if r.PlaneSize < 0 {
+		return fmt.Errorf("%w: PlaneSize %d is negative", ErrInvalidRequest, r.PlaneSize)
+	}
 	if r.Tasks == 0 && r.PerTask.IsZero() && r.MaxTasksPerNode == 0 {
 		return nil
 	}
+	q.plane = int64(r.PlaneSize)
 	q.taskReq = true
 	switch {
 	case r.Tasks < r.Nodes:
@@ -126,6 +130,65 @@ func DealTasks(extra int64, room, out []int64) bool {
 	return given == extra
 }
 
+// DealPlanes shares total tasks over nodes whose rooms are room
+// (parallel, each node's whole room), in blocks of plane tasks to each
+// node in turn, a block cut to the node's room left and to the tasks
+// left (Slurm's plane distribution: -N4 -n21 -m plane=4 on roomy nodes
+// is 8+5+4+4), into out (parallel); it reports false when the rooms do
+// not hold them or a node would get none. Submission bounds a plane
+// job's nodes by ceil(total/plane) (Slurm refuses fewer blocks than
+// nodes), so that every node gets a task whenever the rooms hold them.
+func DealPlanes(total, plane int64, room, out []int64) bool {
+	if plane < 1 {
+		return false
+	}
+	var sum int64
+	for _, r := range room {
+		sum += r
+	}
+	if sum < total {
+		return false
+	}
+	// After k whole rounds every node holds min(room, k·plane): find the
+	// last k at which that is still at most total, then deal the next
+	// round in order until the tasks run out.
+	lo, hi := int64(0), total/plane+1
+	level := func(k int64) int64 {
+		var s int64
+		for _, r := range room {
+			s += min(r, k*plane)
+		}
+		return s
+	}
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if level(mid) <= total {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	left := total
+	for x, r := range room {
+		out[x] = min(r, lo*plane)
+		left -= out[x]
+	}
+	for x, r := range room {
+		c := min(plane, r-out[x], left)
+		out[x] += c
+		left -= c
+	}
+	if left != 0 {
+		return false
+	}
+	for _, c := range out {
+		if c < 1 {
+			return false
+		}
+	}
+	return true
+}
+
 // tasksOver is spreadOver for a task request: nodes, in this order, hold
 // the tasks beyond one per node over [s, e) when their spare rooms do.
 func (p *Profile) tasksOver(q *query, nodes []int, s, e int64) bool {
@@ -139,7 +202,18 @@ func (p *Profile) tasksOver(q *query, nodes []int, s, e int64) bool {
 		room[x] = q.taskRoom(spare)
 	}
 	got := room[n:]
-	if !DealTasks(q.tasks, room[:n], got) {
+	if q.plane > 0 {
+		// Blocks over every task, each node's first included.
+		for x := range n {
+			room[x]++
+		}
+		if !DealPlanes(q.tasks+int64(n), q.plane, room[:n], got) {
+			return false
+		}
+		for x := range got {
+			got[x]--
+		}
+	} else if !DealTasks(q.tasks, room[:n], got) {
 		return false
 	}
 	q.share = slices.Grow(q.share[:0], n*a)[:n*a]
@@ -195,6 +269,20 @@ func (p *Profile) tasksCapable(q *query) bool {
 func (p *Profile) taskCounts(q *query, nodes int) []int {
 	if !q.taskReq {
 		return nil
+	}
+	if !q.hasTasks() && q.plane > 0 {
+		// Tasks that need nothing beyond the first: dealt in blocks.
+		room, got := make([]int64, nodes), make([]int64, nodes)
+		for x := range room {
+			room[x] = q.tmax + 1
+		}
+		out := make([]int, nodes)
+		if DealPlanes(q.tasks+int64(nodes), q.plane, room, got) {
+			for x := range out {
+				out[x] = int(got[x])
+			}
+			return out
+		}
 	}
 	if !q.hasTasks() {
 		// Every node one task plus an equal part of what needs nothing.

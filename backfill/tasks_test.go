@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -108,4 +109,56 @@ func TestDealTasks(t *testing.T) {
 			require.Equal(t, c.want, out, "%v", c)
 		}
 	}
+}
+
+// Slurm's plane distribution (dist_plane page): -N4 -n21 -m plane=4 on
+// nodes with room for all deals blocks of 4 in turn, 8+5+4+4; plane=2
+// gives 6+6+5+4; a node's block is cut to its room and the rest goes on
+// to the next nodes; too little room, or a node left without a task, is
+// refused.
+func TestDealPlanes(t *testing.T) {
+	big := []int64{100, 100, 100, 100}
+	for _, tc := range []struct {
+		total, plane int64
+		room, want   []int64
+	}{
+		{21, 4, big, []int64{8, 5, 4, 4}},
+		{21, 2, big, []int64{6, 6, 5, 4}},
+		{21, 1, big, []int64{6, 5, 5, 5}},
+		{21, 21, []int64{100}, []int64{21}},
+		{10, 4, []int64{2, 100, 100}, []int64{2, 4, 4}},
+		{12, 4, []int64{2, 100, 100}, []int64{2, 6, 4}},
+		{9, 4, []int64{2, 3, 4}, []int64{2, 3, 4}},
+		{10, 4, []int64{2, 3, 4}, nil},
+		{4, 4, []int64{100, 100}, nil},
+	} {
+		out := make([]int64, len(tc.room))
+		ok := DealPlanes(tc.total, tc.plane, tc.room, out)
+		if tc.want == nil {
+			if ok {
+				t.Errorf("DealPlanes(%d, %d, %v) = %v, want refused", tc.total, tc.plane, tc.room, out)
+			}
+			continue
+		}
+		if !ok || !slices.Equal(out, tc.want) {
+			t.Errorf("DealPlanes(%d, %d, %v) = %v %v, want %v", tc.total, tc.plane, tc.room, out, ok, tc.want)
+		}
+	}
+}
+
+// -N2 -n7 -m plane=4 on two free 8-CPU nodes: a block of 4, then the 3
+// left (4+3); with -n 10 plane=4 on
+// nodes of 8 CPUs: 4, 4, then 2 (6+4), not cyclic's 5+5.
+func TestTasksRequestDealsPlanes(t *testing.T) {
+	req := Request{Nodes: 2, PerNode: vec(1, 0, 0), Tasks: 10, PerTask: vec(1, 0, 0), PlaneSize: 4, Duration: mins(10)}
+	bookTasks(t, gpuNodes(0, 0), req, 6, 4)
+	req.Tasks = 7
+	bookTasks(t, gpuNodes(0, 0), req, 4, 3)
+	req.Tasks, req.PlaneSize = 10, 0
+	bookTasks(t, gpuNodes(0, 0), req, 5, 5)
+	req.PlaneSize = -1
+	p, err := NewProfile(t0, gpuNodes(0, 0), nil, ProfileOptions{})
+	require.NoError(t, err)
+	_, err = p.EarliestFit(req)
+	require.ErrorIs(t, err, ErrInvalidRequest)
 }

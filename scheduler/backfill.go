@@ -419,6 +419,7 @@ func (s *Scheduler) bfJob(now time.Time, x *job, allowed topology.NodeSet, sh *s
 		NoReserve: s.subjectOf(x).NoReserve(), // QOS NoReserve
 	}
 	bj.Tasks, bj.PerTask, bj.MaxTasksPerNode = x.bfTasks()
+	bj.PlaneSize = x.bfPlane()
 	if c := x.constraints(); s.graph != nil && c != (topology.Constraints{}) {
 		var relaxed bool
 		bj.Chooser, relaxed = s.constrainedChooser(now, x, c)

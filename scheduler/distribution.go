@@ -16,19 +16,25 @@ const (
 	// nodes and cyclic over sockets and cores.
 	DistDefault DistMethod = iota
 	// DistBlock ("block") fills one node (socket, core) before the next.
+	// At the node level it numbers the tasks of a step (consecutive tasks
+	// share a node) and does not change the job's allocation: see
+	// Distribution.
 	DistBlock
 	// DistCyclic ("cyclic") takes one task from each node (socket, core)
 	// in turn; within a node each task's CPUs stay on one socket where
-	// one has room for them all.
+	// one has room for them all. At the node level, as block, it does not
+	// change the allocation.
 	DistCyclic
 	// DistFCyclic ("fcyclic", sockets and cores only) takes each CPU of a
 	// task from the next socket (core) in turn.
 	DistFCyclic
 	// DistArbitrary ("arbitrary", nodes only) follows the order of the
-	// job's node list.
+	// job's node list (in Slurm, the SLURM_HOSTFILE a step reads, which
+	// Sluice does not have): it does not change the allocation.
 	DistArbitrary
 	// DistPlane ("plane=<size>", nodes only) deals blocks of PlaneSize
-	// tasks to the nodes in turn.
+	// tasks to the nodes in turn; it changes how many tasks (and so CPUs,
+	// memory and per-task GRES) each node of the job gets.
 	DistPlane
 )
 
@@ -41,13 +47,17 @@ func (m DistMethod) String() string { return enumName(m, distMethodNames[:], "Di
 // PackMode is the ",Pack" / ",NoPack" suffix of --distribution.
 type PackMode uint8
 
-// Pack modes.
+// Pack modes. Slurm's sbatch page describes both as the layout of a job
+// step's tasks over the nodes of the allocation (Pack with the block
+// method); Sluice allocates jobs and has no steps, so neither changes the
+// allocation: they are kept, encoded and reported.
 const (
 	// PackDefault: no suffix.
 	PackDefault PackMode = iota
-	// Pack ("Pack"): tasks packed on nodes as tightly as possible.
+	// Pack ("Pack"): a step's tasks packed on nodes as tightly as possible.
 	Pack
-	// NoPack ("NoPack"): tasks spread over nodes as evenly as possible.
+	// NoPack ("NoPack"): a step's tasks spread over nodes as evenly as
+	// possible.
 	NoPack
 )
 
@@ -68,8 +78,22 @@ func (p PackMode) String() string {
 // the job gets, as the select/cons_tres allocation method does: cyclic
 // (the default) takes a task's CPUs from each socket in turn, block fills
 // the lowest socket first, fcyclic deals each CPU to the next socket.
-// The node and core levels and Pack are kept and encoded; the core level
-// only binds tasks in Slurm and does not change the allocation.
+//
+// At the node level (the first field) only plane changes the allocation:
+// Slurm's dist_plane page allocates the tasks in blocks of plane_size to
+// the nodes in turn, so -N4 -n21 -m plane=4 runs 8+5+4+4 tasks where the
+// default runs 6+5+5+5 (each block cut to what a node has room for, the
+// rest going on to the next nodes; fewer blocks than -N nodes is refused,
+// as in Slurm, and without -N the job takes at most one node per block).
+// It applies to jobs whose tasks spread (Tasks with more than one node);
+// with a GRESPerJob total the tasks stay ceil(Tasks/Nodes) per node.
+// Block, cyclic and arbitrary number a step's tasks over the nodes (which
+// task runs where), not how many each node holds: the job's per-node
+// counts are those of the task spread (one task per node in turn while a
+// node has room, see JobSpec.Tasks) whichever is given. Pack and NoPack
+// are a step's layout too (see PackMode), and the core level only binds
+// tasks in Slurm: all are kept, encoded and reported, and change nothing
+// in the allocation.
 type Distribution struct {
 	// Node is the first field: block, cyclic, arbitrary or plane.
 	Node DistMethod
@@ -81,6 +105,15 @@ type Distribution struct {
 	Core DistMethod
 	// Pack is the ",Pack" or ",NoPack" suffix.
 	Pack PackMode
+}
+
+// planeSize is the job's -m plane=<size> when it has tasks to deal (0
+// otherwise: without Tasks every node runs the same tasks).
+func (sp *JobSpec) planeSize() int {
+	if sp.Distribution.Node == DistPlane && sp.Tasks > 0 {
+		return sp.Distribution.PlaneSize
+	}
+	return 0
 }
 
 // maxPlaneSize bounds plane=<size>.

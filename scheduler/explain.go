@@ -808,7 +808,7 @@ func (s *Scheduler) requestFor(now time.Time, x *job, allowed topology.NodeSet, 
 	return backfill.Request{
 		Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive || x.exclUser(), Allowed: s.userAllowed(x, allowed, nil),
 		Duration: d, Earliest: s.earliest(now, x, allowed, partStart), Chooser: s.chooserFor(now, x),
-		Tasks: tasks, PerTask: perTask, MaxTasksPerNode: maxPer,
+		Tasks: tasks, PerTask: perTask, MaxTasksPerNode: maxPer, PlaneSize: x.bfPlane(),
 	}
 }
 

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/feature"
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/topology"
 )
 
 // This file holds FuzzScheduler's checks: the digest of the observable
@@ -271,6 +273,9 @@ func fzInvariants(s *Scheduler, cyc *Cycle) error {
 			}
 			if st.TimeLimit <= 0 {
 				return fmt.Errorf("job %d started with time limit %v", st.Job, st.TimeLimit)
+			}
+			if err := fzCheckWhere(s, j, nodes); err != nil {
+				return err
 			}
 			for _, na := range st.Alloc.Nodes {
 				n := &nodes[na.Node]
@@ -545,11 +550,31 @@ func fzReservationClear(s *Scheduler, now time.Time, r fzResv) error {
 // least one task and at most TasksPerNode on each node.
 func fzCheckTasks(s *Scheduler, j *Job) error {
 	sp := &j.Spec
-	if j.State != JobRunning || sp.Tasks == 0 || len(sp.GRESPerJob) > 0 {
+	if j.State != JobRunning {
 		return nil
 	}
 	n := len(j.Alloc.Nodes)
-	if n < max(sp.Nodes, 1) || (sp.NodesMax > 0 && n > sp.NodesMax) || (sp.Nodes > 0 && sp.NodesMax == 0 && n != sp.Nodes) || n > sp.Tasks {
+	// A NodeList or counted Constraint may raise the node count above -N.
+	raised := sp.NodeList != "" || strings.Contains(sp.Constraint, "*")
+	if len(sp.GRESPerJob) > 0 {
+		// --gpus: the count chosen within -N's range, one GPU at least on
+		// each node, one task at least on each.
+		var gpus int64
+		for _, r := range sp.GRESPerJob {
+			gpus = max(gpus, r.Count)
+		}
+		if n < max(sp.Nodes, 1) || (sp.NodesMax > 0 && n > sp.NodesMax && !raised) || (gpus > 0 && int64(n) > gpus) || (sp.Tasks > 0 && n > sp.Tasks) {
+			return fmt.Errorf("job %d: -N %d-%d -n %d --gpus=%d runs on %d nodes", j.ID, sp.Nodes, sp.NodesMax, sp.Tasks, gpus, n)
+		}
+		return nil
+	}
+	if sp.Tasks == 0 {
+		return nil
+	}
+	if p := sp.planeSize(); p > 0 && n > (sp.Tasks+p-1)/p {
+		return fmt.Errorf("job %d: -n %d -m plane=%d runs on %d nodes, more than its blocks", j.ID, sp.Tasks, p, n)
+	}
+	if n < max(sp.Nodes, 1) || (sp.NodesMax > 0 && n > sp.NodesMax) || (sp.Nodes > 0 && sp.NodesMax == 0 && n != sp.Nodes && !raised) || n > sp.Tasks {
 		return fmt.Errorf("job %d: -N %d-%d -n %d runs on %d nodes", j.ID, sp.Nodes, sp.NodesMax, sp.Tasks, n)
 	}
 	exclusive := sp.Exclusive || s.parts[s.partByName[j.Partition]].cfg.OverSubscribe == policy.OverSubscribeExclusive
@@ -595,6 +620,84 @@ func fzWholeUnits(s *Scheduler, j *Job, na NodeAlloc) error {
 	for u, k := range units {
 		if k != size {
 			return fmt.Errorf("job %d: node %s: %d of the %d CPUs of %s unit %d (CPUs %v)", j.ID, na.Name, k, size, s.crUnit, u, na.CPUs)
+		}
+	}
+	return nil
+}
+
+// fzCheckWhere checks a job just started against where it may run, as
+// Slurm documents -w, -C and --contiguous: every NodeList node in its
+// allocation, every counted group's count met by distinct nodes, one
+// matching-OR alternative matched by all its nodes, consecutive nodes for
+// Contiguous, none of its Exclude nodes, and no node over its capacity
+// (the per-node checks of fzInvariants).
+func fzCheckWhere(s *Scheduler, j *Job, nodes []NodeInfo) error {
+	sp := &j.Spec
+	in := map[string]bool{}
+	for _, na := range j.Alloc.Nodes {
+		in[na.Name] = true
+	}
+	if sp.NodeList != "" {
+		names, err := topology.ExpandHostlist(sp.NodeList)
+		if err != nil {
+			return fmt.Errorf("job %d: NodeList %q accepted but does not parse: %w", j.ID, sp.NodeList, err)
+		}
+		for _, nm := range names {
+			if !in[nm] {
+				return fmt.Errorf("job %d: NodeList %q but runs on %v", j.ID, sp.NodeList, j.Alloc.NodeNames())
+			}
+		}
+	}
+	for _, x := range sp.Exclude {
+		names, _ := topology.ExpandHostlist(x)
+		for _, nm := range names {
+			if in[nm] {
+				return fmt.Errorf("job %d: Exclude %q but runs on %v", j.ID, x, j.Alloc.NodeNames())
+			}
+		}
+	}
+	feats := func(na NodeAlloc) []string { return s.nodes[na.Node].cfg.Features }
+	if c, err := feature.Parse(sp.Constraint); err == nil {
+		switch c.Kind() {
+		case feature.KindCounts:
+			// Greedy assignment in group order, as the chooser counts
+			// (each node toward the first group in need it matches).
+			need := make([]int, len(c.Groups()))
+			for k, g := range c.Groups() {
+				need[k] = g.Count
+			}
+			for _, na := range j.Alloc.Nodes {
+				for k, g := range c.Groups() {
+					if need[k] > 0 && g.Expr.Match(feats(na)) {
+						need[k]--
+						break
+					}
+				}
+			}
+			for k, x := range need {
+				if x > 0 {
+					return fmt.Errorf("job %d: Constraint %q group %d short of %d node(s) on %v", j.ID, sp.Constraint, k, x, j.Alloc.NodeNames())
+				}
+			}
+		case feature.KindMatchingOR:
+			one := false
+			for _, a := range c.Alternatives() {
+				all := true
+				for _, na := range j.Alloc.Nodes {
+					all = all && a.Match(feats(na))
+				}
+				one = one || all
+			}
+			if !one {
+				return fmt.Errorf("job %d: Constraint %q but no one alternative matches all of %v", j.ID, sp.Constraint, j.Alloc.NodeNames())
+			}
+		}
+	}
+	if sp.Contiguous {
+		for k := 1; k < len(j.Alloc.Nodes); k++ {
+			if j.Alloc.Nodes[k].Node != j.Alloc.Nodes[k-1].Node+1 {
+				return fmt.Errorf("job %d: Contiguous but runs on %v", j.ID, j.Alloc.NodeNames())
+			}
 		}
 	}
 	return nil

@@ -448,12 +448,21 @@ func (g *fzGen) spec() JobSpec {
 	}
 	if s.chance(15) {
 		sp.NodeList = g.node()
+		if s.chance(3) {
+			sp.NodeList += "," + g.node() // more nodes than -N, or than the tasks
+		}
 	}
 	if s.chance(15) {
 		sp.Constraint = fzPick(s, "f0", "f0|f1", "[f0|f1]", "f1*1", "[f0*1&f1*1]", "f0&", "nope",
 			"f2", "f3&f0", "f2|f3", "[f2|f0]", "f3*1") // f2, f3: changeable (fzNode.nodeConfig)
 	}
 	sp.Contiguous = s.chance(10)
+	if s.chance(12) {
+		// -m plane=<size> deals tasks in blocks; the rest do not change
+		// the allocation; PlaneSize 0 with plane is invalid.
+		sp.Distribution = fzPick(s, Distribution{Node: DistPlane, PlaneSize: 1 + s.intn(4)}, Distribution{Node: DistBlock},
+			Distribution{Node: DistCyclic, Pack: Pack}, Distribution{Node: DistPlane})
+	}
 	sp.OverSubscribe = s.chance(3) // drawn last: earlier draws keep their meaning
 	return sp
 }

@@ -87,16 +87,21 @@ type JobSpec struct {
 	QOS string
 	// Nodes is the number of nodes (sbatch -N), or the minimum of a
 	// range -N min-max (see NodesMax; ParseNodeCount reads both). Zero
-	// means 1, except with Tasks: Slurm then chooses the fewest nodes
-	// that hold the tasks.
+	// means 1, except with Tasks or GRESPerJob: Slurm then chooses the
+	// fewest nodes that hold the tasks, or the --gpus total. NodeList and
+	// a counted Constraint raise it to the nodes they need.
 	Nodes int
 	// Tasks is the number of tasks (sbatch -n). Zero means one per node
 	// (TasksPerNode per node when set). Each task's CPUs, memory and
 	// GRESPerTask sit on one node; every node runs at least one task, and
 	// the tasks are dealt one per node in turn while a node has room
 	// (Slurm's cyclic distribution over nodes): -N2 -n7 takes 4+3 CPUs.
-	// With a GRESPerJob the node count is fixed (Nodes, or 1) and each
-	// node runs ceil(Tasks/Nodes) tasks.
+	// With a GRESPerJob the node count is fixed when the job is
+	// submitted (Nodes, or the fewest in the range that hold the total
+	// on the partition's nodes: sbatch -n 8 --gpus=8 on 4-GPU nodes takes
+	// 2) and each node runs ceil(Tasks/nodes) tasks. With NodeList,
+	// Constraint or Contiguous the nodes are chosen to meet them and hold
+	// the tasks: -w n1 -n 40 on 16-CPU nodes takes n1 and two more.
 	Tasks int
 	// CPUsPerTask is sbatch -c. Zero means 1.
 	CPUsPerTask int
@@ -110,7 +115,10 @@ type JobSpec struct {
 	// GRESPerJob is the job-wide total (sbatch --gpus), as in Slurm: every
 	// node of the job takes at least one (so the total must be at least
 	// Nodes), and the rest goes to the nodes as they can hold it, filling
-	// them in node order. The job is charged exactly the total. The
+	// them in node order. Without Nodes, or with a range (-N 1-4
+	// --gpus=12), the node count is the fewest that could hold the total
+	// (and the tasks) on the partition's nodes, chosen at submission and
+	// kept (3 of 4-GPU nodes for 12); it does not grow with what is free. The job is charged exactly the total. The
 	// backfill plan holds the total exactly too (its expected start and
 	// reservation), and a backfill start places what it planned; where
 	// the GPUs beyond one per node would bring CPUs or memory with them
@@ -199,8 +207,10 @@ type JobSpec struct {
 	// JobHeldUser until Release (see Scheduler.Hold).
 	Hold bool `json:",omitempty"`
 	// NodesMax is the maximum of sbatch -N min-max: the job gets as many
-	// nodes as can run it now within [Nodes, NodesMax]. Zero means Nodes,
-	// or, for a job with Tasks and no Nodes, as many as its tasks need.
+	// nodes as can run it now within [Nodes, NodesMax] (NodeList among
+	// them). Zero means Nodes, or, for a job with Tasks and no Nodes, as
+	// many as its tasks need. With GRESPerJob it is the fewest in the
+	// range that hold the total (see GRESPerJob).
 	NodesMax int `json:",omitempty"`
 	// TasksPerNode is sbatch --ntasks-per-node: with Tasks, the most
 	// tasks one node may run (and, without Nodes, at least
@@ -217,7 +227,10 @@ type JobSpec struct {
 	// sockets, chooses the job's CPU ids on each node as select/cons_tres
 	// does: cyclic by default (a 4-task job on an idle node of 2 sockets
 	// of 8 cores gets CPUs 0,1,8,9), block fills the lowest socket first
-	// (0-3), fcyclic deals each CPU to the next socket.
+	// (0-3), fcyclic deals each CPU to the next socket. Its first field
+	// changes the allocation only for plane=<size>: the tasks are dealt
+	// to the nodes in blocks of size (-N4 -n21 -m plane=4: 8+5+4+4); see
+	// Distribution for what the other fields and Pack do and do not do.
 	Distribution Distribution `json:",omitzero"`
 	// Hint is sbatch --hint (ParseHint): nomultithread or compute_bound
 	// give each of the job's CPUs on a node a core of its own (one thread
@@ -254,8 +267,11 @@ type JobSpec struct {
 	Exclude []string `json:",omitempty" was:"ExcludeNodes"`
 	// NodeList is sbatch -w/--nodelist: a Slurm hostlist expression
 	// ("gpu[01-04],cpu7") of nodes the job must be given, every one of
-	// them; with a larger node count (Nodes) it gets more nodes besides.
-	// The job's node count is at least the number of names. Every name
+	// them; with a larger node count (Nodes) it gets more nodes besides,
+	// and with Tasks it gets as many more as its tasks need (the sbatch
+	// -w page: additional nodes as needed; -w n1 -n 40 on 16-CPU nodes
+	// takes n1 and two others). The job's node count is at least the
+	// number of names. Every name
 	// must be a node of the job's partition able to hold it, or Submit
 	// rejects the job; while one is down, drained, powered down or in a
 	// reservation the job cannot use, the job pends with ReqNodeNotAvail
@@ -270,7 +286,8 @@ type JobSpec struct {
 	// node of the partition satisfies; one that stops being satisfiable
 	// when node features change (UpdateNode) leaves the job pending with
 	// BadConstraints. With counts the job's node count is at least their
-	// sum.
+	// sum. With Tasks the nodes chosen to meet it also hold the tasks
+	// ("[a|b]" -n 40 takes the first alternative whose nodes do).
 	Constraint string `json:",omitempty"`
 	// Contiguous is sbatch --contiguous: the job's nodes are consecutive
 	// in the cluster's node order (the order of Config.Nodes, which is

@@ -204,6 +204,13 @@ func (s *Scheduler) fitsWithout(now time.Time, j *job, allowed topology.NodeSet,
 	if k < j.nodes {
 		return false
 	}
+	if j.where != nil && j.tasks != nil {
+		// Where and tasks (where_tasks.go): the nodes place would choose,
+		// holding every task, on the freed resources.
+		return s.withFree(freed, func() bool {
+			return s.whereTasks(j, fit, s.baseChoice(j, switchesRelaxed(now, j)), s.freeRoom(j)) != nil
+		})
+	}
 	if j.where != nil && s.chooseWhere(j, fit, j.nodes, s.baseChoice(j, switchesRelaxed(now, j))) == nil {
 		return false // its required nodes, matching OR, counts (where.go)
 	}

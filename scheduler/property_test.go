@@ -57,7 +57,7 @@ func runRandom(t *testing.T, seed uint64, steps int, variant func(*scheduler.Con
 			}
 			spec.CPUsPerTask = 1 + rng.IntN(16)
 			spec.MemPerNodeMiB = int64(rng.IntN(200)) * clustertest.GiB
-			switch rng.IntN(4) {
+			switch rng.IntN(5) {
 			case 0:
 				spec.GRESPerNode = []gres.Request{{Name: "gpu", Count: int64(1 + rng.IntN(8))}}
 			case 1:
@@ -65,6 +65,16 @@ func runRandom(t *testing.T, seed uint64, steps int, variant func(*scheduler.Con
 			case 2:
 				spec.Tasks = spec.Nodes * (1 + rng.IntN(2))
 				spec.GRESPerTask = []gres.Request{{Name: "gpu", Count: int64(1 + rng.IntN(2))}}
+			case 3:
+				// Where and tasks, or a --gpus total, with the node count
+				// Slurm chooses (where_tasks.go, gpucount.go).
+				if rng.IntN(2) == 0 {
+					spec.Nodes, spec.Tasks, spec.CPUsPerTask = 0, 1+rng.IntN(40), 1+rng.IntN(4)
+					spec.NodeList = nodeNames[rng.IntN(len(nodeNames))]
+				} else {
+					spec.Nodes, spec.NodesMax = 1, 1+rng.IntN(3)
+					spec.GRESPerJob = []gres.Request{{Name: "gpu", Count: int64(1 + rng.IntN(16))}}
+				}
 			}
 			if rng.IntN(4) == 0 {
 				spec.Partition = "h100"
@@ -468,6 +478,12 @@ func runNoDelay(t *testing.T, seed uint64, mode backfill.Mode) (checked, backfil
 			spec := scheduler.JobSpec{Nodes: 1 + rng.IntN(2), CPUsPerTask: 1 + rng.IntN(8),
 				MemPerNodeMiB: int64(rng.IntN(16)) * 1024, TimeLimit: time.Duration(1+rng.IntN(7200)) * time.Second}
 			spec.Exclusive = rng.IntN(5) == 0
+			if rng.IntN(4) == 0 {
+				// -w with -n and no -N: the node count the tasks need,
+				// the listed node among them (where_tasks.go).
+				spec.Nodes, spec.CPUsPerTask, spec.Tasks = 0, 1+rng.IntN(2), 1+rng.IntN(12)
+				spec.NodeList = fmt.Sprintf("n%d", rng.IntN(3))
+			}
 			mustSubmit(t, s, now, spec)
 		}
 		cyc := mustSchedule(t, s, now)
@@ -512,6 +528,12 @@ func checkNoDelay(t *testing.T, s *scheduler.Scheduler, now time.Time, mode back
 	var reserved []scheduler.Job
 	for _, j := range jobs {
 		if j.State == scheduler.JobPending && !j.ExpectedStart.IsZero() && j.ExpectedStart.After(now) {
+			if j.Spec.NodeList != "" || j.Spec.Tasks > 0 {
+				// The check's model books PerNode on any nodes: it cannot
+				// judge (nor book) a NodeList job's tasks. Such jobs run
+				// and backfill around the reservations checked before it.
+				break
+			}
 			reserved = append(reserved, j)
 			if mode == backfill.EASY || len(reserved) == 4 { // conservative: the first few
 				break

@@ -616,8 +616,18 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) { return s.newJobIn(spec,
 
 // newJobIn is newJob; with accepting false a partition that accepts no new
 // jobs (DRAIN, INACTIVE) is not refused (a queued job's update that keeps
-// its partition).
+// its partition). A --gpus total whose node count Slurm chooses is
+// resolved first (gpuNodeCount).
 func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
+	if gpuCountChosen(spec) {
+		return s.gpuNodeCount(spec, accepting)
+	}
+	return s.newJobFixed(spec, accepting)
+}
+
+// newJobFixed is newJobIn for a spec whose node count is not a --gpus
+// total's to choose.
+func (s *Scheduler) newJobFixed(spec JobSpec, accepting bool) (*job, error) {
 	spec.GRESPerNode = slices.Clone(spec.GRESPerNode)
 	spec.GRESPerTask = slices.Clone(spec.GRESPerTask)
 	spec.GRESPerJob = slices.Clone(spec.GRESPerJob)
@@ -704,20 +714,29 @@ func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 		return nil, err
 	}
 	if m := where.minNodes(); m > nodes {
-		// The required nodes or the constraint's counts raise the count.
-		if ts != nil {
-			return nil, fmt.Errorf("%w: NodeList or a counted Constraint needing %d node(s) with a task count that spreads over the nodes (Tasks without Nodes, NodesMax, uneven Tasks per node) is not supported", ErrInvalidJob, m)
-		}
+		// The required nodes or the constraint's counts raise the count
+		// (a task spread's minimum; where_tasks.go).
 		if spec.Tasks > 0 && spec.Tasks < m {
 			return nil, fmt.Errorf("%w: Tasks %d fewer than the %d node(s) NodeList and Constraint need", ErrInvalidJob, spec.Tasks, m)
 		}
+		if ts != nil && m > ts.nodesMax {
+			return nil, fmt.Errorf("%w: NodeList and Constraint need %d node(s), above NodesMax %d (-N %d-%d)", ErrInvalidJob, m, ts.nodesMax, spec.Nodes, ts.nodesMax)
+		}
 		nodes = m
-		if spec.Tasks > 0 {
+		switch {
+		case spec.Tasks == 0 || ts != nil:
+		case (spec.Tasks%m != 0 || spec.planeSize() > 0) && len(spec.GRESPerJob) == 0:
+			// -N1 -n7 -w n[1-2]: the tasks spread over the two nodes, 4+3
+			// (or in blocks, for -m plane).
+			if p := spec.planeSize(); p > 0 && (spec.Tasks+p-1)/p < m {
+				return nil, fmt.Errorf("%w: Tasks %d make %d block(s) of plane=%d, fewer than the %d node(s) NodeList and Constraint need", ErrInvalidJob, spec.Tasks, (spec.Tasks+p-1)/p, p, m)
+			}
+			ts = &taskSpread{total: spec.Tasks, maxPer: spec.TasksPerNode, perSocket: spec.TasksPerSocket, nodesMax: m,
+				plane: int64(spec.planeSize())}
+			tpn = 1
+		default:
 			tpn = int64((spec.Tasks + m - 1) / m)
 		}
-	}
-	if where != nil && ts != nil {
-		return nil, fmt.Errorf("%w: NodeList, a matching-OR or counted Constraint or Contiguous with a task count that spreads over the nodes (Tasks without Nodes, NodesMax, uneven Tasks per node) is not supported", ErrInvalidJob)
 	}
 	j := &job{part: pi, tier: p.cfg.PriorityTier, nodes: nodes, tasks: ts}
 	j.Spec = spec

@@ -409,6 +409,7 @@ func (d *sdec) job(s *Scheduler) *job {
 	}
 	if f&jfTasks != 0 {
 		j.tasks = d.tasks()
+		j.tasks.plane = int64(j.Spec.planeSize()) // the spec's (tasks.go)
 	}
 	j.reserved = f&jfReserved != 0
 	j.preemptFirst = f&jfPreemptFirst != 0

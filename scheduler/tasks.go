@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/topology"
@@ -45,6 +44,10 @@ type taskSpread struct {
 	// nodes that hold it (no -N) rather than the most (-N min-max).
 	nodesMax int
 	fewest   bool
+	// plane is -m plane=<size>: the tasks are dealt in blocks of plane
+	// (dealTasks); 0 one at a time. Not encoded in snapshots: it is
+	// JobSpec.Distribution's.
+	plane int64
 	// devFixed is the GRES every node takes whatever its tasks (--gres,
 	// one of a --gpus total), devTask those of one task.
 	devFixed, devTask []gres.Request
@@ -68,11 +71,12 @@ func (ts *taskSpread) mostPerNode() int64 {
 
 // planCountsTasks reports whether the backfill plan counts job x's tasks
 // one by one (backfill.Request.Tasks): it has a task count, every task
-// adds the same TRES (perTask), no per-socket bound, and more than one
-// node. Otherwise the plan counts bfMin on every node.
+// adds the same TRES (perTask), no per-socket bound, no where request
+// (see where_tasks.go), and more than one node. Otherwise the plan counts
+// bfMin on every node.
 func (x *job) planCountsTasks() bool {
 	ts := x.tasks
-	return ts != nil && ts.total > 0 && ts.perTask != nil && ts.perSocket == 0 && x.nodes > 1
+	return ts != nil && ts.total > 0 && ts.perTask != nil && ts.perSocket == 0 && x.where == nil && x.nodes > 1
 }
 
 // ParseNodeCount parses sbatch's -N value: "4" (min = max = 4) or a
@@ -139,6 +143,7 @@ func resolveTasks(spec *JobSpec) (nodes int, tpn int64, ts *taskSpread, err erro
 	if spec.Nodes == 0 && spec.Tasks > 0 && spec.TasksPerNode > 0 {
 		minN = (spec.Tasks + spec.TasksPerNode - 1) / spec.TasksPerNode
 	}
+	plane := spec.planeSize()
 	maxN := spec.NodesMax
 	switch {
 	case maxN > 0:
@@ -154,24 +159,30 @@ func resolveTasks(spec *JobSpec) (nodes int, tpn int64, ts *taskSpread, err erro
 			return minN, tpn, nil, nil
 		}
 		// A node range (or tasks bounded per socket): every node runs
-		// tpn tasks, the count of nodes varies.
-		if len(spec.GRESPerJob) > 0 && maxN > minN {
-			return bad("NodesMax with GRESPerJob (-N min-max with --gpus) is not supported")
-		}
+		// tpn tasks, the count of nodes varies. (A GRESPerJob's range is
+		// resolved to one count before: gpucount.go.)
 		return minN, tpn, &taskSpread{perSocket: spec.TasksPerSocket, nodesMax: maxN}, nil
 	}
 	if spec.Tasks < minN {
 		return bad("Tasks %d fewer than Nodes %d", spec.Tasks, minN)
+	}
+	if plane > 0 && len(spec.GRESPerJob) == 0 {
+		// -m plane=<size>: every node gets a block at least; Slurm
+		// refuses fewer blocks than nodes ("too few processes for the
+		// requested {plane, node} distribution").
+		blocks := (spec.Tasks + plane - 1) / plane
+		if minN > blocks {
+			return bad("Tasks %d make %d block(s) of plane=%d, fewer than the %d node(s) the job needs", spec.Tasks, blocks, plane, minN)
+		}
+		maxN = min(maxN, blocks)
 	}
 	if spec.TasksPerNode > 0 && int64(spec.TasksPerNode)*int64(maxN) < int64(spec.Tasks) {
 		return bad("Tasks %d do not fit %d node(s) of TasksPerNode %d", spec.Tasks, maxN, spec.TasksPerNode)
 	}
 	if len(spec.GRESPerJob) > 0 {
 		// A --gpus total spreads on its own (spreadExtra): the node count
-		// is fixed and each node runs ceil(Tasks/Nodes) tasks.
-		if maxN > minN && spec.Nodes > 0 {
-			return bad("NodesMax with GRESPerJob (-N min-max with --gpus) is not supported")
-		}
+		// is fixed (chosen before for a job without -N or with a range:
+		// gpucount.go) and each node runs ceil(Tasks/Nodes) tasks.
 		n := max(spec.Nodes, 1)
 		if spec.Tasks < n {
 			return bad("Tasks %d fewer than Nodes %d", spec.Tasks, n)
@@ -183,7 +194,7 @@ func resolveTasks(spec *JobSpec) (nodes int, tpn int64, ts *taskSpread, err erro
 		return minN, int64(spec.Tasks / minN), nil, nil
 	}
 	return minN, 1, &taskSpread{total: spec.Tasks, maxPer: spec.TasksPerNode, perSocket: spec.TasksPerSocket,
-		nodesMax: maxN, fewest: spec.Nodes == 0}, nil
+		nodesMax: maxN, fewest: spec.Nodes == 0, plane: int64(plane)}, nil
 }
 
 // initTasks completes a new job's task spread once its per-node minimum
@@ -236,7 +247,7 @@ func (s *Scheduler) initTasks(j *job) error {
 		// node that is exact (every task there), and the planner's
 		// shape cache serves it as any per-node request.
 		v := s.reg.NewVector()
-		if err := s.taskVector(j, int64((ts.total+j.nodes-1)/j.nodes), v); err != nil {
+		if err := s.taskVector(j, slices.Max(ts.evenCounts(j.nodes)), v); err != nil {
 			return err
 		}
 		v[gres.Node] = 0
@@ -245,13 +256,8 @@ func (s *Scheduler) initTasks(j *job) error {
 	// The limits' view: the tasks dealt over the minimum node count.
 	ts.totalVec = s.reg.NewVector()
 	v := s.reg.NewVector()
-	per, rest := ts.total/j.nodes, ts.total%j.nodes
-	for k := range j.nodes {
-		n := per
-		if k < rest {
-			n++
-		}
-		if err := s.taskVector(j, int64(n), v); err != nil {
+	for _, n := range ts.evenCounts(j.nodes) {
+		if err := s.taskVector(j, n, v); err != nil {
 			return err
 		}
 		if err := ts.totalVec.AddInPlace(v); err != nil {
@@ -305,6 +311,14 @@ func (s *Scheduler) tasksFeasible(j *job) error {
 	}
 	if ts.fewest {
 		j.nodes = k
+	}
+	if j.where != nil {
+		// Where it may run (where_tasks.go) may take more nodes: the
+		// fewest that meet it and hold the tasks idle (checkWhere refuses
+		// the job when none do).
+		if nodes := s.whereTasks(j, j.shape.capable, s.anyChoiceFn(), s.capacityRoom(j)); nodes != nil && ts.fewest {
+			j.nodes = len(nodes)
+		}
 	}
 	return nil
 }
@@ -417,32 +431,6 @@ func (s *Scheduler) taskRoom(j *job, n *node, free gres.Vector, idle bool) int64
 	return lo
 }
 
-// dealTasks shares total tasks over nodes whose rooms are room (parallel),
-// one per node in turn while a node has room (Slurm's cyclic distribution
-// over nodes), and returns each node's count, or nil when they do not
-// hold them. Every node gets at least one.
-func dealTasks(total int64, room []int64) []int64 {
-	n := int64(len(room))
-	if total < n {
-		return nil
-	}
-	more := make([]int64, 2*len(room))
-	for x, r := range room {
-		if r < 1 {
-			return nil
-		}
-		more[x] = r - 1 // beyond the first task every node runs
-	}
-	out := more[len(room):]
-	if !backfill.DealTasks(total-n, more[:len(room)], out) {
-		return nil
-	}
-	for x := range out {
-		out[x]++
-	}
-	return out
-}
-
 // taskReqs returns each node's request when job j's tasks are dealt over
 // nodes (in this order) as their free resources allow, or as the backfill
 // plan booked them (j.planTasks); false when the nodes do not hold them.
@@ -469,7 +457,7 @@ func (s *Scheduler) taskReqs(j *job, nodes []int) ([]nodeReq, bool) {
 		for k, i := range nodes {
 			room[k] = s.taskRoom(j, &s.nodes[i], s.freeFor(j, &s.nodes[i]), false)
 		}
-		if counts = dealTasks(int64(ts.total), room); counts == nil {
+		if counts = dealTasks(int64(ts.total), room, ts.plane); counts == nil {
 			return nil, false
 		}
 	}
@@ -655,18 +643,6 @@ func (s *Scheduler) chooseTasksAmong(now time.Time, j *job, fit []taskFit) ([]in
 		}
 	}
 	return nil, 0
-}
-
-// bfTasks is the task request the backfill plan counts for job x: its
-// task count, each task's TRES beyond a node's first and the most tasks
-// per node; zeros where the plan counts bfMin on every node (every task
-// on a one-node plan, or ceil(total/nodes) where tasks are not linear).
-func (x *job) bfTasks() (tasks int, perTask gres.Vector, maxPer int) {
-	if !x.planCountsTasks() {
-		return 0, nil, 0
-	}
-	ts := x.tasks
-	return ts.total, ts.perTask, ts.maxPer
 }
 
 // RequestedTRES returns the TRES job id asks for in all (sacct's

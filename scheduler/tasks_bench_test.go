@@ -27,7 +27,9 @@ func taskMix(k int, spec *scheduler.JobSpec) {
 // (10,000 nodes, about 40,000 running, 100,000 pending) with the standard
 // mix (mix=plain) and with a quarter of its one-node GPU jobs asking for
 // tasks without a node count (mix=tasks, see taskMix), running and
-// pending alike; the issue asks the second to be at most 20 % slower.
+// pending alike, and a tenth of the queued one-node task jobs spreading
+// under a where request (spreadWhere, over a cluster with node
+// features); the issue asks the second to be at most 20 % slower.
 func BenchmarkScheduleTasks(b *testing.B) {
 	for _, bc := range []struct {
 		name string
@@ -40,11 +42,15 @@ func BenchmarkScheduleTasks(b *testing.B) {
 		{"mix=tasks/easy", taskMix, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			configure := []func(*scheduler.Config) error{standardPriority}
+			configure := []func(*scheduler.Config) error{featureNodes, standardPriority}
+			var mutate func(int, *scheduler.JobSpec)
+			if bc.mix != nil {
+				mutate = spreadWhere
+			}
 			if bc.easy {
 				configure = append(configure, easy)
 			}
-			s, now, err := clustertest.NewState(clustertest.StateOptions{Running: 40000, Pending: 100000, Seed: 1, Spec: bc.mix,
+			s, now, err := clustertest.NewState(clustertest.StateOptions{Running: 40000, Pending: 100000, Seed: 1, Spec: bc.mix, Mutate: mutate,
 				Configure: func(c *scheduler.Config) error {
 					for _, f := range configure {
 						if err := f(c); err != nil {

@@ -26,6 +26,7 @@ func TestSnapshotRoundTripTaskJobs(t *testing.T) {
 		{Nodes: 1, NodesMax: 2, TimeLimit: 2 * time.Hour},
 		{Tasks: 40, TasksPerNode: 14, TimeLimit: time.Hour},
 		{Nodes: 2, Tasks: 7, CPUsPerTask: 2, TimeLimit: time.Hour},
+		{Nodes: 2, Tasks: 10, Distribution: Distribution{Node: DistPlane, PlaneSize: 4}, TimeLimit: time.Hour},
 	} {
 		if _, err := s.Submit(t0, sp); err != nil {
 			t.Fatal(err)
@@ -39,6 +40,9 @@ func TestSnapshotRoundTripTaskJobs(t *testing.T) {
 	if j.tasks == nil || rj.tasks == nil || rj.tasks.total != 40 || rj.tasks.maxPer != 14 || !rj.tasks.fewest ||
 		!rj.tasks.totalVec.Equal(j.tasks.totalVec) || rj.nodes != 3 {
 		t.Fatalf("restored spread %+v (nodes %d), want %+v", rj.tasks, rj.nodes, j.tasks)
+	}
+	if rj := r.jobs[5]; rj.tasks == nil || rj.tasks.plane != 4 {
+		t.Fatalf("restored plane job's spread %+v, want plane 4", rj.tasks)
 	}
 	if err := s.Finish(t0.Add(time.Minute), 1, 0); err != nil {
 		t.Fatal(err)

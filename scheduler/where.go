@@ -218,7 +218,7 @@ func (s *Scheduler) chooseWhere(j *job, cand topology.NodeSet, n int, base nodeC
 	}
 	ws := s.setsOf(w)
 	if w.cons.Kind() != feature.KindMatchingOR {
-		return s.chooseIn(j, ws, cand, n, base)
+		return s.chooseIn(j, ws, cand, n, base, nil)
 	}
 	// Matching OR: all nodes with the same alternative, the first (in
 	// the order written) that gives a choice.
@@ -226,7 +226,7 @@ func (s *Scheduler) chooseWhere(j *job, cand topology.NodeSet, n int, base nodeC
 	for _, a := range ws.alts {
 		sub.CopyFrom(cand)
 		sub.IntersectWith(a)
-		if out := s.chooseIn(j, ws, sub, n, base); out != nil {
+		if out := s.chooseIn(j, ws, sub, n, base, nil); out != nil {
 			return out
 		}
 	}
@@ -236,9 +236,9 @@ func (s *Scheduler) chooseWhere(j *job, cand topology.NodeSet, n int, base nodeC
 // chooseIn picks n nodes of cand: the required ones, then for each
 // counted group the nodes it still needs, then the rest; contiguous
 // requests take the lightest window of n consecutive nodes that holds
-// them all. ws is the constraint's node sets; the result is a new
-// slice.
-func (s *Scheduler) chooseIn(j *job, ws *whereSets, cand topology.NodeSet, n int, base nodeChoice) []int {
+// them all (and, with h, whose rooms hold the tasks). ws is the
+// constraint's node sets; the result is a new slice.
+func (s *Scheduler) chooseIn(j *job, ws *whereSets, cand topology.NodeSet, n int, base nodeChoice, h *taskHold) []int {
 	w := j.where
 	for _, i := range w.required {
 		if !cand.Has(i) {
@@ -249,7 +249,7 @@ func (s *Scheduler) chooseIn(j *job, ws *whereSets, cand topology.NodeSet, n int
 		return nil
 	}
 	if w.contiguous {
-		return s.chooseContiguous(j, ws, cand, n)
+		return s.chooseContiguous(j, ws, cand, n, h)
 	}
 	c := &s.whereC
 	out := append(c.out[:0], w.required...)
@@ -293,22 +293,32 @@ func (s *Scheduler) chooseIn(j *job, ws *whereSets, cand topology.NodeSet, n int
 
 // chooseContiguous picks the window of n consecutive node indices, all
 // in cand, holding every required node and meeting the counted groups,
-// with the least total Weight (then the lowest first index).
-func (s *Scheduler) chooseContiguous(j *job, ws *whereSets, cand topology.NodeSet, n int) []int {
+// with the least total Weight (then the lowest first index); with h, only
+// a window whose rooms hold the tasks.
+func (s *Scheduler) chooseContiguous(j *job, ws *whereSets, cand topology.NodeSet, n int, h *taskHold) []int {
 	w := j.where
 	bestAt, bestW := -1, int64(0)
 	run := 0
-	var sum int64 // the Weight of the last min(run, n) nodes
+	var sum, room int64 // the Weight and task room of the last min(run, n) nodes
 	for i := 0; i < cand.Len(); i++ {
 		if !cand.Has(i) {
-			run, sum = 0, 0
+			run, sum, room = 0, 0, 0
 			continue
 		}
 		sum += s.nodes[i].cfg.weight()
+		if h != nil {
+			room += h.room[i]
+		}
 		if run++; run > n {
 			sum -= s.nodes[i-n].cfg.weight()
+			if h != nil {
+				room -= h.room[i-n]
+			}
 		}
 		if run < n {
+			continue
+		}
+		if h != nil && h.total > 0 && room < h.total {
 			continue
 		}
 		lo := i - n + 1
@@ -357,6 +367,9 @@ func (s *Scheduler) windowMeetsCounts(w *whereReq, ws *whereSets, lo, hi int) bo
 func (s *Scheduler) whereFeasible(j *job) bool {
 	if j.where == nil {
 		return true
+	}
+	if j.tasks != nil {
+		return s.whereTasks(j, j.shape.capable, s.anyChoiceFn(), s.capacityRoom(j)) != nil
 	}
 	return s.chooseWhere(j, j.shape.capable, j.nodes, s.anyChoice) != nil
 }
@@ -446,7 +459,8 @@ func whereKey(w *whereReq) string {
 }
 
 // placeWhere is place for a job with a where request: the nodes of cand
-// that fit now, chosen by chooseWhere around the job's base choice. A
+// that fit now, chosen by chooseWhere around the job's base choice (with a
+// task spread, by whereTasks: the node count that holds its tasks). A
 // --gpus total must then be held by the nodes chosen.
 func (s *Scheduler) placeWhere(now time.Time, j *job, cand topology.NodeSet) ([]int, float64) {
 	s.fit.Reset()
@@ -455,7 +469,13 @@ func (s *Scheduler) placeWhere(now time.Time, j *job, cand topology.NodeSet) ([]
 			s.fit.Add(i)
 		}
 	}
-	nodes := s.chooseWhere(j, s.fit, j.nodes, s.baseChoice(j, switchesRelaxed(now, j)))
+	base := s.baseChoice(j, switchesRelaxed(now, j))
+	var nodes []int
+	if j.tasks != nil {
+		nodes = s.whereTasks(j, s.fit, base, s.freeRoom(j))
+	} else {
+		nodes = s.chooseWhere(j, s.fit, j.nodes, base)
+	}
 	if nodes == nil {
 		return nil, 0
 	}

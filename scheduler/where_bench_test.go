@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/internal/clustertest"
 	"github.com/sluicehq/sluice/scheduler"
 )
@@ -20,8 +21,11 @@ func featureNodes(c *scheduler.Config) error {
 
 // whereMix gives every tenth job of the batch partition a where request,
 // in turn: a feature filter, a matching OR over two racks (single-node
-// jobs), a required node, an excluded range, a rack count.
+// jobs), a required node, an excluded range, a rack count; and another
+// tenth of its one-node jobs with tasks a where request over tasks that
+// spread (spreadWhere).
 func whereMix(k int, sp *scheduler.JobSpec) {
+	spreadWhere(k, sp)
 	if k%10 != 0 || sp.Partition != "batch" {
 		return
 	}
@@ -95,7 +99,8 @@ func changeableMix(k int, sp *scheduler.JobSpec) {
 // BenchmarkScheduleWhere is BenchmarkSchedule's standard cycle over a
 // cluster with node features, without and with where requests (one job
 // in ten of the batch partition: constraints, matching OR, counts,
-// required and excluded nodes) in the queue, and with changeable
+// required and excluded nodes; and one in ten of its one-node task jobs
+// with tasks spreading under a where request) in the queue, and with changeable
 // features (another job in ten asking for a MIG mode changeable on the
 // a100 nodes; static-modes is its control, the same modes static). The
 // reboots metric counts the reboots of the first cycle;
@@ -153,5 +158,30 @@ func BenchmarkScheduleWhere(b *testing.B) {
 			b.ReportMetric(float64(n), "where-jobs")
 			b.ReportMetric(float64(len(c.Reboots)), "reboots")
 		})
+	}
+}
+
+// spreadWhere rewrites every tenth one-node GPU job of the batch
+// partition (at offset 5) as a where request whose tasks Slurm spreads
+// (where_tasks.go): -n 8+GPUs --gpus-per-task=1 and no -N, in turn with a
+// required node (-w), a count per rack ([rackA*1&rackB*1]) and a
+// matching OR ([h100|a100]).
+func spreadWhere(k int, sp *scheduler.JobSpec) {
+	if k%10 != 5 || sp.Partition != "batch" || sp.Nodes > 1 || sp.Exclusive || len(sp.GRESPerNode) == 0 {
+		return
+	}
+	sp.Nodes = 0
+	sp.Tasks = 8 + int(sp.GRESPerNode[0].Count)
+	sp.GRESPerTask = []gres.Request{{Name: "gpu", Count: 1}}
+	sp.GRESPerNode = nil
+	sp.MemPerNodeMiB = 0
+	sp.MemPerCPUMiB = 4 * 1024
+	switch r := (k / 50) % 119; (k / 10) % 3 {
+	case 0:
+		sp.NodeList = fmt.Sprintf("h%05d", (k/50)%4000)
+	case 1:
+		sp.Constraint = fmt.Sprintf("[rack%03d*1&rack%03d*1]", r, r+1)
+	default:
+		sp.Constraint = "[h100|a100]"
 	}
 }

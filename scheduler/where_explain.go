@@ -46,7 +46,7 @@ func (s *Scheduler) whereBlockers(j *job, out []Blocker) []Blocker {
 // no counted group with enough free nodes, no free consecutive run.
 func (s *Scheduler) whereBusyBlocker(j *job, fit topology.NodeSet) (Blocker, bool) {
 	w := j.where
-	if w == nil || fit.Count() < j.nodes || !s.whereSatisfiable(j) || s.chooseWhere(j, fit, j.nodes, s.anyChoice) != nil {
+	if w == nil || fit.Count() < j.nodes || !s.whereSatisfiable(j) || s.whereChoosable(j, fit) {
 		return Blocker{}, false
 	}
 	var parts []string
@@ -68,6 +68,9 @@ func (s *Scheduler) whereBusyBlocker(j *job, fit topology.NodeSet) (Blocker, boo
 	}
 	if w.contiguous {
 		parts = append(parts, fmt.Sprintf("no %d consecutive nodes free", j.nodes))
+	}
+	if ts := j.tasks; ts != nil && ts.total > 0 {
+		parts = append(parts, fmt.Sprintf("the free nodes it may use do not hold its %d task(s) on at most %d node(s)", ts.total, ts.nodesMax))
 	}
 	return Blocker{Kind: BlockerResources, Reason: policy.ReasonResources, Nodes: busyNames,
 		Detail: fmt.Sprintf("%d node(s) fit now, but not where it may run: %s", fit.Count(), strings.Join(parts, "; "))}, true

@@ -30,6 +30,14 @@ type whereCache struct {
 	alt, rest   topology.NodeSet
 	sub, narrow topology.NodeSet
 	out, need   []int
+	// The task spread's view (where_tasks.go): each node's room, the
+	// candidates with room and of one alternative, the most-room choice's
+	// set, and scratch lists.
+	room            []int64
+	rooms           []int64
+	tasks, tasksAlt topology.NodeSet
+	top             topology.NodeSet
+	order           []int
 	// anyFn is anyChoice as a nodeChoice (anyChoiceFn).
 	anyFn nodeChoice
 	// noNarrow turns narrowAllowed off (tests comparing decisions).
