@@ -25,16 +25,18 @@ func vocabCluster(c *scheduler.Config) error {
 }
 
 // vocabMix puts every new request kind in the standard mix: shares, MIG
-// and MPS (sharedRequests), task counts without a node count (taskMix, on
-// jobs that still ask whole GPUs), constraints, node lists and exclusions
-// (whereMix), layouts and --oversubscribe (oversubMix), and one job in 25
+// and MPS (sharedRequests), and on the jobs that still ask whole GPUs task
+// counts without a node count (taskMix), constraints, node lists and
+// exclusions (whereMix), layouts and --oversubscribe (oversubMix), and one job in 25
 // holding a license.
 func vocabMix(k int, spec *scheduler.JobSpec) {
 	sharedRequests(k, spec)
-	if len(spec.GRESPerNode) == 1 && spec.GRESPerNode[0].Name == "gpu" && spec.GRESPerNode[0].Type == "" {
+	if len(spec.GRESPerNode) != 1 || spec.GRESPerNode[0].Name == "gpu" && spec.GRESPerNode[0].Type == "" {
+		// Shares and MIG instances are on a quarter of the H100 nodes
+		// only: a node list or constraint would often name none of them.
 		taskMix(k, spec)
+		whereMix(k, spec)
 	}
-	whereMix(k, spec)
 	oversubMix(k, spec)
 	if k%25 == 7 {
 		spec.Licenses = []scheduler.License{{Name: "matlab", Count: 1}}
