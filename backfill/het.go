@@ -321,6 +321,7 @@ func (p *Profile) EarliestCoFitUses(ids []JobID, reqs []Request, uses [][]Use) (
 		fits[k].End = p.timeOf(p.endAt(res.t, qs[k].d))
 		fits[k].Nodes = res.nodes[k]
 		fits[k].Spread = p.shares(qs[k])
+		fits[k].Tasks = p.taskCounts(qs[k], len(res.nodes[k]))
 	}
 	if res.st == FitFound {
 		if err := p.release(&res); err != nil {
@@ -369,7 +370,6 @@ func (pl *Planner) validateHet(p *Profile, x int, j *Job, ids map[JobID]struct{}
 // the common start and its Components one entry per component.
 func (r *run) planHet(j *Job, e *Entry) error {
 	p := r.p
-	cfg := &r.pl.cfg
 	r.plan.Stats.Tested++
 	// A kept reservation of the leader is searched through by releasing
 	// it: the components are booked afresh together.
@@ -391,14 +391,10 @@ func (r *run) planHet(j *Job, e *Entry) error {
 			uses[k] = c.Uses
 		}
 		e.Components[k].ID = c.ID
-		chooser := cfg.Chooser
-		if c.Chooser != nil {
-			chooser = c.Chooser
-		}
-		q, err := p.makeQuery(&Request{
-			Nodes: c.Nodes, PerNode: c.PerNode, Spread: c.Spread, Exclusive: c.Exclusive, Allowed: c.Allowed,
-			Duration: c.TimeLimit, Earliest: laterOf(j.Earliest, c.Earliest), Chooser: chooser, PreferBusy: cfg.BusyNodes,
-		})
+		// The request a plain job of the component's shape would search
+		// (its task spread included: -n without -N).
+		req := r.pl.JobRequest(c, c.TimeLimit, laterOf(j.Earliest, c.Earliest))
+		q, err := p.makeQuery(&req)
 		if err != nil {
 			return fmt.Errorf("component %d: %w", k, err)
 		}
@@ -472,6 +468,7 @@ func (r *run) planHet(j *Job, e *Entry) error {
 		ce.End = start.Add(ce.TimeLimit)
 		ce.Nodes = res.nodes[k] // its own array: kept by plans that extend this one
 		ce.Spread = p.shares(qs[k])
+		ce.Tasks = p.taskCounts(qs[k], len(ce.Nodes))
 		e.End = laterOf(e.End, ce.End)
 	}
 	e.TimeLimit = e.End.Sub(start)
