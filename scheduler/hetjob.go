@@ -9,7 +9,6 @@ import (
 
 	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/policy"
-	"github.com/sluicehq/sluice/topology"
 )
 
 // Heterogeneous jobs, as Slurm's (sbatch with ':'-separated components):
@@ -435,16 +434,9 @@ func (s *Scheduler) startHet(now time.Time, e *backfill.Entry, cyc *Cycle) {
 			fail(r)
 			return
 		}
-		quality := 1.0
-		if s.graph != nil {
-			quality = s.graph.Quality(topology.NodeSetOf(len(s.nodes), ce.Nodes...), c.Spec.NVLinkDomain).Score
-		}
-		s.touch(c)
-		c.TimeLimit = ce.TimeLimit
-		c.planShares = ce.Spread
-		err := s.allocate(now, c, ce.Nodes, quality, time.Time{})
-		c.planShares = nil
-		if err != nil {
+		// As a plain job's start: the plan's nodes, shares and task
+		// counts.
+		if err := s.allocatePlanned(now, c, ce); err != nil {
 			fail(policy.ReasonResources)
 			return
 		}
