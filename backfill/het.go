@@ -8,28 +8,29 @@ import (
 
 // Heterogeneous jobs (Slurm's sbatch with ':'-separated components): the
 // components of one job must start at the same instant, each on its own
-// nodes with its own request. The co-start search finds the earliest
-// common start by iterating to a fixed point:
+// nodes with its own request. The co-start search tries candidate
+// common starts t in increasing order:
 //
-//  1. t is the latest Earliest of the components.
-//  2. Each component in turn is searched from t on a profile that holds
-//     the components before it booked at t. If one cannot start at t but
-//     can at a later t', every tentative booking is released and the
-//     search starts again from t'.
-//  3. When every component fits at t, t is the common start.
+//  1. The first t is the latest of the components' own earliest starts.
+//  2. At t each component in turn takes the nodes its own search chooses
+//     at t, with the components before it booked there. When one does
+//     not fit, coExact searches the components' node choices at t (a
+//     1-CPU component on the only GPU node may have to move aside).
+//  3. When nothing fits at t, the next t is the first start at which
+//     every component fits alone after the profile's next change after
+//     t (hetexact.go: until a change nothing frees up).
 //
-// t only grows, and each value it takes is a start some component's
-// search returned (a change point of the profile or an Earliest), so the
-// iteration ends; a component that never fits, or fits only beyond
-// Latest, ends it at once with that status. A component is booked at t
-// before any search or overlapping fit that comes after it, so the
+// t only grows, through the profile's change points, so the search ends
+// (maxCoRounds bounds it); a component that never fits, or fits only
+// beyond Latest, ends it at once with that status. A component is booked
+// at t before any search or overlapping fit that comes after it, so the
 // components never count the same free resources twice; those whose own
 // nodes fit and meet no other's are booked only when the job keeps its
 // start (the planner's starts and reservations), so that a search ending
 // in an estimate leaves the profile untouched.
 
-// maxCoRounds bounds the restarts of one co-start search (each moves the
-// common start later); past it the search answers FitBeyondLatest.
+// maxCoRounds bounds the candidate starts of one co-start search (each
+// later than the one before); past it the search answers FitBeyondLatest.
 const maxCoRounds = 4096
 
 // maxOverlapTest bounds the node pairs compared when testing whether a
@@ -97,7 +98,7 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 			res.st = FitBeyondLatest
 			return fail(nil)
 		}
-		moved := false
+		fit := true
 		for _, k := range order {
 			q := qs[k]
 			end := p.endAt(t, q.d)
@@ -116,23 +117,18 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 					return fail(err)
 				}
 				searched[k] = true
-				q.t0, q.latest, q.cands, q.upTo = t, latest, nil, 0
+				q.t0, q.latest, q.cands, q.upTo = t, t, nil, 0
 				r, err := p.search(q)
 				res.searches++
 				if err != nil {
 					return fail(err)
 				}
-				if r.st != FitFound {
-					// Each component fits alone (soloStarts): beyond the
-					// latest start, not never.
+				if r.st == FitNever {
 					res.st = r.st
 					return fail(nil)
 				}
-				if r.t > t {
-					if _, err := fail(nil); err != nil {
-						return res, err
-					}
-					t, moved = r.t, true
+				if r.st != FitFound {
+					fit = false
 					break
 				}
 				nodes = r.nodes
@@ -141,9 +137,39 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 			res.unbooked = append(res.unbooked, k)
 			pendNodes += len(nodes)
 		}
-		if !moved {
+		if fit {
 			res.t = t
 			return res, nil
+		}
+		// The components in turn do not fit at t: none fits with the
+		// others there (coExact), or the next start to try is where
+		// each fits alone after the next change of the profile.
+		if _, err := fail(nil); err != nil {
+			return res, err
+		}
+		ok, n, err := p.coExact(ids, qs, t, &res)
+		res.searches += n
+		if err != nil {
+			return fail(err)
+		}
+		if ok {
+			res.t = t
+			return res, nil
+		}
+		var st FitStatus
+		t, lead, st, n, err = p.coNext(qs, t, latest, own)
+		res.searches += n
+		if err != nil || st != FitFound {
+			res.st = st
+			return fail(err)
+		}
+		clear(searched)
+		order = order[:0]
+		order = append(order, lead)
+		for k := range qs {
+			if k != lead {
+				order = append(order, k)
+			}
 		}
 	}
 }
