@@ -93,12 +93,27 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 		res.booked = res.booked[:0]
 		return res, err
 	}
+	// small: few enough nodes to search the components' choices at a
+	// start (coExact); steps: the starts left without a fit, reorders:
+	// the orders tried at this one.
+	small, steps, reorders := true, 0, 0
+	if len(qs) > 1 {
+		total := 0
+		for _, q := range qs {
+			total += q.allowed.Count()
+		}
+		small = total <= maxExactScan
+	}
+	exactSteps := 0
+	if small {
+		exactSteps = maxExactSteps
+	}
 	for round := 0; ; round++ {
 		if round >= maxCoRounds || t > latest {
 			res.st = FitBeyondLatest
 			return fail(nil)
 		}
-		fit := true
+		fit, jumped, failed := true, false, 0
 		for _, k := range order {
 			q := qs[k]
 			end := p.endAt(t, q.d)
@@ -127,8 +142,27 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 					res.st = r.st
 					return fail(nil)
 				}
+				if r.st != FitFound && steps >= exactSteps {
+					// Past the exact steps, as a bound on the work: the
+					// start this component's search finds with the ones
+					// before it booked at t.
+					q.t0, q.latest, q.cands, q.upTo = t, latest, nil, 0
+					r, err = p.search(q)
+					res.searches++
+					if err != nil || r.st != FitFound {
+						res.st = r.st
+						return fail(err)
+					}
+				}
 				if r.st != FitFound {
-					fit = false
+					fit, failed = false, k
+					break
+				}
+				if r.t > t {
+					if _, err := fail(nil); err != nil {
+						return res, err
+					}
+					t, jumped = r.t, true
 					break
 				}
 				nodes = r.nodes
@@ -137,26 +171,43 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 			res.unbooked = append(res.unbooked, k)
 			pendNodes += len(nodes)
 		}
+		if jumped {
+			continue
+		}
 		if fit {
 			res.t = t
 			return res, nil
 		}
-		// The components in turn do not fit at t: none fits with the
-		// others there (coExact), or the next start to try is where
-		// each fits alone after the next change of the profile.
+		// The components in turn do not fit at t: search their node
+		// choices there (coExact) where they are few, else try again at
+		// t with the one that did not fit first; when nothing fits at t,
+		// the next start to try is where each fits alone after the next
+		// change of the profile.
 		if _, err := fail(nil); err != nil {
 			return res, err
 		}
-		ok, n, err := p.coExact(ids, qs, t, &res)
-		res.searches += n
-		if err != nil {
-			return fail(err)
+		if small {
+			ok, n, err := p.coExact(ids, qs, t, &res)
+			res.searches += n
+			if err != nil {
+				return fail(err)
+			}
+			if ok {
+				res.t = t
+				return res, nil
+			}
+		} else if reorders < len(qs)-1 && order[0] != failed {
+			reorders++
+			x := slices.Index(order, failed)
+			copy(order[1:x+1], order[:x])
+			order[0] = failed
+			continue
 		}
-		if ok {
-			res.t = t
-			return res, nil
-		}
+		reorders = 0
+		steps++
 		var st FitStatus
+		var n int
+		var err error
 		t, lead, st, n, err = p.coNext(qs, t, latest, own)
 		res.searches += n
 		if err != nil || st != FitFound {

@@ -19,9 +19,23 @@ import (
 // does not fit at t does not fit before that change either: the common
 // start found is the earliest (within the bound on coExact's work).
 
+// maxExactScan bounds the allowed nodes (summed over the components) of a
+// job whose node choices coExact searches; a larger one is tried again
+// at the same start with the component that did not fit first (the most
+// constrained first), up to one order per component.
+const maxExactScan = 512
+
+// maxExactSteps bounds the starts a co-start search leaves because no
+// choice fits there and moves on from to the next change (coNext); past
+// it, as before, the search moves on to where the component that did not
+// fit finds a start with the ones before it booked (a bound on the work
+// of a job that waits long for its components to fit together; that
+// start may be later than the earliest).
+const maxExactSteps = 16
+
 // maxCoTries bounds the node sets coExact books at one start; past it the
 // start counts as one no choice fits (the search moves on).
-const maxCoTries = 1024
+const maxCoTries = 64
 
 // coExact looks for nodes on which every component fits at common start
 // t, nothing being booked: a depth-first search over the components,
