@@ -142,10 +142,11 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 					res.st = r.st
 					return fail(nil)
 				}
-				if r.st != FitFound && steps >= exactSteps {
-					// Past the exact steps, as a bound on the work: the
-					// start this component's search finds with the ones
-					// before it booked at t.
+				if r.st != FitFound && steps >= exactSteps && (small || reorders >= len(qs)-1 || order[0] == k) {
+					// Past the exact steps (and, for a large job, the
+					// orders), as a bound on the work: the start this
+					// component's search finds with the ones before it
+					// booked at t.
 					q.t0, q.latest, q.cands, q.upTo = t, latest, nil, 0
 					r, err = p.search(q)
 					res.searches++
@@ -172,6 +173,7 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 			pendNodes += len(nodes)
 		}
 		if jumped {
+			reorders = 0
 			continue
 		}
 		if fit {

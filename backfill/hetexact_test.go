@@ -56,6 +56,28 @@ func TestCoStartCompetingForTheOnlyGPUNode(t *testing.T) {
 	checkNoOverAllocation(t, prof)
 }
 
+// The same on 600 nodes, 599 of them busy until +10 min and only the last
+// with GPUs: too many nodes for coExact, the search tries the start again
+// with the GPU component first.
+func TestCoStartCompetingForTheOnlyGPUNodeLarge(t *testing.T) {
+	nodes := cluster(600, vec(8, 1000, 0))
+	nodes[599].Capacity = vec(8, 1000, 4)
+	busy := Running{ID: 100, End: t0.Add(mins(10))}
+	for i := range 599 {
+		busy.Allocs = append(busy.Allocs, Alloc{Node: i, Use: vec(8, 0, 0)})
+	}
+	prof, err := NewProfile(t0, nodes, []Running{busy}, ProfileOptions{})
+	require.NoError(t, err)
+	a := Request{Nodes: 1, PerNode: vec(1, 0, 0), Duration: mins(30)}
+	b := Request{Nodes: 1, PerNode: vec(8, 0, 4), Duration: mins(30)}
+	fits, err := prof.EarliestCoFit([]JobID{1, 2}, []Request{a, b})
+	require.NoError(t, err)
+	require.Equal(t, FitFound, fits[0].Status)
+	assert.Equal(t, t0.Add(mins(10)), fits[0].Start)
+	assert.Equal(t, []int{599}, fits[1].Nodes)
+	assert.NotEqual(t, []int{599}, fits[0].Nodes)
+}
+
 // EarliestCoFit against a brute force on random small clusters of two
 // node kinds (some with GPUs) with running jobs only: the earliest common
 // start is the first of the origin and the running jobs' ends at which
