@@ -8,28 +8,29 @@ import (
 
 // Heterogeneous jobs (Slurm's sbatch with ':'-separated components): the
 // components of one job must start at the same instant, each on its own
-// nodes with its own request. The co-start search finds the earliest
-// common start by iterating to a fixed point:
+// nodes with its own request. The co-start search tries candidate
+// common starts t in increasing order:
 //
-//  1. t is the latest Earliest of the components.
-//  2. Each component in turn is searched from t on a profile that holds
-//     the components before it booked at t. If one cannot start at t but
-//     can at a later t', every tentative booking is released and the
-//     search starts again from t'.
-//  3. When every component fits at t, t is the common start.
+//  1. The first t is the latest of the components' own earliest starts.
+//  2. At t each component in turn takes the nodes its own search chooses
+//     at t, with the components before it booked there. When one does
+//     not fit, coExact searches the components' node choices at t (a
+//     1-CPU component on the only GPU node may have to move aside).
+//  3. When nothing fits at t, the next t is the first start at which
+//     every component fits alone after the profile's next change after
+//     t (hetexact.go: until a change nothing frees up).
 //
-// t only grows, and each value it takes is a start some component's
-// search returned (a change point of the profile or an Earliest), so the
-// iteration ends; a component that never fits, or fits only beyond
-// Latest, ends it at once with that status. A component is booked at t
-// before any search or overlapping fit that comes after it, so the
+// t only grows, through the profile's change points, so the search ends
+// (maxCoRounds bounds it); a component that never fits, or fits only
+// beyond Latest, ends it at once with that status. A component is booked
+// at t before any search or overlapping fit that comes after it, so the
 // components never count the same free resources twice; those whose own
 // nodes fit and meet no other's are booked only when the job keeps its
 // start (the planner's starts and reservations), so that a search ending
 // in an estimate leaves the profile untouched.
 
-// maxCoRounds bounds the restarts of one co-start search (each moves the
-// common start later); past it the search answers FitBeyondLatest.
+// maxCoRounds bounds the candidate starts of one co-start search (each
+// later than the one before); past it the search answers FitBeyondLatest.
 const maxCoRounds = 4096
 
 // maxOverlapTest bounds the node pairs compared when testing whether a
@@ -92,12 +93,27 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 		res.booked = res.booked[:0]
 		return res, err
 	}
+	// small: few enough nodes to search the components' choices at a
+	// start (coExact); steps: the starts left without a fit, reorders:
+	// the orders tried at this one.
+	small, steps, reorders := true, 0, 0
+	if len(qs) > 1 {
+		total := 0
+		for _, q := range qs {
+			total += q.allowed.Count()
+		}
+		small = total <= maxExactScan
+	}
+	exactSteps := 0
+	if small {
+		exactSteps = maxExactSteps
+	}
 	for round := 0; ; round++ {
 		if round >= maxCoRounds || t > latest {
 			res.st = FitBeyondLatest
 			return fail(nil)
 		}
-		moved := false
+		fit, jumped, failed := true, false, 0
 		for _, k := range order {
 			q := qs[k]
 			end := p.endAt(t, q.d)
@@ -116,23 +132,38 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 					return fail(err)
 				}
 				searched[k] = true
-				q.t0, q.latest, q.cands, q.upTo = t, latest, nil, 0
+				q.t0, q.latest, q.cands, q.upTo = t, t, nil, 0
 				r, err := p.search(q)
 				res.searches++
 				if err != nil {
 					return fail(err)
 				}
-				if r.st != FitFound {
-					// Each component fits alone (soloStarts): beyond the
-					// latest start, not never.
+				if r.st == FitNever {
 					res.st = r.st
 					return fail(nil)
+				}
+				if r.st != FitFound && steps >= exactSteps && (small || reorders >= len(qs)-1 || order[0] == k) {
+					// Past the exact steps (and, for a large job, the
+					// orders), as a bound on the work: the start this
+					// component's search finds with the ones before it
+					// booked at t.
+					q.t0, q.latest, q.cands, q.upTo = t, latest, nil, 0
+					r, err = p.search(q)
+					res.searches++
+					if err != nil || r.st != FitFound {
+						res.st = r.st
+						return fail(err)
+					}
+				}
+				if r.st != FitFound {
+					fit, failed = false, k
+					break
 				}
 				if r.t > t {
 					if _, err := fail(nil); err != nil {
 						return res, err
 					}
-					t, moved = r.t, true
+					t, jumped = r.t, true
 					break
 				}
 				nodes = r.nodes
@@ -141,9 +172,57 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 			res.unbooked = append(res.unbooked, k)
 			pendNodes += len(nodes)
 		}
-		if !moved {
+		if jumped {
+			reorders = 0
+			continue
+		}
+		if fit {
 			res.t = t
 			return res, nil
+		}
+		// The components in turn do not fit at t: search their node
+		// choices there (coExact) where they are few, else try again at
+		// t with the one that did not fit first; when nothing fits at t,
+		// the next start to try is where each fits alone after the next
+		// change of the profile.
+		if _, err := fail(nil); err != nil {
+			return res, err
+		}
+		if small {
+			ok, n, err := p.coExact(ids, qs, t, &res)
+			res.searches += n
+			if err != nil {
+				return fail(err)
+			}
+			if ok {
+				res.t = t
+				return res, nil
+			}
+		} else if reorders < len(qs)-1 && order[0] != failed {
+			reorders++
+			x := slices.Index(order, failed)
+			copy(order[1:x+1], order[:x])
+			order[0] = failed
+			continue
+		}
+		reorders = 0
+		steps++
+		var st FitStatus
+		var n int
+		var err error
+		t, lead, st, n, err = p.coNext(qs, t, latest, own)
+		res.searches += n
+		if err != nil || st != FitFound {
+			res.st = st
+			return fail(err)
+		}
+		clear(searched)
+		order = order[:0]
+		order = append(order, lead)
+		for k := range qs {
+			if k != lead {
+				order = append(order, k)
+			}
 		}
 	}
 }
@@ -321,6 +400,7 @@ func (p *Profile) EarliestCoFitUses(ids []JobID, reqs []Request, uses [][]Use) (
 		fits[k].End = p.timeOf(p.endAt(res.t, qs[k].d))
 		fits[k].Nodes = res.nodes[k]
 		fits[k].Spread = p.shares(qs[k])
+		fits[k].Tasks = p.taskCounts(qs[k], len(res.nodes[k]))
 	}
 	if res.st == FitFound {
 		if err := p.release(&res); err != nil {
@@ -369,7 +449,6 @@ func (pl *Planner) validateHet(p *Profile, x int, j *Job, ids map[JobID]struct{}
 // the common start and its Components one entry per component.
 func (r *run) planHet(j *Job, e *Entry) error {
 	p := r.p
-	cfg := &r.pl.cfg
 	r.plan.Stats.Tested++
 	// A kept reservation of the leader is searched through by releasing
 	// it: the components are booked afresh together.
@@ -391,14 +470,10 @@ func (r *run) planHet(j *Job, e *Entry) error {
 			uses[k] = c.Uses
 		}
 		e.Components[k].ID = c.ID
-		chooser := cfg.Chooser
-		if c.Chooser != nil {
-			chooser = c.Chooser
-		}
-		q, err := p.makeQuery(&Request{
-			Nodes: c.Nodes, PerNode: c.PerNode, Spread: c.Spread, Exclusive: c.Exclusive, Allowed: c.Allowed,
-			Duration: c.TimeLimit, Earliest: laterOf(j.Earliest, c.Earliest), Chooser: chooser, PreferBusy: cfg.BusyNodes,
-		})
+		// The request a plain job of the component's shape would search
+		// (its task spread included: -n without -N).
+		req := r.pl.JobRequest(c, c.TimeLimit, laterOf(j.Earliest, c.Earliest))
+		q, err := p.makeQuery(&req)
 		if err != nil {
 			return fmt.Errorf("component %d: %w", k, err)
 		}
@@ -472,6 +547,7 @@ func (r *run) planHet(j *Job, e *Entry) error {
 		ce.End = start.Add(ce.TimeLimit)
 		ce.Nodes = res.nodes[k] // its own array: kept by plans that extend this one
 		ce.Spread = p.shares(qs[k])
+		ce.Tasks = p.taskCounts(qs[k], len(ce.Nodes))
 		e.End = laterOf(e.End, ce.End)
 	}
 	e.TimeLimit = e.End.Sub(start)

@@ -809,7 +809,6 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		return r.planHet(j, e)
 	}
 	p := r.p
-	cfg := &r.pl.cfg
 	r.plan.Stats.Tested++
 	noResv := r.reserveReason(j)
 
@@ -817,15 +816,8 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	if j.TimeMin > 0 && j.TimeMin < j.TimeLimit {
 		planned = j.TimeMin
 	}
-	chooser := cfg.Chooser
-	if j.Chooser != nil {
-		chooser = j.Chooser
-	}
-	q, err := p.fillQuery(&r.q, &Request{
-		Nodes: j.Nodes, PerNode: j.PerNode, Spread: j.Spread, Exclusive: j.Exclusive, Allowed: j.Allowed,
-		Duration: planned, Earliest: j.Earliest, Chooser: chooser, PreferBusy: cfg.BusyNodes,
-		Tasks: j.Tasks, PerTask: j.PerTask, MaxTasksPerNode: j.MaxTasksPerNode, PlaneSize: j.PlaneSize,
-	})
+	req := r.pl.JobRequest(j, planned, j.Earliest)
+	q, err := p.fillQuery(&r.q, &req)
 	if err != nil {
 		return err
 	}

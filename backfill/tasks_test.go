@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/topology"
 )
 
 // bookTasks fits req on a fresh profile of nodes, checks it starts at
@@ -161,4 +163,49 @@ func TestTasksRequestDealsPlanes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = p.EarliestFit(req)
 	require.ErrorIs(t, err, ErrInvalidRequest)
+}
+
+// A heterogeneous job's component with a task spread (sbatch -p cpu -n
+// 12 on 8-CPU nodes : -p gpu a whole GPU node) is planned with its tasks,
+// as a plain job is: node 0 runs 6 of its 8 CPUs until 10 min, so the
+// -n 12 component, whose two nodes need 6+6 or 8+4, and with it the job,
+// starts then, not now (where one task per node would fit); the entry
+// gives the component's task counts, and EarliestCoFit answers the same
+// for the planner's requests (JobRequest).
+func TestPlanHetComponentWithTasks(t *testing.T) {
+	end := t0.Add(10 * time.Minute)
+	run := []Running{{ID: 100, End: end, Allocs: []Alloc{{Node: 0, Use: vec(6, 0, 0)}}}}
+	pl, err := NewPlanner(Config{Mode: Conservative, Window: 24 * time.Hour})
+	require.NoError(t, err)
+	p, err := pl.NewProfile(t0, gpuNodes(0, 0, 4), run)
+	require.NoError(t, err)
+	comps := []Job{
+		{ID: 1, Nodes: 2, PerNode: vec(1, 0, 0), Tasks: 12, PerTask: vec(1, 0, 0), TimeLimit: mins(30), Allowed: topology.NodeSetOf(3, 0, 1)},
+		{ID: 2, Nodes: 1, PerNode: vec(1, 0, 4), TimeLimit: mins(30), Allowed: topology.NodeSetOf(3, 2)},
+	}
+
+	fits, err := p.EarliestCoFit([]JobID{1, 2}, []Request{pl.JobRequest(&comps[0], mins(30), t0), pl.JobRequest(&comps[1], mins(30), t0)})
+	require.NoError(t, err)
+	require.Equal(t, FitFound, fits[0].Status)
+	require.Equal(t, end, fits[0].Start)
+	require.Equal(t, []int{0, 1}, fits[0].Nodes)
+	require.Equal(t, []int{6, 6}, fits[0].Tasks)
+	require.Nil(t, fits[1].Tasks, "no task spread")
+
+	plan, err := pl.Plan(p, []Job{
+		{ID: 1, Components: comps},
+		{ID: 3, Nodes: 1, PerNode: vec(2, 0, 0), TimeLimit: mins(5)},
+	})
+	require.NoError(t, err)
+	e := entryByID(plan, 1)
+	require.Equal(t, StatusReserved, e.Status)
+	require.Equal(t, end, e.Start)
+	require.Len(t, e.Components, 2)
+	require.Equal(t, []int{0, 1}, e.Components[0].Nodes)
+	require.Equal(t, []int{6, 6}, e.Components[0].Tasks)
+	require.Equal(t, []int{2}, e.Components[1].Nodes)
+	require.Nil(t, e.Components[1].Tasks)
+	// The short job backfills into the CPUs the reservation leaves.
+	require.Equal(t, StatusStart, entryByID(plan, 3).Status)
+	checkNoOverAllocation(t, p)
 }

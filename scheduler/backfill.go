@@ -325,23 +325,10 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 			s.setReason(j, r)
 			continue
 		}
-		quality := 1.0
-		if s.graph != nil {
-			quality = s.graph.Quality(topology.NodeSetOf(len(s.nodes), e.Nodes...), j.Spec.NVLinkDomain).Score
-		}
 		// The profile counts TRES, not where devices sit: a node the plan
 		// chose may still refuse the job's per-socket or binding choice
 		// (allocate then changes nothing and the job keeps waiting).
-		s.touch(j)
-		limit := j.TimeLimit
-		j.TimeLimit = e.TimeLimit
-		// A GRESPerJob spread takes the shares the plan booked.
-		j.planShares = e.Spread
-		j.planTasks = e.Tasks // a task spread too
-		err := s.allocate(now, j, e.Nodes, quality, time.Time{})
-		j.planShares, j.planTasks = nil, nil
-		if err != nil {
-			j.TimeLimit = limit
+		if err := s.allocatePlanned(now, j, e); err != nil {
 			continue
 		}
 		s.mutPending().Delete(j)
@@ -401,6 +388,29 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	clear(s.pendJobs[len(pend):])
 	s.pendJobs = pend
 	return nil
+}
+
+// allocatePlanned allocates pending job j as the plan's entry e (j's
+// own, or its component's of a heterogeneous job) places it: on e's
+// nodes, for e's time limit, with the shares of a GRESPerJob spread
+// (e.Spread) and the task counts of a task spread (e.Tasks) the plan
+// booked, so that the start is the one the plan made room for. On
+// failure j keeps its time limit and allocate changed nothing.
+func (s *Scheduler) allocatePlanned(now time.Time, j *job, e *backfill.Entry) error {
+	quality := 1.0
+	if s.graph != nil {
+		quality = s.graph.Quality(topology.NodeSetOf(len(s.nodes), e.Nodes...), j.Spec.NVLinkDomain).Score
+	}
+	s.touch(j)
+	limit := j.TimeLimit
+	j.TimeLimit = e.TimeLimit
+	j.planShares, j.planTasks = e.Spread, e.Tasks
+	err := s.allocate(now, j, e.Nodes, quality, time.Time{})
+	j.planShares, j.planTasks = nil, nil
+	if err != nil {
+		j.TimeLimit = limit
+	}
+	return err
 }
 
 // clearEstimate forgets the job's expected start and planned nodes.

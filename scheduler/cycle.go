@@ -512,8 +512,14 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 		return policy.ReasonLicenses
 	}
 	if j.HetJobID != 0 {
-		// Started by the backfill pass, all components at once; it
-		// holds no one back here (see hetjob.go).
+		// Started by the backfill pass, all components at once (see
+		// hetjob.go); here each component holds back what it may start
+		// on, as a job that waits for resources does, so that the jobs
+		// behind it are left to the backfill pass, which keeps the
+		// heterogeneous job's reservation.
+		if !magnetic {
+			s.holdBack(j, blocked)
+		}
 		return policy.ReasonResources
 	}
 	allowed := s.allowedNodes(j.shape) // and j.shape.usable, its size
@@ -572,6 +578,18 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 		s.wakeForMainPass(now, j, cyc)   // power saving: its nodes may be resumable
 		s.rebootForMainPass(now, j, cyc) // changeable features: or rebootable (reboot.go)
 	}
+	s.holdBack(j, blocked)
+	return reason
+}
+
+// holdBack holds back what job j, which the main pass leaves waiting for
+// resources, may start on: its partition's nodes (the later jobs of the
+// partition wait on Priority, and no job of another partition starts on
+// them in this pass) or, for a job in a reservation, the reservation's
+// nodes. The jobs held back are left to the backfill pass, which starts
+// them only where the plan's reservations leave room.
+func (s *Scheduler) holdBack(j *job, blocked *passBlocks) {
+	p := &s.parts[j.part]
 	if j.Spec.Reservation != "" {
 		// A job in a reservation holds back the reservation's nodes (the
 		// later jobs in it wait on Priority) and, in a FLEX reservation,
@@ -583,7 +601,7 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 		blocked.resv[j.Spec.Reservation] = true
 		r, ok := s.pol.resv.Get(j.Spec.Reservation)
 		if !ok {
-			return reason
+			return
 		}
 		s.avail.Subtract(r.Nodes)
 		if r.Flags.Has(policy.ResvFlex) {
@@ -594,12 +612,11 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 			s.avail.Subtract(outside)
 			blocked.parts[j.part] = true
 		}
-		return reason
+		return
 	}
 	blocked.parts[j.part] = true
 	s.avail.Subtract(p.nodes)
 	s.holdWake(p.nodes)
-	return reason
 }
 
 // candidates fills s.cand with the nodes the job may start on in this

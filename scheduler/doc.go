@@ -48,6 +48,16 @@
 // pass's): such a job is then only tested for a start now, which decides
 // the same, and Job.EstimatedAt says how old its estimate is.
 //
+// Heterogeneous jobs are started by the backfill pass only, as in Slurm.
+// This differs from Slurm in one deliberate way: Slurm's main scheduler
+// ignores them, so a lower-priority job may start there on the nodes a
+// heterogeneous job's backfill reservation holds and push it back; in
+// Sluice each component the main pass leaves waiting stops its partition
+// (or reservation) as any job waiting for resources does, so the jobs
+// behind it are left to the backfill pass, which starts them only where
+// they do not delay the heterogeneous job (its expected start under
+// conservative backfill is then a promise, Estimate.Bound).
+//
 // Nodes change at run time, each change an event validated as New
 // validates a node: AddNode, RemoveNode (refused while jobs run or a
 // reservation holds the node; the slot stays as a tombstone, so indices

@@ -9,7 +9,6 @@ import (
 
 	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/policy"
-	"github.com/sluicehq/sluice/topology"
 )
 
 // Heterogeneous jobs, as Slurm's (sbatch with ':'-separated components):
@@ -29,8 +28,11 @@ import (
 //     scheduler only (the main pass starts jobs one at a time and cannot
 //     start all the components at once): the main pass checks each
 //     component's own constraints (hold, begin time, dependency,
-//     partition state and limits) and leaves it pending, without
-//     holding back the jobs behind it. The backfill pass plans the job
+//     partition state and limits) and leaves it pending, holding back
+//     its partition (or reservation) as a job waiting for resources
+//     does, so that the jobs behind it are the backfill pass's, which
+//     keeps the job's reservation (Slurm's main scheduler holds nothing
+//     back for them; see the package doc). The backfill pass plans the job
 //     as one: its turn is that of its first component in queue order
 //     (as Slurm's bf_hetjob_prio=max), and the planner's co-start search
 //     (backfill.EarliestCoFit) finds the earliest time at which every
@@ -435,16 +437,9 @@ func (s *Scheduler) startHet(now time.Time, e *backfill.Entry, cyc *Cycle) {
 			fail(r)
 			return
 		}
-		quality := 1.0
-		if s.graph != nil {
-			quality = s.graph.Quality(topology.NodeSetOf(len(s.nodes), ce.Nodes...), c.Spec.NVLinkDomain).Score
-		}
-		s.touch(c)
-		c.TimeLimit = ce.TimeLimit
-		c.planShares = ce.Spread
-		err := s.allocate(now, c, ce.Nodes, quality, time.Time{})
-		c.planShares = nil
-		if err != nil {
+		// As a plain job's start: the plan's nodes, shares and task
+		// counts.
+		if err := s.allocatePlanned(now, c, ce); err != nil {
 			fail(policy.ReasonResources)
 			return
 		}

@@ -94,10 +94,12 @@ func (s *Scheduler) explainHet(now time.Time, j *job) *HetExplanation {
 			}
 			hc.PlannedNodes = s.snapshot(c).PlannedNodes
 			if prof != nil && !prof.Now().After(now) {
+				// The search the plan made for the component (planHet
+				// plans each with its full TimeLimit).
 				bj := s.bfJob(now, c, s.allowedNodes(c.shape), c.shape)
-				fit, err := prof.EarliestFit(backfill.Request{Nodes: bj.Nodes, PerNode: bj.PerNode, Spread: bj.Spread,
-					Exclusive: bj.Exclusive, Allowed: bj.Allowed, Duration: bj.TimeLimit, Earliest: maxTime(bj.Earliest, now),
-					Latest: window, Chooser: bj.Chooser, Tasks: bj.Tasks, PerTask: bj.PerTask, MaxTasksPerNode: bj.MaxTasksPerNode})
+				req := s.bf.planner.JobRequest(&bj, bj.TimeLimit, maxTime(bj.Earliest, now))
+				req.Latest = window
+				fit, err := prof.EarliestFit(req)
 				if err == nil && fit.Status == backfill.FitFound {
 					hc.Alone = fit.Start
 				}
