@@ -130,6 +130,15 @@ func (s *Scheduler) fillProfileNode(b *bfState, i int) {
 		copy(f, n.free)
 		f[gres.Node] = 0
 	}
+	if n.sharesDevices() {
+		// Whole-free devices and the most shares one device has
+		// (backfill_shares.go).
+		var nf gres.Vector
+		if n.admin != adminDown {
+			nf = f
+		}
+		s.shareProfileNode(i, b.nodes[i].Capacity, nf)
+	}
 	b.nodes[i].Free = f
 }
 
@@ -170,7 +179,8 @@ func (s *Scheduler) profileRunning() []backfill.Running {
 // counts it: its allocation without the node TRES and without devices
 // that failed under it (they never come back free).
 func (s *Scheduler) profileUse(j *job) []backfill.Alloc {
-	if j.bfUse != nil && j.bfUseHealthGen == s.healthGen {
+	shared := s.sharedUse(j)
+	if j.bfUse != nil && j.bfUseHealthGen == s.healthGen && (!shared || j.bfUseShareGen == s.shareGen) {
 		return j.bfUse
 	}
 	use := make([]backfill.Alloc, len(j.Alloc.Nodes))
@@ -186,9 +196,9 @@ func (s *Scheduler) profileUse(j *job) []backfill.Alloc {
 		if bad := s.nodes[na.Node].unhealthy(na.Devices); len(bad) > 0 {
 			u, _ = u.Sub(s.nodes[na.Node].deviceVector(u, bad))
 		}
-		use[k] = backfill.Alloc{Node: na.Node, Use: u}
+		use[k] = s.profileAlloc(j, na.Node, u)
 	}
-	j.bfUse, j.bfUseHealthGen = use, s.healthGen
+	j.bfUse, j.bfUseHealthGen, j.bfUseShareGen = use, s.healthGen, s.shareGen
 	return use
 }
 
@@ -600,16 +610,20 @@ func (s *Scheduler) profileRunningJob(j *job) backfill.Running {
 }
 
 // noteStarted and noteEnded record job changes for the kept profile.
+// A job holding devices on nodes that share them changes the profile's
+// view of the other jobs there too (noteShared).
 func (s *Scheduler) noteStarted(j *job) {
 	if s.bf != nil {
 		s.bf.started = append(s.bf.started, j)
 	}
+	s.noteShared(j)
 }
 
 func (s *Scheduler) noteEnded(j *job) {
 	if s.bf != nil {
 		s.bf.ended = append(s.bf.ended, j.ID)
 	}
+	s.noteShared(j)
 }
 
 // noteCapacity marks the kept profile stale (node capacity changed).
@@ -625,6 +639,7 @@ func (s *Scheduler) readableProfile() *backfill.Profile {
 }
 
 func (s *Scheduler) noteCapacity() {
+	s.shareGen++ // what devices hold may have changed too (a suspension)
 	if s.bf != nil {
 		s.bf.dirty = true
 	}

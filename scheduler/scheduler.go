@@ -76,6 +76,12 @@ type Scheduler struct {
 	rekey []*job
 	// healthGen counts device health changes (invalidates cached profile use).
 	healthGen uint64
+	// shareGen counts changes to what the devices of nodes that share
+	// them hold (starts, ends, suspensions, rollbacks), which invalidate
+	// shareUse, the backfill profile's view of those nodes (see
+	// backfill_shares.go), and the cached profile use of the jobs there.
+	shareGen uint64
+	shareUse map[int]*nodeShareUse
 	// policyVersion caches PolicyVersion; reset when reservations change.
 	policyVersion string
 	// suspended lists the SUSPENDED jobs, in suspension order.
@@ -175,6 +181,7 @@ type job struct {
 	chooserKeys    [2]string   // the backfill chooser key, unrelaxed and relaxed
 	bfUse          []backfill.Alloc
 	bfUseHealthGen uint64
+	bfUseShareGen  uint64 // the share generation bfUse holds for, when it holds devices on nodes that share them
 	// bfMin and bfSpread are what the backfill pass plans with: the
 	// per-node minimum and the GRESPerJob beyond it as a backfill Spread
 	// (bfSpread nil without one, or where the spread is not exact; then

@@ -1,0 +1,158 @@
+package scheduler_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// sharedNodes is a partition of nodes whose GPUs (gpus each) are shared:
+// every GPU split into shards shards, or (shards 0) offering 100 MPS
+// shares, under a backfill planner in mode.
+func sharedNodes(t *testing.T, mode backfill.Mode, nodes, gpus, shards int) *scheduler.Scheduler {
+	t.Helper()
+	var ncs []scheduler.NodeConfig
+	for i := 0; i < nodes; i++ {
+		var inv gres.Inventory
+		for d := 0; d < gpus; d++ {
+			inv.Devices = append(inv.Devices, gres.Device{Index: d, Name: "gpu", NUMA: -1, Socket: -1})
+			sh := gres.DeviceShares{Device: d, Shards: shards}
+			if shards == 0 {
+				sh = gres.DeviceShares{Device: d, MPS: 100}
+			}
+			inv.Shares = append(inv.Shares, sh)
+		}
+		ncs = append(ncs, scheduler.NodeConfig{Name: string(rune('a' + i)), CPUs: 32, MemoryMiB: 1 << 16, Devices: inv})
+	}
+	cfg := scheduler.Config{Nodes: ncs, Partitions: []scheduler.PartitionConfig{{Name: "p", Default: true}},
+		Backfill: &backfill.Config{Mode: mode, Resolution: time.Second}}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	return s
+}
+
+func expected(t *testing.T, s *scheduler.Scheduler, id scheduler.JobID) time.Time {
+	t.Helper()
+	j, ok := s.Job(id)
+	require.True(t, ok)
+	return j.ExpectedStart
+}
+
+// TestBackfillSharesWholeGPUWaitsForEveryShard: one GPU split into four
+// shards, four one-shard jobs running until t1 < t2 < t3 < t4. As in
+// Slurm a GPU with shards in use is not allocated whole, so a whole-GPU
+// job can start only when the last shard job ends (t4), and a job asking
+// for two shards (from one GPU) when the second one ends (t2). The plan
+// promises both and the cycle keeps the promise.
+func TestBackfillSharesWholeGPUWaitsForEveryShard(t *testing.T) {
+	for _, mode := range []backfill.Mode{backfill.EASY, backfill.Conservative} {
+		t.Run(mode.String(), func(t *testing.T) {
+			s := sharedNodes(t, mode, 1, 1, 4)
+			ends := []time.Duration{time.Hour, 2 * time.Hour, 3 * time.Hour, 4 * time.Hour}
+			for _, d := range ends {
+				mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: req(t, "shard:1"), CPUsPerTask: 1, TimeLimit: d})
+			}
+			cyc := mustSchedule(t, s, t0)
+			require.Len(t, cyc.Starts, 4)
+
+			whole := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(1), CPUsPerTask: 1, TimeLimit: time.Hour})
+			two := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: req(t, "shard:2"), CPUsPerTask: 1, TimeLimit: 30 * time.Minute})
+			cyc = mustSchedule(t, s, t0)
+			assert.Empty(t, cyc.Starts, "no whole GPU and no two free shards now")
+			assert.Equal(t, policy.ReasonResources, reasonOf(cyc, whole))
+			assert.Equal(t, t0.Add(4*time.Hour), expected(t, s, whole), "the GPU is whole again when the last shard job ends")
+			// Two shards are free at t2, and the job ends before t4.
+			assert.Equal(t, t0.Add(2*time.Hour), expected(t, s, two), "two shards are free when the second shard job ends")
+
+			// The promise holds: at t4 the whole-GPU job starts.
+			cyc = mustSchedule(t, s, t0.Add(4*time.Hour))
+			started := map[scheduler.JobID]bool{}
+			for _, st := range cyc.Starts {
+				started[st.Job] = true
+			}
+			assert.True(t, started[whole])
+		})
+	}
+}
+
+// TestBackfillSharesFromOneDevice: shards of a job come from one GPU
+// (Slurm without MULTIPLE_SHARING_GRES_PJ), so a two-shard job waits for
+// two shards to free on the same GPU, not for two anywhere on the node.
+func TestBackfillSharesFromOneDevice(t *testing.T) {
+	s := sharedNodes(t, backfill.EASY, 1, 2, 4)
+	// GPU 0: 3 shards until 1 h, GPU 1: 3 shards until 2 h, so one
+	// shard is free on each GPU now: two on the node, but not on one GPU.
+	mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: req(t, "shard:3"), CPUsPerTask: 1, TimeLimit: time.Hour})
+	mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: req(t, "shard:3"), CPUsPerTask: 1, TimeLimit: 2 * time.Hour})
+	cyc := mustSchedule(t, s, t0)
+	require.Len(t, cyc.Starts, 2)
+	j1, _ := s.Job(cyc.Starts[0].Job)
+	j2, _ := s.Job(cyc.Starts[1].Job)
+	require.NotEqual(t, j1.Alloc.Nodes[0].Shares[0].Device, j2.Alloc.Nodes[0].Shares[0].Device)
+
+	two := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: req(t, "shard:2"), CPUsPerTask: 1, TimeLimit: time.Hour})
+	cyc = mustSchedule(t, s, t0)
+	assert.Empty(t, cyc.Starts)
+	assert.Equal(t, t0.Add(time.Hour), expected(t, s, two), "GPU 0 has four shards free at 1 h")
+	// Explain names the shards: none of the node's GPUs has two free.
+	ex, err := s.Explain(t0, two, scheduler.ExplainOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, deficitsOf(ex), scheduler.Deficit{TRES: "gres/shard", PerNode: 2, Nodes: 0})
+	require.NotNil(t, ex.Estimate)
+	assert.Equal(t, t0.Add(time.Hour), ex.Estimate.Start)
+
+	// A one-shard job fits now, beside the others.
+	one := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: req(t, "shard:1"), CPUsPerTask: 1, TimeLimit: 3 * time.Hour})
+	cyc = mustSchedule(t, s, t0)
+	require.Len(t, cyc.Starts, 1)
+	assert.Equal(t, one, cyc.Starts[0].Job)
+}
+
+// TestBackfillSharesWholeGPUTakesNoShares: a GPU allocated whole gives no
+// shards until its job ends, though gres/shard counts its shards.
+func TestBackfillSharesWholeGPUTakesNoShares(t *testing.T) {
+	s := sharedNodes(t, backfill.EASY, 1, 1, 4)
+	mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(1), CPUsPerTask: 1, TimeLimit: 2 * time.Hour})
+	cyc := mustSchedule(t, s, t0)
+	require.Len(t, cyc.Starts, 1)
+	sh := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: req(t, "shard:1"), CPUsPerTask: 1, TimeLimit: time.Hour})
+	cyc = mustSchedule(t, s, t0)
+	assert.Empty(t, cyc.Starts)
+	assert.Equal(t, t0.Add(2*time.Hour), expected(t, s, sh))
+}
+
+// TestBackfillSharesMPSPerDevice: gres/mps counts 100 per GPU and an
+// mps request per node is met by one GPU: mps:60 waits while every GPU
+// has less than 60 free, though the node has more than 60 in all.
+func TestBackfillSharesMPSPerDevice(t *testing.T) {
+	s := sharedNodes(t, backfill.EASY, 1, 2, 0)
+	// GPU 0: mps:50 until 3 h and mps:40 until 1 h; GPU 1: mps:50 until
+	// 3 h and mps:40 until 2 h (shares pack onto a GPU already shared).
+	var ids []scheduler.JobID
+	for _, r := range []struct {
+		mps string
+		d   time.Duration
+	}{{"mps:50", 3 * time.Hour}, {"mps:40", time.Hour}, {"mps:50", 3 * time.Hour}, {"mps:40", 2 * time.Hour}} {
+		ids = append(ids, mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: req(t, r.mps), CPUsPerTask: 1, TimeLimit: r.d}))
+	}
+	cyc := mustSchedule(t, s, t0)
+	require.Len(t, cyc.Starts, 4)
+	for k, id := range ids {
+		j, _ := s.Job(id)
+		require.Equal(t, k/2, j.Alloc.Nodes[0].Shares[0].Device, "job %d", k)
+	}
+	m := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: req(t, "mps:60"), CPUsPerTask: 1, TimeLimit: time.Hour})
+	cyc = mustSchedule(t, s, t0)
+	assert.Empty(t, cyc.Starts, "10 free on each GPU, 20 on the node")
+	assert.Equal(t, t0.Add(3*time.Hour), expected(t, s, m), "a GPU has 60 free only when its mps:50 job ends")
+	whole := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(1), CPUsPerTask: 1, TimeLimit: time.Hour})
+	mustSchedule(t, s, t0)
+	assert.Equal(t, t0.Add(3*time.Hour), expected(t, s, whole))
+}
