@@ -1078,6 +1078,7 @@ func (s *Scheduler) snapshot(j *job) Job {
 		out.PlannedNodes = nil
 	}
 	out.PerNode = j.perNode.Clone()
+	out.ReqNodes = j.nodes
 	out.Alloc = copyAlloc(j.Alloc)
 	out.tres = s.tresNames()
 	out.Alloc.tres = out.tres
