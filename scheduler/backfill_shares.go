@@ -59,6 +59,9 @@ type nodeShareUse struct {
 	free        []int64
 	use         map[JobID][]int64
 	capShares   [len(shareNames)]int64
+	// capClaim is the node's claim capacity (backfill_claims.go), when
+	// the profile has a claim dimension.
+	capClaim int64
 }
 
 // sharesDevices reports whether node n shares devices: the backfill
@@ -120,22 +123,66 @@ func (s *Scheduler) computeNodeShares(i int) *nodeShareUse {
 			}
 		}
 	}
+	// The claim (backfill_claims.go): whole-free devices, and the most
+	// free shares of one shared device where the node offers one sharing
+	// GRES.
+	claimDim, only := -1, -1
+	if s.claim1 > 0 {
+		add(gres.ID(s.claim1 - 1))
+		claimDim = pos[gres.ID(s.claim1-1)]
+		switch {
+		case shareDim[0] >= 0 && shareDim[1] < 0:
+			only = 0
+		case shareDim[1] >= 0 && shareDim[0] < 0:
+			only = 1
+		}
+		healthy := int64(0)
+		for _, d := range n.cfg.Devices.Devices {
+			if n.devs.IsHealthy(d.Index) {
+				healthy++
+			}
+		}
+		u.capClaim = healthy * claimUnit
+		if only >= 0 {
+			u.capClaim += u.capShares[only]
+		}
+	}
+	offered := func(dev int, k int) int64 {
+		for _, sh := range n.cfg.Devices.Shares {
+			if sh.Device == dev {
+				if shareNames[k] == gres.MPSName {
+					return int64(sh.MPS)
+				}
+				return int64(sh.Shards)
+			}
+		}
+		return 0
+	}
 	value := func(devs *gres.NodeDevices) []int64 {
 		v := make([]int64, len(u.dims))
+		var whole, part int64
 		for _, d := range n.cfg.Devices.Devices {
-			if !devs.IsHealthy(d.Index) || devs.InUse(d.Index) {
+			if !devs.IsHealthy(d.Index) {
 				continue
 			}
-			ids := n.devTRES[d.Index]
-			v[pos[ids[0]]]++
-			if ids[1] >= 0 {
-				v[pos[ids[1]]]++
+			if !devs.InUse(d.Index) {
+				whole++
+				ids := n.devTRES[d.Index]
+				v[pos[ids[0]]]++
+				if ids[1] >= 0 {
+					v[pos[ids[1]]]++
+				}
+			} else if only >= 0 && devs.IsShared(d.Index) {
+				part = max(part, offered(d.Index, only)-int64(devs.SharesInUse(d.Index, shareNames[only])))
 			}
 		}
 		for k, name := range shareNames {
 			if shareDim[k] >= 0 {
 				v[shareDim[k]] = int64(devs.MaxFreeShares(name))
 			}
+		}
+		if claimDim >= 0 {
+			v[claimDim] = whole*claimUnit + part
 		}
 		return v
 	}
@@ -190,6 +237,9 @@ func (s *Scheduler) shareProfileNode(i int, c, f gres.Vector) {
 			c[s.reg.MustLookup(deviceTRES(name, ""))] = u.capShares[k]
 		}
 	}
+	if s.claim1 > 0 {
+		c[s.claim1-1] = u.capClaim
+	}
 	if f == nil {
 		return
 	}
@@ -201,7 +251,7 @@ func (s *Scheduler) shareProfileNode(i int, c, f gres.Vector) {
 // shareProfileUse rewrites the device counts of job j's use v of node i,
 // which shares devices, as the profile plans them.
 func (s *Scheduler) shareProfileUse(j *job, i int, v gres.Vector) {
-	u := s.nodeShares(i)
+	u := s.nodeShares(i) // v holds the claim dimension (profileAlloc)
 	d := u.use[j.ID]
 	for k, id := range u.dims {
 		if d == nil {
@@ -266,6 +316,7 @@ func (s *Scheduler) sharedUse(j *job) bool {
 // on a node that shares devices, u with its device counts rewritten.
 func (s *Scheduler) profileAlloc(j *job, i int, u gres.Vector) backfill.Alloc {
 	if s.nodes[i].sharesDevices() {
+		u = s.withClaim(u)
 		s.shareProfileUse(j, i, u)
 	}
 	return backfill.Alloc{Node: i, Use: u}

@@ -156,3 +156,32 @@ func TestBackfillSharesMPSPerDevice(t *testing.T) {
 	mustSchedule(t, s, t0)
 	assert.Equal(t, t0.Add(3*time.Hour), expected(t, s, whole))
 }
+
+// TestBackfillSharesWholeAndSharesOfOneGPU: behind a blocked job, a
+// whole-GPU job and a shard job compete for a node's only GPU: the plan
+// must not start both (the cycle would refuse the second), and the one it
+// does not start waits until the first ends.
+func TestBackfillSharesWholeAndSharesOfOneGPU(t *testing.T) {
+	for _, first := range []string{"whole", "shard"} {
+		t.Run(first, func(t *testing.T) {
+			s := sharedNodes(t, backfill.EASY, 1, 1, 4)
+			mustSubmit(t, s, t0, scheduler.JobSpec{CPUsPerTask: 30, TimeLimit: time.Hour})
+			mustSchedule(t, s, t0)
+			head := mustSubmit(t, s, t0, scheduler.JobSpec{CPUsPerTask: 32, TimeLimit: time.Hour})
+			wholeSpec := scheduler.JobSpec{GRESPerNode: gpus(1), CPUsPerTask: 1, TimeLimit: 20 * time.Minute}
+			shardSpec := scheduler.JobSpec{GRESPerNode: req(t, "shard:1"), CPUsPerTask: 1, TimeLimit: 30 * time.Minute}
+			var a, b scheduler.JobID
+			if first == "whole" {
+				a, b = mustSubmit(t, s, t0, wholeSpec), mustSubmit(t, s, t0, shardSpec)
+			} else {
+				a, b = mustSubmit(t, s, t0, shardSpec), mustSubmit(t, s, t0, wholeSpec)
+			}
+			cyc := mustSchedule(t, s, t0)
+			assert.Equal(t, policy.ReasonResources, reasonOf(cyc, head))
+			require.Len(t, cyc.Starts, 1, "%+v", cyc.Starts)
+			assert.Equal(t, a, cyc.Starts[0].Job)
+			ja, _ := s.Job(a)
+			assert.Equal(t, ja.StartTime.Add(ja.TimeLimit), expected(t, s, b), "b waits for a's end")
+		})
+	}
+}

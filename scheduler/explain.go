@@ -693,6 +693,7 @@ func (s *Scheduler) planContext(now time.Time, j *job) (*planCtx, error) {
 	if s.bf != nil {
 		res = s.bf.planner.Config().Resolution
 	}
+	s.refreshClaim() // a cache: the claim dimension as the next cycle sees it
 	prof, err := backfill.NewProfile(now, s.profileNodes(), s.profileRunning(), backfill.ProfileOptions{Resolution: res})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: explain job %d: profile: %w", j.ID, err)
@@ -796,7 +797,7 @@ func (s *Scheduler) earliest(now time.Time, x *job, allowed topology.NodeSet, pa
 func (s *Scheduler) requestFor(now time.Time, x *job, allowed topology.NodeSet, d time.Duration, partStart []time.Time) backfill.Request {
 	tasks, perTask, maxPer := x.bfTasks()
 	return backfill.Request{
-		Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive || x.exclUser(), Allowed: s.userAllowed(x, allowed, nil),
+		Nodes: x.nodes, PerNode: s.claimedPerNode(x), Spread: x.bfSpread, Exclusive: x.Spec.Exclusive || x.exclUser(), Allowed: s.userAllowed(x, allowed, nil),
 		Duration: d, Earliest: s.earliest(now, x, allowed, partStart), Chooser: s.chooserFor(now, x),
 		Tasks: tasks, PerTask: perTask, MaxTasksPerNode: maxPer,
 	}

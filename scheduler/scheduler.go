@@ -82,6 +82,11 @@ type Scheduler struct {
 	// backfill_shares.go), and the cached profile use of the jobs there.
 	shareGen uint64
 	shareUse map[int]*nodeShareUse
+	// claim1 is one more than the backfill profile's device-claim
+	// dimension (0: none, no node shares devices); claimIDs the untyped
+	// device TRES a claim counts (see backfill_claims.go).
+	claim1   int
+	claimIDs []gres.ID
 	// policyVersion caches PolicyVersion; reset when reservations change.
 	policyVersion string
 	// suspended lists the SUSPENDED jobs, in suspension order.
@@ -187,6 +192,11 @@ type job struct {
 	// (bfSpread nil without one, or where the spread is not exact; then
 	// bfMin is bfPer). See bfSpreadExact.
 	bfMin, bfSpread gres.Vector
+	// bfClaimed is bfMin with the device claims the plan counts on nodes
+	// that share devices, for bfMin bfClaimOf and claim dimension
+	// bfClaim1-1 (see backfill_claims.go).
+	bfClaimed, bfClaimOf gres.Vector
+	bfClaim1             int
 	// suspendedBy is the preemptor a SUSPENDED job waits for; remaining
 	// its run time left; suspendedCPUs its CPU count per node.
 	suspendedBy   JobID
