@@ -185,3 +185,30 @@ func TestBackfillSharesWholeAndSharesOfOneGPU(t *testing.T) {
 		})
 	}
 }
+
+// TestBackfillSharesWholeAndSharesOfTwoGPUs: with two GPUs free, a
+// whole-GPU job and a shard job behind a blocked job both start (one GPU
+// each); a two-GPU job and a shard job do not, and the second waits.
+func TestBackfillSharesWholeAndSharesOfTwoGPUs(t *testing.T) {
+	for _, c := range []struct {
+		whole int64
+		both  bool
+	}{{1, true}, {2, false}} {
+		s := sharedNodes(t, backfill.EASY, 1, 2, 4)
+		mustSubmit(t, s, t0, scheduler.JobSpec{CPUsPerTask: 30, TimeLimit: time.Hour})
+		mustSchedule(t, s, t0)
+		mustSubmit(t, s, t0, scheduler.JobSpec{CPUsPerTask: 32, TimeLimit: time.Hour})
+		w := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(c.whole), CPUsPerTask: 1, TimeLimit: 20 * time.Minute})
+		sh := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: req(t, "shard:3"), CPUsPerTask: 1, TimeLimit: 30 * time.Minute})
+		cyc := mustSchedule(t, s, t0)
+		started := map[scheduler.JobID]bool{}
+		for _, st := range cyc.Starts {
+			started[st.Job] = true
+		}
+		assert.True(t, started[w], "gpu:%d", c.whole)
+		assert.Equal(t, c.both, started[sh], "gpu:%d", c.whole)
+		if !c.both {
+			assert.Equal(t, t0.Add(20*time.Minute), expected(t, s, sh))
+		}
+	}
+}

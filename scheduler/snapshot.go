@@ -87,8 +87,9 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 //   - derived: reg (rebuilt from the names), nodeByName, partByName,
 //     defPart, parts[].nodes, jobs (the map), pending and running (the
 //     queues, from the job states and keys), graph (from topo), usable
-//     (from admin states), shapes (cache), doneHead (0), healthGen and
-//     policyVersion (caches), pol.p (compiled from the config), pol.usage
+//     (from admin states), shapes (cache), doneHead (0), healthGen,
+//     shareGen, shareUse, claim1, claimIDs and policyVersion (caches),
+//     pol.p (compiled from the config), pol.usage
 //     (recounted from the jobs: AddJob for every unfinished job, StartJob
 //     with usageTotal/usageEnd for running and suspended ones),
 //     pol.singletons (recounted), pol.forbidden (scratch), prio.engine,
@@ -122,8 +123,9 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // preemptedFor, preempting, preemptAction, usageTotal, usageEnd.
 // job (derived): subject (Resolve of user, account, partition and the
 // resolved QOS, which gives the same plan), dep (parsed from
-// Spec.Dependency), preemptRank, shape, assoc, total, chooserKeys, bfUse
-// and bfUseHealthGen (caches), touched and viewed (journal epochs),
+// Spec.Dependency), preemptRank, shape, assoc, total, chooserKeys, bfUse,
+// bfUseHealthGen, bfUseShareGen, bfClaimed, bfClaimOf and bfClaim1
+// (caches), touched and viewed (journal epochs),
 // planShares (transient); Job.PerNode and Job.PlannedNodes are filled by
 // Job's copy.
 //
