@@ -37,15 +37,18 @@ import (
 // makes the kept profile re-add every job holding devices there (see
 // noteShared).
 //
-// Between the bookings of one plan the counts stay counts: a booking for
-// shard:k takes k from the largest free count and a whole-GPU booking g
-// of gres/gpu. That is conservative among share bookings (if each booking
-// fits the largest count left, they all fit the device that had it) and
-// among whole bookings, but the two kinds do not see each other: the plan
-// may book a whole GPU and shards on the node's last whole-free GPU for
-// the same time, and the cycle then starts the first and the other waits
-// (it is re-planned in the next cycle), as when a binding choice refuses
-// a node the counts accepted.
+// Between the bookings of one plan the counts stay counts, which makes
+// the plan conservative rather than exact there: a booking for shard:k
+// takes k from the largest one-device count (so share bookings that
+// overlap in time all fit the device that had it, however many other
+// devices are free), a whole-GPU booking takes g of gres/gpu, and the
+// device claim (backfill_claims.go) keeps the two kinds from both taking
+// a node's last whole-free GPU. The plan thus does not start what the
+// cycle would refuse (within the limits backfill_claims.go names); but a
+// booked share job, once running, may leave more room in its exact view
+// than its booking did, and a job ahead may then move earlier in the next
+// plan (explaintest's TestVerifiedAnswersShared counts how often a later
+// promise breaks under conservative backfill).
 
 // nodeShareUse is the profile's view of a node that shares devices, for
 // share generation gen and health generation health: the device TRES
