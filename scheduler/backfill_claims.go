@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"slices"
+
 	"github.com/sluicehq/sluice/gres"
 )
 
@@ -52,30 +54,22 @@ func (s *Scheduler) refreshClaim() {
 			break
 		}
 	}
-	if c1 != s.claim1 {
-		s.claim1 = c1
-		s.shareGen++
-	}
-	s.claimIDs = s.claimIDs[:0]
-	if c1 == 0 {
-		return
-	}
-	for i := range s.nodes {
-		for _, ids := range s.nodes[i].devTRES {
-			if !containsID(s.claimIDs, ids[0]) {
-				s.claimIDs = append(s.claimIDs, ids[0])
+	var ids []gres.ID
+	if c1 > 0 {
+		for i := range s.nodes {
+			for _, d := range s.nodes[i].devTRES {
+				if !slices.Contains(ids, d[0]) {
+					ids = append(ids, d[0])
+				}
 			}
 		}
+		slices.Sort(ids)
 	}
-}
-
-func containsID(ids []gres.ID, id gres.ID) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
+	if c1 != s.claim1 || !slices.Equal(ids, s.claimIDs) {
+		s.claim1, s.claimIDs = c1, ids
+		s.shareGen++
+		s.claimEpoch++ // the jobs' claimed requests are stale
 	}
-	return false
 }
 
 // claimedPerNode is job x's per-node request as the backfill plan counts
@@ -86,7 +80,7 @@ func (s *Scheduler) claimedPerNode(x *job) gres.Vector {
 	if c1 == 0 {
 		return x.bfMin
 	}
-	if x.bfClaim1 == c1 && sameVector(x.bfClaimOf, x.bfMin) {
+	if x.bfClaimEpoch == s.claimEpoch && sameVector(x.bfClaimOf, x.bfMin) {
 		return x.bfClaimed
 	}
 	var claim int64
@@ -104,7 +98,7 @@ func (s *Scheduler) claimedPerNode(x *job) gres.Vector {
 		copy(out, x.bfMin)
 		out[c1-1] = min(claim, gres.MaxCount)
 	}
-	x.bfClaimed, x.bfClaimOf, x.bfClaim1 = out, x.bfMin, c1
+	x.bfClaimed, x.bfClaimOf, x.bfClaimEpoch = out, x.bfMin, s.claimEpoch
 	return out
 }
 

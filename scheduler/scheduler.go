@@ -84,9 +84,11 @@ type Scheduler struct {
 	shareUse map[int]*nodeShareUse
 	// claim1 is one more than the backfill profile's device-claim
 	// dimension (0: none, no node shares devices); claimIDs the untyped
-	// device TRES a claim counts (see backfill_claims.go).
-	claim1   int
-	claimIDs []gres.ID
+	// device TRES a claim counts (see backfill_claims.go), increasing;
+	// claimEpoch counts their changes (invalidates job.bfClaimed).
+	claim1     int
+	claimIDs   []gres.ID
+	claimEpoch uint64
 	// policyVersion caches PolicyVersion; reset when reservations change.
 	policyVersion string
 	// suspended lists the SUSPENDED jobs, in suspension order.
@@ -193,10 +195,10 @@ type job struct {
 	// bfMin is bfPer). See bfSpreadExact.
 	bfMin, bfSpread gres.Vector
 	// bfClaimed is bfMin with the device claims the plan counts on nodes
-	// that share devices, for bfMin bfClaimOf and claim dimension
-	// bfClaim1-1 (see backfill_claims.go).
+	// that share devices, for bfMin bfClaimOf and claim epoch
+	// bfClaimEpoch (see backfill_claims.go).
 	bfClaimed, bfClaimOf gres.Vector
-	bfClaim1             int
+	bfClaimEpoch         uint64
 	// suspendedBy is the preemptor a SUSPENDED job waits for; remaining
 	// its run time left; suspendedCPUs its CPU count per node.
 	suspendedBy   JobID

@@ -88,9 +88,9 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 //     defPart, parts[].nodes, jobs (the map), pending and running (the
 //     queues, from the job states and keys), graph (from topo), usable
 //     (from admin states), shapes (cache), doneHead (0), healthGen,
-//     shareGen, shareUse, claim1, claimIDs and policyVersion (caches),
-//     pol.p (compiled from the config), pol.usage
-//     (recounted from the jobs: AddJob for every unfinished job, StartJob
+//     shareGen, shareUse, claim1, claimIDs, claimEpoch and policyVersion
+//     (caches), pol.p (compiled from the config), pol.usage (recounted
+//     from the jobs: AddJob for every unfinished job, StartJob
 //     with usageTotal/usageEnd for running and suspended ones),
 //     pol.singletons (recounted), pol.forbidden (scratch), prio.engine,
 //     prio.tree (built from assocs: priority.Tree's in-place update is bit
@@ -124,7 +124,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // job (derived): subject (Resolve of user, account, partition and the
 // resolved QOS, which gives the same plan), dep (parsed from
 // Spec.Dependency), preemptRank, shape, assoc, total, chooserKeys, bfUse,
-// bfUseHealthGen, bfUseShareGen, bfClaimed, bfClaimOf and bfClaim1
+// bfUseHealthGen, bfUseShareGen, bfClaimed, bfClaimOf and bfClaimEpoch
 // (caches), touched and viewed (journal epochs),
 // planShares (transient); Job.PerNode and Job.PlannedNodes are filled by
 // Job's copy.
