@@ -213,7 +213,12 @@ func verify(t testing.TB, v variant, n uint64) []explaintest.Verdict {
 	return out
 }
 
+var nSeeds = flag.Uint64("verify.seeds", 0, "seeds per variant of the verified-answer tests (0: 40, 8 with -short)")
+
 func seeds(t *testing.T) uint64 {
+	if *nSeeds > 0 {
+		return *nSeeds
+	}
 	if testing.Short() {
 		return 8
 	}

@@ -16,13 +16,13 @@ import (
 //
 // The plan counts shared GPUs exactly over the running jobs but only
 // conservatively between its own bookings (a share booking takes its
-// shares from the most one GPU has, see scheduler/backfill_shares.go): a
-// start now it makes holds, but when a booked share job starts, the exact
-// view of it may leave more room than its booking did, and under
-// conservative backfill a job ahead may then move earlier, before a later
-// job's reservation. So later promises are asserted to hold in all but
-// one in a hundred (8 of 1,769 broke over the 40 seeds when this was
-// written), and every plan's start now must hold.
+// shares from the most one GPU has, see scheduler/backfill_shares.go), so
+// a later start behind a share booking is labelled an estimate, with the
+// reason (scheduler/explain_shares.go). Every answer labelled a promise
+// must hold, a start now included; under conservative backfill every
+// other answer must say why it is an estimate (a dependency-waiting
+// overtaker, a move in the queue, or the share booking ahead).
+// -verify.seeds=N runs more seeds.
 func TestVerifiedAnswersShared(t *testing.T) {
 	for _, mode := range []backfill.Mode{backfill.Conservative, backfill.EASY} {
 		t.Run(mode.String(), func(t *testing.T) {
@@ -30,27 +30,37 @@ func TestVerifiedAnswersShared(t *testing.T) {
 			logCounts(t, vs)
 			require.NotEmpty(t, vs)
 			kinds := map[string]bool{}
-			promises, broken := 0, 0
+			promises, shareEstimates, shareNow, shareFailed := 0, 0, 0, 0
+			var broken []explaintest.Verdict
 			for _, vd := range vs {
 				a := vd.Answer
 				kinds[a.Kind()] = true
-				if mode == backfill.Conservative && !excused(a) && !(a.Counterfactual != nil && a.Counterfactual.Moves) {
-					require.True(t, a.Bound, "job %d at %s: %s is not labelled a promise under conservative backfill", a.Job, a.At, a.Kind())
+				if a.NotPromised != "" {
+					require.False(t, a.Bound, "job %d at %s: %s is labelled a promise and an estimate (%s)", a.Job, a.At, a.Kind(), a.NotPromised)
+					shareEstimates++
+					if a.Now {
+						shareNow++
+					}
+					if vd.Outcome != explaintest.Held {
+						shareFailed++
+					}
+				}
+				if mode == backfill.Conservative && !excused(a) && !(a.Counterfactual != nil && a.Counterfactual.Moves) && a.NotPromised == "" {
+					require.True(t, a.Bound, "job %d at %s: %s is not labelled a promise under conservative backfill, and says no reason", a.Job, a.At, a.Kind())
 				}
 				if !a.Bound || vd.AtSubmit {
 					continue
 				}
 				promises++
-				if vd.Outcome == explaintest.Held {
-					continue
+				if vd.Outcome != explaintest.Held {
+					broken = append(broken, vd)
+					t.Errorf("job %d at %s: %s promised %s (now %t, overtakers %v), started %s",
+						a.Job, a.At, a.Kind(), a.Start, a.Now, a.Overtakers, vd.Actual)
 				}
-				require.False(t, a.Now && a.Counterfactual == nil, "job %d at %s: the plan's start now did not hold (started %s)", a.Job, a.At, vd.Actual)
-				broken++
-				t.Logf("job %d at %s: %s promised %s (now %t, overtakers %v), started %s",
-					a.Job, a.At, a.Kind(), a.Start, a.Now, a.Overtakers, vd.Actual)
 			}
-			t.Logf("%d of %d promises broken", broken, promises)
-			require.LessOrEqual(t, broken*100, promises, "more than one promise in a hundred broken")
+			t.Logf("%d promises, %d broken; %d estimates for shared GPUs planned conservatively (%d of them now, %d late)",
+				promises, len(broken), shareEstimates, shareNow, shareFailed)
+			require.NotZero(t, promises, "no answer was labelled a promise")
 			require.True(t, kinds["estimate"], "no expected start was checked")
 		})
 	}
