@@ -276,9 +276,9 @@ type Estimate struct {
 	OvertakersTotal int
 	// NotPromised says why a start the plan holds a reservation for (or
 	// makes now) is still an estimate, when that is neither Overtakers
-	// nor the backfill mode: a job placed before it booked shared GPUs,
-	// which the plan counts conservatively (explain_shares.go). Empty
-	// otherwise.
+	// nor the backfill mode: the job or a job ahead of it is planned on
+	// nodes that share GPUs, which the plan counts approximately between
+	// its bookings (the rule is in explain_shares.go). Empty otherwise.
 	NotPromised string
 	// Bound reports that Start is a promise, not an estimate: the plan
 	// holds a reservation for the job (or starts it now), so under exact
@@ -288,7 +288,8 @@ type Estimate struct {
 	// reservations, bf_min_prio_reserve …), a start outside the plan, a
 	// strict-order plan without backfill, or any start while a
 	// higher-priority job outside the plan may overtake the job
-	// (Overtakers), or a later start behind a share booking (NotPromised).
+	// (Overtakers), or a start the plan's shared-GPU counts cannot
+	// guarantee (NotPromised).
 	// Package scheduler/explaintest checks both by replay.
 	Bound bool
 }
@@ -354,7 +355,7 @@ type Counterfactual struct {
 	// backfill, where the changed job would hold a reservation. False for
 	// a later start under EASY or without backfill: an estimate.
 	// Also false when the change moves the job in the queue (Moves), and
-	// behind a share booking (NotPromised).
+	// where shared GPUs leave the start unguaranteed (NotPromised).
 	Bound bool
 	// NotPromised says why a start now, or a later start under
 	// conservative backfill, is an estimate: as Estimate.NotPromised.
@@ -662,9 +663,9 @@ type planCtx struct {
 	own              plannedAt
 	ownSet, ownBound bool
 	// sharesAhead says that a job placed before the explained one in the
-	// plan booked shares on a node that shares devices, sharesStarted
-	// that one the plan started did: a later start, or with sharesStarted
-	// any start, is then no promise (explain_shares.go).
+	// plan breaks rule (b) or (c) of explain_shares.go, sharesStarted
+	// that one breaks (c): a later start, or with sharesStarted any
+	// start, is then no promise.
 	sharesAhead, sharesStarted bool
 	// partStart is, in strict order, per partition, the latest planned
 	// start among the jobs ahead of the explained one (none before it may
@@ -1238,7 +1239,7 @@ func (s *Scheduler) estimate(now time.Time, j *job, ctx *planCtx, allowed topolo
 	if est.Source == EstimateNone {
 		return est
 	}
-	if est.Bound && (ctx.sharesStarted || ctx.sharesAhead && est.Start.After(now)) {
+	if est.Bound && (ctx.sharesStarted || est.Start.After(now) && (ctx.sharesAhead || s.anySharing(nodes))) {
 		est.Bound, est.NotPromised = false, sharesPlannedNote
 	}
 	s.noteLimitWait(j, est)
@@ -1501,9 +1502,8 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 		now := immediate(fit.Start)
 		cf := Counterfactual{Kind: kind, Spec: spec, Start: fit.Start, Now: now, Nodes: s.nodeNames(fit.Nodes),
 			Was: ref, Bound: now || conservative}
-		if cf.Bound && (ctx.sharesStarted || !now && ctx.sharesAhead) {
-			// The changed job keeps j's place, behind a share booking
-			// (explain_shares.go).
+		if cf.Bound && (ctx.sharesStarted || !now && (ctx.sharesAhead || s.anySharing(fit.Nodes))) {
+			// The changed job keeps j's place (explain_shares.go).
 			cf.Bound, cf.NotPromised = false, sharesPlannedNote
 		}
 		return cf
@@ -2087,7 +2087,7 @@ func (e Explanation) String() string {
 			for _, c := range e.Counterfactuals {
 				fmt.Fprintf(&b, "    - %s", c.describe(e.Now))
 				if c.NotPromised != "" {
-					b.WriteString(" (an estimate: shared GPUs planned conservatively)")
+					b.WriteString(" (an estimate: shared GPUs are planned approximately)")
 				}
 				b.WriteString("\n")
 			}

@@ -15,13 +15,14 @@ import (
 // exact run times.
 //
 // The plan counts shared GPUs exactly over the running jobs but only
-// conservatively between its own bookings (a share booking takes its
-// shares from the most one GPU has, see scheduler/backfill_shares.go), so
-// a later start behind a share booking is labelled an estimate, with the
-// reason (scheduler/explain_shares.go). Every answer labelled a promise
-// must hold, a start now included; under conservative backfill every
-// other answer must say why it is an estimate (a dependency-waiting
-// overtaker, a move in the queue, or the share booking ahead).
+// approximately between its own bookings (scheduler/backfill_shares.go,
+// backfill_claims.go), so a start it cannot guarantee — the job, or a job
+// ahead of it, planned on nodes that share GPUs — is labelled an
+// estimate, with the reason (the rule and why it suffices:
+// scheduler/explain_shares.go). Every answer labelled a promise must
+// hold, a start now included; under conservative backfill every other
+// answer must say why it is an estimate (a dependency-waiting overtaker,
+// a move in the queue, or the shared GPUs).
 // -verify.seeds=N runs more seeds.
 func TestVerifiedAnswersShared(t *testing.T) {
 	for _, mode := range []backfill.Mode{backfill.Conservative, backfill.EASY} {
@@ -58,7 +59,7 @@ func TestVerifiedAnswersShared(t *testing.T) {
 						a.Job, a.At, a.Kind(), a.Start, a.Now, a.Overtakers, vd.Actual)
 				}
 			}
-			t.Logf("%d promises, %d broken; %d estimates for shared GPUs planned conservatively (%d of them now, %d late)",
+			t.Logf("%d promises, %d broken; %d estimates for shared GPUs (%d of them now, %d late)",
 				promises, len(broken), shareEstimates, shareNow, shareFailed)
 			require.NotZero(t, promises, "no answer was labelled a promise")
 			require.True(t, kinds["estimate"], "no expected start was checked")
