@@ -212,3 +212,28 @@ func TestBackfillSharesWholeAndSharesOfTwoGPUs(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainSharesNotPromised: under conservative backfill a reserved
+// start is a promise, but not on a node that shares GPUs, whose counts the
+// plan keeps only approximately between its bookings
+// (explain_shares.go): the whole-GPU job behind four shard jobs expects
+// the last one's end, labelled an estimate with the reason.
+func TestExplainSharesNotPromised(t *testing.T) {
+	s := sharedNodes(t, backfill.Conservative, 1, 1, 4)
+	for _, d := range []time.Duration{time.Hour, 2 * time.Hour, 3 * time.Hour, 4 * time.Hour} {
+		mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: req(t, "shard:1"), CPUsPerTask: 1, TimeLimit: d})
+	}
+	require.Len(t, mustSchedule(t, s, t0).Starts, 4)
+	whole := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(1), CPUsPerTask: 1, TimeLimit: time.Hour})
+	mustSchedule(t, s, t0)
+	ex, err := s.Explain(t0, whole, scheduler.ExplainOptions{})
+	require.NoError(t, err)
+	est := ex.Estimate
+	require.NotNil(t, est)
+	assert.Equal(t, scheduler.EstimateReserved, est.Source)
+	assert.Equal(t, t0.Add(4*time.Hour), est.Start)
+	assert.False(t, est.Bound, "a start on a node that shares GPUs is no promise")
+	assert.Contains(t, est.NotPromised, "shared GPUs")
+	assert.Contains(t, ex.String(), est.NotPromised)
+	assert.Contains(t, ex.String(), "an estimate, not a promise")
+}
