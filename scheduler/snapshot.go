@@ -43,7 +43,7 @@ var ErrSnapshotVersion = errors.New("unsupported snapshot version")
 const (
 	snapshotMagic = "\x89SLUICE\n"
 	snapshotMajor = 1
-	snapshotMinor = 2 // 1: device links carry their fabric; 2: device shares, MIG instances, NVLink fabric
+	snapshotMinor = 3 // 1: device links carry their fabric; 2: device shares, MIG instances, NVLink fabric; 3: the profile's device claim
 )
 
 // Section IDs, in the order they are written.
@@ -99,7 +99,9 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 //     scratch sets and lists (avail, cand, fit, keyBuf, placed, started,
 //     pendJobs, sum, audit), jr (the undo journal), cycleFault (tests).
 //   - backfill (bfState): last, the kept profile, is stored (section
-//     profile): Explain and IdleCapacity read it between cycles. The rest
+//     profile, with its device claim dimension where nodes share devices;
+//     lastClaim1 follows from it): Explain and IdleCapacity read it between
+//     cycles. The rest
 //     is derived: planner (from the config), the change lists since the
 //     last plan (ended, started), plan/spare/planAt/prevJobs/prevUsable/
 //     windows, the scratch (nodes, running, jobs, pjobs). A restored
