@@ -294,6 +294,31 @@ func snapSample(t testing.TB) []byte {
 	return b.Bytes()
 }
 
+// snapSampleShared returns a snapshot of a small busy scheduler whose
+// GPUs are shared (shards on even nodes, MPS on odd ones) under EASY
+// backfill: its profile section carries the device claim.
+func snapSampleShared(t testing.TB) []byte {
+	for seed := uint64(1); seed < 64; seed++ {
+		src := &fzSource{rng: rand.New(rand.NewPCG(seed, 0x5a9))}
+		c := fzGenCluster(src)
+		c.Policy, c.Backfill, c.Priority = true, 2, true
+		for i := range c.Nodes {
+			c.Nodes[i].DevShards, c.Nodes[i].DevMPS = 4*(1-i%2), 100*(i%2)
+		}
+		s, _ := snapDrive(t, c, src, 200, nil)
+		if s.bf.last == nil || s.bf.last.State().Width <= s.reg.Len() {
+			continue // no GPU shared, or no kept profile
+		}
+		var b bytes.Buffer
+		if err := s.Snapshot(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	t.Fatal("no seed gave a kept profile with a device claim")
+	return nil
+}
+
 // snapSections returns the stream offsets of the snapshot's section
 // boundaries (each section header's start, and the end).
 func snapSections(b []byte) []int {
@@ -363,6 +388,7 @@ func TestRestoreRefusesNewerMajorVersion(t *testing.T) {
 // panics.
 func FuzzRestore(f *testing.F) {
 	f.Add(snapSample(f))
+	f.Add(snapSampleShared(f))
 	f.Add([]byte(snapshotMagic))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, in := range [][]byte{data, snapFixChecksums(data)} {
