@@ -24,9 +24,28 @@ import (
 // fit as long as their devices are free whole and the share bookings with
 // them fit the shared device with the most room; once the share bookings
 // overlapping them need more, they are taken to hold a device free whole,
-// which whole bookings then cannot have. As the other counts, the claim is
-// exact over the running jobs' ends (the same replay gives each job what
-// its end frees). Every other node (no shared devices, or counted GRES
+// which whole bookings then cannot have.
+//
+// The share term follows the most free shares of a device in use only
+// while the node has no device free whole; from the first state with one
+// it is held, and from the first end that makes a device with shares in
+// use now free whole it is 0. The whole term follows the running jobs'
+// ends exactly (the same replay gives each job what its end frees). A
+// booking keeps one device for its whole span, but the plan does not say
+// which, so the term must never let a booking that takes a whole-free
+// device at its start count against a part-used device's free shares
+// later (the term grew), nor one that starts on a part-used device
+// (ChooseShares prefers those) keep counting against free shares once that
+// device is free whole in the plan. Held, the term never grows; while no
+// device is free whole a booking can only start on a part-used device;
+// until the first such end every device shared now stays shared; so a
+// booking within the term fits a device shared throughout its span, and
+// any other share booking takes from a whole-free device's unit for its
+// whole span. Otherwise a lower-priority share job started now on a
+// whole-free GPU could take the GPU a higher-priority reservation counts
+// on (TestBackfillShareJobDoesNotDelayReservation).
+// The price: share bookings after such an end, or once a device is free
+// whole, are planned as if on devices free whole. Every other node (no shared devices, or counted GRES
 // only) has an unlimited claim, so the dimension changes nothing there;
 // a cluster where no node shares devices has no claim dimension at all.
 //

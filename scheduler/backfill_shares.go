@@ -161,6 +161,15 @@ func (s *Scheduler) computeNodeShares(i int) *nodeShareUse {
 		}
 		return 0
 	}
+	// The claim's share term follows the most free shares of a device in
+	// use while no device is free whole, is frozen from the first state with
+	// one, and is 0 from the first end that makes a device with shares in
+	// use now free whole (see backfill_claims.go: a booking must not move
+	// between a part-used device and a whole one over its span). first:
+	// value's first call (the state now); frozen: the term is frozen at part0.
+	first, frozen := true, false
+	var part0 int64
+	var shared0 []int // the devices with shares in use now
 	value := func(devs *gres.NodeDevices) []int64 {
 		v := make([]int64, len(u.dims))
 		var whole, part int64
@@ -177,7 +186,23 @@ func (s *Scheduler) computeNodeShares(i int) *nodeShareUse {
 				}
 			} else if only >= 0 && devs.IsShared(d.Index) {
 				part = max(part, offered(d.Index, only)-int64(devs.SharesInUse(d.Index, shareNames[only])))
+				if first {
+					shared0 = append(shared0, d.Index)
+				}
 			}
+		}
+		first = false
+		for _, d := range shared0 {
+			if !devs.InUse(d) {
+				frozen, part0 = true, 0 // a device shared now is free whole again
+				break
+			}
+		}
+		switch {
+		case frozen:
+			part = part0
+		case whole > 0:
+			frozen, part0 = true, part
 		}
 		for k, name := range shareNames {
 			if shareDim[k] >= 0 {

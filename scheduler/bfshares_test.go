@@ -237,3 +237,48 @@ func TestExplainSharesNotPromised(t *testing.T) {
 	assert.Contains(t, ex.String(), est.NotPromised)
 	assert.Contains(t, ex.String(), "an estimate, not a promise")
 }
+
+// TestBackfillShareJobDoesNotDelayReservation: one node, eight GPUs of
+// four shards each. GPU a holds a shard:1 job until 3 h and a shard:2 job
+// until 30 min (one shard free now, three from 30 min, a whole GPU again
+// at 3 h); a gpu:6 job holds six GPUs until 1 h; one GPU is free whole. A
+// gpu:7 job (first in the queue) can start at 1 h, on the six GPUs freed
+// then and the one free now. A later shard:2 job for 2 h cannot start
+// now on GPU a (one free shard), so Slurm's cons_tres would give it the
+// GPU free whole, which the gpu:7 job needs at 1 h: backfill must not
+// start it (it would delay the reservation, under conservative backfill
+// and EASY alike). Before the fix the plan counted the shard:2 booking
+// against GPU a's three free shards from 30 min on, started it now on the
+// whole GPU, and the gpu:7 job waited until 2 h.
+func TestBackfillShareJobDoesNotDelayReservation(t *testing.T) {
+	for _, mode := range []backfill.Mode{backfill.EASY, backfill.Conservative} {
+		t.Run(mode.String(), func(t *testing.T) {
+			s := sharedNodes(t, mode, 1, 8, 4)
+			one := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: req(t, "shard:1"), CPUsPerTask: 1, TimeLimit: 3 * time.Hour})
+			two := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: req(t, "shard:2"), CPUsPerTask: 1, TimeLimit: 30 * time.Minute})
+			mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(6), CPUsPerTask: 1, TimeLimit: time.Hour})
+			cyc := mustSchedule(t, s, t0)
+			require.Len(t, cyc.Starts, 3)
+			a1, _ := s.Job(one)
+			a2, _ := s.Job(two)
+			require.Equal(t, a1.Alloc.Nodes[0].Shares[0].Device, a2.Alloc.Nodes[0].Shares[0].Device, "the shard jobs share GPU a")
+
+			seven := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: gpus(7), CPUsPerTask: 1, TimeLimit: time.Hour})
+			low := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerNode: req(t, "shard:2"), CPUsPerTask: 1, TimeLimit: 2 * time.Hour})
+			cyc = mustSchedule(t, s, t0)
+			for _, st := range cyc.Starts {
+				assert.NotEqual(t, low, st.Job, "the shard:2 job would take the GPU the gpu:7 job needs at 1 h")
+			}
+			assert.Equal(t, t0.Add(time.Hour), expected(t, s, seven), "the gpu:7 job's reservation")
+
+			// The reservation holds: at 1 h the gpu:7 job starts.
+			mustSchedule(t, s, t0.Add(30*time.Minute))
+			cyc = mustSchedule(t, s, t0.Add(time.Hour))
+			started := false
+			for _, st := range cyc.Starts {
+				started = started || st.Job == seven
+			}
+			assert.True(t, started, "the gpu:7 job starts at its reserved time")
+		})
+	}
+}
