@@ -45,8 +45,8 @@ import (
 // whole-free GPU could take the GPU a higher-priority reservation counts
 // on (TestBackfillShareJobDoesNotDelayReservation).
 // The price: share bookings after such an end, or once a device is free
-// whole, are planned as if on devices free whole. Every other node (no shared devices, or counted GRES
-// only) has an unlimited claim, so the dimension changes nothing there;
+// whole, are planned as if on devices free whole. Every other node (no
+// shared devices, or counted GRES only) has an unlimited claim, so the dimension changes nothing there;
 // a cluster where no node shares devices has no claim dimension at all.
 //
 // What the claim does not cover (the plan stays a count there): devices a
