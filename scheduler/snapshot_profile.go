@@ -102,7 +102,7 @@ func (s *Scheduler) loadProfile(d *sdec) error {
 	}
 	na := d.count()
 	active := make([]gres.ID, na)
-	claimCol := -1
+	claimCol := -1 // none when no node has claim capacity
 	for x := range active {
 		if i := d.uvarint(); claim && i == uint64(len(d.ids)) && claimCol < 0 {
 			active[x], claimCol = gres.ID(s.claim1-1), x
@@ -144,9 +144,6 @@ func (s *Scheduler) loadProfile(d *sdec) error {
 		unit = d.varint()
 		if d.err == nil && (unit <= 0 || unit > gres.MaxCount) {
 			d.fail("device claim unit %d out of range", unit)
-		}
-		if d.err == nil && claimCol < 0 {
-			d.fail("a profile with a device claim that no column holds")
 		}
 	}
 	if d.err != nil {
