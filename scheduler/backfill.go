@@ -51,6 +51,9 @@ type bfState struct {
 	windows, prevWindows []bfWindow
 	// ctr is the pass's limit counters (see limitplan.go).
 	ctr bfCounters
+	// lastClaim1 is the claim dimension (Scheduler.claim1) the kept
+	// profile was built with.
+	lastClaim1 int
 }
 
 func (s *Scheduler) initBackfill(cfg backfill.Config, estimateEvery time.Duration) error {
@@ -113,6 +116,13 @@ func (s *Scheduler) addProfileNodes(b *bfState) {
 // b.nodes[i] (see profileNodes).
 func (s *Scheduler) fillProfileNode(b *bfState, i int) {
 	n := &s.nodes[i]
+	if w := max(len(n.capacity), s.claim1); len(b.nodes[i].Capacity) != w {
+		// The claim dimension came or went (backfill_claims.go).
+		c := make(gres.Vector, w)
+		copy(c, n.capacity)
+		c[gres.Node] = 0
+		b.nodes[i] = backfill.NodeState{Capacity: c, Free: make(gres.Vector, w)}
+	}
 	if n.devs != nil {
 		c := b.nodes[i].Capacity
 		copy(c, n.capacity)
@@ -130,6 +140,20 @@ func (s *Scheduler) fillProfileNode(b *bfState, i int) {
 		copy(f, n.free)
 		f[gres.Node] = 0
 	}
+	if n.sharesDevices() {
+		// Whole-free devices, the most shares one device has and the
+		// claim (backfill_shares.go, backfill_claims.go).
+		var nf gres.Vector
+		if n.admin != adminDown {
+			nf = f
+		}
+		s.shareProfileNode(i, b.nodes[i].Capacity, nf)
+	} else if s.claim1 > 0 {
+		b.nodes[i].Capacity[s.claim1-1] = claimUnlimited
+		if n.admin != adminDown {
+			f[s.claim1-1] = claimUnlimited
+		}
+	}
 	b.nodes[i].Free = f
 }
 
@@ -143,6 +167,9 @@ func (s *Scheduler) growProfile(i int) bool {
 	b := s.bf
 	if b == nil || b.last == nil || b.dirty || b.rebuild || b.last.NumNodes() != i || len(s.nodes) != i+1 {
 		return false
+	}
+	if s.refreshClaim(); s.claim1 != b.lastClaim1 {
+		return false // the claim dimension changed: rebuilt
 	}
 	s.addProfileNodes(b)
 	s.fillProfileNode(b, i)
@@ -170,7 +197,8 @@ func (s *Scheduler) profileRunning() []backfill.Running {
 // counts it: its allocation without the node TRES and without devices
 // that failed under it (they never come back free).
 func (s *Scheduler) profileUse(j *job) []backfill.Alloc {
-	if j.bfUse != nil && j.bfUseHealthGen == s.healthGen {
+	shared := s.sharedUse(j)
+	if j.bfUse != nil && j.bfUseHealthGen == s.healthGen && (!shared || j.bfUseShareGen == s.shareGen) {
 		return j.bfUse
 	}
 	use := make([]backfill.Alloc, len(j.Alloc.Nodes))
@@ -191,12 +219,12 @@ func (s *Scheduler) profileUse(j *job) []backfill.Alloc {
 			// longest; every sharer's start and end rebuilds the profile.
 			u[gres.CPU] -= int64(len(na.CPUs)) - s.sharedCPUUse(j, &s.nodes[na.Node], &j.Alloc.Nodes[k])
 		}
-		use[k] = backfill.Alloc{Node: na.Node, Use: u}
+		use[k] = s.profileAlloc(j, na.Node, u)
 	}
 	if j.Alloc.OverSubscribe > 1 {
 		return use // who holds a shared CPU longest changes as sharers come and go: not cached
 	}
-	j.bfUse, j.bfUseHealthGen = use, s.healthGen
+	j.bfUse, j.bfUseHealthGen, j.bfUseShareGen = use, s.healthGen, s.shareGen
 	return use
 }
 
@@ -205,6 +233,7 @@ func (s *Scheduler) profileUse(j *job) []backfill.Alloc {
 // starts now, and records every other job's expected start and nodes.
 func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	b := s.bf
+	s.refreshClaim()
 	windows := b.windows[:0]
 	if err := s.reservationWindows(now, now.Add(b.planner.Config().Window), func(id uint64, w policy.Window, nodes []int) error {
 		windows = append(windows, bfWindow{id: id, w: w, nodes: nodes})
@@ -422,7 +451,7 @@ func (j *job) clearEstimate() {
 // job's shape when allowed is its allowed set of this cycle (nil otherwise).
 func (s *Scheduler) bfJob(now time.Time, x *job, allowed topology.NodeSet, sh *shape) backfill.Job {
 	bj := backfill.Job{
-		ID: backfill.JobID(x.ID), Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive || x.exclUser(),
+		ID: backfill.JobID(x.ID), Nodes: x.nodes, PerNode: s.claimedPerNode(x), Spread: x.bfSpread, Exclusive: x.Spec.Exclusive || x.exclUser(),
 		Allowed: s.userAllowed(x, allowed, sh), TimeLimit: x.TimeLimit, TimeMin: x.Spec.TimeMin,
 		Earliest: x.Spec.BeginTime, Eligible: x.EligibleTime, Priority: float64(x.Priority),
 		User: x.Spec.User, Partition: x.Partition, Assoc: x.assocKey(),
@@ -497,7 +526,7 @@ func (s *Scheduler) keptProfile(now time.Time, extend bool, jobs []backfill.Job)
 	b := s.bf
 	ended, started := b.ended, b.started
 	b.ended, b.started = b.ended[:0], b.started[:0]
-	if p := b.last; p != nil && !b.dirty && !b.rebuild {
+	if p := b.last; p != nil && !b.dirty && !b.rebuild && b.lastClaim1 == s.claim1 {
 		if extend {
 			if next := p.NextChange(); (next.IsZero() || next.After(now)) && p.Advance(now) == nil {
 				return p, true, nil
@@ -511,7 +540,7 @@ func (s *Scheduler) keptProfile(now time.Time, extend bool, jobs []backfill.Job)
 	if err != nil {
 		return nil, false, fmt.Errorf("scheduler: backfill profile: %w", err)
 	}
-	b.last, b.dirty = p, false
+	b.last, b.dirty, b.lastClaim1 = p, false, s.claim1
 	return p, false, nil
 }
 
@@ -624,16 +653,20 @@ func (s *Scheduler) profileRunningJob(j *job) backfill.Running {
 }
 
 // noteStarted and noteEnded record job changes for the kept profile.
+// A job holding devices on nodes that share them changes the profile's
+// view of the other jobs there too (noteShared).
 func (s *Scheduler) noteStarted(j *job) {
 	if s.bf != nil {
 		s.bf.started = append(s.bf.started, j)
 	}
+	s.noteShared(j)
 }
 
 func (s *Scheduler) noteEnded(j *job) {
 	if s.bf != nil {
 		s.bf.ended = append(s.bf.ended, j.ID)
 	}
+	s.noteShared(j)
 }
 
 // noteCapacity marks the kept profile stale (node capacity changed).
@@ -642,13 +675,14 @@ func (s *Scheduler) noteEnded(j *job) {
 // when it does not cover every node (nodes were added since and the next
 // cycle rebuilds it): readers then build what they need on demand.
 func (s *Scheduler) readableProfile() *backfill.Profile {
-	if s.bf == nil || s.bf.last == nil || s.bf.last.NumNodes() != len(s.nodes) {
+	if s.bf == nil || s.bf.last == nil || s.bf.last.NumNodes() != len(s.nodes) || s.bf.lastClaim1 != s.claim1 {
 		return nil
 	}
 	return s.bf.last
 }
 
 func (s *Scheduler) noteCapacity() {
+	s.shareGen++ // what devices hold may have changed too (a suspension)
 	if s.bf != nil {
 		s.bf.dirty = true
 	}

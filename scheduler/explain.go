@@ -284,6 +284,12 @@ type Estimate struct {
 	// Bound is false.
 	Overtakers      []Overtaker
 	OvertakersTotal int
+	// NotPromised says why a start the plan holds a reservation for (or
+	// makes now) is still an estimate, when that is neither Overtakers
+	// nor the backfill mode: the job or a job ahead of it is planned on
+	// nodes that share GPUs, which the plan counts approximately between
+	// its bookings (the rule is in explain_shares.go). Empty otherwise.
+	NotPromised string
 	// Bound reports that Start is a promise, not an estimate: the plan
 	// holds a reservation for the job (or starts it now), so under exact
 	// run times (every running and planned job ends at its time limit,
@@ -292,7 +298,9 @@ type Estimate struct {
 	// reservations, bf_min_prio_reserve …), a start outside the plan, a
 	// strict-order plan without backfill, or any start while a
 	// higher-priority job outside the plan may overtake the job
-	// (Overtakers). Package scheduler/explaintest checks both by replay.
+	// (Overtakers), or a start the plan's shared-GPU counts cannot
+	// guarantee (NotPromised).
+	// Package scheduler/explaintest checks both by replay.
 	Bound bool
 }
 
@@ -356,8 +364,13 @@ type Counterfactual struct {
 	// Estimate.Bound): a start now, or any start under conservative
 	// backfill, where the changed job would hold a reservation. False for
 	// a later start under EASY or without backfill: an estimate.
-	// Also false when the change moves the job in the queue (Moves).
+	// Also false when the change moves the job in the queue (Moves), and
+	// where shared GPUs leave the start unguaranteed (NotPromised).
 	Bound bool
+	// NotPromised says why a start now, or a later start under
+	// conservative backfill, is an estimate: as Estimate.NotPromised.
+	// Empty otherwise.
+	NotPromised string
 	// Moves reports a change that moves the job in the queue (a partition
 	// of another priority tier): Start is computed as if it kept its
 	// place, so it is an estimate, a start now included.
@@ -659,6 +672,11 @@ type planCtx struct {
 	// whether it starts now or holds a reservation there.
 	own              plannedAt
 	ownSet, ownBound bool
+	// sharesAhead says that a job placed before the explained one in the
+	// plan breaks rule (b) or (c) of explain_shares.go, sharesStarted
+	// that one breaks (c): a later start, or with sharesStarted any
+	// start, is then no promise.
+	sharesAhead, sharesStarted bool
 	// partStart is, in strict order, per partition, the latest planned
 	// start among the jobs ahead of the explained one (none before it may
 	// start while one of them waits in a partition sharing its nodes).
@@ -697,12 +715,15 @@ func (s *Scheduler) planContext(now time.Time, j *job) (*planCtx, error) {
 				return nil, fmt.Errorf("scheduler: explain job %d: %w", j.ID, err)
 			}
 		}
-		return &planCtx{prof: p, at: p.Now()}, nil
+		ctx := &planCtx{prof: p, at: p.Now()}
+		ctx.sharesAhead, ctx.sharesStarted = s.keptSharesAhead(j)
+		return ctx, nil
 	}
 	res := time.Second
 	if s.bf != nil {
 		res = s.bf.planner.Config().Resolution
 	}
+	s.refreshClaim() // a cache: the claim dimension as the next cycle sees it
 	prof, err := backfill.NewProfile(now, s.profileNodes(), s.profileRunning(), backfill.ProfileOptions{Resolution: res})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: explain job %d: profile: %w", j.ID, err)
@@ -745,6 +766,9 @@ func (s *Scheduler) planContext(now time.Time, j *job) (*planCtx, error) {
 		if err != nil {
 			return nil, fmt.Errorf("scheduler: explain job %d: plan: %w", j.ID, err)
 		}
+		// The next pass makes this plan, starts included (sharesStarted
+		// stays false: explain_shares.go).
+		ctx.sharesAhead, _ = s.sharesBookedBefore(plan.Entries, len(ahead))
 		for k, e := range plan.Entries {
 			if e.Status == backfill.StatusStart || e.Status == backfill.StatusReserved || e.Status == backfill.StatusEstimated {
 				if k == len(ahead) {
@@ -806,7 +830,7 @@ func (s *Scheduler) earliest(now time.Time, x *job, allowed topology.NodeSet, pa
 func (s *Scheduler) requestFor(now time.Time, x *job, allowed topology.NodeSet, d time.Duration, partStart []time.Time) backfill.Request {
 	tasks, perTask, maxPer := x.bfTasks()
 	return backfill.Request{
-		Nodes: x.nodes, PerNode: x.bfMin, Spread: x.bfSpread, Exclusive: x.Spec.Exclusive || x.exclUser(), Allowed: s.userAllowed(x, allowed, nil),
+		Nodes: x.nodes, PerNode: s.claimedPerNode(x), Spread: x.bfSpread, Exclusive: x.Spec.Exclusive || x.exclUser(), Allowed: s.userAllowed(x, allowed, nil),
 		Duration: d, Earliest: s.earliest(now, x, allowed, partStart), Chooser: s.chooserFor(now, x),
 		Tasks: tasks, PerTask: perTask, MaxTasksPerNode: maxPer, PlaneSize: x.bfPlane(),
 	}
@@ -1245,6 +1269,9 @@ func (s *Scheduler) estimate(now time.Time, j *job, ctx *planCtx, allowed topolo
 	if est.Source == EstimateNone {
 		return est
 	}
+	if est.Bound && (ctx.sharesStarted || est.Start.After(now) && (ctx.sharesAhead || s.anySharing(nodes))) {
+		est.Bound, est.NotPromised = false, sharesPlannedNote
+	}
 	s.noteLimitWait(j, est)
 	est.Nodes = s.nodeNames(nodes)
 	// Running jobs on the planned nodes that end by the start.
@@ -1503,8 +1530,13 @@ func (s *Scheduler) counterfactuals(now time.Time, j *job, ctx *planCtx, allowed
 	conservative := !ctx.strict && s.bf != nil && s.bf.planner.Config().Mode == backfill.Conservative && est.OvertakersTotal == 0
 	offer := func(kind CounterfactualKind, spec JobSpec, fit backfill.Fit) Counterfactual {
 		now := immediate(fit.Start)
-		return Counterfactual{Kind: kind, Spec: spec, Start: fit.Start, Now: now, Nodes: s.nodeNames(fit.Nodes),
+		cf := Counterfactual{Kind: kind, Spec: spec, Start: fit.Start, Now: now, Nodes: s.nodeNames(fit.Nodes),
 			Was: ref, Bound: now || conservative}
+		if cf.Bound && (ctx.sharesStarted || !now && (ctx.sharesAhead || s.anySharing(fit.Nodes))) {
+			// The changed job keeps j's place (explain_shares.go).
+			cf.Bound, cf.NotPromised = false, sharesPlannedNote
+		}
+		return cf
 	}
 
 	// 1. The largest time limit with which it starts now.
@@ -2056,6 +2088,9 @@ func (e Explanation) String() string {
 					b.WriteString("; an estimate, not a promise")
 				}
 				b.WriteString(")\n")
+				if est.NotPromised != "" {
+					fmt.Fprintf(&b, "    %s\n", est.NotPromised)
+				}
 				est.writeOvertakers(&b)
 				if est.WaitsForTotal > 0 {
 					b.WriteString("    waits for running job(s):")
@@ -2086,7 +2121,11 @@ func (e Explanation) String() string {
 		if len(e.Counterfactuals) > 0 {
 			b.WriteString("  What would let it start sooner (verified by re-planning):\n")
 			for _, c := range e.Counterfactuals {
-				fmt.Fprintf(&b, "    - %s\n", c.describe(e.Now))
+				fmt.Fprintf(&b, "    - %s", c.describe(e.Now))
+				if c.NotPromised != "" {
+					b.WriteString(" (an estimate: shared GPUs are planned approximately)")
+				}
+				b.WriteString("\n")
 			}
 		}
 		return b.String()

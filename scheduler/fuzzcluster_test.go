@@ -41,6 +41,11 @@ type fzNode struct {
 	// Threads, when set, gives the node a layout of Sockets ×
 	// CoresPerSocket × Threads CPUs (devices keep their core indices).
 	Threads int
+	// DevShards splits every GPU into that many shards (gres/shard
+	// device shares, Inventory.Shares), and DevMPS gives every GPU that
+	// many MPS shares; 0: none. The random generator leaves them 0 (its
+	// stream stays as it was); tests set them on drawn clusters.
+	DevShards, DevMPS int
 }
 
 // fzPart describes one partition; times are in seconds.
@@ -106,6 +111,11 @@ func fzInventory(n fzNode) (gres.Inventory, error) {
 				Index: i, Name: "gpu", Type: n.GPUType, MemoryMiB: 40 * 1024,
 				PCIBusID: fmt.Sprintf("0000:%02x:00.0", i+1), NUMA: s, Socket: s, Cores: cores,
 			})
+		}
+	}
+	if n.DevShards > 0 || n.DevMPS > 0 {
+		for i := range inv.Devices {
+			inv.Shares = append(inv.Shares, gres.DeviceShares{Device: i, Shards: n.DevShards, MPS: n.DevMPS})
 		}
 	}
 	if n.Links {
@@ -216,7 +226,7 @@ func fzNodeConfig(name string, n fzNode) (NodeConfig, error) {
 		nc.CPUs *= n.Threads
 		nc.Sockets, nc.CoresPerSocket, nc.ThreadsPerCore = n.Sockets, n.CoresPerSocket, n.Threads
 	}
-	if n.Shards > 0 {
+	if n.Shards > 0 && n.DevShards == 0 {
 		nc.GRES = []gres.Request{{Name: "shard", Count: n.Shards}}
 	}
 	// Features for the generated constraints, derived from the layout.

@@ -328,6 +328,11 @@ type Job struct {
 	Reason policy.Reason
 	// TimeLimit is the effective limit (the job's, or the partition's default).
 	TimeLimit time.Duration
+	// ReqNodes is the node count the job requires, as sacct's ReqNodes and
+	// ReqTRES node= record it: Spec.Nodes (at least one), raised to what
+	// Spec.NodeList and a counted Spec.Constraint need; for tasks spread
+	// over a variable number of nodes, the fewest nodes that hold them.
+	ReqNodes int `json:",omitempty"`
 	// PerNode is the TRES the job needs on each of its nodes (before
 	// Exclusive widens it to whole nodes); a GRESPerJob counts one per
 	// node here, the rest being spread at placement (see Alloc).

@@ -215,6 +215,7 @@ func (s *Scheduler) rollbackRest() {
 	for _, sh := range s.shapes {
 		sh.stamp = 0 // cycle numbers repeat: the per-cycle cache is stale
 	}
+	s.shareGen++ // the share views may have seen what was taken back
 	if b := s.bf; b != nil {
 		// The kept profile and the last plan may have moved on: the next
 		// cycle builds both afresh, which gives the same plan.
@@ -371,6 +372,7 @@ func (s *Scheduler) rollbackTo(sp savepoint) {
 	s.undoFrom(sp.entries)
 	clear(jr.entries[sp.entries:])
 	jr.entries = jr.entries[:sp.entries]
+	s.shareGen++ // the share views may have seen what was taken back
 	if b := s.bf; b != nil {
 		clear(b.started[sp.bfStarted:])
 		b.started, b.ended = b.started[:sp.bfStarted], b.ended[:sp.bfEnded]

@@ -120,6 +120,7 @@ func (s *Scheduler) perJobFitAt(p *backfill.Profile, x *job, allowed topology.No
 		if m == nil {
 			continue
 		}
+		m = m[:min(len(m), s.reg.Len())] // no profile-only dimension (backfill_claims.go)
 		m[gres.Node] = s.nodes[i].free[gres.Node]
 		if !x.perNode.Fits(m) || ((x.choiceDecides(&s.nodes[i]) || x.exclUser() || s.nodes[i].exclUsers > 0) && !s.fitsNow(x, i)) {
 			continue

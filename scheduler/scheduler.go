@@ -77,6 +77,19 @@ type Scheduler struct {
 	rekey []*job
 	// healthGen counts device health changes (invalidates cached profile use).
 	healthGen uint64
+	// shareGen counts changes to what the devices of nodes that share
+	// them hold (starts, ends, suspensions, rollbacks), which invalidate
+	// shareUse, the backfill profile's view of those nodes (see
+	// backfill_shares.go), and the cached profile use of the jobs there.
+	shareGen uint64
+	shareUse map[int]*nodeShareUse
+	// claim1 is one more than the backfill profile's device-claim
+	// dimension (0: none, no node shares devices); claimIDs the untyped
+	// device TRES a claim counts (see backfill_claims.go), increasing;
+	// claimEpoch counts their changes (invalidates job.bfClaimed).
+	claim1     int
+	claimIDs   []gres.ID
+	claimEpoch uint64
 	// policyVersion caches PolicyVersion; reset when reservations change.
 	policyVersion string
 	// suspended lists the SUSPENDED jobs, in suspension order.
@@ -184,11 +197,17 @@ type job struct {
 	chooserKeys    [2]string   // the backfill chooser key, unrelaxed and relaxed
 	bfUse          []backfill.Alloc
 	bfUseHealthGen uint64
+	bfUseShareGen  uint64 // the share generation bfUse holds for, when it holds devices on nodes that share them
 	// bfMin and bfSpread are what the backfill pass plans with: the
 	// per-node minimum and the GRESPerJob beyond it as a backfill Spread
 	// (bfSpread nil without one, or where the spread is not exact; then
 	// bfMin is bfPer). See bfSpreadExact.
 	bfMin, bfSpread gres.Vector
+	// bfClaimed is bfMin with the device claims the plan counts on nodes
+	// that share devices, for bfMin bfClaimOf and claim epoch
+	// bfClaimEpoch (see backfill_claims.go).
+	bfClaimed, bfClaimOf gres.Vector
+	bfClaimEpoch         uint64
 	// suspendedBy is the preemptor a SUSPENDED job waits for; remaining
 	// its run time left; suspendedCPUs its CPU count per node.
 	suspendedBy   JobID
@@ -1116,6 +1135,7 @@ func (s *Scheduler) snapshot(j *job) Job {
 		out.PlannedNodes = nil
 	}
 	out.PerNode = j.perNode.Clone()
+	out.ReqNodes = j.nodes
 	out.Alloc = copyAlloc(j.Alloc)
 	out.tres = s.tresNames()
 	out.Alloc.tres = out.tres

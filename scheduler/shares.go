@@ -14,8 +14,9 @@ import (
 // device per node as Slurm does by default, and a device with shares in
 // use is not given whole as gres/gpu (nor a whole-allocated one shared).
 // The shares count as TRES gres/shard and gres/mps like any GRES: in the
-// node's capacity, the job's allocation, the backfill plan and
-// accounting. A node that shares no device keeps the count-only meaning
+// node's capacity, the job's allocation and accounting; the backfill plan
+// counts a sharing node's devices as the cycle can give them (whole-free
+// GPUs, the most free shares of one GPU, see backfill_shares.go). A node that shares no device keeps the count-only meaning
 // of NodeConfig.GRES "shard"/"mps" (counted, no device indices).
 
 // shareNames are the sharing GRES, in a fixed order.

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/internal/clustertest"
@@ -51,12 +52,19 @@ func sharedRequests(k int, spec *scheduler.JobSpec) {
 // is the standard state, /shared the same with a quarter of the H100
 // nodes sharing GPUs (sharedMix) and about one in six one-GPU jobs asking
 // for shards, MPS or a MIG instance (sharedRequests).
+//
+// The /churn cases end 20 running one-GPU jobs (base) or share jobs
+// (shared) a minute before each cycle, so the kept backfill profile is
+// updated every cycle (on shared nodes the jobs holding devices there are
+// re-added with their new uses, see backfill_shares.go).
 func BenchmarkScheduleShared(b *testing.B) {
 	for _, bc := range []struct {
 		name   string
 		shared bool
 		easy   bool
-	}{{"base", false, false}, {"shared", true, false}, {"base/easy", false, true}, {"shared/easy", true, true}} {
+		churn  bool
+	}{{"base", false, false, false}, {"shared", true, false, false}, {"base/easy", false, true, false}, {"shared/easy", true, true, false},
+		{"base/easy/churn", false, true, true}, {"shared/easy/churn", true, true, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			o := clustertest.StateOptions{Running: 40000, Pending: 100000, Seed: 1,
 				Configure: func(c *scheduler.Config) error {
@@ -83,7 +91,32 @@ func BenchmarkScheduleShared(b *testing.B) {
 			if _, err := s.Schedule(now); err != nil {
 				b.Fatal(err)
 			}
-			loopCycles(b, s, now)
+			if !bc.churn {
+				loopCycles(b, s, now)
+				return
+			}
+			var ends []scheduler.JobID
+			for _, j := range s.Jobs() {
+				if j.State != scheduler.JobRunning || len(j.Alloc.Nodes) != 1 {
+					continue
+				}
+				na := j.Alloc.Nodes[0]
+				if (bc.shared && len(na.Shares) > 0) || (!bc.shared && len(na.Devices) == 1) {
+					ends = append(ends, j.ID)
+				}
+			}
+			for b.Loop() {
+				now = now.Add(time.Minute)
+				for k := 0; k < 20 && len(ends) > 0; k++ {
+					if err := s.Finish(now, ends[0], 0); err != nil {
+						b.Fatal(err)
+					}
+					ends = ends[1:]
+				}
+				if _, err := s.Schedule(now); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

@@ -43,7 +43,7 @@ var ErrSnapshotVersion = errors.New("unsupported snapshot version")
 const (
 	snapshotMagic = "\x89SLUICE\n"
 	snapshotMajor = 1
-	snapshotMinor = 3 // 1: device links carry their fabric; 2: device shares, MIG instances, NVLink fabric; 3: changeable features, reboots
+	snapshotMinor = 3 // 1: device links carry their fabric; 2: device shares, MIG instances, NVLink fabric; 3: changeable features, reboots, the profile's device claim
 )
 
 // Section IDs, in the order they are written.
@@ -87,9 +87,10 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 //   - derived: reg (rebuilt from the names), nodeByName, partByName,
 //     defPart, parts[].nodes, jobs (the map), pending and running (the
 //     queues, from the job states and keys), graph (from topo), usable
-//     (from admin states), shapes (cache), doneHead (0), healthGen and
-//     policyVersion (caches), pol.p (compiled from the config), pol.usage
-//     (recounted from the jobs: AddJob for every unfinished job, StartJob
+//     (from admin states), shapes (cache), doneHead (0), healthGen,
+//     shareGen, shareUse, claim1, claimIDs, claimEpoch and policyVersion
+//     (caches), pol.p (compiled from the config), pol.usage (recounted
+//     from the jobs: AddJob for every unfinished job, StartJob
 //     with usageTotal/usageEnd for running and suspended ones),
 //     pol.singletons (recounted), pol.forbidden (scratch), prio.engine,
 //     prio.tree (built from assocs: priority.Tree's in-place update is bit
@@ -98,7 +99,9 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 //     scratch sets and lists (avail, cand, fit, keyBuf, placed, started,
 //     pendJobs, sum, audit), jr (the undo journal), cycleFault (tests).
 //   - backfill (bfState): last, the kept profile, is stored (section
-//     profile): Explain and IdleCapacity read it between cycles. The rest
+//     profile, with its device claim dimension where nodes share devices;
+//     lastClaim1 follows from it): Explain and IdleCapacity read it between
+//     cycles. The rest
 //     is derived: planner (from the config), the change lists since the
 //     last plan (ended, started), plan/spare/planAt/prevJobs/prevUsable/
 //     windows, the scratch (nodes, running, jobs, pjobs). A restored
@@ -122,8 +125,9 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // preemptedFor, preempting, preemptAction, usageTotal, usageEnd.
 // job (derived): subject (Resolve of user, account, partition and the
 // resolved QOS, which gives the same plan), dep (parsed from
-// Spec.Dependency), preemptRank, shape, assoc, total, chooserKeys, bfUse
-// and bfUseHealthGen (caches), touched and viewed (journal epochs),
+// Spec.Dependency), preemptRank, shape, assoc, total, chooserKeys, bfUse,
+// bfUseHealthGen, bfUseShareGen, bfClaimed, bfClaimOf and bfClaimEpoch
+// (caches), touched and viewed (journal epochs),
 // planShares (transient); Job.PerNode and Job.PlannedNodes are filled by
 // Job's copy.
 //

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -13,6 +14,17 @@ import (
 // (the last plan's bookings, as of its time). Restore rebuilds it with
 // backfill.ProfileFromState and marks it stale, so the next cycle builds
 // its own afresh.
+//
+// Where some node shares devices the kept profile has one dimension more
+// than the registry: the device claim (backfill_claims.go), whose ID is
+// one past the registry's TRES. The section then writes the width as the
+// names' count plus one, the claim's index in the active list as that
+// count (one past the last name), and, after the entries, the claim's
+// unit (claimUnit, what one whole device claims), so that a reader
+// counting whole devices with another unit converts the counts. Restore
+// maps the claim to its own claim dimension, which the same nodes give
+// the same ID, so Explain and IdleCapacity read the restored profile as
+// the original. Snapshots of minor version 2 and older never have it.
 
 func (s *Scheduler) snapProfile(e *senc) error {
 	has := s.bf != nil && s.bf.last != nil
@@ -23,10 +35,15 @@ func (s *Scheduler) snapProfile(e *senc) error {
 	st := s.bf.last.State()
 	e.time(st.Now)
 	e.varint(int64(st.Resolution))
+	names := s.reg.Len()
+	claim := st.Width > names // the device claim, ID names (backfill_claims.go)
+	if st.Width > names+1 || (claim && s.bf.lastClaim1 != names+1) {
+		return fmt.Errorf("scheduler: snapshot: profile width %d for %d TRES (claim dimension %d)", st.Width, names, s.bf.lastClaim1)
+	}
 	e.uvarint(uint64(st.Width))
 	e.uvarint(uint64(len(st.Active)))
 	for _, id := range st.Active {
-		e.uvarint(uint64(id))
+		e.uvarint(uint64(id)) // the claim: names, one past the last name
 	}
 	i64s := func(xs []int64) {
 		e.uvarint(uint64(len(xs)))
@@ -52,6 +69,9 @@ func (s *Scheduler) snapProfile(e *senc) error {
 		}
 		i64s(en.Use)
 	}
+	if claim {
+		e.varint(claimUnit)
+	}
 	return nil
 }
 
@@ -68,13 +88,27 @@ func (s *Scheduler) loadProfile(d *sdec) error {
 	st.Resolution = time.Duration(d.varint())
 	width := d.count()
 	st.Width = s.reg.Len()
-	if d.err == nil && width != len(d.ids) {
+	// claim: the profile has the device claim dimension, which a
+	// restoring scheduler whose nodes share devices has too.
+	claim := width == len(d.ids)+1
+	if claim {
+		s.refreshClaim()
+		if d.err == nil && s.claim1 != s.reg.Len()+1 {
+			d.fail("a profile with a device claim, but no node shares devices")
+		}
+		st.Width = s.claim1
+	} else if d.err == nil && width != len(d.ids) {
 		d.fail("profile width %d, the registry section has %d names", width, len(d.ids))
 	}
 	na := d.count()
 	active := make([]gres.ID, na)
+	claimCol := -1 // none when no node has claim capacity
 	for x := range active {
-		active[x] = d.tres(d.uvarint())
+		if i := d.uvarint(); claim && i == uint64(len(d.ids)) && claimCol < 0 {
+			active[x], claimCol = gres.ID(s.claim1-1), x
+		} else {
+			active[x] = d.tres(i)
+		}
 	}
 	i64s := func() []int64 {
 		n := d.count()
@@ -105,8 +139,22 @@ func (s *Scheduler) loadProfile(d *sdec) error {
 		en.Use = i64s()
 		st.Entries = append(st.Entries, en)
 	}
+	var unit int64
+	if claim {
+		unit = d.varint()
+		if d.err == nil && (unit <= 0 || unit > gres.MaxCount) {
+			d.fail("device claim unit %d out of range", unit)
+		}
+	}
 	if d.err != nil {
 		return d.err
+	}
+	if claim && unit != claimUnit {
+		// Claims counted with another unit per whole device: the kept
+		// profile is left out (as in a snapshot without one) and the next
+		// cycle builds its own; Explain and IdleCapacity build theirs on
+		// demand until then.
+		return nil
 	}
 	// A profile kept from before nodes were added is shorter (the next
 	// cycle rebuilds it); never longer.
@@ -121,6 +169,9 @@ func (s *Scheduler) loadProfile(d *sdec) error {
 		return d.err
 	}
 	s.bf.last = p
+	if claim {
+		s.bf.lastClaim1 = s.claim1
+	}
 	return nil
 }
 

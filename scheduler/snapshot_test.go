@@ -108,8 +108,55 @@ func TestSnapshotRestoreSameDecisions(t *testing.T) {
 		seeds = append(seeds, seed)
 	}
 	for _, seed := range seeds {
+		snapSameDecisions(t, seed, events, nil)
+	}
+}
+
+// TestSnapshotRestoreSameDecisionsShared is TestSnapshotRestoreSameDecisions
+// on clusters whose GPUs are shared (gres/shard and gres/mps device
+// shares, Inventory.Shares) under backfill, whose kept profile then has
+// the device claim dimension (backfill_claims.go).
+func TestSnapshotRestoreSameDecisionsShared(t *testing.T) {
+	runs, events := 40, 300
+	if testing.Short() {
+		runs = 10
+	}
+	runs = snapRuns(t, runs)
+	sharing, claims := 0, 0
+	for seed := range uint64(runs) {
+		claims += snapSameDecisions(t, seed, events, func(c *fzCluster) {
+			c.Backfill = 1 + int(seed%2)
+			for i := range c.Nodes {
+				if c.Nodes[i].GPUsPerSocket == 0 {
+					continue
+				}
+				sharing++
+				if i%2 == 0 {
+					c.Nodes[i].DevShards = 2 + int(seed%4)
+				} else {
+					c.Nodes[i].DevMPS = 100
+				}
+			}
+		})
+	}
+	if sharing == 0 || claims == 0 {
+		t.Fatalf("%d nodes sharing GPUs, %d snapshots of a profile with a device claim: want some", sharing, claims)
+	}
+}
+
+// snapSameDecisions drives one random cluster (seed; mutate, if not
+// nil, changes it before the scheduler is built) for events events,
+// restoring snapshots taken at random points and checking that every
+// restored scheduler answers every later call as the original does.
+// It returns how many snapshots held a kept profile with a device claim.
+func snapSameDecisions(t *testing.T, seed uint64, events int, mutate func(*fzCluster)) (claims int) {
+	t.Helper()
+	{
 		src := &fzSource{rng: rand.New(rand.NewPCG(seed, 0x5a9))}
 		c := fzGenCluster(src)
+		if mutate != nil {
+			mutate(&c)
+		}
 		cfg, err := fzConfig(c)
 		if err != nil {
 			t.Fatal(err)
@@ -129,6 +176,9 @@ func TestSnapshotRestoreSameDecisions(t *testing.T) {
 		for step := range events {
 			now := fzEpoch.Add(g.last)
 			if step > 0 && src.chance(40) {
+				if s.bf != nil && s.bf.last != nil && s.bf.last.State().Width > s.reg.Len() {
+					claims++
+				}
 				followers = append(followers, snapFollower{snapRestore(t, s, now, opts), step})
 			}
 			op := g.next()
@@ -159,6 +209,7 @@ func TestSnapshotRestoreSameDecisions(t *testing.T) {
 			}
 		}
 	}
+	return claims
 }
 
 // snapRuns is SLUICE_SNAP_RUNS (how many random clusters the snapshot
@@ -243,6 +294,31 @@ func snapSample(t testing.TB) []byte {
 	return b.Bytes()
 }
 
+// snapSampleShared returns a snapshot of a small busy scheduler whose
+// GPUs are shared (shards on even nodes, MPS on odd ones) under EASY
+// backfill: its profile section carries the device claim.
+func snapSampleShared(t testing.TB) []byte {
+	for seed := uint64(1); seed < 64; seed++ {
+		src := &fzSource{rng: rand.New(rand.NewPCG(seed, 0x5a9))}
+		c := fzGenCluster(src)
+		c.Policy, c.Backfill, c.Priority = true, 2, true
+		for i := range c.Nodes {
+			c.Nodes[i].DevShards, c.Nodes[i].DevMPS = 4*(1-i%2), 100*(i%2)
+		}
+		s, _ := snapDrive(t, c, src, 200, nil)
+		if s.bf.last == nil || s.bf.last.State().Width <= s.reg.Len() {
+			continue // no GPU shared, or no kept profile
+		}
+		var b bytes.Buffer
+		if err := s.Snapshot(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	t.Fatal("no seed gave a kept profile with a device claim")
+	return nil
+}
+
 // snapSections returns the stream offsets of the snapshot's section
 // boundaries (each section header's start, and the end).
 func snapSections(b []byte) []int {
@@ -312,6 +388,7 @@ func TestRestoreRefusesNewerMajorVersion(t *testing.T) {
 // panics.
 func FuzzRestore(f *testing.F) {
 	f.Add(snapSample(f))
+	f.Add(snapSampleShared(f))
 	f.Add([]byte(snapshotMagic))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, in := range [][]byte{data, snapFixChecksums(data)} {
@@ -479,4 +556,23 @@ func startsByName(c Cycle) string {
 	}
 	fmt.Fprintf(&b, "ended %+v\npending %+v\n", c.Ended, c.Pending)
 	return b.String()
+}
+
+// TestRestoreReadsMinor2 checks that a snapshot of minor version 2 (before
+// the profile section could carry the device claim) still restores, to
+// the same state: its profile section has no claim.
+func TestRestoreReadsMinor2(t *testing.T) {
+	b := snapSample(t)
+	binary.LittleEndian.PutUint16(b[len(snapshotMagic)+2:], 2)
+	r, err := Restore(bytes.NewReader(b), RestoreOptions{})
+	if err != nil {
+		t.Fatalf("Restore of a minor-2 snapshot: %v", err)
+	}
+	var b2 bytes.Buffer
+	if err := r.Snapshot(&b2); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b[len(snapshotMagic)+4:], b2.Bytes()[len(snapshotMagic)+4:]) {
+		t.Fatal("the restored minor-2 snapshot does not snapshot to the same sections")
+	}
 }

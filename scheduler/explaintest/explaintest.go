@@ -87,6 +87,10 @@ type Answer struct {
 	// explanation named (Estimate.Overtakers): why a later start is not
 	// a promise.
 	Overtakers []scheduler.Overtaker
+	// NotPromised is the explanation's reason for labelling a start the
+	// plan reserves an estimate (Estimate.NotPromised or
+	// Counterfactual.NotPromised): shared GPUs planned conservatively.
+	NotPromised string
 }
 
 // Kind names the answer's kind: "estimate", or the counterfactual's kind
@@ -127,7 +131,7 @@ func Answers(ex scheduler.Explanation) []Answer {
 	var out []Answer
 	if est := ex.Estimate; est != nil && est.Source != scheduler.EstimateNone && !est.Start.IsZero() {
 		a := base
-		a.Start, a.Now, a.Bound = est.Start, !est.Start.After(ex.Now), est.Bound
+		a.Start, a.Now, a.Bound, a.NotPromised = est.Start, !est.Start.After(ex.Now), est.Bound, est.NotPromised
 		out = append(out, a)
 	}
 	for k := range ex.Counterfactuals {
@@ -137,7 +141,7 @@ func Answers(ex scheduler.Explanation) []Answer {
 		}
 		a := base
 		a.Counterfactual = cf
-		a.Start, a.Now, a.Bound = cf.Start, cf.Now, cf.Bound
+		a.Start, a.Now, a.Bound, a.NotPromised = cf.Start, cf.Now, cf.Bound, cf.NotPromised
 		out = append(out, a)
 	}
 	return out

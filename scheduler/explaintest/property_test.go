@@ -31,6 +31,7 @@ type variant struct {
 	limits bool // a per-user QOS GPU limit and an account GrpTRES
 	noDeps bool // no dependencies
 	noResv bool // no advance reservation
+	shared bool // h100-01's GPUs split into shards, h100-02's with MPS shares; some jobs ask for them
 }
 
 // pendingAnswer is an answer with the length of the history it was given
@@ -46,6 +47,16 @@ var users = []string{"u0", "u1", "u2", "u3"}
 // policy (one QOS, one account, four users), and limits when asked.
 func scenarioConfig(t testing.TB, v variant) scheduler.Config {
 	cfg := clustertest.Mixed4()
+	if v.shared {
+		for k, sh := range []gres.DeviceShares{{Shards: 4}, {MPS: 100}} {
+			inv := cfg.Nodes[k].Devices.Clone()
+			for _, d := range inv.Devices {
+				sh.Device = d.Index
+				inv.Shares = append(inv.Shares, sh)
+			}
+			cfg.Nodes[k].Devices = inv
+		}
+	}
 	cfg.Backfill = &backfill.Config{Mode: v.mode, Resolution: time.Second, Window: 3 * 24 * time.Hour}
 	reg, err := scheduler.NewRegistry(cfg.Nodes)
 	require.NoError(t, err)
@@ -109,6 +120,14 @@ func runScenario(t testing.TB, seed uint64, v variant) (scheduler.Config, *expla
 		}
 		if rng.IntN(8) == 0 {
 			spec.Nodes = 2
+		}
+		if v.shared && rng.IntN(2) == 0 {
+			// Shards (1-4 of a GPU's 4) or MPS shares (25-100 of 100),
+			// from one GPU of a sharing node.
+			spec.GRESPerNode = []gres.Request{{Name: "shard", Count: int64(1 + rng.IntN(4))}}
+			if rng.IntN(2) == 0 {
+				spec.GRESPerNode = []gres.Request{{Name: "mps", Count: int64(25 * (1 + rng.IntN(4)))}}
+			}
 		}
 		at := epoch.Add(time.Duration(rng.IntN(3*60)) * time.Minute)
 		if rng.IntN(6) == 0 {
@@ -194,7 +213,12 @@ func verify(t testing.TB, v variant, n uint64) []explaintest.Verdict {
 	return out
 }
 
+var nSeeds = flag.Uint64("verify.seeds", 0, "seeds per variant of the verified-answer tests (0: 40, 8 with -short)")
+
 func seeds(t *testing.T) uint64 {
+	if *nSeeds > 0 {
+		return *nSeeds
+	}
 	if testing.Short() {
 		return 8
 	}

@@ -355,7 +355,9 @@ func (r *Recorder) record(j scheduler.Job) accounting.JobRecord {
 	reg := r.s.Registry()
 	req, ok := r.s.RequestedTRES(j.ID) // tasks and --gpus totals counted as the job asks them
 	if !ok {
-		req, _ = j.PerNode.Scale(int64(max(j.Spec.Nodes, 1)))
+		// The node count the job requires (ReqNodes: a NodeList or a
+		// counted Constraint raises Spec.Nodes), not Spec.Nodes.
+		req, _ = j.PerNode.Scale(int64(max(j.ReqNodes, j.Spec.Nodes, 1)))
 	}
 	rec := accounting.JobRecord{
 		ID: accounting.JobID(j.ID), Name: j.Spec.Name, Cluster: r.cluster, User: j.Spec.User, Account: j.Spec.Account,

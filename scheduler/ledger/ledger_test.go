@@ -175,3 +175,32 @@ func TestRequeueIsAudited(t *testing.T) {
 	}
 	assert.Contains(t, kinds, scheduler.DecisionRequeue)
 }
+
+// TestRecorderReqNodesFromNodeListAndConstraint: sacct's ReqNodes (and
+// ReqTRES node=) is the node count the job requires, which a NodeList or
+// a counted Constraint raises above Nodes (or its default of one).
+func TestRecorderReqNodesFromNodeListAndConstraint(t *testing.T) {
+	l, s, rec := setup(t)
+	for _, c := range []struct {
+		spec scheduler.JobSpec
+		want int64
+	}{
+		{scheduler.JobSpec{User: "cy", Account: "bio", NodeList: "a100-01,a100-02,h100-01", CPUsPerTask: 1, TimeLimit: time.Hour}, 3},
+		{scheduler.JobSpec{User: "cy", Account: "bio", Nodes: 1, NodeList: "a100-[01-02]", CPUsPerTask: 1, TimeLimit: time.Hour}, 2},
+	} {
+		id, err := s.Submit(t0, c.spec)
+		require.NoError(t, err)
+		cyc, err := s.Schedule(t0)
+		require.NoError(t, err)
+		require.Len(t, cyc.Starts, 1)
+		require.NoError(t, rec.Observe(t0, cyc))
+		require.NoError(t, l.View(func(tx accounting.Tx) error {
+			j, err := tx.Job(accounting.JobID(id))
+			require.NoError(t, err)
+			assert.Equal(t, c.want, j.ReqTRES["node"], "ReqTRES %v", j.ReqTRES)
+			assert.Equal(t, c.want, j.AllocTRES["node"])
+			return nil
+		}))
+		require.NoError(t, s.Finish(t0, id, 0))
+	}
+}
