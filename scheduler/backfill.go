@@ -168,9 +168,11 @@ func (s *Scheduler) profileRunning() []backfill.Running {
 
 // profileUse returns what a running job holds on each node as the profile
 // counts it: its allocation without the node TRES and without devices
-// that failed under it (they never come back free).
+// that failed under it (they never come back free). It is computed once
+// and cached: until a device's health changes, and for a sharer until a
+// sharer on one of its nodes changes (sharersChanged).
 func (s *Scheduler) profileUse(j *job) []backfill.Alloc {
-	if j.bfUse != nil && j.bfUseHealthGen == s.healthGen {
+	if j.bfUse != nil && j.bfUseHealthGen == s.healthGen && s.shareGensValid(j) {
 		return j.bfUse
 	}
 	use := make([]backfill.Alloc, len(j.Alloc.Nodes))
@@ -188,16 +190,42 @@ func (s *Scheduler) profileUse(j *job) []backfill.Alloc {
 		}
 		if j.Alloc.OverSubscribe > 1 && j.State == JobRunning {
 			// Shared CPUs count once, for the holder that keeps them
-			// longest; every sharer's start and end rebuilds the profile.
+			// longest; a sharer's start, end or end move re-adds the
+			// other sharers on its nodes (sharersChanged).
 			u[gres.CPU] -= int64(len(na.CPUs)) - s.sharedCPUUse(j, &s.nodes[na.Node], &j.Alloc.Nodes[k])
 		}
 		use[k] = backfill.Alloc{Node: na.Node, Use: u}
 	}
-	if j.Alloc.OverSubscribe > 1 {
-		return use // who holds a shared CPU longest changes as sharers come and go: not cached
-	}
 	j.bfUse, j.bfUseHealthGen = use, s.healthGen
+	j.bfUseShareGens = nil
+	if j.Alloc.OverSubscribe > 1 {
+		// Who holds a shared CPU longest changes as sharers come and go:
+		// valid while the nodes keep their share generation. A new slice:
+		// a journaled copy of the job may hold the old one.
+		j.bfUseShareGens = make([]uint64, len(j.Alloc.Nodes))
+		for k, na := range j.Alloc.Nodes {
+			j.bfUseShareGens[k] = s.nodes[na.Node].shareGen
+		}
+	}
 	return use
+}
+
+// shareGensValid reports whether job j's cached profile use still holds
+// as far as sharing goes: j shares no CPUs, or none of its nodes saw a
+// sharer change since it was computed.
+func (s *Scheduler) shareGensValid(j *job) bool {
+	if j.Alloc.OverSubscribe <= 1 {
+		return true
+	}
+	if len(j.bfUseShareGens) != len(j.Alloc.Nodes) {
+		return false
+	}
+	for k, na := range j.Alloc.Nodes {
+		if s.nodes[na.Node].shareGen != j.bfUseShareGens[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // backfillPass plans every plannable pending job in queue order on a

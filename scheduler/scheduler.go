@@ -77,6 +77,9 @@ type Scheduler struct {
 	rekey []*job
 	// healthGen counts device health changes (invalidates cached profile use).
 	healthGen uint64
+	// shareSeq numbers the share generations given to nodes (node.shareGen),
+	// never reused, not even by a rollback.
+	shareSeq uint64
 	// policyVersion caches PolicyVersion; reset when reservations change.
 	policyVersion string
 	// suspended lists the SUSPENDED jobs, in suspension order.
@@ -178,12 +181,15 @@ type job struct {
 	dep     policy.Dependency
 	// bfPer is the per-node request as the backfill profile counts it
 	// (ceil(total/nodes) for a --gpus total); bfUse caches the per-node use as the profile counts
-	// it (valid for health generation bfUseHealthGen).
+	// it (valid for health generation bfUseHealthGen and, for a sharer,
+	// while every node of its allocation is at the share generation in
+	// bfUseShareGens, see sharersChanged).
 	bfPer          gres.Vector
 	total          gres.Vector // perNode × nodes (see totalRequest)
 	chooserKeys    [2]string   // the backfill chooser key, unrelaxed and relaxed
 	bfUse          []backfill.Alloc
 	bfUseHealthGen uint64
+	bfUseShareGens []uint64
 	// bfMin and bfSpread are what the backfill pass plans with: the
 	// per-node minimum and the GRESPerJob beyond it as a backfill Spread
 	// (bfSpread nil without one, or where the spread is not exact; then
@@ -1049,7 +1055,7 @@ func (s *Scheduler) endJob(j *job, st JobState, at time.Time) {
 func (s *Scheduler) release(j *job, ended bool) {
 	s.policyStop(j, true, ended)
 	if j.Alloc.OverSubscribe > 1 {
-		s.noteCapacity() // shared CPUs change hands in the kept profile (sharedCPUUse)
+		s.sharersChanged(j) // shared CPUs change hands in the kept profile (sharedCPUUse)
 	}
 	for _, na := range j.Alloc.Nodes {
 		s.saveNode(na.Node)

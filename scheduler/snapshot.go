@@ -87,7 +87,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 //   - derived: reg (rebuilt from the names), nodeByName, partByName,
 //     defPart, parts[].nodes, jobs (the map), pending and running (the
 //     queues, from the job states and keys), graph (from topo), usable
-//     (from admin states), shapes (cache), doneHead (0), healthGen and
+//     (from admin states), shapes (cache), doneHead (0), healthGen, shareSeq and
 //     policyVersion (caches), pol.p (compiled from the config), pol.usage
 //     (recounted from the jobs: AddJob for every unfinished job, StartJob
 //     with usageTotal/usageEnd for running and suspended ones),
@@ -123,7 +123,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // job (derived): subject (Resolve of user, account, partition and the
 // resolved QOS, which gives the same plan), dep (parsed from
 // Spec.Dependency), preemptRank, shape, assoc, total, chooserKeys, bfUse
-// and bfUseHealthGen (caches), touched and viewed (journal epochs),
+// bfUseHealthGen and bfUseShareGens (caches), touched and viewed (journal epochs),
 // planShares (transient); Job.PerNode and Job.PlannedNodes are filled by
 // Job's copy.
 //
@@ -133,7 +133,8 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // indices. node (derived): cfg,
 // capacity, devTRES, devCores, hasAffinity (from the NodeConfig), cpuUsed
 // and the devices in use (from the allocations of the running and
-// suspended jobs, checked for double use), touched and saved (journal).
+// suspended jobs, checked for double use), touched and saved (journal),
+// shareGen (cache generation).
 
 // Snapshot writes the scheduler's whole authoritative state to w: the
 // configuration as it stands (nodes, partitions, policy, priority and
