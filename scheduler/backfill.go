@@ -195,10 +195,12 @@ func (s *Scheduler) profileRunning() []backfill.Running {
 
 // profileUse returns what a running job holds on each node as the profile
 // counts it: its allocation without the node TRES and without devices
-// that failed under it (they never come back free).
+// that failed under it (they never come back free). It is computed once
+// and cached: until a device's health changes, and for a sharer until a
+// sharer on one of its nodes changes (sharersChanged).
 func (s *Scheduler) profileUse(j *job) []backfill.Alloc {
 	shared := s.sharedUse(j)
-	if j.bfUse != nil && j.bfUseHealthGen == s.healthGen && (!shared || j.bfUseShareGen == s.shareGen) {
+	if j.bfUse != nil && j.bfUseHealthGen == s.healthGen && (!shared || j.bfUseShareGen == s.shareGen) && s.sharerGensValid(j) {
 		return j.bfUse
 	}
 	use := make([]backfill.Alloc, len(j.Alloc.Nodes))
@@ -216,16 +218,42 @@ func (s *Scheduler) profileUse(j *job) []backfill.Alloc {
 		}
 		if j.Alloc.OverSubscribe > 1 && j.State == JobRunning {
 			// Shared CPUs count once, for the holder that keeps them
-			// longest; every sharer's start and end rebuilds the profile.
+			// longest; a sharer's start, end or end move re-adds the
+			// other sharers on its nodes (sharersChanged).
 			u[gres.CPU] -= int64(len(na.CPUs)) - s.sharedCPUUse(j, &s.nodes[na.Node], &j.Alloc.Nodes[k])
 		}
 		use[k] = s.profileAlloc(j, na.Node, u)
 	}
-	if j.Alloc.OverSubscribe > 1 {
-		return use // who holds a shared CPU longest changes as sharers come and go: not cached
-	}
 	j.bfUse, j.bfUseHealthGen, j.bfUseShareGen = use, s.healthGen, s.shareGen
+	j.bfUseSharerGens = nil
+	if j.Alloc.OverSubscribe > 1 {
+		// Who holds a shared CPU longest changes as sharers come and go:
+		// valid while the nodes keep their share generation. A new slice:
+		// a journaled copy of the job may hold the old one.
+		j.bfUseSharerGens = make([]uint64, len(j.Alloc.Nodes))
+		for k, na := range j.Alloc.Nodes {
+			j.bfUseSharerGens[k] = s.nodes[na.Node].sharerGen
+		}
+	}
 	return use
+}
+
+// sharerGensValid reports whether job j's cached profile use still holds
+// as far as sharing goes: j shares no CPUs, or none of its nodes saw a
+// sharer change since it was computed.
+func (s *Scheduler) sharerGensValid(j *job) bool {
+	if j.Alloc.OverSubscribe <= 1 {
+		return true
+	}
+	if len(j.bfUseSharerGens) != len(j.Alloc.Nodes) {
+		return false
+	}
+	for k, na := range j.Alloc.Nodes {
+		if s.nodes[na.Node].sharerGen != j.bfUseSharerGens[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // backfillPass plans every plannable pending job in queue order on a

@@ -256,9 +256,18 @@ func (s *Scheduler) roundPlanCPUs(j *job) {
 		return
 	}
 	r := cpuRequest{count: int(j.perNode[gres.CPU]), oneThread: j.Spec.Hint.oneThreadPerCore()}
+	// The count depends on the node's layout alone, and most nodes share
+	// one: it is computed once per run of nodes of one layout, and no node
+	// gives less than the request (then the least is found).
 	best := -1
-	for i := j.shape.capable.Next(0); i >= 0; i = j.shape.capable.Next(i + 1) {
-		if c := s.nodes[i].unitCPUs(s.crUnit, r); best < 0 || c < best {
+	var last cpuLayout
+	for i := j.shape.capable.Next(0); i >= 0 && best != r.count; i = j.shape.capable.Next(i + 1) {
+		n := &s.nodes[i]
+		if best >= 0 && n.lay == last {
+			continue
+		}
+		last = n.lay
+		if c := n.unitCPUs(s.crUnit, r); best < 0 || c < best {
 			best = c
 		}
 	}

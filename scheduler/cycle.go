@@ -951,8 +951,6 @@ func (s *Scheduler) commitAllocation(start time.Time, j *job, allocs []NodeAlloc
 	share := s.shareLimit(j)
 	if share <= 1 {
 		share = 0
-	} else {
-		s.noteCapacity() // the kept profile counts shared CPUs once (sharedCPUUse): rebuilt
 	}
 	j.Alloc = Allocation{Nodes: allocs, Quality: quality, OverSubscribe: share}
 	for k := range allocs {
@@ -990,6 +988,9 @@ func (s *Scheduler) commitAllocation(start time.Time, j *job, allocs []NodeAlloc
 		j.deadline = killBy
 	}
 	s.noteStarted(j)
+	if share > 1 {
+		s.sharersChanged(j) // the kept profile counts shared CPUs once (sharedCPUUse)
+	}
 	s.policyStart(j, s.addLicenseTRES(j, s.sum))
 }
 

@@ -2,9 +2,12 @@ package scheduler
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/backfill"
 )
 
 // RebuildProfileEveryCycle makes the backfill pass build a fresh profile
@@ -66,3 +69,44 @@ func SettlePasses(s *Scheduler) uint64 { return s.settlePasses }
 // allowed set (no narrowAllowed), so tests can check that narrowing
 // changes no decision.
 func WhereNarrowOff(s *Scheduler) { s.whereC.noNarrow = true }
+
+// KeptProfileMismatch brings a clone of the kept backfill profile to now
+// as the next cycle would (the changes noted since the last plan applied,
+// reservations and blocks released) and compares every node's timeline
+// with a profile built afresh at now from profile use computed anew (no
+// cache). It returns "" when they are the same or there is no kept
+// profile to compare (none yet, or stale: the next cycle rebuilds it).
+func KeptProfileMismatch(s *Scheduler, now time.Time) string {
+	b := s.bf
+	if b == nil || b.last == nil || b.dirty || b.last.NumNodes() != len(s.nodes) {
+		return ""
+	}
+	kept := b.last.Clone()
+	if err := s.updateProfile(kept, now, slices.Clone(b.ended), slices.Clone(b.started), nil); err != nil {
+		return "update: " + err.Error()
+	}
+	var running []backfill.Running
+	s.running.Ascend(func(j *job) bool {
+		use, gen, gens := j.bfUse, j.bfUseHealthGen, j.bfUseSharerGens
+		j.bfUse = nil
+		running = append(running, s.profileRunningJob(j))
+		j.bfUse, j.bfUseHealthGen, j.bfUseSharerGens = use, gen, gens
+		return true
+	})
+	nodes := slices.Clone(s.profileNodes())
+	fresh, err := b.planner.NewProfile(now, nodes, running)
+	if err != nil {
+		return "fresh: " + err.Error()
+	}
+	for i := range s.nodes {
+		kt, err1 := kept.Timeline(i)
+		ft, err2 := fresh.Timeline(i)
+		if err1 != nil || err2 != nil {
+			return fmt.Sprintf("node %d: %v %v", i, err1, err2)
+		}
+		if !reflect.DeepEqual(kt, ft) {
+			return fmt.Sprintf("node %d: kept %+v, fresh %+v", i, kt, ft)
+		}
+	}
+	return ""
+}

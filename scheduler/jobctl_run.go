@@ -49,6 +49,9 @@ func (s *Scheduler) suspendJob(now time.Time, id JobID) error {
 	// The kept profile cannot say "held until resumed": it is rebuilt,
 	// and a fresh one counts what the job holds as never freed.
 	s.noteCapacity()
+	if j.Alloc.OverSubscribe > 1 {
+		s.sharersChanged(j) // the other sharers hold its shared CPUs in the profile (sharedCPUUse)
+	}
 	s.last = now
 	return nil
 }

@@ -235,7 +235,7 @@ func (s *Scheduler) moveDeadline(now time.Time, j *job, end time.Time) {
 	s.noteEnded(j) // its end moved: the kept profile re-adds it
 	s.noteStarted(j)
 	if j.Alloc.OverSubscribe > 1 {
-		s.noteCapacity() // which sharer holds a shared CPU longest may change
+		s.sharersChanged(j) // which sharer holds a shared CPU longest may change
 	}
 }
 

@@ -166,6 +166,8 @@ func (s *Scheduler) undoFrom(from int) {
 			if n.devs != nil {
 				*n.devs = sv.devs
 			}
+			s.sharerSeq++
+			n.sharerGen = s.sharerSeq // sharers' profile use cached since is stale
 		case undoPending:
 			v := &jr.views[e.i]
 			j := e.j

@@ -99,6 +99,12 @@ type node struct {
 	// CPUs (Allocation.OverSubscribe > 1; see oversub.go; rebuilt on
 	// restore with the counts above).
 	sharing int
+	// sharerGen changes (to a new Scheduler.sharerSeq) whenever a sharer on
+	// the node starts, ends, is suspended or resumed or has its end moved,
+	// and when a rollback restores the node: a sharer's cached profile use
+	// (job.bfUseSharerGens) is valid only while its nodes keep their
+	// generation.
+	sharerGen uint64
 }
 
 // userJobs is how many of a node's jobs one user runs.

@@ -203,6 +203,34 @@ func (s *Scheduler) dropCPUs(n *node, id JobID, ids []int) int64 {
 	return k
 }
 
+// sharersChanged is told that sharer j (Allocation.OverSubscribe > 1)
+// starts, ends, is suspended or resumed, or has its end moved: which
+// holder of a shared CPU keeps it longest (sharedCPUUse) may change for
+// every other running sharer on j's nodes. It gives those nodes a new
+// share generation (invalidating the sharers' cached profile use) and has
+// the kept backfill profile re-add the other running sharers there, as
+// it re-adds a job whose end moved; j itself the caller notes. The kept
+// profile then holds what a fresh build would, without a rebuild.
+func (s *Scheduler) sharersChanged(j *job) {
+	for _, na := range j.Alloc.Nodes {
+		s.saveNode(na.Node) // a rollback gives the node a new generation
+		n := &s.nodes[na.Node]
+		s.sharerSeq++
+		n.sharerGen = s.sharerSeq
+		if s.bf == nil {
+			continue
+		}
+		for _, id := range n.jobs {
+			o := s.jobs[id]
+			if o == nil || o == j || o.State != JobRunning || o.Alloc.OverSubscribe <= 1 {
+				continue
+			}
+			s.noteEnded(o)
+			s.noteStarted(o)
+		}
+	}
+}
+
 // sharedCPUUse returns how many of job j's CPUs on node n the backfill
 // profile charges to it: each CPU once, to the job that holds it longest
 // (the latest deadline, then the highest ID), so that the profile frees

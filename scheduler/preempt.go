@@ -121,6 +121,9 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 			s.mutRunning().ReplaceOrInsert(r)
 			s.noteEnded(r) // its end moved: the kept profile re-adds it
 			s.noteStarted(r)
+			if r.Alloc.OverSubscribe > 1 {
+				s.sharersChanged(r) // which sharer holds a shared CPU longest may change
+			}
 			continue
 		}
 		s.endPreempted(now, r, v.Action)
@@ -293,6 +296,9 @@ func (s *Scheduler) suspend(now time.Time, r *job, pre JobID) {
 	r.bfUse = nil
 	s.suspended = append(s.suspended, r)
 	s.noteCapacity() // the kept profile cannot express "held until resumed"
+	if r.Alloc.OverSubscribe > 1 {
+		s.sharersChanged(r) // it no longer holds shared CPUs (sharedCPUUse)
+	}
 }
 
 // resumeSuspended resumes, in suspension order, every suspended job whose
@@ -344,6 +350,9 @@ func (s *Scheduler) resumeSuspended(now time.Time, cyc *Cycle) {
 		r.suspendedBy, r.suspendedCPUs, r.bfUse = 0, nil, nil
 		s.mutRunning().ReplaceOrInsert(r)
 		s.noteCapacity()
+		if r.Alloc.OverSubscribe > 1 {
+			s.sharersChanged(r) // it holds CPUs again (sharedCPUUse)
+		}
 		cyc.Resumed = append(cyc.Resumed, r.ID)
 	}
 	s.suspended = kept

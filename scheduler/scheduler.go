@@ -90,6 +90,9 @@ type Scheduler struct {
 	claim1     int
 	claimIDs   []gres.ID
 	claimEpoch uint64
+	// sharerSeq numbers the share generations given to nodes (node.sharerGen), for CPU sharers (oversub.go),
+	// never reused, not even by a rollback.
+	sharerSeq uint64
 	// policyVersion caches PolicyVersion; reset when reservations change.
 	policyVersion string
 	// suspended lists the SUSPENDED jobs, in suspension order.
@@ -191,13 +194,16 @@ type job struct {
 	dep     policy.Dependency
 	// bfPer is the per-node request as the backfill profile counts it
 	// (ceil(total/nodes) for a --gpus total); bfUse caches the per-node use as the profile counts
-	// it (valid for health generation bfUseHealthGen).
-	bfPer          gres.Vector
-	total          gres.Vector // perNode × nodes (see totalRequest)
-	chooserKeys    [2]string   // the backfill chooser key, unrelaxed and relaxed
-	bfUse          []backfill.Alloc
-	bfUseHealthGen uint64
-	bfUseShareGen  uint64 // the share generation bfUse holds for, when it holds devices on nodes that share them
+	// it (valid for health generation bfUseHealthGen and, for a sharer,
+	// while every node of its allocation is at the share generation in
+	// bfUseSharerGens, see sharersChanged).
+	bfPer           gres.Vector
+	total           gres.Vector // perNode × nodes (see totalRequest)
+	chooserKeys     [2]string   // the backfill chooser key, unrelaxed and relaxed
+	bfUse           []backfill.Alloc
+	bfUseHealthGen  uint64
+	bfUseShareGen   uint64 // the share generation bfUse holds for, when it holds devices on nodes that share them
+	bfUseSharerGens []uint64
 	// bfMin and bfSpread are what the backfill pass plans with: the
 	// per-node minimum and the GRESPerJob beyond it as a backfill Spread
 	// (bfSpread nil without one, or where the spread is not exact; then
@@ -1068,7 +1074,7 @@ func (s *Scheduler) endJob(j *job, st JobState, at time.Time) {
 func (s *Scheduler) release(j *job, ended bool) {
 	s.policyStop(j, true, ended)
 	if j.Alloc.OverSubscribe > 1 {
-		s.noteCapacity() // shared CPUs change hands in the kept profile (sharedCPUUse)
+		s.sharersChanged(j) // shared CPUs change hands in the kept profile (sharedCPUUse)
 	}
 	for _, na := range j.Alloc.Nodes {
 		s.saveNode(na.Node)

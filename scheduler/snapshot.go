@@ -88,7 +88,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 //     defPart, parts[].nodes, jobs (the map), pending and running (the
 //     queues, from the job states and keys), graph (from topo), usable
 //     (from admin states), shapes (cache), doneHead (0), healthGen,
-//     shareGen, shareUse, claim1, claimIDs, claimEpoch and policyVersion
+//     shareGen, sharerSeq, shareUse, claim1, claimIDs, claimEpoch and policyVersion
 //     (caches), pol.p (compiled from the config), pol.usage (recounted
 //     from the jobs: AddJob for every unfinished job, StartJob
 //     with usageTotal/usageEnd for running and suspended ones),
@@ -126,7 +126,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // job (derived): subject (Resolve of user, account, partition and the
 // resolved QOS, which gives the same plan), dep (parsed from
 // Spec.Dependency), preemptRank, shape, assoc, total, chooserKeys, bfUse,
-// bfUseHealthGen, bfUseShareGen, bfClaimed, bfClaimOf and bfClaimEpoch
+// bfUseHealthGen, bfUseShareGen, bfUseSharerGens, bfClaimed, bfClaimOf and bfClaimEpoch
 // (caches), touched and viewed (journal epochs),
 // planShares (transient); Job.PerNode and Job.PlannedNodes are filled by
 // Job's copy.
@@ -137,7 +137,8 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // indices. node (derived): cfg,
 // capacity, devTRES, devCores, hasAffinity (from the NodeConfig), cpuUsed
 // and the devices in use (from the allocations of the running and
-// suspended jobs, checked for double use), touched and saved (journal).
+// suspended jobs, checked for double use), touched and saved (journal),
+// sharerGen (cache generation).
 
 // Snapshot writes the scheduler's whole authoritative state to w: the
 // configuration as it stands (nodes, partitions, policy, priority and
