@@ -188,6 +188,9 @@ type Job struct {
 	// between jobs of the same shape and key.
 	Chooser    NodeChooser
 	ChooserKey string
+	// Required are nodes the job's nodes must include (Slurm's
+	// --nodelist, -w); see Request.Required. Nil: none.
+	Required []int
 	// Tasks, PerTask and MaxTasksPerNode give the job a variable number of
 	// tasks per node (Slurm's -n over the job's nodes, --ntasks-per-node
 	// as a maximum): PerNode is then a node's share with one task; see
@@ -825,6 +828,7 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		Nodes: j.Nodes, PerNode: j.PerNode, Spread: j.Spread, Exclusive: j.Exclusive, Allowed: j.Allowed,
 		Duration: planned, Earliest: j.Earliest, Chooser: chooser, PreferBusy: cfg.BusyNodes,
 		Tasks: j.Tasks, PerTask: j.PerTask, MaxTasksPerNode: j.MaxTasksPerNode, PlaneSize: j.PlaneSize,
+		Required: j.Required,
 	})
 	if err != nil {
 		return err
@@ -1082,6 +1086,13 @@ func (r *run) shapeFor(j *Job, q *query) *shape {
 	r.keyBuf = append(r.keyBuf, excl)
 	r.keyBuf = binary.LittleEndian.AppendUint64(r.keyBuf, uint64(int64(set)))
 	r.keyBuf = append(r.keyBuf, j.ChooserKey...)
+	if len(j.Required) > 0 {
+		// The required nodes change the answer of the default chooser.
+		r.keyBuf = append(r.keyBuf, 0)
+		for _, i := range j.Required {
+			r.keyBuf = binary.LittleEndian.AppendUint64(r.keyBuf, uint64(int64(i)))
+		}
+	}
 	sh := r.shapes[string(r.keyBuf)] // no allocation when found
 	if sh == nil {
 		sh = &shape{}
