@@ -209,9 +209,9 @@ type Job struct {
 	// the same instant or none does, each on its own nodes (see
 	// EarliestCoFit). Components[0] is the leader and has the job's ID;
 	// the job's own request fields (Nodes, PerNode, Spread, Exclusive,
-	// Allowed, TimeLimit, TimeMin, Chooser) are then unused, while its
-	// Earliest, Eligible, Priority, NoReserve, NoEstimate, User,
-	// Partition and Assoc speak for the whole job. Each component's Uses
+	// Allowed, TimeLimit, TimeMin, Chooser, Required) are then unused,
+	// while its Earliest, Eligible, Priority, NoReserve, NoEstimate,
+	// User, Partition and Assoc speak for the whole job. Each component's Uses
 	// are its own, taken from the common start for its TimeLimit, and
 	// must fit their bounds with those of the components before it
 	// counted (see EarliestCoFitUses); the job's own Uses must be empty.
