@@ -188,6 +188,9 @@ type Job struct {
 	// between jobs of the same shape and key.
 	Chooser    NodeChooser
 	ChooserKey string
+	// Required are nodes the job's nodes must include (Slurm's
+	// --nodelist, -w); see Request.Required. Nil: none.
+	Required []int
 	// Tasks, PerTask and MaxTasksPerNode give the job a variable number of
 	// tasks per node (Slurm's -n over the job's nodes, --ntasks-per-node
 	// as a maximum): PerNode is then a node's share with one task; see
@@ -206,9 +209,9 @@ type Job struct {
 	// the same instant or none does, each on its own nodes (see
 	// EarliestCoFit). Components[0] is the leader and has the job's ID;
 	// the job's own request fields (Nodes, PerNode, Spread, Exclusive,
-	// Allowed, TimeLimit, TimeMin, Chooser) are then unused, while its
-	// Earliest, Eligible, Priority, NoReserve, NoEstimate, User,
-	// Partition and Assoc speak for the whole job. Each component's Uses
+	// Allowed, TimeLimit, TimeMin, Chooser, Required) are then unused,
+	// while its Earliest, Eligible, Priority, NoReserve, NoEstimate,
+	// User, Partition and Assoc speak for the whole job. Each component's Uses
 	// are its own, taken from the common start for its TimeLimit, and
 	// must fit their bounds with those of the components before it
 	// counted (see EarliestCoFitUses); the job's own Uses must be empty.
@@ -1074,6 +1077,13 @@ func (r *run) shapeFor(j *Job, q *query) *shape {
 	r.keyBuf = append(r.keyBuf, excl)
 	r.keyBuf = binary.LittleEndian.AppendUint64(r.keyBuf, uint64(int64(set)))
 	r.keyBuf = append(r.keyBuf, j.ChooserKey...)
+	if len(j.Required) > 0 {
+		// The required nodes change the answer of the default chooser.
+		r.keyBuf = append(r.keyBuf, 0)
+		for _, i := range j.Required {
+			r.keyBuf = binary.LittleEndian.AppendUint64(r.keyBuf, uint64(int64(i)))
+		}
+	}
 	sh := r.shapes[string(r.keyBuf)] // no allocation when found
 	if sh == nil {
 		sh = &shape{}

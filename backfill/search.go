@@ -96,6 +96,14 @@ type Request struct {
 	// 8+5+4+4); 0: one task at a time. See DealPlanes.
 	MaxTasksPerNode int
 	PlaneSize       int
+	// Required are nodes every choice must include (Slurm's --nodelist,
+	// -w, when the job takes more nodes than it lists): a choice without
+	// all of them is refused, and the search starts no earlier than the
+	// first time each of them can hold the request (its free amounts at
+	// that time hold PerNode, or it is idle for an exclusive request),
+	// which skips the times at which no choice could succeed. The
+	// answer is the same as without the bound. Nil: none.
+	Required []int
 }
 
 // FitStatus says how a search ended.
@@ -196,6 +204,8 @@ type query struct {
 	ntask       []int
 	// roomBuf is tasksOver's scratch: each node's room, then its deal.
 	roomBuf []int64
+	// required is Request.Required (see required.go).
+	required []int
 }
 
 // candList returns an empty candidate list with room for n nodes.
@@ -415,7 +425,10 @@ func (p *Profile) fillQuery(q *query, r *Request) (*query, error) {
 	*q = query{n: r.Nodes, excl: r.Exclusive, chooser: r.Chooser, preferBusy: r.PreferBusy,
 		req: slices.Grow(q.req[:0], p.a)[:p.a], nz: q.nz[:0], slab: q.slab, cslab: q.cslab,
 		spread: q.spread, share: q.share[:0], use: q.use[:0], left: q.left, spareBuf: q.spareBuf,
-		sdims: q.sdims, shareOf: q.shareOf[:0], ntask: q.ntask[:0], roomBuf: q.roomBuf}
+		sdims: q.sdims, shareOf: q.shareOf[:0], ntask: q.ntask[:0], roomBuf: q.roomBuf, required: q.required[:0]}
+	if err := p.setRequired(q, r.Required); err != nil {
+		return nil, err
+	}
 	if r.Nodes < 1 {
 		return nil, fmt.Errorf("%w: Nodes %d, want ≥ 1", ErrInvalidRequest, r.Nodes)
 	}
@@ -609,6 +622,7 @@ func (p *Profile) search(q *query) (result, error) {
 	if q.never || q.n > p.n {
 		return result{st: FitNever}, nil
 	}
+	p.requiredBound(q)
 	if q.t0 > q.latest {
 		return result{st: FitBeyondLatest}, nil
 	}
@@ -656,7 +670,7 @@ func (p *Profile) search(q *query) (result, error) {
 	t0 := q.t0
 	d0 := p.durAt(t0, q.d)
 	b0 := max(bound, t0+d0)
-	early := q.chooser == nil && !q.hasSpread()
+	early := q.chooser == nil && !q.hasSpread() && len(q.required) == 0
 	// take0 adds node i, whose first violation from t0 is x, when it is
 	// feasible at t0, and reports whether the default chooser's answer is
 	// complete: the first n feasible nodes, the lowest, are all below i+1.
@@ -898,6 +912,9 @@ func (p *Profile) blockMayFit(s0 *summary, probe func() []*summary, b int, q *qu
 // the nodes on which the request could not start at the origin (busy now),
 // so that the nodes usable now stay free for backfill.
 func (p *Profile) choose(q *query, F topology.NodeSet, t int64) ([]int, error) {
+	if !q.requiredIn(F) {
+		return nil, nil
+	}
 	if q.hasSpread() {
 		return p.chooseSpread(q, F, t)
 	}
@@ -906,6 +923,9 @@ func (p *Profile) choose(q *query, F topology.NodeSet, t int64) ([]int, error) {
 
 // choosePlain is choose without the Spread: the chooser's choice.
 func (p *Profile) choosePlain(q *query, F topology.NodeSet, t int64) ([]int, error) {
+	if q.chooser == nil && len(q.required) > 0 {
+		return q.withRequired(F), nil
+	}
 	if q.chooser == nil {
 		if !q.preferBusy || t <= p.origin {
 			return F.FirstN(q.nodeList(q.n), q.n), nil

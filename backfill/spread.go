@@ -186,8 +186,8 @@ func (p *Profile) spreadUse(q *query, i int) []int64 {
 
 // chooseSpread chooses, among the candidates F at t, nodes that hold the
 // Spread over the interval a start at t reserves: the chooser's own
-// choice when it does; else the Nodes candidates with the most spare
-// (ties to the lower index), in increasing order for the default chooser
+// choice when it does; else the required nodes and the candidates with
+// the most spare (ties to the lower index), Nodes in all, in increasing order for the default chooser
 // or as a custom chooser takes them from that set. It returns nil when
 // neither choice holds it.
 func (p *Profile) chooseSpread(q *query, F topology.NodeSet, t int64) ([]int, error) {
@@ -228,9 +228,14 @@ func (p *Profile) chooseSpread(q *query, F topology.NodeSet, t int64) ([]int, er
 		}
 		return x.node - y.node
 	})
-	top := q.nodeList(q.n)
-	for _, r := range rk[:q.n] {
-		top = append(top, r.node)
+	top := append(q.nodeList(q.n), q.required...)
+	for _, r := range rk {
+		if len(top) == q.n {
+			break
+		}
+		if !slices.Contains(q.required, r.node) {
+			top = append(top, r.node)
+		}
 	}
 	slices.Sort(top)
 	if q.chooser != nil {

@@ -515,6 +515,9 @@ func (s *Scheduler) bfWhere(now time.Time, x *job, bj *backfill.Job) {
 	}
 	bj.Chooser, bj.ChooserKey = s.whereChooser(x, base, key)
 	bj.Allowed = s.narrowAllowed(x, bj.Allowed, len(bj.Spread) > 0 || bj.Tasks > 0, len(bj.Components) > 0)
+	// The chooser takes every required node: the plan need not look
+	// before they can all hold the job (backfill.Job.Required).
+	bj.Required = x.where.required
 }
 
 // whereReason is why job j cannot start for where it may run, checked
