@@ -580,15 +580,14 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 		return x.reserved
 	}
 	keys := s.limitKeys(j)
+	sc := s.newOvertakeScan(ctx)
 	s.pending.Ascend(func(x *job) bool {
 		ex.QueuePos++
 		if x == j {
 			return false
 		}
 		if est.Source != EstimateNone {
-			if r, ok := s.mayOvertake(now, x, allowed, keys); ok {
-				est.addOvertaker(x, r, opts.MaxListed)
-			}
+			sc.visit(s, now, x, ctx, reserved(x), allowed, keys, est, opts.MaxListed)
 		}
 		if x.part == j.part {
 			ex.Rank++
@@ -611,6 +610,9 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 		return true
 	})
 	ex.Rank++
+	if est.Source != EstimateNone {
+		s.indirectOvertakers(now, j, sc, allowed, est, opts.MaxListed)
+	}
 	if est.OvertakersTotal > 0 {
 		est.Bound = false
 	}

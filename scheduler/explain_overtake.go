@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/policy"
-	"github.com/sluicehq/sluice/topology"
 )
 
 // Overtaker is a higher-priority pending job that the plan does not hold
@@ -15,22 +14,29 @@ import (
 // ahead of the explained job, on nodes the explained job could use, so
 // the explained job's planned start is no promise. As in Slurm, the
 // backfill plan considers only jobs that are eligible now.
+//
+// An Indirect overtaker cannot use the explained job's nodes itself but
+// can displace a job planned ahead of it, which then can (see
+// indirectOvertakers), or, under EASY backfill (bf_max_job_test with
+// Slurm's single reservation), can take the reservation the explained
+// job holds.
 type Overtaker struct {
-	Job    JobID
+	// Job is the overtaking job.
+	Job JobID
+	// Reason is what keeps it outside the plan (its dependency first).
 	Reason policy.Reason
+	// Indirect: it overtakes through a job ahead (see above).
+	Indirect bool
 }
 
-// mayOvertake reports whether job x, ahead of the explained job in the
-// queue, is an Overtaker of a job that may use the nodes of allowed, and
-// what keeps x outside the plan (its dependency, whatever reason it
-// reports first, or a limit): pending outside the plan (no expected
-// start), not held, not in a reservation (whose window the plan blocks),
-// not held only by the concurrent limits the plan carries (limitHeld),
-// able to start some day (neither neverStarts nor a limit it exceeds with
-// nothing running), and able to use one of those nodes or to take room
-// on one of the limit counters keys (limitKeys) that the explained job's
-// start needs.
-func (s *Scheduler) mayOvertake(now time.Time, x *job, allowed topology.NodeSet, keys map[policy.CounterKey]bool) (policy.Reason, bool) {
+// overtakeReason reports whether pending job x is outside the plan but
+// can still start, and what keeps it outside (its dependency, whatever
+// reason it reports first, or a limit): pending outside the plan (no
+// expected start), not held, not in a reservation (whose window the plan
+// blocks), not held only by the concurrent limits the plan carries
+// (limitHeld), and able to start some day (neither neverStarts nor a
+// limit it exceeds with nothing running).
+func (s *Scheduler) overtakeReason(now time.Time, x *job) (policy.Reason, bool) {
 	if x.Hold != HoldNone || x.Spec.Reservation != "" || !x.ExpectedStart.IsZero() || x.reserved {
 		return 0, false
 	}
@@ -53,8 +59,12 @@ func (s *Scheduler) mayOvertake(now time.Time, x *job, allowed topology.NodeSet,
 	if s.neverBlocker(now, x).Blocked() {
 		return 0, false // above a limit even with nothing else running
 	}
-	return r, s.neverStarts(x) == "" && (x.shape.capable.Intersects(allowed) || s.sharesCounter(x, keys))
+	return r, s.neverStarts(x) == ""
 }
+
+// A direct overtaker (overtakeScan.visit) is also able to use one of the
+// explained job's nodes or to take room on one of the limit counters
+// (limitKeys) that its start needs.
 
 // limitKeys returns the limit counters job j counts against (nil without
 // a policy): a job outside the plan that counts against one of them may
@@ -90,11 +100,11 @@ func (s *Scheduler) sharesCounter(x *job, keys map[policy.CounterKey]bool) bool 
 }
 
 // addOvertaker lists x, outside the plan for r, among the estimate's
-// overtakers (at most max).
-func (e *Estimate) addOvertaker(x *job, r policy.Reason, max int) {
+// overtakers (at most max); indirect as Overtaker.Indirect.
+func (e *Estimate) addOvertaker(x *job, r policy.Reason, indirect bool, max int) {
 	e.OvertakersTotal++
 	if len(e.Overtakers) < max {
-		e.Overtakers = append(e.Overtakers, Overtaker{Job: x.ID, Reason: r})
+		e.Overtakers = append(e.Overtakers, Overtaker{Job: x.ID, Reason: r, Indirect: indirect})
 	}
 }
 
@@ -106,6 +116,10 @@ func (e *Estimate) writeOvertakers(b *strings.Builder) {
 	}
 	b.WriteString("    may be overtaken by higher-priority job(s) outside the plan:")
 	for _, o := range e.Overtakers {
+		if o.Indirect {
+			fmt.Fprintf(b, " %d (%s, through a job ahead)", o.Job, o.Reason)
+			continue
+		}
 		fmt.Fprintf(b, " %d (%s)", o.Job, o.Reason)
 	}
 	if e.OvertakersTotal > len(e.Overtakers) {

@@ -269,9 +269,16 @@ func TestVerifiedAnswers(t *testing.T) {
 					require.NotEmpty(t, vs)
 					kinds := map[string]bool{}
 					var broken []explaintest.Verdict
+					promises, later := 0, 0
 					for _, vd := range vs {
 						a := vd.Answer
 						kinds[a.Kind()] = true
+						if a.Bound && !vd.AtSubmit {
+							promises++
+							if !a.Now {
+								later++
+							}
+						}
 						if mode == backfill.Conservative {
 							// Every answer is a promise but those that a
 							// dependency-waiting job ahead may overtake
@@ -296,6 +303,7 @@ func TestVerifiedAnswers(t *testing.T) {
 							}
 						}
 					}
+					t.Logf("%d promises (%d of them later starts), %d broken", promises, later, len(broken))
 					if len(broken) > 0 {
 						t.Errorf("%d broken promises:", len(broken))
 						logCounts(t, broken)
