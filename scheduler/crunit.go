@@ -259,7 +259,7 @@ func (s *Scheduler) roundPlanCPUs(j *job) {
 	// The count depends on the node's layout alone, and most nodes share
 	// one: it is computed once per run of nodes of one layout, and no node
 	// gives less than the request (then the least is found).
-	best := -1
+	best, at := -1, -1
 	var last cpuLayout
 	for i := j.shape.capable.Next(0); i >= 0 && best != r.count; i = j.shape.capable.Next(i + 1) {
 		n := &s.nodes[i]
@@ -268,15 +268,61 @@ func (s *Scheduler) roundPlanCPUs(j *job) {
 		}
 		last = n.lay
 		if c := n.unitCPUs(s.crUnit, r); best < 0 || c < best {
-			best = c
+			best, at = c, i
 		}
 	}
 	if best <= r.count {
 		return
 	}
+	// Memory per CPU follows the rounded count (unitMem); on overflow the
+	// request's memory stays (the node's choice refuses the share).
+	mem, ok := j.unitMem(&s.nodes[at], j.perNode, best)
+	if !ok {
+		mem = j.perNode[gres.Mem]
+	}
 	minIsPer := len(j.bfMin) > 0 && len(j.bfPer) > 0 && &j.bfMin[0] == &j.bfPer[0]
 	j.bfPer[gres.CPU] = max(j.bfPer[gres.CPU], int64(best))
-	if !minIsPer && len(j.bfMin) > int(gres.CPU) {
+	j.bfPer[gres.Mem] = max(j.bfPer[gres.Mem], mem)
+	if !minIsPer && len(j.bfMin) > int(gres.Mem) {
 		j.bfMin[gres.CPU] = max(j.bfMin[gres.CPU], int64(best))
+		j.bfMin[gres.Mem] = max(j.bfMin[gres.Mem], mem)
 	}
+}
+
+// memPerCPU returns the memory per CPU behind the per-node request
+// perNode of job j: --mem-per-cpu, or the partition's DefMemPerCPU where
+// the job's memory came from it; 0 when its memory is per node or per GPU.
+func (j *job) memPerCPU(perNode gres.Vector) int64 {
+	if mc := j.Spec.MemPerCPUMiB; mc > 0 {
+		return mc
+	}
+	dm := j.defMemPerCPU
+	if dm <= 0 || j.Spec.MemPerNodeMiB > 0 || j.Spec.MemPerGPUMiB > 0 || perNode[gres.Mem] != dm*perNode[gres.CPU] {
+		return 0
+	}
+	return dm
+}
+
+// unitMem returns the memory job j's share of node n is charged when its
+// request perNode (CPU count and memory) is given cpus CPUs, the request
+// rounded up to whole allocation units: memory per CPU (--mem-per-cpu,
+// DefMemPerCPU) is per usable allocated CPU (sbatch: where resources are
+// allocated by core or socket, a job's allocated CPUs may exceed its
+// task count), the usable ones being one thread per core under
+// --hint=nomultithread. It returns false when that memory overflows.
+func (j *job) unitMem(n *node, perNode gres.Vector, cpus int) (int64, bool) {
+	mem := perNode[gres.Mem]
+	usable := int64(cpus)
+	if j.Spec.Hint.oneThreadPerCore() && n.lay.threads > 1 {
+		usable /= int64(n.lay.threads)
+	}
+	extra := usable - perNode[gres.CPU]
+	mc := j.memPerCPU(perNode)
+	if extra <= 0 || mc == 0 {
+		return mem, true
+	}
+	if mc > (gres.MaxCount-mem)/extra {
+		return 0, false
+	}
+	return mem + mc*extra, true
 }

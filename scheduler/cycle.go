@@ -907,6 +907,12 @@ func (s *Scheduler) planShare(j *job, n *node, buf *allocBuf, perNode gres.Vecto
 	// The CPU count is the allocation's, in whole units (CR_Core: whole
 	// cores), shared CPUs included (AllocTRES cpu).
 	p.tres[gres.CPU] = int64(len(p.cpus))
+	// Memory per CPU is per allocated CPU: the rounded count raises it.
+	mem, ok := j.unitMem(n, perNode, len(p.cpus))
+	if !ok || mem > n.free[gres.Mem] {
+		return p, false
+	}
+	p.tres[gres.Mem] = mem
 	return p, true
 }
 
