@@ -519,11 +519,21 @@ func (s *Scheduler) attachJob(j *job) error {
 			if len(na.TRES) != s.reg.Len() {
 				return fmt.Errorf("node %s: allocation vector of the wrong length", n.cfg.Name)
 			}
+			var seen []uint64 // a sharer's own CPUs: none listed twice
+			if j.Alloc.OverSubscribe != 0 {
+				seen = make([]uint64, len(n.cpuUsed))
+			}
 			for _, c := range na.CPUs {
 				// A CPU held twice is a shared one (OverSubscribe), which
 				// checkSharing verifies once every job holds its CPUs.
 				if c < 0 || c >= n.cfg.CPUs || (j.Alloc.OverSubscribe == 0 && n.cpuUsed[c>>6]&(1<<uint(c&63)) != 0) {
 					return fmt.Errorf("node %s: CPU %d out of range or held twice", n.cfg.Name, c)
+				}
+				if seen != nil {
+					if seen[c>>6]&(1<<uint(c&63)) != 0 {
+						return fmt.Errorf("node %s: CPU %d listed twice in the allocation", n.cfg.Name, c)
+					}
+					seen[c>>6] |= 1 << uint(c&63)
 				}
 				n.cpuUsed[c>>6] |= 1 << uint(c&63)
 			}
