@@ -234,7 +234,9 @@ func (s *Scheduler) sharersChanged(j *job) {
 // sharedCPUUse returns how many of job j's CPUs on node n the backfill
 // profile charges to it: each CPU once, to the job that holds it longest
 // (the latest deadline, then the highest ID), so that the profile frees
-// a shared CPU when its last holder ends and never counts it twice.
+// a shared CPU when its last holder ends and never counts it twice. A
+// suspended job holding CPUs (SuspendJob keeps them) holds them longest:
+// the profile counts them in the node's free resources, never freed.
 func (s *Scheduler) sharedCPUUse(j *job, n *node, na *NodeAlloc) int64 {
 	if n.sharing <= 1 {
 		return int64(len(na.CPUs))
@@ -245,10 +247,10 @@ func (s *Scheduler) sharedCPUUse(j *job, n *node, na *NodeAlloc) int64 {
 	}
 	for _, id := range n.jobs {
 		o := s.jobs[id]
-		if o == nil || o == j || o.State != JobRunning {
+		if o == nil || o == j || (o.State != JobRunning && o.State != JobSuspended) {
 			continue
 		}
-		later := o.deadline.After(j.deadline) || (o.deadline.Equal(j.deadline) && o.ID > j.ID)
+		later := o.State == JobSuspended || o.deadline.After(j.deadline) || (o.deadline.Equal(j.deadline) && o.ID > j.ID)
 		if !later {
 			continue
 		}

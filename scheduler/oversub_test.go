@@ -392,3 +392,26 @@ func FuzzParseSelectTypeParameters(f *testing.F) {
 		require.Equal(t, u, back)
 	})
 }
+
+// A job suspended by SuspendJob keeps its CPUs (scontrol suspend), shared
+// ones included: when the sharer still running ends, the CPUs stay held,
+// so the backfill plan must not promise them to a pending job at that
+// end (with and without the kept profile).
+func TestOverSubscribeSuspendedSharerKeepsSharedCPUsInPlan(t *testing.T) {
+	for _, fresh := range []bool{false, true} {
+		s := oversubSched(t, true, scheduler.CRCPU, policy.OverSubscribeForce, 2, layoutNode("n0", 1, 4, 1))
+		if fresh {
+			scheduler.RebuildProfileEveryCycle(s)
+		}
+		a := mustSubmit(t, s, t0, scheduler.JobSpec{Tasks: 4, TimeLimit: time.Hour})
+		mustSubmit(t, s, t0, scheduler.JobSpec{Tasks: 4, TimeLimit: 2 * time.Hour})
+		require.Len(t, mustSchedule(t, s, t0).Starts, 2)
+		require.NoError(t, s.SuspendJob(t0, a))
+		c := mustSubmit(t, s, t0, scheduler.JobSpec{Tasks: 1, TimeLimit: time.Hour})
+		t1 := t0.Add(time.Second)
+		mustSchedule(t, s, t1)
+		j, _ := s.Job(c)
+		assert.True(t, j.ExpectedStart.IsZero(), "fresh=%v: a holds CPUs 0-3 until resumed, no start at b's end (got %v)", fresh, j.ExpectedStart)
+		assert.Empty(t, scheduler.KeptProfileMismatch(s, t1), "fresh=%v", fresh)
+	}
+}
