@@ -222,8 +222,12 @@ func (s *Scheduler) chooseCPUs(j *job, n *node, buf *allocBuf, k int, near gres.
 	// first; the CPUs taken so far count as held.
 	per := n.lay.unitSize(s.crUnit)
 	cells := s.shareCells(n, 0)
+	held := 0 // the most holders of a CPU: no pass beyond (limit may be 32768)
+	for _, cl := range cells {
+		held = max(held, cl.count)
+	}
 	tmp := *n
-	for h := 1; h < limit && len(out) < want; h++ {
+	for h := 1; h < min(limit, held+1) && len(out) < want; h++ {
 		var mask []uint64
 		for c, cl := range cells {
 			if cl.count == h && shareable(j, limit, cl) {
