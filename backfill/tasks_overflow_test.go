@@ -1,6 +1,8 @@
 package backfill
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,4 +17,71 @@ func TestTasksRequestZeroPerTaskManyNodes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, FitFound, fit.Status)
 	require.Equal(t, []int{3, 3, 2, 2, 2}, fit.Tasks)
+}
+
+// dealPlanesNaive deals total tasks in blocks of plane, one block per
+// node in turn, each cut to the node's room left (the reference).
+func dealPlanesNaive(total, plane int64, room []int64) ([]int64, bool) {
+	out := make([]int64, len(room))
+	left := total
+	for left > 0 {
+		moved := false
+		for x, r := range room {
+			c := min(plane, r-out[x], left)
+			if c > 0 {
+				out[x] += c
+				left -= c
+				moved = true
+			}
+		}
+		if !moved {
+			return out, false
+		}
+	}
+	for _, c := range out {
+		if c < 1 {
+			return out, false
+		}
+	}
+	return out, true
+}
+
+// DealPlanes and DealTasks on rooms whose sum overflows int64 (many nodes
+// of MaxCount-sized rooms, the planner's PerTask of one unit), a huge
+// plane and a total near MaxInt64 still deal the few tasks asked, as on
+// small rooms; on small random inputs DealPlanes is the block-by-block
+// deal.
+func TestDealHugeRooms(t *testing.T) {
+	huge := make([]int64, 16)
+	for x := range huge {
+		huge[x] = math.MaxInt64 / 8
+	}
+	out := make([]int64, len(huge))
+	require.True(t, DealPlanes(40, 2, huge, out), "plane deal on huge rooms")
+	require.Equal(t, []int64{4, 4, 4, 4, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, out)
+	require.True(t, DealTasks(20, huge, out), "cyclic deal on huge rooms")
+	require.Equal(t, []int64{2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, out)
+	require.True(t, DealPlanes(16, math.MaxInt64, huge, out) == false, "one block for 16 nodes")
+	two := []int64{math.MaxInt64, math.MaxInt64}
+	require.True(t, DealPlanes(math.MaxInt64, math.MaxInt64/2+1, two, out[:2]))
+	require.Equal(t, []int64{math.MaxInt64/2 + 1, math.MaxInt64 / 2}, out[:2])
+	require.False(t, DealPlanes(5, 2, []int64{3, 3}, out[:1]), "out shorter than room")
+	require.False(t, DealTasks(5, []int64{3, 3}, out[:1]), "out shorter than room")
+
+	rng := rand.New(rand.NewPCG(17, 3))
+	for range 2000 {
+		n := 1 + rng.IntN(5)
+		room := make([]int64, n)
+		for x := range room {
+			room[x] = rng.Int64N(12)
+		}
+		total, plane := rng.Int64N(30), 1+rng.Int64N(6)
+		want, wok := dealPlanesNaive(total, plane, room)
+		got := make([]int64, n)
+		ok := DealPlanes(total, plane, room, got)
+		require.Equal(t, wok, ok, "DealPlanes(%d, %d, %v)", total, plane, room)
+		if ok {
+			require.Equal(t, want, got, "DealPlanes(%d, %d, %v)", total, plane, room)
+		}
+	}
 }
