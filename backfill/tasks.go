@@ -39,6 +39,10 @@ func (p *Profile) setTasks(q *query, r *Request) error {
 		return fmt.Errorf("%w: Tasks %d fewer than Nodes %d (each node runs at least one)", ErrInvalidRequest, r.Tasks, r.Nodes)
 	case !r.Spread.IsZero():
 		return fmt.Errorf("%w: Tasks and Spread are exclusive", ErrInvalidRequest)
+	case q.plane > 0 && planeBlocks(int64(r.Tasks), q.plane) < int64(r.Nodes):
+		// Slurm refuses fewer blocks than nodes (every node gets one).
+		return fmt.Errorf("%w: Tasks %d make %d block(s) of PlaneSize %d, fewer than Nodes %d",
+			ErrInvalidRequest, r.Tasks, planeBlocks(int64(r.Tasks), q.plane), q.plane, r.Nodes)
 	case r.MaxTasksPerNode < 0:
 		return fmt.Errorf("%w: MaxTasksPerNode %d is negative", ErrInvalidRequest, r.MaxTasksPerNode)
 	case r.MaxTasksPerNode > 0 && int64(r.MaxTasksPerNode)*int64(r.Nodes) < int64(r.Tasks):
@@ -69,6 +73,15 @@ func (p *Profile) setTasks(q *query, r *Request) error {
 		}
 	}
 	return nil
+}
+
+// planeBlocks is ceil(tasks/plane) without overflow (tasks ≥ 0, plane ≥ 1).
+func planeBlocks(tasks, plane int64) int64 {
+	b := tasks / plane
+	if tasks%plane != 0 {
+		b++
+	}
+	return b
 }
 
 // hasTasks reports whether the query spreads tasks (rather than a Spread

@@ -85,3 +85,32 @@ func TestDealHugeRooms(t *testing.T) {
 		}
 	}
 }
+
+// Slurm refuses fewer plane blocks than nodes: -N4 -n4 -m plane=4 is one
+// block for four nodes, so the request is invalid rather than searched
+// for a start it can never have.
+func TestTasksRequestTooFewPlanes(t *testing.T) {
+	p, err := NewProfile(t0, gpuNodes(0, 0, 0, 0), nil, ProfileOptions{})
+	require.NoError(t, err)
+	req := Request{Nodes: 4, PerNode: vec(1, 0, 0), Tasks: 4, PerTask: vec(1, 0, 0), PlaneSize: 4, Duration: mins(10)}
+	_, err = p.EarliestFit(req)
+	require.ErrorIs(t, err, ErrInvalidRequest)
+	req.Tasks = 13 // four blocks: 4+4+4+1
+	fit, err := p.EarliestFit(req)
+	require.NoError(t, err)
+	require.Equal(t, FitFound, fit.Status)
+	require.Equal(t, []int{4, 4, 4, 1}, fit.Tasks)
+}
+
+// The block count of a huge plane request does not overflow.
+func TestTasksRequestHugePlane(t *testing.T) {
+	p, err := NewProfile(t0, gpuNodes(0, 0), nil, ProfileOptions{})
+	require.NoError(t, err)
+	req := Request{Nodes: 2, PerNode: vec(1, 0, 0), Tasks: math.MaxInt, PerTask: vec(1, 0, 0), PlaneSize: math.MaxInt, Duration: mins(10)}
+	_, err = p.EarliestFit(req)
+	require.ErrorIs(t, err, ErrInvalidRequest) // one block for two nodes
+	req.PlaneSize = math.MaxInt/2 + 1
+	fit, err := p.EarliestFit(req)
+	require.NoError(t, err)
+	require.NotEqual(t, FitFound, fit.Status) // two blocks, far more tasks than CPUs
+}
