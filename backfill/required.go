@@ -29,12 +29,24 @@ func (p *Profile) setRequired(q *query, req []int) error {
 		if i < 0 || i >= p.n {
 			return fmt.Errorf("%w: Required[%d] is node %d, want [0, %d)", ErrInvalidRequest, x, i, p.n)
 		}
-		if slices.Contains(req[:x], i) {
-			return fmt.Errorf("%w: Required lists node %d twice", ErrInvalidRequest, i)
-		}
 		q.required = append(q.required, i)
 	}
+	// Kept ascending (every use is order-free), so that duplicates are
+	// adjacent and isRequired a binary search: a long list costs
+	// O(n log n), not a scan per node.
+	slices.Sort(q.required)
+	for x := 1; x < len(q.required); x++ {
+		if q.required[x] == q.required[x-1] {
+			return fmt.Errorf("%w: Required lists node %d twice", ErrInvalidRequest, q.required[x])
+		}
+	}
 	return nil
+}
+
+// isRequired reports whether node i is one of the required nodes.
+func (q *query) isRequired(i int) bool {
+	_, ok := slices.BinarySearch(q.required, i)
+	return ok
 }
 
 // requiredIn reports whether F holds every required node.
@@ -95,7 +107,7 @@ func (p *Profile) firstHold(q *query, i int, t int64) (int64, bool) {
 func (q *query) withRequired(F topology.NodeSet) []int {
 	out := append(q.nodeList(q.n), q.required...)
 	for i := F.Next(0); i >= 0 && len(out) < q.n; i = F.Next(i + 1) {
-		if !slices.Contains(q.required, i) {
+		if !q.isRequired(i) {
 			out = append(out, i)
 		}
 	}

@@ -233,7 +233,7 @@ func (p *Profile) chooseSpread(q *query, F topology.NodeSet, t int64) ([]int, er
 		if len(top) == q.n {
 			break
 		}
-		if !slices.Contains(q.required, r.node) {
+		if !q.isRequired(r.node) {
 			top = append(top, r.node)
 		}
 	}

@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/sluicehq/sluice/gres"
@@ -38,6 +39,10 @@ func (p *Profile) setTasks(q *query, r *Request) error {
 		return fmt.Errorf("%w: Tasks %d fewer than Nodes %d (each node runs at least one)", ErrInvalidRequest, r.Tasks, r.Nodes)
 	case !r.Spread.IsZero():
 		return fmt.Errorf("%w: Tasks and Spread are exclusive", ErrInvalidRequest)
+	case q.plane > 0 && planeBlocks(int64(r.Tasks), q.plane) < int64(r.Nodes):
+		// Slurm refuses fewer blocks than nodes (every node gets one).
+		return fmt.Errorf("%w: Tasks %d make %d block(s) of PlaneSize %d, fewer than Nodes %d",
+			ErrInvalidRequest, r.Tasks, planeBlocks(int64(r.Tasks), q.plane), q.plane, r.Nodes)
 	case r.MaxTasksPerNode < 0:
 		return fmt.Errorf("%w: MaxTasksPerNode %d is negative", ErrInvalidRequest, r.MaxTasksPerNode)
 	case r.MaxTasksPerNode > 0 && int64(r.MaxTasksPerNode)*int64(r.Nodes) < int64(r.Tasks):
@@ -70,6 +75,15 @@ func (p *Profile) setTasks(q *query, r *Request) error {
 	return nil
 }
 
+// planeBlocks is ceil(tasks/plane) without overflow (tasks ≥ 0, plane ≥ 1).
+func planeBlocks(tasks, plane int64) int64 {
+	b := tasks / plane
+	if tasks%plane != 0 {
+		b++
+	}
+	return b
+}
+
 // hasTasks reports whether the query spreads tasks (rather than a Spread
 // total).
 func (q *query) hasTasks() bool { return q.tasks > 0 && len(q.sdims) > 0 }
@@ -91,11 +105,7 @@ func (q *query) taskRoom(spare []int64) int64 {
 // request's tasks beyond one per node this way, and so does a caller
 // placing such a job now.
 func DealTasks(extra int64, room, out []int64) bool {
-	var sum int64
-	for _, r := range room {
-		sum += r
-	}
-	if sum < extra {
+	if len(out) < len(room) || extra < 0 || roomSum(room, extra, extra) < extra {
 		return false
 	}
 	// The level L where the turns stop: every node takes min(room, L-1),
@@ -103,11 +113,7 @@ func DealTasks(extra int64, room, out []int64) bool {
 	lo, hi := int64(0), extra
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		var s int64
-		for _, r := range room {
-			s += min(r, mid)
-		}
-		if s >= extra {
+		if roomSum(room, extra, mid) >= extra {
 			hi = mid
 		} else {
 			lo = mid + 1
@@ -139,30 +145,27 @@ func DealTasks(extra int64, room, out []int64) bool {
 // job's nodes by ceil(total/plane) (Slurm refuses fewer blocks than
 // nodes), so that every node gets a task whenever the rooms hold them.
 func DealPlanes(total, plane int64, room, out []int64) bool {
-	if plane < 1 {
-		return false
-	}
-	var sum int64
-	for _, r := range room {
-		sum += r
-	}
-	if sum < total {
+	if plane < 1 || total < 0 || len(out) < len(room) || roomSum(room, total, total) < total {
 		return false
 	}
 	// After k whole rounds every node holds min(room, k·plane): find the
 	// last k at which that is still at most total, then deal the next
 	// round in order until the tasks run out.
 	lo, hi := int64(0), total/plane+1
-	level := func(k int64) int64 {
-		var s int64
-		for _, r := range room {
-			s += min(r, k*plane)
+	reach := func(k int64) int64 {
+		// k·plane, or just past total where it is (no room exceeds
+		// MaxInt64, so min(room, reach) is the same).
+		switch {
+		case k <= total/plane:
+			return k * plane
+		case total < math.MaxInt64:
+			return total + 1
 		}
-		return s
+		return total
 	}
 	for lo < hi {
 		mid := lo + (hi-lo+1)/2
-		if level(mid) <= total {
+		if !roomsExceed(room, total, reach(mid)) {
 			lo = mid
 		} else {
 			hi = mid - 1
@@ -170,7 +173,7 @@ func DealPlanes(total, plane int64, room, out []int64) bool {
 	}
 	left := total
 	for x, r := range room {
-		out[x] = min(r, lo*plane)
+		out[x] = min(r, reach(lo))
 		left -= out[x]
 	}
 	for x, r := range room {
@@ -187,6 +190,35 @@ func DealPlanes(total, plane int64, room, out []int64) bool {
 		}
 	}
 	return true
+}
+
+// roomsExceed reports whether the rooms, each cut to [0, level], sum to
+// more than total (without overflow).
+func roomsExceed(room []int64, total, level int64) bool {
+	var sum int64
+	for _, r := range room {
+		v := max(min(r, level), 0)
+		if v > total-sum {
+			return true
+		}
+		sum += v
+	}
+	return false
+}
+
+// roomSum is the sum of the rooms, each cut to [0, level], or limit
+// once it reaches limit (so that many nodes of huge rooms cannot overflow
+// it).
+func roomSum(room []int64, limit, level int64) int64 {
+	var sum int64
+	for _, r := range room {
+		if v := max(min(r, level), 0); v < limit-sum {
+			sum += v
+		} else {
+			return limit
+		}
+	}
+	return sum
 }
 
 // tasksOver is spreadOver for a task request: nodes, in this order, hold

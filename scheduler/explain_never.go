@@ -93,6 +93,11 @@ func (s *Scheduler) nodesBlocker(j *job, pool topology.NodeSet, where string) (B
 	}
 	b.Detail = fmt.Sprintf("needs %d node(s)%s able to hold it, %d are up; not up: %s%s", j.nodes, in, c,
 		strings.Join(states, ", "), more)
+	if len(states) == 0 {
+		// Every such node is up: there are too few of them (nodes
+		// removed, or changed, since the job's count was fixed).
+		b.Detail = fmt.Sprintf("needs %d node(s)%s able to hold it, only %d exist", j.nodes, in, c)
+	}
 	return b, true
 }
 

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/topology"
 )
 
 // Promises and shared GPUs. The backfill plan counts the devices of a
@@ -63,6 +64,7 @@ func (s *Scheduler) sharesBookedBefore(es []backfill.Entry, k int) (any, started
 	if s.claim1 == 0 {
 		return false, false // no node shares devices
 	}
+	var sharing topology.NodeSet // built on the first reservation met
 	for i := range es[:min(k, len(es))] {
 		e := &es[i]
 		if e.Status != backfill.StatusStart && e.Status != backfill.StatusReserved {
@@ -77,7 +79,10 @@ func (s *Scheduler) sharesBookedBefore(es []backfill.Entry, k int) (any, started
 			if e.Status == backfill.StatusStart {
 				books = s.asksShares(x) && s.anySharing(e.Nodes)
 			} else {
-				books = s.mayUseSharing(x)
+				if sharing.Len() == 0 {
+					sharing = s.sharingNodes()
+				}
+				books = x.shape.capable.Intersects(sharing)
 			}
 		}
 		if books {
@@ -101,16 +106,18 @@ func (s *Scheduler) asksShares(x *job) bool {
 	return false
 }
 
-// mayUseSharing reports whether job x may run on a node that shares
-// devices.
-func (s *Scheduler) mayUseSharing(x *job) bool {
-	c := x.shape.capable
-	for i := c.Next(0); i >= 0; i = c.Next(i + 1) {
+// sharingNodes is the set of nodes that share devices (a job whose
+// capable nodes meet it may run on one): built once per
+// sharesBookedBefore, so that each reservation ahead costs a word-wise
+// intersection, not a scan of its capable nodes.
+func (s *Scheduler) sharingNodes() topology.NodeSet {
+	out := topology.NewNodeSet(max(len(s.nodes), 1))
+	for i := range s.nodes {
 		if s.nodes[i].sharesDevices() {
-			return true
+			out.Add(i)
 		}
 	}
-	return false
+	return out
 }
 
 // anySharing reports whether one of nodes shares devices.

@@ -107,3 +107,28 @@ func TestGPUsTotalChosenCountPlans(t *testing.T) {
 	require.Equal(t, scheduler.JobRunning, j.State)
 	assert.Equal(t, []int{4, 4}, gpusByNode(j.Alloc))
 }
+
+// A --gpus total's node count is fixed at submission (gpucount.go): once
+// a node of the four it needs is removed, the job cannot start, and
+// Explain says there are too few nodes rather than listing none as down.
+func TestGPUsTotalCountAfterNodeRemoved(t *testing.T) {
+	for _, bf := range []bool{false, true} {
+		s := gpuQuad(t, bf, 4)
+		id := mustSubmit(t, s, t0, scheduler.JobSpec{GRESPerJob: []gres.Request{{Name: "gpu", Count: 16}}, TimeLimit: time.Hour})
+		require.NoError(t, s.RemoveNode(t0, "g3"))
+		mustSchedule(t, s, t0.Add(time.Minute))
+		j, _ := s.Job(id)
+		require.Equal(t, scheduler.JobPending, j.State)
+		assert.Equal(t, 4, j.ReqNodes)
+		ex, err := s.Explain(t0.Add(time.Minute), id, scheduler.ExplainOptions{})
+		require.NoError(t, err)
+		var found bool
+		for _, b := range ex.Blockers {
+			if b.Kind == scheduler.BlockerNodes {
+				found = true
+				assert.Equal(t, "needs 4 node(s) able to hold it, only 3 exist", b.Detail, "bf=%v", bf)
+			}
+		}
+		assert.True(t, found, "bf=%v: a nodes blocker: %s", bf, ex.String())
+	}
+}

@@ -331,7 +331,9 @@ type Job struct {
 	// ReqNodes is the node count the job requires, as sacct's ReqNodes and
 	// ReqTRES node= record it: Spec.Nodes (at least one), raised to what
 	// Spec.NodeList and a counted Spec.Constraint need; for tasks spread
-	// over a variable number of nodes, the fewest nodes that hold them.
+	// over a variable number of nodes, the fewest nodes that hold them;
+	// for a GRESPerJob (--gpus) total without -N or with -N min-max, the
+	// count chosen when the job was submitted or updated (gpucount.go).
 	ReqNodes int `json:",omitempty"`
 	// PerNode is the TRES the job needs on each of its nodes (before
 	// Exclusive widens it to whole nodes); a GRESPerJob counts one per

@@ -21,7 +21,8 @@ import (
 // names' count plus one, the claim's index in the active list as that
 // count (one past the last name), and, after the entries, the claim's
 // unit (claimUnit, what one whole device claims), so that a reader
-// counting whole devices with another unit converts the counts. Restore
+// counting whole devices with another unit can tell: it leaves such a
+// profile out (the next cycle builds its own), converting nothing. Restore
 // maps the claim to its own claim dimension, which the same nodes give
 // the same ID, so Explain and IdleCapacity read the restored profile as
 // the original. Snapshots of minor version 2 and older never have it.

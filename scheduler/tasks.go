@@ -242,8 +242,11 @@ func (s *Scheduler) initTasks(j *job) error {
 		return err
 	}
 	if !j.planCountsTasks() {
-		// The plan cannot count these tasks one by one: it counts
-		// ceil(total/nodes) on each node (cautious: never less). On one
+		// The plan cannot count these tasks one by one: it counts the
+		// most a node gets when they are dealt over roomy nodes
+		// (ceil(total/nodes), or the first node's blocks for -m plane:
+		// -n 10 plane=4 on 2 nodes is 6+4, so 6) on each node (cautious:
+		// a set whose rooms all hold that deals it so). On one
 		// node that is exact (every task there), and the planner's
 		// shape cache serves it as any per-node request.
 		v := s.reg.NewVector()
