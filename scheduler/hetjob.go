@@ -314,6 +314,27 @@ func hetSplit(h *hetJob) bool {
 	return pending && running
 }
 
+// hetMayStart reports whether the heterogeneous job of pending component
+// j may start some day as it stands, as far as its components' own
+// states tell: none is held, in a partition that is down or inactive, or
+// out of the backfill plan (outsidePlan: over its partition's MaxTime or
+// node limits, a dependency never satisfied), and the components
+// together exceed no limit even with nothing else running. The main pass
+// holds back a component's partition only for such a job: one that
+// cannot start would otherwise keep its partition's lower jobs out of
+// the main pass for as long as it waits.
+func (s *Scheduler) hetMayStart(j *job) bool {
+	comps := s.hetPending(j)
+	for _, c := range comps {
+		st := s.parts[c.part].cfg.State
+		if c.Hold != HoldNone || st == PartitionDown || st == PartitionInactive || s.outsidePlan(c) {
+			return false
+		}
+	}
+	_, _, never := s.hetLimit(comps, false)
+	return !never
+}
+
 // hetPending returns the pending components of j's heterogeneous job.
 func (s *Scheduler) hetPending(j *job) []*job {
 	h := s.hets[j.HetJobID]

@@ -1,0 +1,44 @@
+package scheduler_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// A heterogeneous job that can never start as it is (here a component
+// over its partition's MaxTime) holds nothing back in the main pass, as a
+// plain job over MaxTime holds nothing back: the lower jobs of its other
+// component's partition start there, not only through the backfill pass
+// (which, with bf_max_job_start=1, starts one a cycle).
+func TestHetJobThatNeverStartsHoldsNothingBack(t *testing.T) {
+	nodes := append(taskNodes(2, 16), gpuNode("g0", 1, 16, 4, true))
+	s, err := scheduler.New(scheduler.Config{
+		Nodes: nodes,
+		Partitions: []scheduler.PartitionConfig{
+			{Name: "cpu", Nodes: []string{"c0", "c1"}, Default: true},
+			{Name: "gpu", Nodes: []string{"g0"}, MaxTime: 30 * time.Minute},
+		},
+		Backfill: &backfill.Config{Mode: backfill.Conservative, Resolution: time.Second, MaxJobStart: 1},
+	})
+	require.NoError(t, err)
+	ids, err := s.SubmitHet(t0, []scheduler.JobSpec{
+		{User: "u", Partition: "cpu", Nodes: 1, TimeLimit: time.Hour},
+		{User: "u", Partition: "gpu", Nodes: 1, TimeLimit: time.Hour}, // over MaxTime
+	})
+	require.NoError(t, err)
+	a := mustSubmit(t, s, t0, scheduler.JobSpec{User: "v", Partition: "cpu", Nodes: 1, TimeLimit: time.Hour})
+	b := mustSubmit(t, s, t0, scheduler.JobSpec{User: "v", Partition: "cpu", Nodes: 1, TimeLimit: time.Hour})
+	cyc := mustSchedule(t, s, t0)
+	for _, id := range ids {
+		assert.Equal(t, scheduler.JobPending, mustJob(t, s, id).State)
+	}
+	_, okA := startOf(cyc, a)
+	_, okB := startOf(cyc, b)
+	assert.True(t, okA && okB, "both lower jobs start in the main pass: %+v", cyc.Starts)
+}
