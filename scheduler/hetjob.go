@@ -402,9 +402,33 @@ func (s *Scheduler) bfHetJob(now time.Time, j *job) (backfill.Job, bool) {
 		}
 		s.hetLimitHeld(comps, held)
 	}
+	return s.hetBackfillJob(j, comps, func(c *job) backfill.Job {
+		return s.bfJob(now, c, s.allowedNodes(c.shape), c.shape)
+	}), true
+}
+
+// hetOnDemandJob is the planner's input for the heterogeneous job of
+// pending component j in a plan Explain makes on demand: bfHetJob's,
+// without its side effects (no reason is set); false when the job may
+// not start as it stands (hetMayStart), which the backfill pass does
+// not plan either.
+func (s *Scheduler) hetOnDemandJob(now time.Time, j *job) (backfill.Job, bool) {
+	comps := s.hetPending(j)
+	if len(comps) == 0 || !s.hetMayStart(j) {
+		return backfill.Job{}, false
+	}
+	return s.hetBackfillJob(j, comps, func(c *job) backfill.Job {
+		return s.bfJob(now, c, s.jobAllowed(c), nil)
+	}), true
+}
+
+// hetBackfillJob is the planner's job for the heterogeneous job of
+// pending component j, whose pending components are comps, each
+// component's job made by part.
+func (s *Scheduler) hetBackfillJob(j *job, comps []*job, part func(c *job) backfill.Job) backfill.Job {
 	parts := make([]backfill.Job, len(comps))
 	for k, c := range comps {
-		parts[k] = s.bfJob(now, c, s.allowedNodes(c.shape), c.shape)
+		parts[k] = part(c)
 	}
 	bj := parts[0] // the leader's ID, user, partition and association
 	bj.Priority = float64(j.Priority)
@@ -418,7 +442,7 @@ func (s *Scheduler) bfHetJob(now time.Time, j *job) (backfill.Job, bool) {
 			bj.Eligible = p.Eligible
 		}
 	}
-	return bj, true
+	return bj
 }
 
 // startHet starts, from the plan's entry e, every pending component of
