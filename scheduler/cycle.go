@@ -519,7 +519,7 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 		// heterogeneous job's reservation. A job that can never start
 		// as it stands (hetMayStart) holds nothing back, as a plain job
 		// that never starts holds nothing back.
-		if !magnetic && s.hetMayStart(j) {
+		if !magnetic && s.hetMayStart(now, j) {
 			s.holdBack(j, blocked)
 		}
 		return policy.ReasonResources

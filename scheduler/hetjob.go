@@ -318,16 +318,17 @@ func hetSplit(h *hetJob) bool {
 // j may start some day as it stands, as far as its components' own
 // states tell: none is held, in a partition that is down or inactive, or
 // out of the backfill plan (outsidePlan: over its partition's MaxTime or
-// node limits, a dependency never satisfied), and the components
+// node limits, a dependency never satisfied) or above a limit of its own
+// with nothing else running (neverBlocker: MaxWall …), and the components
 // together exceed no limit even with nothing else running. The main pass
 // holds back a component's partition only for such a job: one that
 // cannot start would otherwise keep its partition's lower jobs out of
 // the main pass for as long as it waits.
-func (s *Scheduler) hetMayStart(j *job) bool {
+func (s *Scheduler) hetMayStart(now time.Time, j *job) bool {
 	comps := s.hetPending(j)
 	for _, c := range comps {
 		st := s.parts[c.part].cfg.State
-		if c.Hold != HoldNone || st == PartitionDown || st == PartitionInactive || s.outsidePlan(c) {
+		if c.Hold != HoldNone || st == PartitionDown || st == PartitionInactive || s.outsidePlan(c) || s.neverBlocker(now, c).Blocked() {
 			return false
 		}
 	}
@@ -414,7 +415,7 @@ func (s *Scheduler) bfHetJob(now time.Time, j *job) (backfill.Job, bool) {
 // not plan either.
 func (s *Scheduler) hetOnDemandJob(now time.Time, j *job) (backfill.Job, bool) {
 	comps := s.hetPending(j)
-	if len(comps) == 0 || !s.hetMayStart(j) {
+	if len(comps) == 0 || !s.hetMayStart(now, j) {
 		return backfill.Job{}, false
 	}
 	return s.hetBackfillJob(j, comps, func(c *job) backfill.Job {

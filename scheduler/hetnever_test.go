@@ -8,28 +8,41 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
-// A heterogeneous job that can never start as it is (here a component
-// over its partition's MaxTime) holds nothing back in the main pass, as a
-// plain job over MaxTime holds nothing back: the lower jobs of its other
-// component's partition start there, not only through the backfill pass
-// (which, with bf_max_job_start=1, starts one a cycle).
+// A heterogeneous job that can never start as it is (a component over
+// its partition's MaxTime, or over its QOS's MaxWall) holds nothing back
+// in the main pass, as a plain job that never starts holds nothing back:
+// the lower jobs of its other component's partition start there, not
+// only through the backfill pass (which, with bf_max_job_start=1, starts
+// one a cycle).
 func TestHetJobThatNeverStartsHoldsNothingBack(t *testing.T) {
+	for _, qos := range []string{"", "short"} {
+		t.Run("qos="+qos, func(t *testing.T) { hetNeverHoldsNothingBack(t, qos) })
+	}
+}
+
+func hetNeverHoldsNothingBack(t *testing.T, qos string) {
 	nodes := append(taskNodes(2, 16), gpuNode("g0", 1, 16, 4, true))
+	maxTime := 30 * time.Minute
+	if qos != "" {
+		maxTime = 0
+	}
 	s, err := scheduler.New(scheduler.Config{
 		Nodes: nodes,
 		Partitions: []scheduler.PartitionConfig{
 			{Name: "cpu", Nodes: []string{"c0", "c1"}, Default: true},
-			{Name: "gpu", Nodes: []string{"g0"}, MaxTime: 30 * time.Minute},
+			{Name: "gpu", Nodes: []string{"g0"}, MaxTime: maxTime},
 		},
+		Policy:   &policy.Config{QOS: []policy.QOS{{Name: "normal"}, {Name: "short", Limits: policy.QOSLimits{Limits: policy.Limits{MaxWall: 30 * time.Minute}}}}},
 		Backfill: &backfill.Config{Mode: backfill.Conservative, Resolution: time.Second, MaxJobStart: 1},
 	})
 	require.NoError(t, err)
 	ids, err := s.SubmitHet(t0, []scheduler.JobSpec{
 		{User: "u", Partition: "cpu", Nodes: 1, TimeLimit: time.Hour},
-		{User: "u", Partition: "gpu", Nodes: 1, TimeLimit: time.Hour}, // over MaxTime
+		{User: "u", Partition: "gpu", Nodes: 1, TimeLimit: time.Hour, QOS: qos}, // over MaxTime or MaxWall
 	})
 	require.NoError(t, err)
 	a := mustSubmit(t, s, t0, scheduler.JobSpec{User: "v", Partition: "cpu", Nodes: 1, TimeLimit: time.Hour})
