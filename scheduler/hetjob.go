@@ -30,7 +30,8 @@ import (
 //     component's own constraints (hold, begin time, dependency,
 //     partition state and limits) and leaves it pending, holding back
 //     its partition (or reservation) as a job waiting for resources
-//     does, so that the jobs behind it are the backfill pass's, which
+//     does (unless the job can never start as it stands: hetMayStart),
+//     so that the jobs behind it are the backfill pass's, which
 //     keeps the job's reservation (Slurm's main scheduler holds nothing
 //     back for them; see the package doc). The backfill pass plans the job
 //     as one: its turn is that of its first component in queue order
