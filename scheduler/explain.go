@@ -580,6 +580,7 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 		return x.reserved
 	}
 	keys := s.limitKeys(j)
+	ovAllowed, ovKeys := s.hetOvertakeScope(j, allowed, keys)
 	sc := s.newOvertakeScan(ctx)
 	s.pending.Ascend(func(x *job) bool {
 		ex.QueuePos++
@@ -587,7 +588,7 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 			return false
 		}
 		if est.Source != EstimateNone {
-			sc.visit(s, now, x, ctx, reserved(x), allowed, keys, est, opts.MaxListed)
+			sc.visit(s, now, x, ctx, reserved(x), ovAllowed, ovKeys, est, opts.MaxListed)
 		}
 		if x.part == j.part {
 			ex.Rank++
@@ -611,7 +612,7 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 	})
 	ex.Rank++
 	if est.Source != EstimateNone {
-		s.indirectOvertakers(now, j, sc, allowed, est, opts.MaxListed)
+		s.indirectOvertakers(now, j, sc, ovAllowed, est, opts.MaxListed)
 	}
 	if est.OvertakersTotal > 0 {
 		est.Bound = false
