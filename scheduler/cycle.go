@@ -516,9 +516,9 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 		// hetjob.go); here each component holds back what it may start
 		// on, as a job that waits for resources does, so that the jobs
 		// behind it are left to the backfill pass, which keeps the
-		// heterogeneous job's reservation. A job that can never start
-		// as it stands (hetMayStart) holds nothing back, as a plain job
-		// that never starts holds nothing back.
+		// heterogeneous job's reservation. A job the backfill pass may
+		// not plan now (hetMayStart) holds nothing back, as a plain job
+		// in that state.
 		if !magnetic && s.hetMayStart(now, j) {
 			s.holdBack(j, blocked)
 		}

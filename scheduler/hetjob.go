@@ -30,7 +30,7 @@ import (
 //     component's own constraints (hold, begin time, dependency,
 //     partition state and limits) and leaves it pending, holding back
 //     its partition (or reservation) as a job waiting for resources
-//     does (unless the job can never start as it stands: hetMayStart),
+//     does (unless the pass may not plan the job now: hetMayStart),
 //     so that the jobs behind it are the backfill pass's, which
 //     keeps the job's reservation (Slurm's main scheduler holds nothing
 //     back for them; see the package doc). The backfill pass plans the job
@@ -316,15 +316,17 @@ func hetSplit(h *hetJob) bool {
 }
 
 // hetMayStart reports whether the heterogeneous job of pending component
-// j may start some day as it stands, as far as its components' own
-// states tell: none is held, in a partition that is down or inactive, or
+// j is one the backfill pass may plan now, as far as its components' own
+// states tell: none is held, in a partition that is down or inactive,
 // out of the backfill plan (outsidePlan: over its partition's MaxTime or
-// node limits, a dependency never satisfied) or above a limit of its own
+// node limits, or waiting on a dependency) or above a limit of its own
 // with nothing else running (neverBlocker: MaxWall …), and the components
 // together exceed no limit even with nothing else running. The main pass
-// holds back a component's partition only for such a job: one that
-// cannot start would otherwise keep its partition's lower jobs out of
-// the main pass for as long as it waits.
+// holds back a component's partition only for such a job, as a plain job
+// waiting on its dependency or unable ever to start holds nothing back:
+// there is no reservation to keep, and a job that cannot start would keep
+// its partition's lower jobs out of the main pass for as long as it
+// waits.
 func (s *Scheduler) hetMayStart(now time.Time, j *job) bool {
 	comps := s.hetPending(j)
 	for _, c := range comps {
