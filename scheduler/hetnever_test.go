@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -19,11 +20,14 @@ import (
 // only through the backfill pass (which, with bf_max_job_start=1, starts
 // one a cycle).
 func TestHetJobThatNeverStartsHoldsNothingBack(t *testing.T) {
-	for _, qos := range []string{"", "short"} {
+	for _, qos := range []string{"", "short", "dep"} {
 		t.Run("qos="+qos, func(t *testing.T) { hetNeverHoldsNothingBack(t, qos) })
 	}
 }
 
+// hetNeverHoldsNothingBack runs the case: qos "" puts the GPU component
+// over its partition's MaxTime, "short" over its QOS's MaxWall, "dep"
+// has it wait on a dependency (a job the plan does not hold either).
 func hetNeverHoldsNothingBack(t *testing.T, qos string) {
 	nodes := append(taskNodes(2, 16), gpuNode("g0", 1, 16, 4, true))
 	maxTime := 30 * time.Minute
@@ -40,9 +44,15 @@ func hetNeverHoldsNothingBack(t *testing.T, qos string) {
 		Backfill: &backfill.Config{Mode: backfill.Conservative, Resolution: time.Second, MaxJobStart: 1},
 	})
 	require.NoError(t, err)
+	gpuSpec := scheduler.JobSpec{User: "u", Partition: "gpu", Nodes: 1, TimeLimit: time.Hour, QOS: qos} // over MaxTime or MaxWall
+	if qos == "dep" {
+		busy := mustSubmit(t, s, t0, scheduler.JobSpec{Partition: "gpu", Nodes: 1, TimeLimit: 20 * time.Minute})
+		mustSchedule(t, s, t0)
+		gpuSpec.QOS, gpuSpec.TimeLimit, gpuSpec.Dependency = "", 20*time.Minute, fmt.Sprintf("afterok:%d", busy)
+	}
 	ids, err := s.SubmitHet(t0, []scheduler.JobSpec{
 		{User: "u", Partition: "cpu", Nodes: 1, TimeLimit: time.Hour},
-		{User: "u", Partition: "gpu", Nodes: 1, TimeLimit: time.Hour, QOS: qos}, // over MaxTime or MaxWall
+		gpuSpec,
 	})
 	require.NoError(t, err)
 	a := mustSubmit(t, s, t0, scheduler.JobSpec{User: "v", Partition: "cpu", Nodes: 1, TimeLimit: time.Hour})
