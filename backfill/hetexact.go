@@ -42,9 +42,9 @@ const maxCoTries = 64
 // most constrained first. A plain component (default chooser, no spread
 // or task counts) fits a node set exactly when it fits each node, so its
 // choices are the nodes where it fits with the components before it
-// booked: it takes those no later component could use (they leave the
-// later ones as much), and branches over the rest only for what it still
-// lacks. A component with its own chooser, spread or tasks takes what
+// booked: it takes its required nodes (Request.Required), then those no
+// later component could use (they leave the later ones as much), and
+// branches over the rest only for what it still lacks. A component with its own chooser, spread or tasks takes what
 // its search at t answers. On success every component is booked at t
 // (res.booked, res.nodes); on failure nothing is. It reports the
 // searches it ran.
@@ -140,9 +140,17 @@ func (p *Profile) coExact(ids []JobID, qs []*query, t int64, res *coResult) (boo
 			}
 			return try(slices.Clone(r.nodes))
 		}
+		// Its required nodes (-w) are in every choice.
+		take := make([]int, 0, q.n)
+		for _, i := range q.required {
+			if !q.allowed.Has(i) || !p.fitsInterval(i, p.useOn(q, i), t, ends[k]) {
+				return false, nil
+			}
+			take = append(take, i)
+		}
 		var free, contested []int
 		for _, i := range alone[k] {
-			if !p.fitsInterval(i, p.useOn(q, i), t, ends[k]) {
+			if slices.Contains(q.required, i) || !p.fitsInterval(i, p.useOn(q, i), t, ends[k]) {
 				continue
 			}
 			if x+1 < K && later[x].Has(i) {
@@ -151,10 +159,10 @@ func (p *Profile) coExact(ids []JobID, qs []*query, t int64, res *coResult) (boo
 				free = append(free, i)
 			}
 		}
-		if len(free)+len(contested) < q.n {
+		if len(take)+len(free)+len(contested) < q.n {
 			return false, nil
 		}
-		take := free[:min(len(free), q.n)]
+		take = append(take, free[:min(len(free), q.n-len(take))]...)
 		need := q.n - len(take)
 		// Every need-subset of the contested nodes, in lexical order.
 		pick := make([]int, need)

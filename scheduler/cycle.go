@@ -516,8 +516,10 @@ func (s *Scheduler) evaluate(now time.Time, j *job, blocked *passBlocks, cyc *Cy
 		// hetjob.go); here each component holds back what it may start
 		// on, as a job that waits for resources does, so that the jobs
 		// behind it are left to the backfill pass, which keeps the
-		// heterogeneous job's reservation.
-		if !magnetic {
+		// heterogeneous job's reservation. A job the backfill pass may
+		// not plan now (hetMayStart) holds nothing back, as a plain job
+		// in that state.
+		if !magnetic && s.hetMayStart(now, j) {
 			s.holdBack(j, blocked)
 		}
 		return policy.ReasonResources

@@ -56,7 +56,10 @@
 // (or reservation) as any job waiting for resources does, so the jobs
 // behind it are left to the backfill pass, which starts them only where
 // they do not delay the heterogeneous job (its expected start under
-// conservative backfill is then a promise, Estimate.Bound).
+// conservative backfill is then a promise, Estimate.Bound). A
+// heterogeneous job the backfill pass may not plan now (a component held,
+// over its partition's or QOS's limits, or waiting on a dependency) stops
+// nothing, as a plain job in that state.
 //
 // Nodes change at run time, each change an event validated as New
 // validates a node: AddNode, RemoveNode (refused while jobs run or a

@@ -580,6 +580,7 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 		return x.reserved
 	}
 	keys := s.limitKeys(j)
+	ovAllowed, ovKeys := s.hetOvertakeScope(j, allowed, keys)
 	sc := s.newOvertakeScan(ctx)
 	s.pending.Ascend(func(x *job) bool {
 		ex.QueuePos++
@@ -587,7 +588,7 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 			return false
 		}
 		if est.Source != EstimateNone {
-			sc.visit(s, now, x, ctx, reserved(x), allowed, keys, est, opts.MaxListed)
+			sc.visit(s, now, x, ctx, reserved(x), ovAllowed, ovKeys, est, opts.MaxListed)
 		}
 		if x.part == j.part {
 			ex.Rank++
@@ -611,7 +612,7 @@ func (s *Scheduler) explainPending(now time.Time, j *job, opts *ExplainOptions, 
 	})
 	ex.Rank++
 	if est.Source != EstimateNone {
-		s.indirectOvertakers(now, j, sc, allowed, est, opts.MaxListed)
+		s.indirectOvertakers(now, j, sc, ovAllowed, est, opts.MaxListed)
 	}
 	if est.OvertakersTotal > 0 {
 		est.Bound = false
@@ -756,13 +757,33 @@ func (s *Scheduler) planContext(now time.Time, j *job) (*planCtx, error) {
 		return ctx, nil
 	}
 	if !ctx.strict {
-		// The planner, as the next backfill pass would run it.
+		// The planner, as the next backfill pass would run it: a
+		// heterogeneous job once, at its first component's turn, with
+		// all its pending components (hetOnDemandJob).
 		jobs := make([]backfill.Job, 0, len(ahead)+1)
-		for _, x := range ahead {
-			jobs = append(jobs, s.bfJob(now, x, s.jobAllowed(x), nil))
+		hetAt := map[JobID]int{} // a heterogeneous job's index in jobs
+		add := func(x *job) int {
+			if x.HetJobID == 0 {
+				jobs = append(jobs, s.bfJob(now, x, s.jobAllowed(x), nil))
+				return len(jobs) - 1
+			}
+			if k, ok := hetAt[x.HetJobID]; ok {
+				return k
+			}
+			k := -1
+			if bj, ok := s.hetOnDemandJob(now, x); ok {
+				jobs = append(jobs, bj)
+				k = len(jobs) - 1
+			}
+			hetAt[x.HetJobID] = k
+			return k
 		}
+		for _, x := range ahead {
+			add(x)
+		}
+		ownAt := -1
 		if j.Spec.Reservation == "" {
-			jobs = append(jobs, s.bfJob(now, j, s.jobAllowed(j), nil))
+			ownAt = add(j)
 		}
 		plan, err := s.bf.planner.Plan(prof, jobs)
 		if err != nil {
@@ -770,14 +791,25 @@ func (s *Scheduler) planContext(now time.Time, j *job) (*planCtx, error) {
 		}
 		// The next pass makes this plan, starts included (sharesStarted
 		// stays false: explain_shares.go).
-		ctx.sharesAhead, _ = s.sharesBookedBefore(plan.Entries, len(ahead))
+		before := len(plan.Entries) // the entries ahead of the explained job's
+		if ownAt >= 0 {
+			before = ownAt
+		}
+		ctx.sharesAhead, _ = s.sharesBookedBefore(plan.Entries, before)
 		for k, e := range plan.Entries {
-			if e.Status == backfill.StatusStart || e.Status == backfill.StatusReserved || e.Status == backfill.StatusEstimated {
-				if k == len(ahead) {
-					ctx.own, ctx.ownSet = plannedAt{e.Start, e.Nodes}, true
+			if e.Status != backfill.StatusStart && e.Status != backfill.StatusReserved && e.Status != backfill.StatusEstimated {
+				continue
+			}
+			es := []backfill.Entry{e}
+			if len(e.Components) > 0 {
+				es = e.Components
+			}
+			for _, ce := range es {
+				if k == ownAt && JobID(ce.ID) == j.ID {
+					ctx.own, ctx.ownSet = plannedAt{ce.Start, ce.Nodes}, true
 					ctx.ownBound = e.Status != backfill.StatusEstimated
 				} else {
-					ctx.planned[JobID(e.ID)] = plannedAt{e.Start, e.Nodes}
+					ctx.planned[JobID(ce.ID)] = plannedAt{ce.Start, ce.Nodes}
 				}
 			}
 		}

@@ -54,8 +54,11 @@ type overtakeScan struct {
 	// cands are the jobs ahead outside the plan that are no direct
 	// overtakers, with what keeps them outside.
 	cands []overtakeCand
-	// ahead are the capable nodes of the jobs ahead in the plan.
+	// ahead are the capable nodes of the jobs ahead in the plan, one
+	// entry per shape (seen: the shapes listed), so that the closure's
+	// work grows with the distinct shapes ahead, not with the queue.
 	ahead []topology.NodeSet
+	seen  map[*shape]bool
 	// unreserved is a job ahead planned to start later without a
 	// reservation (EASY), or nil.
 	unreserved *job
@@ -87,7 +90,13 @@ func (sc *overtakeScan) visit(s *Scheduler, now time.Time, x *job, ctx *planCtx,
 		return
 	}
 	if start, nodes := ctx.plannedOf(x); !start.IsZero() || len(nodes) > 0 {
-		sc.ahead = append(sc.ahead, x.shape.capable)
+		if !sc.seen[x.shape] {
+			if sc.seen == nil {
+				sc.seen = map[*shape]bool{}
+			}
+			sc.seen[x.shape] = true
+			sc.ahead = append(sc.ahead, x.shape.capable)
+		}
 		if sc.easy && !reserved && start.After(now) && sc.unreserved == nil {
 			sc.unreserved = x
 		}
@@ -123,6 +132,8 @@ func (s *Scheduler) indirectOvertakers(now time.Time, j *job, sc *overtakeScan, 
 	if len(sc.cands) == 0 {
 		return
 	}
+	// The closure: at most one pass per set added, each over the sets
+	// not yet added (O(S² · nodes/64) for S distinct shapes ahead).
 	set := allowed.Clone()
 	used := make([]bool, len(sc.ahead))
 	for grown := true; grown; {

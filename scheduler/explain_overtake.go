@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/topology"
 )
 
 // Overtaker is a higher-priority pending job that the plan does not hold
@@ -83,6 +84,35 @@ func (s *Scheduler) limitKeys(j *job) map[policy.CounterKey]bool {
 		keys[sl.Key] = true
 	}
 	return keys
+}
+
+// hetOvertakeScope is what an overtaker of pending job j may take to
+// delay it: j's allowed nodes and limit counters keys or, for a
+// component of a heterogeneous job, which starts only with its pending
+// siblings, the nodes and counters of them all (a job that takes a
+// sibling's node delays every component).
+func (s *Scheduler) hetOvertakeScope(j *job, allowed topology.NodeSet, keys map[policy.CounterKey]bool) (topology.NodeSet, map[policy.CounterKey]bool) {
+	if j.HetJobID == 0 {
+		return allowed, keys
+	}
+	comps := s.hetPending(j)
+	if len(comps) < 2 {
+		return allowed, keys
+	}
+	all := allowed.Clone()
+	for _, c := range comps {
+		if c == j {
+			continue
+		}
+		all.UnionWith(s.jobAllowed(c))
+		for k := range s.limitKeys(c) {
+			if keys == nil {
+				keys = map[policy.CounterKey]bool{}
+			}
+			keys[k] = true
+		}
+	}
+	return all, keys
 }
 
 // sharesCounter reports whether job x counts against one of keys.

@@ -30,7 +30,8 @@ import (
 //     component's own constraints (hold, begin time, dependency,
 //     partition state and limits) and leaves it pending, holding back
 //     its partition (or reservation) as a job waiting for resources
-//     does, so that the jobs behind it are the backfill pass's, which
+//     does (unless the pass may not plan the job now: hetMayStart),
+//     so that the jobs behind it are the backfill pass's, which
 //     keeps the job's reservation (Slurm's main scheduler holds nothing
 //     back for them; see the package doc). The backfill pass plans the job
 //     as one: its turn is that of its first component in queue order
@@ -314,6 +315,30 @@ func hetSplit(h *hetJob) bool {
 	return pending && running
 }
 
+// hetMayStart reports whether the heterogeneous job of pending component
+// j is one the backfill pass may plan now, as far as its components' own
+// states tell: none is held, in a partition that is down or inactive,
+// out of the backfill plan (outsidePlan: over its partition's MaxTime or
+// node limits, or waiting on a dependency) or above a limit of its own
+// with nothing else running (neverBlocker: MaxWall …), and the components
+// together exceed no limit even with nothing else running. The main pass
+// holds back a component's partition only for such a job, as a plain job
+// waiting on its dependency or unable ever to start holds nothing back:
+// there is no reservation to keep, and a job that cannot start would keep
+// its partition's lower jobs out of the main pass for as long as it
+// waits.
+func (s *Scheduler) hetMayStart(now time.Time, j *job) bool {
+	comps := s.hetPending(j)
+	for _, c := range comps {
+		st := s.parts[c.part].cfg.State
+		if c.Hold != HoldNone || st == PartitionDown || st == PartitionInactive || s.outsidePlan(c) || s.neverBlocker(now, c).Blocked() {
+			return false
+		}
+	}
+	_, _, never := s.hetLimit(comps, false)
+	return !never
+}
+
 // hetPending returns the pending components of j's heterogeneous job.
 func (s *Scheduler) hetPending(j *job) []*job {
 	h := s.hets[j.HetJobID]
@@ -381,9 +406,33 @@ func (s *Scheduler) bfHetJob(now time.Time, j *job) (backfill.Job, bool) {
 		}
 		s.hetLimitHeld(comps, held)
 	}
+	return s.hetBackfillJob(j, comps, func(c *job) backfill.Job {
+		return s.bfJob(now, c, s.allowedNodes(c.shape), c.shape)
+	}), true
+}
+
+// hetOnDemandJob is the planner's input for the heterogeneous job of
+// pending component j in a plan Explain makes on demand: bfHetJob's,
+// without its side effects (no reason is set); false when the job may
+// not start as it stands (hetMayStart), which the backfill pass does
+// not plan either.
+func (s *Scheduler) hetOnDemandJob(now time.Time, j *job) (backfill.Job, bool) {
+	comps := s.hetPending(j)
+	if len(comps) == 0 || !s.hetMayStart(now, j) {
+		return backfill.Job{}, false
+	}
+	return s.hetBackfillJob(j, comps, func(c *job) backfill.Job {
+		return s.bfJob(now, c, s.jobAllowed(c), nil)
+	}), true
+}
+
+// hetBackfillJob is the planner's job for the heterogeneous job of
+// pending component j, whose pending components are comps, each
+// component's job made by part.
+func (s *Scheduler) hetBackfillJob(j *job, comps []*job, part func(c *job) backfill.Job) backfill.Job {
 	parts := make([]backfill.Job, len(comps))
 	for k, c := range comps {
-		parts[k] = s.bfJob(now, c, s.allowedNodes(c.shape), c.shape)
+		parts[k] = part(c)
 	}
 	bj := parts[0] // the leader's ID, user, partition and association
 	bj.Priority = float64(j.Priority)
@@ -397,7 +446,7 @@ func (s *Scheduler) bfHetJob(now time.Time, j *job) (backfill.Job, bool) {
 			bj.Eligible = p.Eligible
 		}
 	}
-	return bj, true
+	return bj
 }
 
 // startHet starts, from the plan's entry e, every pending component of
