@@ -59,4 +59,14 @@ func TestSnapshotBootExtension(t *testing.T) {
 	e.uvarint(0)
 	_, err = load(append(bad, e.b...))
 	require.ErrorContains(t, err, "no such node")
+
+	// An index that does not fit an int is refused, not a panic.
+	e = senc{}
+	e.uvarint(1)
+	e.uvarint(1 << 63)
+	e.time(at)
+	e.uvarint(0)
+	e.uvarint(0)
+	_, err = load(append(bad, e.b...))
+	require.ErrorContains(t, err, "no such node")
 }
