@@ -103,6 +103,10 @@ type bootState struct {
 	// generation gen (Scheduler.tierGen).
 	names map[string]bool
 	gen   uint64
+	// planWake is when the earliest backfill reservation that waits to
+	// reboot nodes comes within BootTime (and the plan's resolution) of
+	// its start (rebootForPlan; see NextWake); zero: none.
+	planWake time.Time
 }
 
 // Reboot is a node a cycle reboots into changeable features (the caller
@@ -327,6 +331,13 @@ func (s *Scheduler) endBoot(i int) {
 // whose BootTime passed ("reboot timed out", Slurm's reason), listing
 // them in the cycle.
 func (s *Scheduler) bootBegin(now time.Time, cyc *Cycle) {
+	if b := &s.boot; !b.planWake.IsZero() {
+		if s.jr.on {
+			pw := b.planWake
+			s.onUndo(func() { b.planWake = pw })
+		}
+		b.planWake = time.Time{} // set again by this cycle's plan
+	}
 	if s.boot.n == 0 {
 		return
 	}
@@ -422,14 +433,24 @@ func (s *Scheduler) bfReboot(now time.Time, x *job, bj *backfill.Job) {
 // plan reserved, once their start is within BootTime (and the plan's
 // resolution), when idle; jobs are the plan's jobs, by entry.
 func (s *Scheduler) rebootForPlan(now time.Time, plan *backfill.Plan, jobs []*job, cyc *Cycle) {
-	soon := now.Add(s.bootTime + s.bf.planner.Config().Resolution)
+	lead := s.bootTime + s.bf.planner.Config().Resolution
+	soon := now.Add(lead)
 	for k := range plan.Entries {
 		e := &plan.Entries[k]
-		if e.Status != backfill.StatusReserved || e.Start.After(soon) || k >= len(jobs) || jobs[k] == nil {
+		if e.Status != backfill.StatusReserved || k >= len(jobs) || jobs[k] == nil {
 			continue
 		}
 		sh := jobs[k].shape
 		if sh.reboot.Len() == 0 {
+			continue
+		}
+		if e.Start.After(soon) {
+			// Its nodes are rebooted when its start comes this close
+			// (see NextWake).
+			if w := e.Start.Add(-lead); slices.ContainsFunc(e.Nodes, func(i int) bool { return sh.needsReboot(i) && !s.nodes[i].booting() }) &&
+				(s.boot.planWake.IsZero() || w.Before(s.boot.planWake)) {
+				s.boot.planWake = w
+			}
 			continue
 		}
 		for _, i := range e.Nodes {
@@ -453,8 +474,10 @@ func (s *Scheduler) bootWindows(now time.Time, windows []bfWindow) []bfWindow {
 	return windows
 }
 
-// bootWakes offers w the rebooting nodes' BootTime deadlines.
+// bootWakes offers w the rebooting nodes' BootTime deadlines and when a
+// backfill reservation comes within BootTime of its start (planWake).
 func (s *Scheduler) bootWakes(w *wakeSet) {
+	w.add(s.boot.planWake)
 	for i := s.boot.nodes.Next(0); s.boot.n > 0 && i >= 0; i = s.boot.nodes.Next(i + 1) {
 		w.add(s.nodes[i].boot.until)
 	}

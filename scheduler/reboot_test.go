@@ -371,3 +371,37 @@ func TestRebootReplayAndSnapshot(t *testing.T) {
 	assert.Equal(t, cfg.BootTime, back.BootTime)
 	assert.Equal(t, cfg.Nodes[0].ChangeableFeatures, back.Nodes[0].ChangeableFeatures)
 }
+
+// A backfill reservation that needs idle nodes rebooted, starting later
+// than BootTime from now, has them rebooted BootTime before its start:
+// NextWake reports that instant, so a caller that polls only at NextWake
+// reboots them when one polling every second does.
+func TestRebootPlanWake(t *testing.T) {
+	run := func(poll bool) (time.Time, []scheduler.Reboot) {
+		s := changeable(t, true)
+		mustSubmit(t, s, t0, withConstraint(1, "mig7")) // g3 until t0+1h
+		mustSchedule(t, s, t0)
+		mustSubmit(t, s, t0, withConstraint(4, "mig7")) // g0-g3, from t0+1h
+		c := mustSchedule(t, s, t0)
+		require.Empty(t, c.Reboots)
+		for at := t0; at.Before(t0.Add(time.Hour)); {
+			next := c.NextWake
+			if poll {
+				next = at.Add(time.Second)
+			}
+			require.False(t, next.IsZero())
+			at = next
+			c = mustSchedule(t, s, at)
+			if len(c.Reboots) > 0 {
+				return at, c.Reboots
+			}
+		}
+		return time.Time{}, nil
+	}
+	pollAt, pollReboots := run(true)
+	require.NotEmpty(t, pollReboots, "the idle nodes are rebooted before the start")
+	require.False(t, pollAt.After(t0.Add(time.Hour-bootTime)), "rebooted at %v", pollAt)
+	wakeAt, wakeReboots := run(false)
+	assert.Equal(t, pollAt, wakeAt)
+	assert.Equal(t, pollReboots, wakeReboots)
+}
