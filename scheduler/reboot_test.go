@@ -405,3 +405,21 @@ func TestRebootPlanWake(t *testing.T) {
 	assert.Equal(t, pollAt, wakeAt)
 	assert.Equal(t, pollReboots, wakeReboots)
 }
+
+// UpdateNode on a rebooting node changes its static features: the reboot
+// keeps the changeable features it boots into and takes the new static
+// ones, so NodeRebooted does not bring back the features the update
+// dropped nor drop those it added.
+func TestUpdateNodeWhileRebooting(t *testing.T) {
+	s := changeable(t, false)
+	require.NoError(t, s.RebootNode(t0, "g1", "mig7"))
+	nc, _ := s.NodeConfig("g1")
+	nc.Features = []string{"eth", "nvme", "mig1"} // ib gone, eth and nvme static
+	require.NoError(t, s.UpdateNode(t0, nc))
+	want := []string{"eth", "nvme", "mig7"}
+	g1 := nodeOf(t, s, "g1")
+	require.NotNil(t, g1.Reboot)
+	assert.Equal(t, want, g1.Reboot.Features)
+	require.NoError(t, s.NodeRebooted(t0.Add(time.Minute), "g1"))
+	assert.Equal(t, want, nodeOf(t, s, "g1").ActiveFeatures)
+}
