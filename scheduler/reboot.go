@@ -381,7 +381,10 @@ func (s *Scheduler) rebootForMainPass(now time.Time, j *job, cyc *Cycle) {
 		return
 	}
 	s.boot.placing = true
-	nodes, _ := s.place(now, j, s.cand)
+	nodes, _ := s.place(now, j, s.fewestReboots(j, s.cand))
+	if nodes == nil {
+		nodes, _ = s.place(now, j, s.cand)
+	}
 	s.boot.placing = false
 	if !slices.ContainsFunc(nodes, sh.needsReboot) {
 		return
@@ -393,6 +396,35 @@ func (s *Scheduler) rebootForMainPass(now time.Time, j *job, cyc *Cycle) {
 		}
 		s.avail.Remove(i)
 	}
+}
+
+// fewestReboots returns the candidates cand of job j, placed for a
+// reboot (boot.placing), with only as many idle nodes still to reboot as
+// the nodes that fit it without a new reboot leave it short of, the
+// lightest first (a new set), so
+// that a placement reboots no more nodes than it must (as Slurm weighs
+// nodes needing a reboot last: knl.conf NodeRebootWeight).
+func (s *Scheduler) fewestReboots(j *job, cand topology.NodeSet) topology.NodeSet {
+	sh := j.shape
+	fresh := func(i int) bool { return sh.needsReboot(i) && !s.nodes[i].booting() }
+	short := j.nodes
+	for i := cand.Next(0); i >= 0 && short > 0; i = cand.Next(i + 1) {
+		if !fresh(i) && s.fitsNow(j, i) {
+			short--
+		}
+	}
+	out := cand.Clone()
+	s.byWeight(cand, func(i int) bool {
+		if fresh(i) {
+			if short > 0 && s.fitsNow(j, i) {
+				short--
+			} else {
+				out.Remove(i)
+			}
+		}
+		return true
+	})
+	return out
 }
 
 // bfReboot adjusts the backfill plan's job bj for reboots: a booting

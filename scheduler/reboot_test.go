@@ -423,3 +423,19 @@ func TestUpdateNodeWhileRebooting(t *testing.T) {
 	require.NoError(t, s.NodeRebooted(t0.Add(time.Minute), "g1"))
 	assert.Equal(t, want, nodeOf(t, s, "g1").ActiveFeatures)
 }
+
+// The main pass reboots no more nodes than the job is short of: a
+// two-node job asking for mig7, active on idle g3 only, reboots one node
+// and uses g3, though g0 and g1 come first.
+func TestRebootFewestNodes(t *testing.T) {
+	s := changeable(t, false)
+	id := mustSubmit(t, s, t0, withConstraint(2, "mig7"))
+	c := mustSchedule(t, s, t0)
+	require.Len(t, c.Reboots, 1)
+	assert.Equal(t, "g0", c.Reboots[0].Node)
+	require.NoError(t, s.NodeRebooted(t0.Add(time.Minute), "g0"))
+	mustSchedule(t, s, t0.Add(time.Minute))
+	j, _ := s.Job(id)
+	require.Equal(t, scheduler.JobRunning, j.State)
+	assert.Equal(t, []string{"g0", "g3"}, j.Alloc.NodeNames())
+}
