@@ -439,3 +439,19 @@ func TestRebootFewestNodes(t *testing.T) {
 	require.Equal(t, scheduler.JobRunning, j.State)
 	assert.Equal(t, []string{"g0", "g3"}, j.Alloc.NodeNames())
 }
+
+// A rebooting node is not powered down (its reboot would never end
+// but by timing out, and power saving could wake it meanwhile): the
+// event is refused and changes nothing.
+func TestPowerDownRebootingNode(t *testing.T) {
+	cfg := changeableConfig(false)
+	cfg.Power = &scheduler.PowerConfig{SuspendTime: time.Hour}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.RebootNode(t0, "g1", "mig7"))
+	before := s.Nodes()
+	assert.ErrorIs(t, s.PowerDownNode(t0, "g1"), scheduler.ErrRebootState)
+	assert.Equal(t, before, s.Nodes())
+	require.NoError(t, s.NodeRebooted(t0.Add(time.Minute), "g1"))
+	assert.Equal(t, scheduler.NodeIdle, nodeOf(t, s, "g1").State)
+}
