@@ -455,3 +455,42 @@ func TestPowerDownRebootingNode(t *testing.T) {
 	require.NoError(t, s.NodeRebooted(t0.Add(time.Minute), "g1"))
 	assert.Equal(t, scheduler.NodeIdle, nodeOf(t, s, "g1").State)
 }
+
+// The plan reboots nodes for the components of a heterogeneous job too:
+// one asking for mig7 on two nodes, active on g3 only, gets a node
+// rebooted and starts once it has booted (it waited forever).
+func TestRebootForHetComponent(t *testing.T) {
+	s := changeable(t, true)
+	ids, err := s.SubmitHet(t0, []scheduler.JobSpec{withConstraint(2, "mig7"), withConstraint(1, "mig1")})
+	require.NoError(t, err)
+	c := mustSchedule(t, s, t0)
+	require.NotEmpty(t, c.Reboots)
+	at := t0.Add(time.Minute)
+	for _, r := range c.Reboots {
+		assert.Equal(t, ids[0], r.Job)
+		require.NoError(t, s.NodeRebooted(at, r.Node))
+	}
+	mustSchedule(t, s, at)
+	for _, id := range ids {
+		j, _ := s.Job(id)
+		assert.Equal(t, scheduler.JobRunning, j.State, "job %d", id)
+	}
+}
+
+// A job that could also use a node after a reboot backfills now on
+// nodes with its features active: the reboot's BootTime delay, which
+// moves with the clock, does not hold its start off (it never started).
+func TestRebootableJobBackfillsNow(t *testing.T) {
+	s := changeable(t, true)
+	mustSubmit(t, s, t0, withConstraint(1, "mig7")) // g3 until t0+1h
+	mustSchedule(t, s, t0)
+	mustSubmit(t, s, t0, withConstraint(4, "ib")) // all four from t0+1h
+	short := withConstraint(1, "mig1")
+	short.TimeLimit = 30 * time.Minute
+	id := mustSubmit(t, s, t0, short)
+	c := mustSchedule(t, s, t0)
+	assert.Empty(t, c.Reboots)
+	j, _ := s.Job(id)
+	require.Equal(t, scheduler.JobRunning, j.State)
+	assert.True(t, j.Backfilled)
+}
