@@ -128,7 +128,9 @@ func (e UpdateNodeEvent) apply(s *Scheduler, now time.Time) (Result, error) {
 // would no longer exist, or a held device would change its name or type.
 // Device health is kept for the devices that remain. State, reason and
 // jobs are unchanged; new starts see the new configuration from the next
-// cycle.
+// cycle. Features are the active features (scontrol update
+// ActiveFeatures=); a node rebooting into changeable features keeps
+// booting into them, with the new static features (see RebootNode).
 func (s *Scheduler) UpdateNode(now time.Time, nc NodeConfig) error {
 	_, err := s.Apply(now, UpdateNodeEvent{Node: nc})
 	return err
@@ -550,6 +552,11 @@ func (s *Scheduler) updateNode(now time.Time, e UpdateNodeEvent) error {
 	}
 	// Nothing fails from here on.
 	pc.commit(s)
+	if n.booting() {
+		// The reboot changes the changeable features only: it boots into
+		// the new static ones (reboot.go).
+		n.boot.features = bootFeatures(nd.cfg, n.cfg.changeableOf(n.boot.features))
+	}
 	n.cfg, n.capacity, n.free, n.cpuUsed = nd.cfg, nd.capacity, nd.free, nd.cpuUsed
 	n.devs, n.devTRES, n.devCores, n.hasAffinity = nd.devs, nd.devTRES, nd.devCores, nd.hasAffinity
 	n.lay = nd.lay

@@ -251,8 +251,8 @@ func TestUpdateNodeKeepsDeviceHealth(t *testing.T) {
 // TestNodeEventsRoundTripJSON checks that every node event survives its
 // journal encoding (Entry JSON) unchanged.
 func TestNodeEventsRoundTripJSON(t *testing.T) {
-	node := scheduler.NodeConfig{Name: "cpu-09", CPUs: 64, MemoryMiB: 256 * clustertest.GiB, Features: []string{"avx512"},
-		GRES: []gres.Request{{Name: "shard", Count: 8}}}
+	node := scheduler.NodeConfig{Name: "cpu-09", CPUs: 64, MemoryMiB: 256 * clustertest.GiB, Features: []string{"avx512", "flat"},
+		ChangeableFeatures: []string{"flat", "cache"}, GRES: []gres.Request{{Name: "shard", Count: 8}}}
 	for _, ev := range []scheduler.Event{
 		scheduler.AddNodeEvent{Node: node, Partitions: []string{"gpu"}, PoweredDown: true},
 		scheduler.RemoveNodeEvent{Node: "cpu-09"},
@@ -260,6 +260,9 @@ func TestNodeEventsRoundTripJSON(t *testing.T) {
 		scheduler.PowerDownNodeEvent{Node: "cpu-09"},
 		scheduler.PowerUpNodeEvent{Node: "cpu-09"},
 		scheduler.NodePoweredUpEvent{Node: "cpu-09"},
+		scheduler.RebootNodeEvent{Node: "cpu-09"},
+		scheduler.RebootNodeEvent{Node: "cpu-09", Features: []string{"cache", "a\"b,c"}},
+		scheduler.NodeRebootedEvent{Node: "cpu-09"},
 	} {
 		b, err := json.Marshal(scheduler.Entry{At: t0, Event: ev})
 		require.NoError(t, err)

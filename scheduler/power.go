@@ -493,8 +493,9 @@ func (e PowerDownNodeEvent) apply(s *Scheduler, now time.Time) (Result, error) {
 // on demand like one powered down for being idle; the caller runs its
 // suspend program. A node that runs jobs is refused (ErrNodeInUse; Slurm
 // would power it down once they end: drain it first); one already down
-// or powering down is refused with ErrPowerState. A booting node may be
-// powered down (its boot is abandoned).
+// or powering down is refused with ErrPowerState, one rebooting into
+// changeable features with ErrRebootState. A booting node may be powered
+// down (its boot is abandoned).
 func (s *Scheduler) PowerDownNode(now time.Time, name string) error {
 	_, err := s.Apply(now, PowerDownNodeEvent{Node: name})
 	return err
@@ -563,6 +564,8 @@ func (s *Scheduler) powerDownNode(now time.Time, name string) error {
 		return fmt.Errorf("%w: node %q is %s", ErrPowerState, name, n.pw.state)
 	case len(n.jobs) > 0:
 		return fmt.Errorf("%w: node %q runs jobs %v: power it down once they end", ErrNodeInUse, name, n.jobs)
+	case n.booting():
+		return fmt.Errorf("%w: node %q is rebooting into features %v: power it down once it has booted", ErrRebootState, name, n.boot.features)
 	}
 	s.setPower(i, PowerPoweringDown, now.Add(s.power.cfg.SuspendTimeout))
 	s.last = now

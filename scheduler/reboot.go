@@ -48,8 +48,10 @@ import (
 //
 // Who reboots: without backfill, the main pass — for the first job of a
 // partition waiting for resources, placed as if the idle nodes it could
-// reboot fitted; with backfill, the plan: a job with nodes to reboot is
-// planned from now + BootTime over all its capable nodes, and the nodes
+// reboot fitted (no more of them than it is short of); with backfill,
+// the plan: a job that enough nodes with its features active fit now is
+// planned on those, another with nodes to reboot from now + BootTime
+// over all its capable nodes, and the nodes
 // of a reservation that need a reboot are rebooted once its start is
 // within BootTime. A booting node counts as free from the end of its
 // BootTime for the jobs its new features suit, and not at all for the
@@ -103,6 +105,10 @@ type bootState struct {
 	// generation gen (Scheduler.tierGen).
 	names map[string]bool
 	gen   uint64
+	// planWake is when the earliest backfill reservation that waits to
+	// reboot nodes comes within BootTime (and the plan's resolution) of
+	// its start (rebootForPlan; see NextWake); zero: none.
+	planWake time.Time
 }
 
 // Reboot is a node a cycle reboots into changeable features (the caller
@@ -327,6 +333,13 @@ func (s *Scheduler) endBoot(i int) {
 // whose BootTime passed ("reboot timed out", Slurm's reason), listing
 // them in the cycle.
 func (s *Scheduler) bootBegin(now time.Time, cyc *Cycle) {
+	if b := &s.boot; !b.planWake.IsZero() {
+		if s.jr.on {
+			pw := b.planWake
+			s.onUndo(func() { b.planWake = pw })
+		}
+		b.planWake = time.Time{} // set again by this cycle's plan
+	}
 	if s.boot.n == 0 {
 		return
 	}
@@ -370,7 +383,10 @@ func (s *Scheduler) rebootForMainPass(now time.Time, j *job, cyc *Cycle) {
 		return
 	}
 	s.boot.placing = true
-	nodes, _ := s.place(now, j, s.cand)
+	nodes, _ := s.place(now, j, s.fewestReboots(j, s.cand))
+	if nodes == nil {
+		nodes, _ = s.place(now, j, s.cand)
+	}
 	s.boot.placing = false
 	if !slices.ContainsFunc(nodes, sh.needsReboot) {
 		return
@@ -384,9 +400,40 @@ func (s *Scheduler) rebootForMainPass(now time.Time, j *job, cyc *Cycle) {
 	}
 }
 
+// fewestReboots returns the candidates cand of job j, placed for a
+// reboot (boot.placing), with only as many idle nodes still to reboot as
+// the nodes that fit it without a new reboot leave it short of, the
+// lightest first (a new set), so
+// that a placement reboots no more nodes than it must (as Slurm weighs
+// nodes needing a reboot last: knl.conf NodeRebootWeight).
+func (s *Scheduler) fewestReboots(j *job, cand topology.NodeSet) topology.NodeSet {
+	sh := j.shape
+	fresh := func(i int) bool { return sh.needsReboot(i) && !s.nodes[i].booting() }
+	short := j.nodes
+	for i := cand.Next(0); i >= 0 && short > 0; i = cand.Next(i + 1) {
+		if !fresh(i) && s.fitsNow(j, i) {
+			short--
+		}
+	}
+	out := cand.Clone()
+	s.byWeight(cand, func(i int) bool {
+		if fresh(i) {
+			if short > 0 && s.fitsNow(j, i) {
+				short--
+			} else {
+				out.Remove(i)
+			}
+		}
+		return true
+	})
+	return out
+}
+
 // bfReboot adjusts the backfill plan's job bj for reboots: a booting
-// node counts only for jobs its new features suit, and a job with nodes
-// to reboot is planned from now + BootTime (see the comment at the top).
+// node counts only for jobs its new features suit; a job that enough
+// nodes with its features active fit now is planned on the nodes needing
+// no new reboot, and another with nodes to reboot from now + BootTime
+// (see the comment at the top).
 func (s *Scheduler) bfReboot(now time.Time, x *job, bj *backfill.Job) {
 	sh := x.shape
 	if len(bj.Components) > 0 || bj.Allowed.Len() == 0 {
@@ -413,30 +460,80 @@ func (s *Scheduler) bfReboot(now time.Time, x *job, bj *backfill.Job) {
 	if !bj.Allowed.Intersects(sh.reboot) {
 		return
 	}
+	// Enough allowed nodes with the features active fit the job now: it
+	// is planned on the nodes that need no new reboot, with no BootTime
+	// delay (a delay moving with the clock would hold off its start now
+	// for ever).
+	free := 0
+	for i := bj.Allowed.Next(0); i >= 0 && free < x.nodes; i = bj.Allowed.Next(i + 1) {
+		if n := &s.nodes[i]; !sh.needsReboot(i) && s.usable.Has(i) && s.fitsFree(x, n, x.perNode) {
+			free++
+		}
+	}
+	if free >= x.nodes {
+		if len(drop) == 0 { // else bj.Allowed is x.bootAllowed already
+			if x.bootAllowed.Len() != bj.Allowed.Len() {
+				x.bootAllowed = topology.NewNodeSet(bj.Allowed.Len())
+			}
+			x.bootAllowed.CopyFrom(bj.Allowed)
+		}
+		for i := sh.reboot.Next(0); i >= 0; i = sh.reboot.Next(i + 1) {
+			if !s.nodes[i].booting() {
+				x.bootAllowed.Remove(i)
+			}
+		}
+		bj.Allowed = x.bootAllowed
+		return
+	}
 	if at := now.Add(s.bootTime); bj.Earliest.Before(at) {
 		bj.Earliest = at
 	}
 }
 
 // rebootForPlan reboots the nodes that need it for the jobs the backfill
-// plan reserved, once their start is within BootTime (and the plan's
-// resolution), when idle; jobs are the plan's jobs, by entry.
+// plan reserved (each component of a heterogeneous job), once their start
+// is within BootTime (and the plan's resolution), when idle; jobs are the
+// plan's jobs, by entry.
 func (s *Scheduler) rebootForPlan(now time.Time, plan *backfill.Plan, jobs []*job, cyc *Cycle) {
-	soon := now.Add(s.bootTime + s.bf.planner.Config().Resolution)
+	lead := s.bootTime + s.bf.planner.Config().Resolution
 	for k := range plan.Entries {
 		e := &plan.Entries[k]
-		if e.Status != backfill.StatusReserved || e.Start.After(soon) || k >= len(jobs) || jobs[k] == nil {
+		if e.Status != backfill.StatusReserved || k >= len(jobs) || jobs[k] == nil {
 			continue
 		}
-		sh := jobs[k].shape
-		if sh.reboot.Len() == 0 {
+		if len(e.Components) == 0 {
+			s.rebootForEntry(now, lead, e.Start, jobs[k], e.Nodes, cyc)
 			continue
 		}
-		for _, i := range e.Nodes {
-			n := &s.nodes[i]
-			if sh.needsReboot(i) && s.usable.Has(i) && len(n.jobs) == 0 && !n.booting() {
-				s.startReboot(now, i, sh.rebootInto(n), jobs[k].ID, cyc)
+		for c := range e.Components {
+			if cj := s.jobs[JobID(e.Components[c].ID)]; cj != nil && cj.State == JobPending {
+				s.rebootForEntry(now, lead, e.Start, cj, e.Components[c].Nodes, cyc)
 			}
+		}
+	}
+}
+
+// rebootForEntry reboots the idle nodes among nodes that pending job j,
+// reserved to start on them at start, needs rebooted, when start is
+// within lead of now; a later start is noted in boot.planWake.
+func (s *Scheduler) rebootForEntry(now time.Time, lead time.Duration, start time.Time, j *job, nodes []int, cyc *Cycle) {
+	sh := j.shape
+	if sh.reboot.Len() == 0 {
+		return
+	}
+	if start.After(now.Add(lead)) {
+		// Its nodes are rebooted when its start comes this close (see
+		// NextWake).
+		if w := start.Add(-lead); slices.ContainsFunc(nodes, func(i int) bool { return sh.needsReboot(i) && !s.nodes[i].booting() }) &&
+			(s.boot.planWake.IsZero() || w.Before(s.boot.planWake)) {
+			s.boot.planWake = w
+		}
+		return
+	}
+	for _, i := range nodes {
+		n := &s.nodes[i]
+		if sh.needsReboot(i) && s.usable.Has(i) && len(n.jobs) == 0 && !n.booting() {
+			s.startReboot(now, i, sh.rebootInto(n), j.ID, cyc)
 		}
 	}
 }
@@ -453,8 +550,10 @@ func (s *Scheduler) bootWindows(now time.Time, windows []bfWindow) []bfWindow {
 	return windows
 }
 
-// bootWakes offers w the rebooting nodes' BootTime deadlines.
+// bootWakes offers w the rebooting nodes' BootTime deadlines and when a
+// backfill reservation comes within BootTime of its start (planWake).
 func (s *Scheduler) bootWakes(w *wakeSet) {
+	w.add(s.boot.planWake)
 	for i := s.boot.nodes.Next(0); s.boot.n > 0 && i >= 0; i = s.boot.nodes.Next(i + 1) {
 		w.add(s.nodes[i].boot.until)
 	}

@@ -371,3 +371,126 @@ func TestRebootReplayAndSnapshot(t *testing.T) {
 	assert.Equal(t, cfg.BootTime, back.BootTime)
 	assert.Equal(t, cfg.Nodes[0].ChangeableFeatures, back.Nodes[0].ChangeableFeatures)
 }
+
+// A backfill reservation that needs idle nodes rebooted, starting later
+// than BootTime from now, has them rebooted BootTime before its start:
+// NextWake reports that instant, so a caller that polls only at NextWake
+// reboots them when one polling every second does.
+func TestRebootPlanWake(t *testing.T) {
+	run := func(poll bool) (time.Time, []scheduler.Reboot) {
+		s := changeable(t, true)
+		mustSubmit(t, s, t0, withConstraint(1, "mig7")) // g3 until t0+1h
+		mustSchedule(t, s, t0)
+		mustSubmit(t, s, t0, withConstraint(4, "mig7")) // g0-g3, from t0+1h
+		c := mustSchedule(t, s, t0)
+		require.Empty(t, c.Reboots)
+		for at := t0; at.Before(t0.Add(time.Hour)); {
+			next := c.NextWake
+			if poll {
+				next = at.Add(time.Second)
+			}
+			require.False(t, next.IsZero())
+			at = next
+			c = mustSchedule(t, s, at)
+			if len(c.Reboots) > 0 {
+				return at, c.Reboots
+			}
+		}
+		return time.Time{}, nil
+	}
+	pollAt, pollReboots := run(true)
+	require.NotEmpty(t, pollReboots, "the idle nodes are rebooted before the start")
+	require.False(t, pollAt.After(t0.Add(time.Hour-bootTime)), "rebooted at %v", pollAt)
+	wakeAt, wakeReboots := run(false)
+	assert.Equal(t, pollAt, wakeAt)
+	assert.Equal(t, pollReboots, wakeReboots)
+}
+
+// UpdateNode on a rebooting node changes its static features: the reboot
+// keeps the changeable features it boots into and takes the new static
+// ones, so NodeRebooted does not bring back the features the update
+// dropped nor drop those it added.
+func TestUpdateNodeWhileRebooting(t *testing.T) {
+	s := changeable(t, false)
+	require.NoError(t, s.RebootNode(t0, "g1", "mig7"))
+	nc, _ := s.NodeConfig("g1")
+	nc.Features = []string{"eth", "nvme", "mig1"} // ib gone, eth and nvme static
+	require.NoError(t, s.UpdateNode(t0, nc))
+	want := []string{"eth", "nvme", "mig7"}
+	g1 := nodeOf(t, s, "g1")
+	require.NotNil(t, g1.Reboot)
+	assert.Equal(t, want, g1.Reboot.Features)
+	require.NoError(t, s.NodeRebooted(t0.Add(time.Minute), "g1"))
+	assert.Equal(t, want, nodeOf(t, s, "g1").ActiveFeatures)
+}
+
+// The main pass reboots no more nodes than the job is short of: a
+// two-node job asking for mig7, active on idle g3 only, reboots one node
+// and uses g3, though g0 and g1 come first.
+func TestRebootFewestNodes(t *testing.T) {
+	s := changeable(t, false)
+	id := mustSubmit(t, s, t0, withConstraint(2, "mig7"))
+	c := mustSchedule(t, s, t0)
+	require.Len(t, c.Reboots, 1)
+	assert.Equal(t, "g0", c.Reboots[0].Node)
+	require.NoError(t, s.NodeRebooted(t0.Add(time.Minute), "g0"))
+	mustSchedule(t, s, t0.Add(time.Minute))
+	j, _ := s.Job(id)
+	require.Equal(t, scheduler.JobRunning, j.State)
+	assert.Equal(t, []string{"g0", "g3"}, j.Alloc.NodeNames())
+}
+
+// A rebooting node is not powered down (its reboot would never end
+// but by timing out, and power saving could wake it meanwhile): the
+// event is refused and changes nothing.
+func TestPowerDownRebootingNode(t *testing.T) {
+	cfg := changeableConfig(false)
+	cfg.Power = &scheduler.PowerConfig{SuspendTime: time.Hour}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.RebootNode(t0, "g1", "mig7"))
+	before := s.Nodes()
+	assert.ErrorIs(t, s.PowerDownNode(t0, "g1"), scheduler.ErrRebootState)
+	assert.Equal(t, before, s.Nodes())
+	require.NoError(t, s.NodeRebooted(t0.Add(time.Minute), "g1"))
+	assert.Equal(t, scheduler.NodeIdle, nodeOf(t, s, "g1").State)
+}
+
+// The plan reboots nodes for the components of a heterogeneous job too:
+// one asking for mig7 on two nodes, active on g3 only, gets a node
+// rebooted and starts once it has booted (it waited forever).
+func TestRebootForHetComponent(t *testing.T) {
+	s := changeable(t, true)
+	ids, err := s.SubmitHet(t0, []scheduler.JobSpec{withConstraint(2, "mig7"), withConstraint(1, "mig1")})
+	require.NoError(t, err)
+	c := mustSchedule(t, s, t0)
+	require.NotEmpty(t, c.Reboots)
+	at := t0.Add(time.Minute)
+	for _, r := range c.Reboots {
+		assert.Equal(t, ids[0], r.Job)
+		require.NoError(t, s.NodeRebooted(at, r.Node))
+	}
+	mustSchedule(t, s, at)
+	for _, id := range ids {
+		j, _ := s.Job(id)
+		assert.Equal(t, scheduler.JobRunning, j.State, "job %d", id)
+	}
+}
+
+// A job that could also use a node after a reboot backfills now on
+// nodes with its features active: the reboot's BootTime delay, which
+// moves with the clock, does not hold its start off (it never started).
+func TestRebootableJobBackfillsNow(t *testing.T) {
+	s := changeable(t, true)
+	mustSubmit(t, s, t0, withConstraint(1, "mig7")) // g3 until t0+1h
+	mustSchedule(t, s, t0)
+	mustSubmit(t, s, t0, withConstraint(4, "ib")) // all four from t0+1h
+	short := withConstraint(1, "mig1")
+	short.TimeLimit = 30 * time.Minute
+	id := mustSubmit(t, s, t0, short)
+	c := mustSchedule(t, s, t0)
+	assert.Empty(t, c.Reboots)
+	j, _ := s.Job(id)
+	require.Equal(t, scheduler.JobRunning, j.State)
+	assert.True(t, j.Backfilled)
+}

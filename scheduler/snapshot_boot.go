@@ -28,7 +28,8 @@ func (s *Scheduler) loadBoots(d *sdec) {
 	}
 	k := d.count()
 	for range k {
-		i := int(d.uvarint())
+		u := d.uvarint()
+		i := int(min(u, uint64(len(s.nodes)))) // an index past the nodes (any int overflow) is refused below
 		until := d.time()
 		job := JobID(d.uvarint())
 		nf := d.count()
@@ -40,7 +41,7 @@ func (s *Scheduler) loadBoots(d *sdec) {
 		case d.err != nil:
 			return
 		case i >= len(s.nodes) || s.nodes[i].removed:
-			d.fail("reboot of node index %d: no such node", i)
+			d.fail("reboot of node index %d: no such node", u)
 			return
 		case s.nodes[i].booting():
 			d.fail("node %s: rebooting twice", s.nodes[i].cfg.Name)

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -59,4 +60,38 @@ func TestSnapshotBootExtension(t *testing.T) {
 	e.uvarint(0)
 	_, err = load(append(bad, e.b...))
 	require.ErrorContains(t, err, "no such node")
+
+	// An index that does not fit an int is refused, not a panic.
+	e = senc{}
+	e.uvarint(1)
+	e.uvarint(1 << 63)
+	e.time(at)
+	e.uvarint(0)
+	e.uvarint(0)
+	_, err = load(append(bad, e.b...))
+	require.ErrorContains(t, err, "no such node")
+}
+
+// A snapshot whose rebooting node runs a job (which no event sequence
+// makes) is refused as corrupt.
+func TestSnapshotBootWithJobs(t *testing.T) {
+	cfg := Config{Partitions: []PartitionConfig{{Name: "p", Default: true}}}
+	cfg.Nodes = []NodeConfig{{Name: "a", CPUs: 2, Features: []string{"m1"}, ChangeableFeatures: []string{"m1", "m2"}}}
+	s, err := New(cfg)
+	require.NoError(t, err)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	_, err = s.Submit(at, JobSpec{User: "u", Account: "a", Nodes: 1, TimeLimit: time.Hour})
+	require.NoError(t, err)
+	_, err = s.Schedule(at)
+	require.NoError(t, err)
+	require.NotEmpty(t, s.nodes[0].jobs)
+	s.nodes[0].boot = nodeBoot{until: at.Add(time.Minute), features: []string{"m2"}}
+	s.boot.nodes = grownSet(s.boot.nodes, 1)
+	s.boot.nodes.Add(0)
+	s.boot.n = 1
+	var b bytes.Buffer
+	require.NoError(t, s.Snapshot(&b))
+	_, err = Restore(&b, RestoreOptions{})
+	require.ErrorIs(t, err, ErrCorruptSnapshot)
+	require.ErrorContains(t, err, "rebooting with jobs")
 }

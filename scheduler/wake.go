@@ -56,7 +56,10 @@ func (w *wakeSet) add(t time.Time) {
 // ResumeTimeout running out, a backfill reservation on powered-down
 // nodes coming within ResumeTimeout (plus bf_resolution) of its start,
 // and the next minute of the SuspendRate and
-// ResumeRate windows when a rate held a node back. A caller that calls
+// ResumeRate windows when a rate held a node back, and, with changeable
+// node features, a rebooting node's BootTime running out and a backfill
+// reservation on nodes to reboot coming within BootTime (plus
+// bf_resolution) of its start. A caller that calls
 // Schedule after every event and at every NextWake gets the decisions it
 // would get calling it more often (see the package documentation,
 // "Periodic work").
