@@ -2002,6 +2002,10 @@ func (b Blocker) String() string { return b.describe(time.Time{}) }
 func (b Blocker) describe(now time.Time) string {
 	switch b.Kind {
 	case BlockerResources, BlockerTopology:
+		if b.Need == nil {
+			// Where, reboot and task blockers say it in words.
+			return fmt.Sprintf("%s: %s", b.Kind, b.Detail)
+		}
 		return fmt.Sprintf("%s: %s", b.Kind, b.Need)
 	case BlockerQueue:
 		var s strings.Builder
