@@ -670,7 +670,11 @@ func (p *Profile) search(q *query) (result, error) {
 	t0 := q.t0
 	d0 := p.durAt(t0, q.d)
 	b0 := max(bound, t0+d0)
-	early := q.chooser == nil && !q.hasSpread() && len(q.required) == 0
+	// early: the default chooser's answer is complete once the scan has
+	// found n feasible nodes, the lowest; with required nodes, once they
+	// are all feasible (checked first, below) and the lowest others fill
+	// up the count (withRequired's choice).
+	early := q.chooser == nil && !q.hasSpread()
 	// The scan at t0 looks for violations only up to t0+d0 (b1): that
 	// decides whether a node is feasible at t0, and an answer at t0 needs
 	// no more. Only when the sweep goes on does a feasible node's first
@@ -685,7 +689,7 @@ func (p *Profile) search(q *query) (result, error) {
 	// the default chooser's answer is complete: the first n feasible
 	// nodes, the lowest, are all below i+1.
 	take0 := func(i int, x int64) bool {
-		if x < b1 {
+		if x < b1 || F.Has(i) { // (a required node is taken first)
 			return false
 		}
 		F.Add(i)
@@ -707,7 +711,29 @@ func (p *Profile) search(q *query) (result, error) {
 			}
 		}
 	}
-	lowest := func(upTo int) result { return found(t0, F.FirstN(q.nodeList(q.n), q.n), upTo) }
+	lowest := func(upTo int) result {
+		if len(q.required) > 0 {
+			return found(t0, q.withRequired(F), upTo)
+		}
+		return found(t0, F.FirstN(q.nodeList(q.n), q.n), upTo)
+	}
+	if early && len(q.required) > 0 {
+		// The required nodes first: the early answer needs them all; if
+		// one cannot hold the request at t0 the scan is the full one.
+		for _, i := range q.required {
+			if !q.allowed.Has(i) || p.violation(i, t0, b1, q) < b1 {
+				early = false
+				break
+			}
+		}
+		if early {
+			for _, i := range q.required {
+				if take0(i, posInf) {
+					return lowest(0), nil
+				}
+			}
+		}
+	}
 	for _, nd := range q.cands {
 		if i := int(nd); take0(i, p.violation(i, t0, b1, q)) {
 			return lowest(i + 1), nil
