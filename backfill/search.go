@@ -670,20 +670,72 @@ func (p *Profile) search(q *query) (result, error) {
 	t0 := q.t0
 	d0 := p.durAt(t0, q.d)
 	b0 := max(bound, t0+d0)
-	early := q.chooser == nil && !q.hasSpread() && len(q.required) == 0
-	// take0 adds node i, whose first violation from t0 is x, when it is
-	// feasible at t0, and reports whether the default chooser's answer is
-	// complete: the first n feasible nodes, the lowest, are all below i+1.
+	// early: the default chooser's answer is complete once the scan has
+	// found n feasible nodes, the lowest; with required nodes, once they
+	// are all feasible (checked first, below) and the lowest others fill
+	// up the count (withRequired's choice).
+	early := q.chooser == nil && !q.hasSpread()
+	// The scan at t0 looks for violations only up to t0+d0 (b1): that
+	// decides whether a node is feasible at t0, and an answer at t0 needs
+	// no more. Only when the sweep goes on does a feasible node's first
+	// violation up to b0 matter (when it leaves the feasible set); it is
+	// then looked for from t0+d0 on (settle), the rest of the same walk.
+	// A search that ends at t0 — a job whose required node frees at t0,
+	// the common case of a where request — so reads each candidate's
+	// timeline over the job's own interval rather than to the window's end.
+	b1 := t0 + d0
+	// take0 adds node i, whose first violation from t0 before b1 is x
+	// (posInf when none), when it is feasible at t0, and reports whether
+	// the default chooser's answer is complete: the first n feasible
+	// nodes, the lowest, are all below i+1.
 	take0 := func(i int, x int64) bool {
-		if x < t0+d0 {
+		if x < b1 || F.Has(i) { // (a required node is taken first)
 			return false
 		}
-		add(i, x)
+		F.Add(i)
+		count++
 		return early && count >= q.n
 	}
-	lowest := func(upTo int) result { return found(t0, F.FirstN(q.nodeList(q.n), q.n), upTo) }
+	// settle gives every node of F (the feasible set at t0) its first
+	// violation up to b0, as add would have, before the sweep.
+	settle := func() {
+		for i := F.Next(0); i >= 0; i = F.Next(i + 1) {
+			x := int64(posInf)
+			if b0 > b1 {
+				x = p.violation(i, b1, b0, q)
+			}
+			u := p.lastStart(x, q.d)
+			sc.u[i] = u
+			if u < posInf {
+				heapPush(&sc.heap, hitem{u: u, node: int32(i)})
+			}
+		}
+	}
+	lowest := func(upTo int) result {
+		if len(q.required) > 0 {
+			return found(t0, q.withRequired(F), upTo)
+		}
+		return found(t0, F.FirstN(q.nodeList(q.n), q.n), upTo)
+	}
+	if early && len(q.required) > 0 {
+		// The required nodes first: the early answer needs them all; if
+		// one cannot hold the request at t0 the scan is the full one.
+		for _, i := range q.required {
+			if !q.allowed.Has(i) || p.violation(i, t0, b1, q) < b1 {
+				early = false
+				break
+			}
+		}
+		if early {
+			for _, i := range q.required {
+				if take0(i, posInf) {
+					return lowest(0), nil
+				}
+			}
+		}
+	}
 	for _, nd := range q.cands {
-		if i := int(nd); take0(i, p.violation(i, t0, b0, q)) {
+		if i := int(nd); take0(i, p.violation(i, t0, b1, q)) {
 			return lowest(i + 1), nil
 		}
 	}
@@ -723,7 +775,7 @@ func (p *Profile) search(q *query) (result, error) {
 			}
 		}
 		for i := cand.Next(q.upTo); i >= 0; i = cand.Next(i + 1) {
-			if take0(i, p.violation(i, t0, b0, q)) {
+			if take0(i, p.violation(i, t0, b1, q)) {
 				return lowest(i + 1), nil
 			}
 		}
@@ -742,7 +794,7 @@ func (p *Profile) search(q *query) (result, error) {
 				if atOrigin && !ghostB && !q.fits(p.tls[i].free[:a]) {
 					continue // busy now: violation would say t0
 				}
-				x := p.violation(i, t0, b0, q)
+				x := p.violation(i, t0, b1, q)
 				if x > t0 {
 					anyAtT0 = true
 				}
@@ -767,6 +819,8 @@ func (p *Profile) search(q *query) (result, error) {
 			return found(t0, nodes, p.n), nil
 		}
 	}
+
+	settle()
 
 	// 2. Sweep the later change points: a node can only become feasible
 	// where its own free resources change; feasible nodes drop out when

@@ -513,6 +513,17 @@ func (s *Scheduler) bfWhere(now time.Time, x *job, bj *backfill.Job) {
 			base, key = s.anyChoiceFn(), "index"
 		}
 	}
+	if w := x.where; bj.Chooser == nil && s.graph == nil && len(w.required) > 0 && w.cons.IsZero() && !w.contiguous &&
+		len(bj.Spread) == 0 && bj.Tasks == 0 && len(bj.Components) == 0 {
+		// Only required nodes, the rest in index order: the where chooser
+		// would take them and the lowest other candidates, which is the
+		// planner's own choice with Required (withRequired; PreferBusy
+		// does not apply to it) — and the planner's scan at a start can
+		// then stop at those lowest ones instead of reading every node.
+		bj.Allowed = s.narrowAllowed(x, bj.Allowed, false, false)
+		bj.Required = w.required
+		return
+	}
 	bj.Chooser, bj.ChooserKey = s.whereChooser(x, base, key)
 	bj.Allowed = s.narrowAllowed(x, bj.Allowed, len(bj.Spread) > 0 || bj.Tasks > 0, len(bj.Components) > 0)
 	// The chooser takes every required node: the plan need not look
