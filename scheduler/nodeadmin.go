@@ -368,6 +368,7 @@ func (s *Scheduler) addNode(now time.Time, e AddNodeEvent) error {
 		s.noteCapacity()
 	}
 	s.nodeIndexChanged()
+	s.recountGPUJobs(in)
 	s.last = now
 	return nil
 }
@@ -451,9 +452,11 @@ func (s *Scheduler) removeNode(now time.Time, name string) error {
 	if err := s.checkPartitionsKeepNodes(i, nil); err != nil {
 		return err
 	}
+	in := s.memberOf(i)
 	if err := s.tombstone(i, name, now); err != nil {
 		return err
 	}
+	s.recountGPUJobs(in)
 	s.last = now
 	return nil
 }
@@ -581,6 +584,10 @@ func (s *Scheduler) updateNode(now time.Time, e UpdateNodeEvent) error {
 		s.bf.nodes[i].Capacity = c
 	}
 	s.nodesChanged()
+	for k := range in {
+		in[k] = in[k] || oldIn[k]
+	}
+	s.recountGPUJobs(in)
 	s.last = now
 	return nil
 }
