@@ -244,6 +244,9 @@ func fzInvariants(s *Scheduler, cyc *Cycle) error {
 			return err
 		}
 	}
+	if err := fzCheckGPUCount(s); err != nil {
+		return err
+	}
 	for ji := range jobs {
 		j := &jobs[ji]
 		sp := &j.Spec

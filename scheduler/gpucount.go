@@ -17,7 +17,9 @@ import (
 // configured (idle). The count does not grow with what is free when the
 // job starts (the docs are silent on a --gpus job taking more nodes than
 // its GPUs need; spreading one job's GPUs over more nodes than they need
-// is what a GPU user avoids), and it is the job's count from then on: its
+// is what a GPU user avoids), and it is the job's count from then on —
+// until node or partition configuration changes while the job waits,
+// when it is chosen again (gpurecount.go): its
 // backfill plan, limits, accounting and Explain read it like -N's.
 
 // gpuCountChosen reports whether spec's node count is a --gpus total's to
@@ -35,8 +37,9 @@ const maxGPUCountTries = 256
 // NodesMax it was given. A count is refused only for being unsatisfiable
 // (ErrUnsatisfiable): any other error is the request's and is returned as
 // it is; when no count in range can run it, the last count's reason is
-// returned.
-func (s *Scheduler) gpuNodeCount(spec JobSpec, accepting bool) (*job, error) {
+// returned. With was set it chooses queued job was's count again
+// (newJobFixed, gpurecount.go).
+func (s *Scheduler) gpuNodeCount(spec JobSpec, accepting bool, was *job) (*job, error) {
 	switch {
 	case spec.Nodes < 0 || spec.Nodes > MaxNodesPerJob:
 		return nil, fmt.Errorf("%w: Nodes %d out of range [0, %d]", ErrInvalidJob, spec.Nodes, MaxNodesPerJob)
@@ -67,7 +70,7 @@ func (s *Scheduler) gpuNodeCount(spec JobSpec, accepting bool) (*job, error) {
 	for n := lo; n <= max(hi, lo); n++ {
 		rs := spec
 		rs.Nodes, rs.NodesMax = n, 0
-		j, err := s.newJobFixed(rs, accepting)
+		j, err := s.newJobFixed(rs, accepting, was)
 		if err == nil {
 			j.Spec.Nodes, j.Spec.NodesMax = spec.Nodes, spec.NodesMax
 			return j, nil

@@ -108,9 +108,10 @@ func TestGPUsTotalChosenCountPlans(t *testing.T) {
 	assert.Equal(t, []int{4, 4}, gpusByNode(j.Alloc))
 }
 
-// A --gpus total's node count is fixed at submission (gpucount.go): once
-// a node of the four it needs is removed, the job cannot start, and
-// Explain says there are too few nodes rather than listing none as down.
+// A --gpus total's node count is chosen again when a node is removed
+// (gpurecount.go), but 16 GPUs fit no count of the three 4-GPU nodes
+// left: the job keeps its 4, cannot start, and Explain says there are too
+// few nodes rather than listing none as down.
 func TestGPUsTotalCountAfterNodeRemoved(t *testing.T) {
 	for _, bf := range []bool{false, true} {
 		s := gpuQuad(t, bf, 4)

@@ -96,10 +96,11 @@ type JobSpec struct {
 	// GRESPerTask sit on one node; every node runs at least one task, and
 	// the tasks are dealt one per node in turn while a node has room
 	// (Slurm's cyclic distribution over nodes): -N2 -n7 takes 4+3 CPUs.
-	// With a GRESPerJob the node count is fixed when the job is
-	// submitted (Nodes, or the fewest in the range that hold the total
-	// on the partition's nodes: sbatch -n 8 --gpus=8 on 4-GPU nodes takes
-	// 2) and each node runs ceil(Tasks/nodes) tasks. With NodeList,
+	// With a GRESPerJob the node count is Nodes, or the fewest in the
+	// range that hold the total on the partition's nodes (sbatch -n 8
+	// --gpus=8 on 4-GPU nodes takes 2), chosen at submission and again
+	// while it waits whenever node or partition configuration changes;
+	// each node runs ceil(Tasks/nodes) tasks. With NodeList,
 	// Constraint or Contiguous the nodes are chosen to meet them and hold
 	// the tasks: -w n1 -n 40 on 16-CPU nodes takes n1 and two more.
 	Tasks int
@@ -117,8 +118,13 @@ type JobSpec struct {
 	// Nodes), and the rest goes to the nodes as they can hold it, filling
 	// them in node order. Without Nodes, or with a range (-N 1-4
 	// --gpus=12), the node count is the fewest that could hold the total
-	// (and the tasks) on the partition's nodes, chosen at submission and
-	// kept (3 of 4-GPU nodes for 12); it does not grow with what is free. The job is charged exactly the total. The
+	// (and the tasks) on the partition's nodes as configured, chosen at
+	// submission (3 of 4-GPU nodes for 12) and chosen again while the job
+	// is pending whenever node or partition configuration changes
+	// (AddNode, RemoveNode, UpdateNode, partition events; Slurm decides
+	// the count when it schedules the job); a job no count can run any
+	// more keeps its count and waits. It does not grow with what is free.
+	// The job is charged exactly the total. The
 	// backfill plan holds the total exactly too (its expected start and
 	// reservation), and a backfill start places what it planned; where
 	// the GPUs beyond one per node would bring CPUs or memory with them
@@ -333,7 +339,8 @@ type Job struct {
 	// Spec.NodeList and a counted Spec.Constraint need; for tasks spread
 	// over a variable number of nodes, the fewest nodes that hold them;
 	// for a GRESPerJob (--gpus) total without -N or with -N min-max, the
-	// count chosen when the job was submitted or updated (gpucount.go).
+	// count chosen when the job was submitted or updated, or last chosen
+	// again on a node or partition change (gpucount.go, gpurecount.go).
 	ReqNodes int `json:",omitempty"`
 	// PerNode is the TRES the job needs on each of its nodes (before
 	// Exclusive widens it to whole nodes); a GRESPerJob counts one per

@@ -370,6 +370,7 @@ func (s *Scheduler) addNode(now time.Time, e AddNodeEvent) error {
 		s.noteCapacity()
 	}
 	s.nodeIndexChanged()
+	s.recountGPUJobs(in)
 	s.last = now
 	return nil
 }
@@ -453,9 +454,11 @@ func (s *Scheduler) removeNode(now time.Time, name string) error {
 	if err := s.checkPartitionsKeepNodes(i, nil); err != nil {
 		return err
 	}
+	in := s.memberOf(i)
 	if err := s.tombstone(i, name, now); err != nil {
 		return err
 	}
+	s.recountGPUJobs(in)
 	s.last = now
 	return nil
 }
@@ -588,6 +591,10 @@ func (s *Scheduler) updateNode(now time.Time, e UpdateNodeEvent) error {
 		s.bf.nodes[i].Capacity = c
 	}
 	s.nodesChanged()
+	for k := range in {
+		in[k] = in[k] || oldIn[k]
+	}
+	s.recountGPUJobs(in)
 	s.last = now
 	return nil
 }

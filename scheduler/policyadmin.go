@@ -675,6 +675,10 @@ const compactEvery = 32
 // policies go).
 func (s *Scheduler) commitAdmin(now time.Time, c *adminChange) {
 	if c.parts != nil {
+		// After the jobs are renumbered and reshaped below (gpurecount.go).
+		defer s.recountGPUJobs(nil)
+	}
+	if c.parts != nil {
 		s.parts, s.defPart = c.parts, c.defPart
 		clear(s.partByName)
 		for i := range s.parts {

@@ -645,14 +645,18 @@ func (s *Scheduler) newJob(spec JobSpec) (*job, error) { return s.newJobIn(spec,
 // resolved first (gpuNodeCount).
 func (s *Scheduler) newJobIn(spec JobSpec, accepting bool) (*job, error) {
 	if gpuCountChosen(spec) {
-		return s.gpuNodeCount(spec, accepting)
+		return s.gpuNodeCount(spec, accepting, nil)
 	}
-	return s.newJobFixed(spec, accepting)
+	return s.newJobFixed(spec, accepting, nil)
 }
 
 // newJobFixed is newJobIn for a spec whose node count is not a --gpus
-// total's to choose.
-func (s *Scheduler) newJobFixed(spec JobSpec, accepting bool) (*job, error) {
+// total's to choose. With was set it rebuilds queued job was's request
+// (a --gpus count chosen again, gpurecount.go): what was fixed when was
+// was submitted stays as it was then — its excluded and required nodes
+// as resolved then, the partition's defaults and OverSubscribe=EXCLUSIVE
+// as they applied then, its time limit.
+func (s *Scheduler) newJobFixed(spec JobSpec, accepting bool, was *job) (*job, error) {
 	spec.GRESPerNode = slices.Clone(spec.GRESPerNode)
 	spec.GRESPerTask = slices.Clone(spec.GRESPerTask)
 	spec.GRESPerJob = slices.Clone(spec.GRESPerJob)
@@ -719,8 +723,11 @@ func (s *Scheduler) newJobFixed(spec JobSpec, accepting bool) (*job, error) {
 	}
 	// Where the job may run (where.go): its excluded and required nodes
 	// and its constraint, which may raise its node count.
-	excluded, err := s.resolveHostlists("Exclude", spec.Exclude)
-	if err != nil {
+	var excluded []int
+	var err error
+	if was != nil {
+		excluded = was.excluded
+	} else if excluded, err = s.resolveHostlists("Exclude", spec.Exclude); err != nil {
 		return nil, err
 	}
 	cons, err := parseConstraint(spec.Constraint)
@@ -730,8 +737,14 @@ func (s *Scheduler) newJobFixed(spec JobSpec, accepting bool) (*job, error) {
 	if err := s.checkChangeable(cons); err != nil {
 		return nil, err
 	}
-	where, err := s.newWhere(spec, cons, excluded)
-	if err != nil {
+	var where *whereReq
+	if was != nil {
+		var required []int
+		if was.where != nil {
+			required = was.where.required
+		}
+		where = makeWhere(required, cons, spec.Contiguous)
+	} else if where, err = s.newWhere(spec, cons, excluded); err != nil {
 		return nil, err
 	}
 	nodes, tpn, ts, err := resolveTasks(&spec)
@@ -767,6 +780,9 @@ func (s *Scheduler) newJobFixed(spec JobSpec, accepting bool) (*job, error) {
 	j.Spec = spec
 	j.Partition = p.cfg.Name
 	j.TimeLimit = p.effectiveLimit(spec.TimeLimit)
+	if was != nil {
+		j.TimeLimit = was.TimeLimit
+	}
 	j.Spec.Exclude = slices.Clone(spec.Exclude)
 	j.excluded, j.cons, j.where = excluded, cons, where
 	if spec.TimeMin > j.TimeLimit {
@@ -778,7 +794,7 @@ func (s *Scheduler) newJobFixed(spec JobSpec, accepting bool) (*job, error) {
 	if s.pol != nil {
 		pp, hasPP = s.pol.p.Partition(p.cfg.Name)
 	}
-	if hasPP && pp.WholeNodes(spec.Exclusive) {
+	if hasPP && was == nil && pp.WholeNodes(spec.Exclusive) {
 		spec.Exclusive = true // OverSubscribe=EXCLUSIVE
 		j.Spec.Exclusive = true
 	}
@@ -793,6 +809,9 @@ func (s *Scheduler) newJobFixed(spec JobSpec, accepting bool) (*job, error) {
 	j.defMemPerCPU = p.cfg.DefMemPerCPU
 	if hasPP {
 		j.defCPUPerGPU, j.defMemPerGPU = int64(pp.DefCPUPerGPU), pp.DefMemPerGPU
+	}
+	if was != nil {
+		j.defMemPerCPU, j.defCPUPerGPU, j.defMemPerGPU = was.defMemPerCPU, was.defCPUPerGPU, was.defMemPerGPU
 	}
 	// The per-node request and the backfill profile's view of it (bfPer,
 	// with a --gpus total as ceil(total/nodes) per node) share one array.
