@@ -370,6 +370,7 @@ func (s *Scheduler) addNode(now time.Time, e AddNodeEvent) error {
 		s.noteCapacity()
 	}
 	s.nodeIndexChanged()
+	s.refreshClaim() // the kept profile is unreadable once the claim dimension changes
 	s.recountGPUJobs(in)
 	s.last = now
 	return nil
@@ -458,6 +459,7 @@ func (s *Scheduler) removeNode(now time.Time, name string) error {
 	if err := s.tombstone(i, name, now); err != nil {
 		return err
 	}
+	s.refreshClaim() // the kept profile is unreadable once the claim dimension changes
 	s.recountGPUJobs(in)
 	s.last = now
 	return nil
@@ -594,6 +596,7 @@ func (s *Scheduler) updateNode(now time.Time, e UpdateNodeEvent) error {
 	for k := range in {
 		in[k] = in[k] || oldIn[k]
 	}
+	s.refreshClaim() // the kept profile is unreadable once the claim dimension changes
 	s.recountGPUJobs(in)
 	s.last = now
 	return nil

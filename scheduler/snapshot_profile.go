@@ -89,15 +89,15 @@ func (s *Scheduler) loadProfile(d *sdec) error {
 	st.Resolution = time.Duration(d.varint())
 	width := d.count()
 	st.Width = s.reg.Len()
-	// claim: the profile has the device claim dimension, which a
-	// restoring scheduler whose nodes share devices has too.
+	// claim: the profile has the device claim dimension, one past the
+	// registry's TRES. The restoring scheduler's nodes may share no
+	// devices any more (a node event since the profile was planned): the
+	// profile is then kept as the original keeps it, unreadable until the
+	// next cycle rebuilds it (readableProfile compares lastClaim1).
 	claim := width == len(d.ids)+1
 	if claim {
 		s.refreshClaim()
-		if d.err == nil && s.claim1 != s.reg.Len()+1 {
-			d.fail("a profile with a device claim, but no node shares devices")
-		}
-		st.Width = s.claim1
+		st.Width = s.reg.Len() + 1
 	} else if d.err == nil && width != len(d.ids) {
 		d.fail("profile width %d, the registry section has %d names", width, len(d.ids))
 	}
@@ -106,7 +106,7 @@ func (s *Scheduler) loadProfile(d *sdec) error {
 	claimCol := -1 // none when no node has claim capacity
 	for x := range active {
 		if i := d.uvarint(); claim && i == uint64(len(d.ids)) && claimCol < 0 {
-			active[x], claimCol = gres.ID(s.claim1-1), x
+			active[x], claimCol = gres.ID(s.reg.Len()), x
 		} else {
 			active[x] = d.tres(i)
 		}
@@ -171,7 +171,7 @@ func (s *Scheduler) loadProfile(d *sdec) error {
 	}
 	s.bf.last = p
 	if claim {
-		s.bf.lastClaim1 = s.claim1
+		s.bf.lastClaim1 = s.reg.Len() + 1
 	}
 	return nil
 }
