@@ -697,6 +697,9 @@ type planScratch struct {
 	partRes map[string]int
 	sets    []topology.NodeSet
 	cands   []int32 // the shape cache's candidate lists
+	// capSets holds, for one pass, the nodes whose capacity holds each
+	// request (capableCount), keyed by the request.
+	capSets map[string]topology.NodeSet
 	run     run
 	// pass numbers the passes; shapes keeps its keys from pass to pass
 	// (up to maxKeptShapes) and a shape last used by an earlier pass is
@@ -711,7 +714,7 @@ func (p *Profile) planScratch() *planScratch {
 	sc := p.scratch()
 	if sc.plan == nil {
 		sc.plan = &planScratch{ids: map[JobID]struct{}{}, shapes: map[string]*shape{}, setIdx: map[setFP][]int{},
-			counts: map[countKey]int{}, partRes: map[string]int{}}
+			counts: map[countKey]int{}, partRes: map[string]int{}, capSets: map[string]topology.NodeSet{}}
 	}
 	ps := sc.plan
 	ps.pass++
@@ -722,6 +725,7 @@ func (p *Profile) planScratch() *planScratch {
 	clear(ps.setIdx)
 	clear(ps.counts)
 	clear(ps.partRes)
+	clear(ps.capSets)
 	ps.sets = ps.sets[:0]
 	ps.cands = ps.cands[:0] // the last pass's shape cache is gone
 	return ps
@@ -1198,11 +1202,40 @@ func (r *run) cachedShape(j *Job, q *query) *shape {
 		sh = r.shapeFor(j, q)
 	}
 	if sh.capable < 0 {
-		sh.capable = r.p.capable(q)
+		sh.capable = r.capableCount(q)
 		sh.allCapable = sh.capable == q.allowed.Count()
 	}
 	q.allCapable = sh.allCapable
 	return sh
+}
+
+// capableCount is p.capable(q): how many allowed nodes' capacities hold
+// q's request, counted as the allowed nodes among those whose capacity
+// holds the request — a set computed once per pass for each request
+// (q.fits reads the request alone), so that the many shapes of one
+// request with different allowed sets each cost a word-wise count, not
+// a scan of the allowed nodes.
+func (r *run) capableCount(q *query) int {
+	if q.never {
+		return 0
+	}
+	p := r.p
+	r.keyBuf = r.keyBuf[:0]
+	for _, v := range q.req {
+		r.keyBuf = binary.LittleEndian.AppendUint64(r.keyBuf, uint64(v))
+	}
+	set, ok := r.capSets[string(r.keyBuf)] // no allocation when found
+	if !ok || set.Len() != p.n {
+		set = topology.NewNodeSet(p.n)
+		a := p.a
+		for i := range p.n {
+			if q.fits(p.caps[i*a : (i+1)*a]) {
+				set.Add(i)
+			}
+		}
+		r.capSets[string(r.keyBuf)] = set
+	}
+	return q.allowed.IntersectionCount(set)
 }
 
 // neverFits reports whether query q can never be met: too few allowed

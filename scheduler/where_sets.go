@@ -135,8 +135,9 @@ func (ws *whereSets) countToward(need []int, i int) {
 // narrowAllowed is the backfill plan's allowed set for job x with a
 // where request: when every node the chooser can pick is a required
 // node or one of a counted group's (n is the required nodes plus what
-// the groups still need), the nodes outside them are dropped, so that
-// the plan's search looks at those alone. The choice at every time is
+// the groups still need), or one of a matching OR's alternatives (the
+// chooser takes all nodes from one of them), the nodes outside them are
+// dropped, so that the plan's search looks at those alone. The choice at every time is
 // the same (the chooser never picks the dropped nodes, and the first
 // time it can choose is when one of the kept nodes becomes free); the
 // set is only narrowed when it keeps at least n nodes, so that a job
@@ -145,19 +146,26 @@ func (ws *whereSets) countToward(need []int, i int) {
 // holds it) when it differs. allowed is not changed.
 func (s *Scheduler) narrowAllowed(x *job, allowed topology.NodeSet, spread, components bool) topology.NodeSet {
 	w := x.where
-	if w == nil || s.whereC.noNarrow || w.contiguous || spread || components || allowed.Len() != len(s.nodes) ||
-		w.cons.Kind() == feature.KindMatchingOR {
+	if w == nil || s.whereC.noNarrow || w.contiguous || spread || components || allowed.Len() != len(s.nodes) {
 		return allowed
 	}
 	ws := s.setsOf(w)
 	c := &s.whereC
-	var total int
-	c.need, total = w.groupNeed(ws, c.need)
-	if x.nodes != len(w.required)+total {
-		return allowed
-	}
 	nar := scratchSet(&c.narrow, len(s.nodes))
-	nar.CopyFrom(ws.union)
+	if w.cons.Kind() == feature.KindMatchingOR {
+		// The chooser picks every node from one alternative
+		// (chooseWhere): never a node outside their union.
+		for _, a := range ws.alts {
+			nar.UnionWith(a)
+		}
+	} else {
+		var total int
+		c.need, total = w.groupNeed(ws, c.need)
+		if x.nodes != len(w.required)+total {
+			return allowed
+		}
+		nar.CopyFrom(ws.union)
+	}
 	for _, i := range w.required {
 		nar.Add(i)
 	}
