@@ -388,7 +388,7 @@ func ETATable(vs []explaintest.Verdict) string {
 }
 
 // TestETAErrorTable publishes the error distribution of EASY's estimates
-// (run with -v; NOTES-verify.md has the table): the replays of
+// (run with -v; BENCHMARKS.md has the table): the replays of
 // TestVerifiedAnswers' EASY scenarios, without and with limits.
 func TestETAErrorTable(t *testing.T) {
 	for _, limits := range []bool{false, true} {
