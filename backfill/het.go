@@ -76,14 +76,8 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 	searched := make([]bool, len(qs))
 	var pendNodes int // the nodes of the unbooked components
 	bookPending := func() error {
-		for _, k := range res.unbooked {
-			if err := p.bookQuery(ids[k], qs[k], t, p.endAt(t, qs[k].d), res.nodes[k]); err != nil {
-				return err
-			}
-			res.booked = append(res.booked, ids[k])
-		}
-		res.unbooked, pendNodes = res.unbooked[:0], 0
-		return nil
+		pendNodes = 0
+		return p.bookRest(ids, qs, &res, t)
 	}
 	fail := func(err error) (coResult, error) {
 		res.unbooked, pendNodes = res.unbooked[:0], 0
@@ -243,11 +237,11 @@ func (res *coResult) meets(nodes []int, pend int) bool {
 	return false
 }
 
-// bookRest books the components a successful co-start search left
-// unbooked, at its start: then every component is booked.
-func (p *Profile) bookRest(ids []JobID, qs []*query, res *coResult) error {
+// bookRest books the components a co-start search left unbooked, at
+// start t (a successful search's res.t): then every component is booked.
+func (p *Profile) bookRest(ids []JobID, qs []*query, res *coResult, t int64) error {
 	for _, k := range res.unbooked {
-		if err := p.bookQuery(ids[k], qs[k], res.t, p.endAt(res.t, qs[k].d), res.nodes[k]); err != nil {
+		if err := p.bookQuery(ids[k], qs[k], t, p.endAt(t, qs[k].d), res.nodes[k]); err != nil {
 			return err
 		}
 		res.booked = append(res.booked, ids[k])
@@ -565,7 +559,7 @@ func (r *run) planHet(j *Job, e *Entry) error {
 		r.partRes[j.Partition]++
 	}
 	if st != StatusEstimated {
-		if err := p.bookRest(ids, qs, &res); err != nil {
+		if err := p.bookRest(ids, qs, &res, res.t); err != nil {
 			return err
 		}
 		booked = true
