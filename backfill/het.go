@@ -66,13 +66,7 @@ type coResult struct {
 // booked.
 func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, own [][]int) (coResult, error) {
 	res := coResult{st: FitFound, nodes: make([][]int, len(qs))}
-	order := make([]int, 0, len(qs))
-	order = append(order, lead)
-	for k := range qs {
-		if k != lead {
-			order = append(order, k)
-		}
-	}
+	order := leadFirst(make([]int, 0, len(qs)), lead, len(qs))
 	searched := make([]bool, len(qs))
 	var pendNodes int // the nodes of the unbooked components
 	bookPending := func() error {
@@ -211,14 +205,20 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 			return fail(err)
 		}
 		clear(searched)
-		order = order[:0]
-		order = append(order, lead)
-		for k := range qs {
-			if k != lead {
-				order = append(order, k)
-			}
+		order = leadFirst(order[:0], lead, len(qs))
+	}
+}
+
+// leadFirst appends to order the components 0..n-1, lead first and the
+// others in turn: the order a co-start search tries them in.
+func leadFirst(order []int, lead, n int) []int {
+	order = append(order, lead)
+	for k := range n {
+		if k != lead {
+			order = append(order, k)
 		}
 	}
+	return order
 }
 
 // meets reports whether nodes meet those of the unbooked components
