@@ -43,10 +43,7 @@ func (s *Scheduler) hetLimit(comps []*job, withRunning bool) (sl policy.Slot, su
 		return policy.Slot{}, 0, false
 	}
 	if len(s.lic.names) > 0 {
-		var used []int64
-		if withRunning {
-			used = s.licenseUse()
-		}
+		var used []int64 // what the running jobs hold, walked for the first license asked
 		sums := make([]int64, len(s.lic.names))
 		hit := -1
 		for _, c := range comps {
@@ -54,6 +51,9 @@ func (s *Scheduler) hetLimit(comps []*job, withRunning bool) (sl policy.Slot, su
 				k, known := s.lic.byName[l.Name]
 				if !known {
 					continue
+				}
+				if withRunning && used == nil {
+					used = s.licenseUse()
 				}
 				sums[k] += l.Count
 				u := int64(0)
@@ -146,10 +146,13 @@ func (s *Scheduler) hetLicensesFree(comps []*job) bool {
 	if len(s.lic.names) == 0 {
 		return true
 	}
-	used := s.licenseUse()
+	var used []int64 // what the running jobs hold, walked for the first license asked
 	for _, c := range comps {
 		for _, l := range c.Spec.Licenses {
 			if k, ok := s.lic.byName[l.Name]; ok {
+				if used == nil {
+					used = s.licenseUse()
+				}
 				if used[k] += l.Count; used[k] > s.lic.total[k] {
 					return false
 				}
