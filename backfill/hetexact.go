@@ -150,7 +150,7 @@ func (p *Profile) coExact(ids []JobID, qs []*query, t int64, res *coResult) (boo
 		}
 		var free, contested []int
 		for _, i := range alone[k] {
-			if slices.Contains(q.required, i) || !p.fitsInterval(i, p.useOn(q, i), t, ends[k]) {
+			if q.isRequired(i) || !p.fitsInterval(i, p.useOn(q, i), t, ends[k]) {
 				continue
 			}
 			if x+1 < K && later[x].Has(i) {
