@@ -76,7 +76,9 @@ func (s *Scheduler) newOvertakeScan(ctx *planCtx) *overtakeScan {
 
 // visit records job x ahead of the explained job, which may use the nodes
 // of allowed and needs the limit counters keys, and lists x in est when
-// it is a direct overtaker. reserved says whether x holds a reservation.
+// it is a direct overtaker: outside the plan (overtakeReason) and able to
+// use one of those nodes or to take room on one of keys (limitKeys).
+// reserved says whether x holds a reservation.
 func (sc *overtakeScan) visit(s *Scheduler, now time.Time, x *job, ctx *planCtx, reserved bool, allowed topology.NodeSet, keys map[policy.CounterKey]bool, est *Estimate, max int) {
 	if r, ok := s.overtakeReason(now, x); ok {
 		if x.shape.capable.Intersects(allowed) || s.sharesCounter(x, keys) {

@@ -63,10 +63,6 @@ func (s *Scheduler) overtakeReason(now time.Time, x *job) (policy.Reason, bool) 
 	return r, s.neverStarts(x) == ""
 }
 
-// A direct overtaker (overtakeScan.visit) is also able to use one of the
-// explained job's nodes or to take room on one of the limit counters
-// (limitKeys) that its start needs.
-
 // limitKeys returns the limit counters job j counts against (nil without
 // a policy): a job outside the plan that counts against one of them may
 // take, once released, the room j's planned start needs, whatever nodes
