@@ -199,8 +199,8 @@ func (s *Scheduler) profileRunning() []backfill.Running {
 // and cached: until a device's health changes, and for a sharer until a
 // sharer on one of its nodes changes (sharersChanged).
 func (s *Scheduler) profileUse(j *job) []backfill.Alloc {
-	shared := s.sharedUse(j)
-	if j.bfUse != nil && j.bfUseHealthGen == s.healthGen && (!shared || j.bfUseShareGen == s.shareGen) && s.sharerGensValid(j) {
+	// sharedUse walks j's nodes: asked only when the share generation moved.
+	if j.bfUse != nil && j.bfUseHealthGen == s.healthGen && (j.bfUseShareGen == s.shareGen || !s.sharedUse(j)) && s.sharerGensValid(j) {
 		return j.bfUse
 	}
 	use := make([]backfill.Alloc, len(j.Alloc.Nodes))
