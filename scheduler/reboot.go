@@ -429,6 +429,15 @@ func (s *Scheduler) fewestReboots(j *job, cand topology.NodeSet) topology.NodeSe
 	return out
 }
 
+// copyBootAllowed sets x.bootAllowed, the scratch set bfReboot narrows,
+// to a copy of allowed, sizing it first.
+func (x *job) copyBootAllowed(allowed topology.NodeSet) {
+	if x.bootAllowed.Len() != allowed.Len() {
+		x.bootAllowed = topology.NewNodeSet(allowed.Len())
+	}
+	x.bootAllowed.CopyFrom(allowed)
+}
+
 // bfReboot adjusts the backfill plan's job bj for reboots: a booting
 // node counts only for jobs its new features suit; a job that enough
 // nodes with its features active fit now is planned on the nodes needing
@@ -448,10 +457,7 @@ func (s *Scheduler) bfReboot(now time.Time, x *job, bj *backfill.Job) {
 		}
 	}
 	if len(drop) > 0 {
-		if x.bootAllowed.Len() != bj.Allowed.Len() {
-			x.bootAllowed = topology.NewNodeSet(bj.Allowed.Len())
-		}
-		x.bootAllowed.CopyFrom(bj.Allowed)
+		x.copyBootAllowed(bj.Allowed)
 		for _, i := range drop {
 			x.bootAllowed.Remove(i)
 		}
@@ -472,10 +478,7 @@ func (s *Scheduler) bfReboot(now time.Time, x *job, bj *backfill.Job) {
 	}
 	if free >= x.nodes {
 		if len(drop) == 0 { // else bj.Allowed is x.bootAllowed already
-			if x.bootAllowed.Len() != bj.Allowed.Len() {
-				x.bootAllowed = topology.NewNodeSet(bj.Allowed.Len())
-			}
-			x.bootAllowed.CopyFrom(bj.Allowed)
+			x.copyBootAllowed(bj.Allowed)
 		}
 		for i := sh.reboot.Next(0); i >= 0; i = sh.reboot.Next(i + 1) {
 			if !s.nodes[i].booting() {
