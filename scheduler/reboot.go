@@ -297,19 +297,25 @@ func (s *Scheduler) saveBoot(i int) {
 	})
 }
 
-// startReboot starts rebooting idle node i into the active features
-// features, for job j (0: an operator's); it takes no work until
-// NodeRebooted or BootTime. Listed in cyc when one is given.
-func (s *Scheduler) startReboot(now time.Time, i int, features []string, j JobID, cyc *Cycle) {
-	s.saveBoot(i)
-	n := &s.nodes[i]
-	n.boot = nodeBoot{until: now.Add(s.bootTime), features: features, job: j}
+// setBooting records node i as rebooting as b says: the booting set and
+// count, and the node out of the usable set (startReboot, loadBoots).
+func (s *Scheduler) setBooting(i int, b nodeBoot) {
+	s.nodes[i].boot = b
 	if s.boot.nodes.Len() != len(s.nodes) {
 		s.boot.nodes = grownSet(s.boot.nodes, len(s.nodes))
 	}
 	s.boot.nodes.Add(i)
 	s.boot.n++
 	s.usable.Remove(i)
+}
+
+// startReboot starts rebooting idle node i into the active features
+// features, for job j (0: an operator's); it takes no work until
+// NodeRebooted or BootTime. Listed in cyc when one is given.
+func (s *Scheduler) startReboot(now time.Time, i int, features []string, j JobID, cyc *Cycle) {
+	s.saveBoot(i)
+	n := &s.nodes[i]
+	s.setBooting(i, nodeBoot{until: now.Add(s.bootTime), features: features, job: j})
 	s.noteCapacity()
 	if cyc != nil {
 		cyc.Reboots = append(cyc.Reboots, Reboot{Node: n.cfg.Name, Job: j, Features: slices.Clone(features)})
