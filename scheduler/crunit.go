@@ -208,8 +208,9 @@ func (n *node) selectUnits(out []int, u CRUnit, r cpuRequest, units int) []int {
 // that means the node cannot host the share. buf gives the slice.
 func (s *Scheduler) chooseCPUs(j *job, n *node, buf *allocBuf, k int, near gres.CoreSet, only bool) ([]int, int) {
 	r := cpuRequestOf(j, k, near, only)
-	want := n.unitCPUs(s.crUnit, r)
+	per := n.lay.unitSize(s.crUnit)
 	units := n.lay.unitsFor(s.crUnit, k, r.oneThread)
+	want := units * per // unitCPUs, from the units already counted
 	out := n.selectUnits(buf.cpuIDs(want), s.crUnit, r, units)
 	if len(out) >= want {
 		return out, want
@@ -220,7 +221,6 @@ func (s *Scheduler) chooseCPUs(j *job, n *node, buf *allocBuf, k int, near gres.
 	}
 	// Share what is still missing, the CPUs with the fewest holders
 	// first; the CPUs taken so far count as held.
-	per := n.lay.unitSize(s.crUnit)
 	cells := s.shareCells(n, 0)
 	held := 0 // the most holders of a CPU: no pass beyond (limit may be 32768)
 	for _, cl := range cells {

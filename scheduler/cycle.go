@@ -1020,7 +1020,7 @@ func (s *Scheduler) canTake(j *job, n *node, p nodePlan) bool {
 			continue
 		}
 		if mask == nil {
-			if mask, _ = s.shareMask(j, n, s.shareLimit(j)); mask == nil {
+			if mask = s.shareMask(j, n, s.shareLimit(j)); mask == nil {
 				return false
 			}
 		}

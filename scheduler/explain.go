@@ -1065,8 +1065,7 @@ func (s *Scheduler) resourceNeed(now time.Time, j *job, allowed topology.NodeSet
 		for k, d := range dims {
 			free := s.freeOf(n, d)
 			if d == gres.CPU && limit > 1 {
-				_, extra := s.shareMask(j, n, limit) // the CPUs it may share count too
-				free += int64(extra)
+				free += int64(s.shareableCPUs(j, n, limit)) // the CPUs it may share count too
 			}
 			if free >= j.perNode[d] {
 				counts[k]++

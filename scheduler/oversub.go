@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/policy"
@@ -118,24 +119,38 @@ func shareable(j *job, limit int, cl cpuCell) bool {
 
 // shareMask returns, for job j sharing up to limit jobs per CPU, node n's
 // CPU mask with the CPUs j may share cleared (the free ones are clear
-// already), and how many CPUs it cleared; nil when j shares nothing there.
-func (s *Scheduler) shareMask(j *job, n *node, limit int) ([]uint64, int) {
+// already); nil when j shares nothing there.
+func (s *Scheduler) shareMask(j *job, n *node, limit int) []uint64 {
 	if limit <= 1 || n.sharing == 0 {
-		return nil, 0
+		return nil
 	}
 	var mask []uint64
-	k := 0
 	for c, cl := range s.shareCells(n, 0) {
 		if !shareable(j, limit, cl) {
 			continue
 		}
 		if mask == nil {
-			mask = append([]uint64(nil), n.cpuUsed...)
+			mask = slices.Clone(n.cpuUsed)
 		}
 		mask[c>>6] &^= 1 << uint(c&63)
-		k++
 	}
-	return mask, k
+	return mask
+}
+
+// shareableCPUs counts the CPUs of node n that job j, sharing up to
+// limit jobs per CPU, may share: the CPUs shareMask clears, without
+// building the mask.
+func (s *Scheduler) shareableCPUs(j *job, n *node, limit int) int {
+	if limit <= 1 || n.sharing == 0 {
+		return 0
+	}
+	k := 0
+	for _, cl := range s.shareCells(n, 0) {
+		if shareable(j, limit, cl) {
+			k++
+		}
+	}
+	return k
 }
 
 // fitsFree reports whether node n's free resources hold the request v of
@@ -155,8 +170,7 @@ func (s *Scheduler) fitsFree(j *job, n *node, v gres.Vector) bool {
 	if !ok {
 		return false
 	}
-	_, extra := s.shareMask(j, n, limit)
-	return k <= n.free[gres.CPU]+int64(extra)
+	return k <= n.free[gres.CPU]+int64(s.shareableCPUs(j, n, limit))
 }
 
 // heldCPUs counts the CPUs of ids whose bit is set in n's mask.
@@ -328,7 +342,7 @@ func (s *Scheduler) freeFor(j *job, n *node) gres.Vector {
 	if limit <= 1 {
 		return n.free
 	}
-	_, extra := s.shareMask(j, n, limit)
+	extra := s.shareableCPUs(j, n, limit)
 	if extra == 0 {
 		return n.free
 	}

@@ -297,19 +297,25 @@ func (s *Scheduler) saveBoot(i int) {
 	})
 }
 
-// startReboot starts rebooting idle node i into the active features
-// features, for job j (0: an operator's); it takes no work until
-// NodeRebooted or BootTime. Listed in cyc when one is given.
-func (s *Scheduler) startReboot(now time.Time, i int, features []string, j JobID, cyc *Cycle) {
-	s.saveBoot(i)
-	n := &s.nodes[i]
-	n.boot = nodeBoot{until: now.Add(s.bootTime), features: features, job: j}
+// setBooting records node i as rebooting as b says: the booting set and
+// count, and the node out of the usable set (startReboot, loadBoots).
+func (s *Scheduler) setBooting(i int, b nodeBoot) {
+	s.nodes[i].boot = b
 	if s.boot.nodes.Len() != len(s.nodes) {
 		s.boot.nodes = grownSet(s.boot.nodes, len(s.nodes))
 	}
 	s.boot.nodes.Add(i)
 	s.boot.n++
 	s.usable.Remove(i)
+}
+
+// startReboot starts rebooting idle node i into the active features
+// features, for job j (0: an operator's); it takes no work until
+// NodeRebooted or BootTime. Listed in cyc when one is given.
+func (s *Scheduler) startReboot(now time.Time, i int, features []string, j JobID, cyc *Cycle) {
+	s.saveBoot(i)
+	n := &s.nodes[i]
+	s.setBooting(i, nodeBoot{until: now.Add(s.bootTime), features: features, job: j})
 	s.noteCapacity()
 	if cyc != nil {
 		cyc.Reboots = append(cyc.Reboots, Reboot{Node: n.cfg.Name, Job: j, Features: slices.Clone(features)})
@@ -429,6 +435,15 @@ func (s *Scheduler) fewestReboots(j *job, cand topology.NodeSet) topology.NodeSe
 	return out
 }
 
+// copyBootAllowed sets x.bootAllowed, the scratch set bfReboot narrows,
+// to a copy of allowed, sizing it first.
+func (x *job) copyBootAllowed(allowed topology.NodeSet) {
+	if x.bootAllowed.Len() != allowed.Len() {
+		x.bootAllowed = topology.NewNodeSet(allowed.Len())
+	}
+	x.bootAllowed.CopyFrom(allowed)
+}
+
 // bfReboot adjusts the backfill plan's job bj for reboots: a booting
 // node counts only for jobs its new features suit; a job that enough
 // nodes with its features active fit now is planned on the nodes needing
@@ -448,10 +463,7 @@ func (s *Scheduler) bfReboot(now time.Time, x *job, bj *backfill.Job) {
 		}
 	}
 	if len(drop) > 0 {
-		if x.bootAllowed.Len() != bj.Allowed.Len() {
-			x.bootAllowed = topology.NewNodeSet(bj.Allowed.Len())
-		}
-		x.bootAllowed.CopyFrom(bj.Allowed)
+		x.copyBootAllowed(bj.Allowed)
 		for _, i := range drop {
 			x.bootAllowed.Remove(i)
 		}
@@ -472,10 +484,7 @@ func (s *Scheduler) bfReboot(now time.Time, x *job, bj *backfill.Job) {
 	}
 	if free >= x.nodes {
 		if len(drop) == 0 { // else bj.Allowed is x.bootAllowed already
-			if x.bootAllowed.Len() != bj.Allowed.Len() {
-				x.bootAllowed = topology.NewNodeSet(bj.Allowed.Len())
-			}
-			x.bootAllowed.CopyFrom(bj.Allowed)
+			x.copyBootAllowed(bj.Allowed)
 		}
 		for i := sh.reboot.Next(0); i >= 0; i = sh.reboot.Next(i + 1) {
 			if !s.nodes[i].booting() {

@@ -53,13 +53,6 @@ func (s *Scheduler) loadBoots(d *sdec) {
 			d.fail("node %s: rebooting with jobs %v", s.nodes[i].cfg.Name, s.nodes[i].jobs)
 			return
 		}
-		n := &s.nodes[i]
-		n.boot = nodeBoot{until: until, features: slices.Clip(fs), job: job}
-		if s.boot.nodes.Len() != len(s.nodes) {
-			s.boot.nodes = grownSet(s.boot.nodes, len(s.nodes))
-		}
-		s.boot.nodes.Add(i)
-		s.boot.n++
-		s.usable.Remove(i)
+		s.setBooting(i, nodeBoot{until: until, features: slices.Clip(fs), job: job})
 	}
 }
