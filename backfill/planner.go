@@ -191,6 +191,12 @@ type Job struct {
 	// Required are nodes the job's nodes must include (Slurm's
 	// --nodelist, -w); see Request.Required. Nil: none.
 	Required []int
+	// Alternatives are the sets of a matching OR (Slurm's
+	// --constraint="[a|b]"): the job runs within Allowed ∩ one of them,
+	// the one where it starts earliest (the first listed on equal
+	// starts); see Request.Alternatives. Not for a heterogeneous job or
+	// its components. Nil: none.
+	Alternatives []topology.NodeSet
 	// Tasks, PerTask and MaxTasksPerNode give the job a variable number of
 	// tasks per node (Slurm's -n over the job's nodes, --ntasks-per-node
 	// as a maximum): PerNode is then a node's share with one task; see
@@ -209,7 +215,7 @@ type Job struct {
 	// the same instant or none does, each on its own nodes (see
 	// EarliestCoFit). Components[0] is the leader and has the job's ID;
 	// the job's own request fields (Nodes, PerNode, Spread, Exclusive,
-	// Allowed, TimeLimit, TimeMin, Chooser, Required) are then unused,
+	// Allowed, TimeLimit, TimeMin, Chooser, Required, Alternatives) are then unused,
 	// while its Earliest, Eligible, Priority, NoReserve, NoEstimate,
 	// User, Partition and Assoc speak for the whole job. Each component's Uses
 	// are its own, taken from the common start for its TimeLimit, and
@@ -752,6 +758,9 @@ type run struct {
 	// current gen answers the same question exactly.
 	gen int
 	q   query // reused from job to job
+	// altTmp is the scratch set of an alternative within a job's allowed
+	// nodes (altSet).
+	altTmp topology.NodeSet
 }
 
 type countKey struct {
@@ -809,41 +818,55 @@ func (r *run) reserveReason(j *Job) Reason {
 	return ReasonNone
 }
 
-// planJob tests one job and fills its entry, booking starts and
-// reservations into the profile.
-func (r *run) planJob(j *Job, e *Entry) error {
-	if len(j.Components) > 0 {
-		return r.planHet(j, e)
-	}
-	p := r.p
-	r.plan.Stats.Tested++
-	noResv := r.reserveReason(j)
+// jobFit is what find learned of a plain job: the answer res of the
+// search for query q (planned for planned, the job's --time-min when it
+// has one), why it may hold no reservation (noResv), whether only a start
+// now is asked (startOnly), whether the kept reservation is looked
+// through (ghost: the caller turns it off when done with q) and whether
+// the entry already says the job never fits (settled).
+type jobFit struct {
+	res       result
+	q         *query
+	planned   time.Duration
+	noResv    Reason
+	startOnly bool
+	ghost     bool
+	settled   bool
+}
 
-	planned := j.TimeLimit
+// find searches the earliest start of plain job j (no components, no
+// alternatives) on the plan's profile, through the shape cache, and where
+// j takes counters the earliest at which they have room too; an entry
+// that never fits is settled in e.
+func (r *run) find(j *Job, e *Entry) (jobFit, error) {
+	p := r.p
+	f := jobFit{noResv: r.reserveReason(j), planned: j.TimeLimit}
 	if j.TimeMin > 0 && j.TimeMin < j.TimeLimit {
-		planned = j.TimeMin
+		f.planned = j.TimeMin
 	}
-	req := r.pl.JobRequest(j, planned, j.Earliest)
+	req := r.pl.JobRequest(j, f.planned, j.Earliest)
 	q, err := p.fillQuery(&r.q, &req)
 	if err != nil {
-		return err
+		return f, err
 	}
+	f.q = q
 	q.latest = r.latest
 	// A job that may hold no reservation and wants no estimate needs only
 	// the answer for now.
-	startOnly := j.NoEstimate && noResv != ReasonNone
-	if startOnly {
+	f.startOnly = j.NoEstimate && f.noResv != ReasonNone
+	if f.startOnly {
 		q.latest = p.origin
 	}
 	if r.kept != nil && r.kept.id == j.ID {
 		p.ghostOn(q, r.kept)
-		defer p.ghostOff(q)
+		f.ghost = true
 	}
 
 	sh := r.cachedShape(j, q)
 	if r.neverFits(sh, q) {
 		e.Status, e.Reason = StatusNeverFits, ReasonCapacity
-		return nil
+		f.settled = true
+		return f, nil
 	}
 	e0 := q.t0
 	res := result{st: FitBeyondLatest}
@@ -861,7 +884,7 @@ func (r *run) planJob(j *Job, e *Entry) error {
 		r.plan.Stats.Searches++
 		res, err = p.search(q)
 		if err != nil {
-			return err
+			return f, err
 		}
 		gen := r.gen
 		if q.ghost != nil {
@@ -872,13 +895,40 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	if res.st == FitFound && len(j.Uses) > 0 {
 		res, err = r.counterFit(j, q, sh, res, e)
 		if err != nil {
-			return err
+			return f, err
 		}
 		if res.st == FitNever && e.Reason == ReasonCounter {
 			e.Status = StatusNeverFits
-			return nil
+			f.settled = true
+			return f, nil
 		}
 	}
+	f.res = res
+	return f, nil
+}
+
+// planJob tests one job and fills its entry, booking starts and
+// reservations into the profile.
+func (r *run) planJob(j *Job, e *Entry) error {
+	if len(j.Components) > 0 {
+		return r.planHet(j, e)
+	}
+	if len(j.Alternatives) > 0 {
+		return r.planAlternatives(j, e)
+	}
+	p := r.p
+	r.plan.Stats.Tested++
+	f, err := r.find(j, e)
+	if err != nil {
+		return err
+	}
+	if f.ghost {
+		defer p.ghostOff(f.q)
+	}
+	if f.settled {
+		return nil
+	}
+	q, res, planned, noResv, startOnly := f.q, f.res, f.planned, f.noResv, f.startOnly
 	t, nodes := res.t, res.nodes
 	switch res.st {
 	case FitBeyondLatest:

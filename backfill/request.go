@@ -6,7 +6,8 @@ import "time"
 // plain job or one component of a heterogeneous job (Job.Components),
 // planned for d from earliest: j's per-node request (PerNode), Spread,
 // task spread (Tasks, PerTask, MaxTasksPerNode: Slurm's -n without -N;
-// PlaneSize: -m plane), required nodes (Required: -w),
+// PlaneSize: -m plane), required nodes (Required: -w), a matching OR's
+// sets (Alternatives),
 // exclusivity and allowed nodes, its Chooser or else Config.Chooser, and
 // Config.BusyNodes (bf_busy_nodes). Latest is left zero (no bound). Every
 // search the planner makes for a job uses this request, so a caller
@@ -21,6 +22,6 @@ func (pl *Planner) JobRequest(j *Job, d time.Duration, earliest time.Time) Reque
 		Nodes: j.Nodes, PerNode: j.PerNode, Spread: j.Spread, Exclusive: j.Exclusive, Allowed: j.Allowed,
 		Duration: d, Earliest: earliest, Chooser: chooser, PreferBusy: pl.cfg.BusyNodes,
 		Tasks: j.Tasks, PerTask: j.PerTask, MaxTasksPerNode: j.MaxTasksPerNode, PlaneSize: j.PlaneSize,
-		Required: j.Required,
+		Required: j.Required, Alternatives: j.Alternatives,
 	}
 }

@@ -104,6 +104,13 @@ type Request struct {
 	// which skips the times at which no choice could succeed. The
 	// answer is the same as without the bound. Nil: none.
 	Required []int
+	// Alternatives, when set, are sets of which the job's nodes must all
+	// lie in one (Slurm's matching OR, --constraint="[a|b]": every node
+	// with feature a, or every node with b). The answer is the earliest
+	// fit of the request within Allowed ∩ each set, the first set listed
+	// on equal starts; each set's length must be the profile's node count.
+	// Nil: none.
+	Alternatives []topology.NodeSet
 }
 
 // FitStatus says how a search ended.
@@ -325,9 +332,14 @@ type scratch struct {
 	sums         []*summary
 	probes       []*summary
 	win          []*summary // the sweep's sumWindow
-	rel          relBufs
-	plan         *planScratch
-	idle         []int
+	// The narrow sweep's heap of next breakpoints, each allowed node's
+	// position in its timeline, and the nodes changing at one time.
+	nheap  []hitem
+	cursor []int32
+	at     []int32
+	rel    relBufs
+	plan   *planScratch
+	idle   []int
 	// Advance's and releaseKind's entry lists and range bounds.
 	overdue, expired []*entry
 	lo, hi           entry
@@ -358,6 +370,9 @@ func (p *Profile) scratch() *scratch {
 // do not rule out, then one step per node change after it (see the
 // package documentation).
 func (p *Profile) EarliestFit(r Request) (Fit, error) {
+	if len(r.Alternatives) > 0 {
+		return p.earliestAlternative(r)
+	}
 	q, err := p.makeQuery(&r)
 	if err != nil {
 		return Fit{}, err
@@ -428,6 +443,10 @@ func (p *Profile) fillQuery(q *query, r *Request) (*query, error) {
 		sdims: q.sdims, shareOf: q.shareOf[:0], ntask: q.ntask[:0], roomBuf: q.roomBuf, required: q.required[:0]}
 	if err := p.setRequired(q, r.Required); err != nil {
 		return nil, err
+	}
+	if len(r.Alternatives) > 0 {
+		// EarliestFit and the planner search each alternative on its own.
+		return nil, fmt.Errorf("%w: Alternatives are not supported here (a heterogeneous job's component, a co-fit)", ErrInvalidRequest)
 	}
 	if r.Nodes < 1 {
 		return nil, fmt.Errorf("%w: Nodes %d, want ≥ 1", ErrInvalidRequest, r.Nodes)
@@ -870,7 +889,7 @@ func (p *Profile) search(q *query) (result, error) {
 				// Cheap rejections from the slot's summaries before
 				// reading the node's timeline (a ghost node, the only
 				// kind a ghost's own time lists, bypasses them).
-				if p.plainScan {
+				if p.plainScan || sm == nil {
 					// No summaries: the timeline decides.
 				} else if g == nil || g.pos[i] < 0 {
 					if q.excl {
@@ -912,30 +931,44 @@ func (p *Profile) search(q *query) (result, error) {
 		}
 	}
 	done := false
-	win := sumWindow{p: p, buf: sc.win[:0]}
-	p.probeB.t = t0 + 1
-	p.cps.AscendGreaterOrEqual(p.probeB, func(cp *changePoint) bool {
-		sm := win.at(cp.t)
-		for vi < nv && virt[vi] < cp.t {
+	// visit steps to time t, after the ghost's times before it, with the
+	// nodes changing at t and the summary of t's slot (nil: none).
+	visit := func(t int64, nodes []int32, sm *summary) bool {
+		for vi < nv && virt[vi] < t {
 			if done = step(virt[vi], nil, nil, true); done {
 				return false
 			}
 			vi++
 		}
-		all := vi < nv && virt[vi] == cp.t
+		all := vi < nv && virt[vi] == t
 		if all {
 			vi++
 		}
-		done = step(cp.t, cp.nodes, sm, all)
+		done = step(t, nodes, sm, all)
 		return !done
-	})
+	}
+	narrow := p.narrowWorth(q)
+	if narrow {
+		p.sweepNarrow(q, t0, func(t int64, nodes []int32) bool { return visit(t, nodes, nil) })
+	} else {
+		win := sumWindow{p: p, buf: sc.win[:0]}
+		p.probeB.t = t0 + 1
+		p.cps.AscendGreaterOrEqual(p.probeB, func(cp *changePoint) bool {
+			return visit(cp.t, cp.nodes, win.at(cp.t))
+		})
+		clear(win.buf)
+		sc.win = win.buf[:0]
+	}
 	for ; !done && vi < nv; vi++ {
 		done = step(virt[vi], nil, nil, true)
 	}
-	clear(win.buf)
-	sc.win = win.buf[:0]
 	if ferr != nil {
 		return result{}, ferr
+	}
+	if !done && narrow && q.latest < posInf && p.lastChange() > max(t0, q.latest) {
+		// The walk would have reached a change point past the latest
+		// start (naming other nodes) before running out.
+		res.st = FitBeyondLatest
 	}
 	// FitNever when no change point is left: nothing changes any more.
 	return res, nil

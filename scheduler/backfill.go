@@ -627,6 +627,8 @@ func sameBFJob(x, y *backfill.Job) bool {
 		(x.Chooser == nil) == (y.Chooser == nil) && slices.Equal(x.PerNode, y.PerNode) && slices.Equal(x.Spread, y.Spread) &&
 		x.Allowed.Len() == y.Allowed.Len() && x.Allowed.Equal(y.Allowed) &&
 		x.Tasks == y.Tasks && x.MaxTasksPerNode == y.MaxTasksPerNode && slices.Equal(x.PerTask, y.PerTask) &&
+		x.PlaneSize == y.PlaneSize && slices.Equal(x.Required, y.Required) &&
+		slices.EqualFunc(x.Alternatives, y.Alternatives, topology.NodeSet.Equal) &&
 		sameBFComponents(x.Components, y.Components)
 }
 

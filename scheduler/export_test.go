@@ -66,8 +66,9 @@ func UsageDigest(s *Scheduler, now time.Time) string {
 func SettlePasses(s *Scheduler) uint64 { return s.settlePasses }
 
 // WhereNarrowOff makes the backfill plan give where jobs their whole
-// allowed set (no narrowAllowed), so tests can check that narrowing
-// changes no decision.
+// allowed set and the where chooser (no narrowAllowed, no matching-OR
+// alternatives, no shortcut for one counted group), so tests can check
+// that those change no decision.
 func WhereNarrowOff(s *Scheduler) { s.whereC.noNarrow = true }
 
 // KeptProfileMismatch brings a clone of the kept backfill profile to now

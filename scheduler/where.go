@@ -506,12 +506,19 @@ func switchesRelaxed(now time.Time, j *job) bool {
 // not consulted for such a job.
 func (s *Scheduler) bfWhere(now time.Time, x *job, bj *backfill.Job) {
 	base, key := bj.Chooser, bj.ChooserKey
+	if base == nil && s.graph != nil {
+		base, key = s.baseChoice(x, switchesRelaxed(now, x)), "topo"
+	}
+	if alts := s.whereAlternatives(x); alts != nil {
+		// A plain matching OR: the planner searches each alternative with
+		// the base choice (chooseWhere's choice: the first alternative
+		// that gives one, at the earliest time one does).
+		bj.Chooser, bj.ChooserKey = base, key
+		bj.Alternatives = alts
+		return
+	}
 	if base == nil {
-		if s.graph != nil {
-			base, key = s.baseChoice(x, switchesRelaxed(now, x)), "topo"
-		} else {
-			base, key = s.anyChoiceFn(), "index"
-		}
+		base, key = s.anyChoiceFn(), "index"
 	}
 	if w := x.where; bj.Chooser == nil && s.graph == nil && len(w.required) > 0 && w.cons.IsZero() && !w.contiguous &&
 		len(bj.Spread) == 0 && bj.Tasks == 0 && len(bj.Components) == 0 {
@@ -520,15 +527,60 @@ func (s *Scheduler) bfWhere(now time.Time, x *job, bj *backfill.Job) {
 		// planner's own choice with Required (withRequired; PreferBusy
 		// does not apply to it) — and the planner's scan at a start can
 		// then stop at those lowest ones instead of reading every node.
-		bj.Allowed = s.narrowAllowed(x, bj.Allowed, false, false)
+		bj.Allowed, _ = s.narrowAllowed(x, bj.Allowed, false, false)
 		bj.Required = w.required
 		return
 	}
+	narrowed, ok := s.narrowAllowed(x, bj.Allowed, len(bj.Spread) > 0 || bj.Tasks > 0, len(bj.Components) > 0)
+	bj.Allowed = narrowed
+	if ok && s.oneGroupWhole(x) {
+		// One counted group giving every node (-C "rack1*2" on two
+		// nodes): the narrowed set is that group's nodes, and the where
+		// chooser would make the base choice among them.
+		if bj.Chooser == nil && s.graph != nil {
+			bj.Chooser, bj.ChooserKey = base, key
+		}
+		return
+	}
 	bj.Chooser, bj.ChooserKey = s.whereChooser(x, base, key)
-	bj.Allowed = s.narrowAllowed(x, bj.Allowed, len(bj.Spread) > 0 || bj.Tasks > 0, len(bj.Components) > 0)
 	// The chooser takes every required node: the plan need not look
 	// before they can all hold the job (backfill.Job.Required).
 	bj.Required = x.where.required
+}
+
+// oneGroupWhole reports whether job x's where request is one counted
+// group that gives all of x's nodes, and nothing else to meet (no
+// required nodes, not contiguous, not a matching OR): every choice of
+// x.nodes nodes of the group then meets it.
+func (s *Scheduler) oneGroupWhole(x *job) bool {
+	w := x.where
+	if w.cons.Kind() == feature.KindMatchingOR || len(w.required) > 0 || w.contiguous {
+		return false
+	}
+	ws := s.setsOf(w)
+	if len(ws.groups) != 1 {
+		return false
+	}
+	need, total := w.groupNeed(ws, s.whereC.need)
+	s.whereC.need = need
+	return total == x.nodes
+}
+
+// whereAlternatives returns the node sets of job x's matching OR
+// (--constraint="[a|b]") when the plan can search them as alternatives
+// (backfill.Job.Alternatives): a constraint with nothing else to meet — no
+// required nodes, no counted groups, not contiguous — on a job that is not
+// a heterogeneous job's component; nil otherwise.
+func (s *Scheduler) whereAlternatives(x *job) []topology.NodeSet {
+	w := x.where
+	if w == nil || s.whereC.noNarrow || w.cons.Kind() != feature.KindMatchingOR || len(w.required) > 0 || w.contiguous || x.HetJobID != 0 {
+		return nil
+	}
+	ws := s.setsOf(w)
+	if len(ws.groups) > 0 {
+		return nil
+	}
+	return ws.alts
 }
 
 // whereReason is why job j cannot start for where it may run, checked

@@ -143,11 +143,12 @@ func (ws *whereSets) countToward(need []int, i int) {
 // set is only narrowed when it keeps at least n nodes, so that a job
 // the plan judged able to fit by capacity still is. The result is
 // cached on the job and replaced (never changed in place: a kept plan
-// holds it) when it differs. allowed is not changed.
-func (s *Scheduler) narrowAllowed(x *job, allowed topology.NodeSet, spread, components bool) topology.NodeSet {
+// holds it) when it differs; the bool says whether it was narrowed.
+// allowed is not changed.
+func (s *Scheduler) narrowAllowed(x *job, allowed topology.NodeSet, spread, components bool) (topology.NodeSet, bool) {
 	w := x.where
 	if w == nil || s.whereC.noNarrow || w.contiguous || spread || components || allowed.Len() != len(s.nodes) {
-		return allowed
+		return allowed, false
 	}
 	ws := s.setsOf(w)
 	c := &s.whereC
@@ -162,7 +163,7 @@ func (s *Scheduler) narrowAllowed(x *job, allowed topology.NodeSet, spread, comp
 		var total int
 		c.need, total = w.groupNeed(ws, c.need)
 		if x.nodes != len(w.required)+total {
-			return allowed
+			return allowed, false
 		}
 		nar.CopyFrom(ws.union)
 	}
@@ -171,10 +172,10 @@ func (s *Scheduler) narrowAllowed(x *job, allowed topology.NodeSet, spread, comp
 	}
 	nar.IntersectWith(allowed)
 	if nar.Count() < x.nodes {
-		return allowed
+		return allowed, false
 	}
 	if x.bfNarrow.Len() != nar.Len() || !x.bfNarrow.Equal(nar) {
 		x.bfNarrow = nar.Clone()
 	}
-	return x.bfNarrow
+	return x.bfNarrow, true
 }

@@ -13,7 +13,8 @@ import (
 
 // TestWhereNarrowSameDecisions checks that narrowing a where job's
 // allowed set in the backfill plan (to its required nodes and counted
-// groups, or a matching OR's alternatives) changes no decision: the same starts, reasons and expected
+// groups), planning a matching OR as alternatives and one counted group
+// without the where chooser change no decision: the same starts, reasons and expected
 // starts, cycle after cycle, as the plan over the job's whole allowed
 // set, over the benchmark's featured cluster and where mix under EASY
 // backfill.

@@ -1,0 +1,136 @@
+package backfill
+
+import (
+	"fmt"
+
+	"github.com/sluicehq/sluice/topology"
+)
+
+// A matching OR (Slurm's --constraint="[a|b]") asks that all of a job's
+// nodes share one alternative. Rather than a chooser that tries the
+// alternatives at every time the sweep reaches — which must read every
+// candidate at every step — each alternative is an allowed set of its
+// own: the request is searched once per alternative, each search the
+// ordinary one (the default chooser stops at the lowest feasible nodes,
+// the shape cache serves jobs of the same shape and alternative), and the
+// earliest start wins, the first alternative listed on equal starts. That
+// is the choice a chooser trying the alternatives in order at each time
+// would make: at the earliest time any alternative fits, the first that
+// fits then.
+
+// altRank orders the outcomes of one request's alternatives: a fit first
+// (the earliest), then beyond the latest start, then never.
+func altRank(st FitStatus) int {
+	switch st {
+	case FitFound:
+		return 0
+	case FitBeyondLatest:
+		return 1
+	}
+	return 2
+}
+
+// checkAlternatives validates a request's alternative sets against a
+// profile of n nodes.
+func checkAlternatives(alts []topology.NodeSet, n int) error {
+	for k, a := range alts {
+		if a.Len() != n {
+			return fmt.Errorf("%w: Alternatives[%d] has length %d, want the profile's %d nodes", ErrInvalidRequest, k, a.Len(), n)
+		}
+	}
+	return nil
+}
+
+// intersectInto sets dst to allowed ∩ alt (alt alone when allowed has
+// length 0: every node).
+func intersectInto(dst, allowed, alt topology.NodeSet) {
+	dst.CopyFrom(alt)
+	if allowed.Len() != 0 {
+		dst.IntersectWith(allowed)
+	}
+}
+
+// earliestAlternative is EarliestFit for a request with Alternatives: the
+// earliest fit over the alternatives, the first listed on equal starts;
+// when none fits, the best failure (beyond the latest start before never).
+func (p *Profile) earliestAlternative(r Request) (Fit, error) {
+	if err := checkAlternatives(r.Alternatives, p.n); err != nil {
+		return Fit{}, err
+	}
+	if r.Allowed.Len() != 0 && r.Allowed.Len() != p.n {
+		return Fit{}, fmt.Errorf("%w: Allowed has length %d, want %d", ErrInvalidRequest, r.Allowed.Len(), p.n)
+	}
+	alts, allowed := r.Alternatives, r.Allowed
+	r.Alternatives = nil
+	best := Fit{Status: FitNever}
+	for _, a := range alts {
+		r.Allowed = topology.NewNodeSet(p.n)
+		intersectInto(r.Allowed, allowed, a)
+		f, err := p.EarliestFit(r)
+		if err != nil {
+			return Fit{}, err
+		}
+		if altRank(f.Status) < altRank(best.Status) || f.Status == FitFound && best.Status == FitFound && f.Start.Before(best.Start) {
+			best = f
+		}
+	}
+	return best, nil
+}
+
+// planAlternatives plans plain job j with Alternatives: each alternative
+// is searched as j within Allowed ∩ it (find, with a scratch entry), and
+// j is planned in the best one — the earliest start, the first listed on
+// equal starts; when none fits, the first with the best failure. The
+// winner's search is asked again by planJob and answered from the shape
+// cache where the job's shape is cached.
+func (r *run) planAlternatives(j *Job, e *Entry) error {
+	p := r.p
+	if err := checkAlternatives(j.Alternatives, p.n); err != nil {
+		return fmt.Errorf("job %d: %w", j.ID, err)
+	}
+	if j.Allowed.Len() != 0 && j.Allowed.Len() != p.n {
+		return fmt.Errorf("job %d: %w: Allowed has length %d, want %d", j.ID, ErrInvalidRequest, j.Allowed.Len(), p.n)
+	}
+	alt := *j
+	alt.Alternatives = nil
+	bestK, bestRank, bestT := -1, 3, int64(0)
+	sets := make([]topology.NodeSet, len(j.Alternatives))
+	for k, a := range j.Alternatives {
+		sets[k] = r.altSet(j.Allowed, a)
+		alt.Allowed = sets[k]
+		var scratch Entry
+		f, err := r.find(&alt, &scratch)
+		if f.ghost {
+			p.ghostOff(f.q)
+		}
+		if err != nil {
+			return err
+		}
+		rank := 2
+		if !f.settled {
+			rank = altRank(f.res.st)
+		}
+		if rank < bestRank || rank == 0 && bestRank == 0 && f.res.t < bestT {
+			bestK, bestRank, bestT = k, rank, f.res.t
+		}
+	}
+	if bestK < 0 {
+		bestK = 0
+	}
+	alt.Allowed = sets[bestK]
+	return r.planJob(&alt, e)
+}
+
+// altSet is allowed ∩ alt as a set the pass keeps (registered with
+// setIndex, so that jobs of the same partition and alternative share it
+// and their shape), or a fresh set when the pass has seen too many.
+func (r *run) altSet(allowed, alt topology.NodeSet) topology.NodeSet {
+	if r.altTmp.Len() != r.p.n {
+		r.altTmp = topology.NewNodeSet(r.p.n)
+	}
+	intersectInto(r.altTmp, allowed, alt)
+	if k := r.setIndex(r.altTmp); k >= 0 {
+		return r.sets[k]
+	}
+	return r.altTmp.Clone()
+}
