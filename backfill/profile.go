@@ -199,6 +199,10 @@ type Profile struct {
 	// of the timelines); tests set it to check that the summaries never
 	// change a decision.
 	plainScan bool
+	// sweep, for tests, forces the narrow sweep (narrow.go) wherever the
+	// request has an allowed set (1) or turns it off (-1); 0 decides by
+	// cost.
+	sweep int8
 
 	probeA, probeB *changePoint
 	sumProbe       *summary
