@@ -1076,9 +1076,8 @@ func (p *Profile) fitsAll(q *query, nodes []int, s, e int64) bool {
 // start found, or "none within the window"), and the lowest node chosen
 // then, below which no node was feasible at that time.
 
-type setFP struct {
-	count, first, mid int
-}
+// setFP buckets the pass's sets by content (NodeSet.Hash).
+type setFP uint64
 
 type shapeEntry struct {
 	n    int
@@ -1153,7 +1152,7 @@ func (r *run) shapeFor(j *Job, q *query) *shape {
 // setIndex returns the index of a set equal to s, registering it; -1 when
 // too many distinct sets were seen.
 func (r *run) setIndex(s topology.NodeSet) int {
-	fp := setFP{count: s.Count(), first: s.Next(0), mid: s.Next(s.Len() / 2)}
+	fp := setFP(s.Hash())
 	for _, x := range r.setIdx[fp] {
 		if r.sets[x].Equal(s) {
 			return x

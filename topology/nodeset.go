@@ -149,6 +149,19 @@ func (s NodeSet) Count() int {
 	return c
 }
 
+// Hash returns a hash of the set's length and members: equal sets have
+// equal hashes, so maps keyed by content can bucket sets by it and test
+// Equal only within a bucket. It is not stable across versions.
+func (s NodeSet) Hash() uint64 {
+	// FNV-1a over the words, each folded in whole.
+	h := uint64(14695981039346656037) ^ uint64(s.n)
+	for _, w := range s.words {
+		h ^= w
+		h *= 1099511628211
+	}
+	return h
+}
+
 // IntersectionCount returns |s ∩ o| without allocating.
 func (s NodeSet) IntersectionCount(o NodeSet) int {
 	c := 0

@@ -504,3 +504,33 @@ func BenchmarkNodeSet(b *testing.B) {
 		}
 	})
 }
+
+// TestNodeSetHash checks that equal sets, however built, hash alike, and
+// that the hash tells apart the sets that differ in one member or in
+// length.
+func TestNodeSetHash(t *testing.T) {
+	a := NodeSetOf(200, 3, 64, 199)
+	b := FullNodeSet(200)
+	for i := range 200 {
+		if i != 3 && i != 64 && i != 199 {
+			b.Remove(i)
+		}
+	}
+	assert.True(t, a.Equal(b))
+	assert.Equal(t, a.Hash(), b.Hash())
+	seen := map[uint64]string{a.Hash(): "a"}
+	for _, c := range []struct {
+		name string
+		s    NodeSet
+	}{
+		{"one member fewer", NodeSetOf(200, 3, 64)},
+		{"a member moved", NodeSetOf(200, 3, 65, 199)},
+		{"longer", NodeSetOf(201, 3, 64, 199)},
+		{"empty", NewNodeSet(200)},
+		{"empty, shorter", NewNodeSet(100)},
+	} {
+		_, dup := seen[c.s.Hash()]
+		assert.False(t, dup, c.name)
+		seen[c.s.Hash()] = c.name
+	}
+}
