@@ -53,7 +53,17 @@
 //     summary of its grid slot does not rule out); feasible nodes
 //     drop out when their feasible-start interval ends (a heap). The first
 //     time at which N allowed nodes are feasible and the NodeChooser
-//     accepts a choice is the answer.
+//     accepts a choice is the answer. When the allowed nodes' own
+//     breakpoints are few against the change points (a rack, a node list),
+//     the sweep merges those nodes' timelines instead of walking every
+//     change point: the same times that can add a feasible node, in order.
+//
+// A request with Alternatives (Slurm's matching OR, --constraint="[a|b]":
+// all nodes from one set) is searched once per set, each search the one
+// above within Allowed ∩ the set, and takes the earliest start (the first
+// set listed on equal starts): the choice a chooser trying the sets in
+// order at every time would make, without reading every candidate at
+// every step.
 //
 // A request may add a Spread: resources the chosen nodes must hold beyond
 // N × the per-node vector in total, as they can hold them (Slurm's --gpus,

@@ -948,17 +948,17 @@ func (p *Profile) search(q *query) (result, error) {
 		return !done
 	}
 	narrow := p.narrowWorth(q)
+	win := sumWindow{p: p, buf: sc.win[:0]}
 	if narrow {
-		p.sweepNarrow(q, t0, func(t int64, nodes []int32) bool { return visit(t, nodes, nil) })
+		p.sweepNarrow(q, t0, func(t int64, nodes []int32) bool { return visit(t, nodes, win.at(t)) })
 	} else {
-		win := sumWindow{p: p, buf: sc.win[:0]}
 		p.probeB.t = t0 + 1
 		p.cps.AscendGreaterOrEqual(p.probeB, func(cp *changePoint) bool {
 			return visit(cp.t, cp.nodes, win.at(cp.t))
 		})
-		clear(win.buf)
-		sc.win = win.buf[:0]
 	}
+	clear(win.buf)
+	sc.win = win.buf[:0]
 	for ; !done && vi < nv; vi++ {
 		done = step(virt[vi], nil, nil, true)
 	}

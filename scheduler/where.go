@@ -234,10 +234,11 @@ func (s *Scheduler) chooseWhere(j *job, cand topology.NodeSet, n int, base nodeC
 }
 
 // chooseIn picks n nodes of cand: the required ones, then for each
-// counted group the nodes it still needs, then the rest; contiguous
-// requests take the lightest window of n consecutive nodes that holds
-// them all (and, with h, whose rooms hold the tasks). ws is the
-// constraint's node sets; the result is a new slice.
+// counted group the nodes it still needs, then the rest, each choice made
+// by base (nil: the lowest indices, chooseLowest); contiguous requests
+// take the lightest window of n consecutive nodes that holds them all
+// (and, with h, whose rooms hold the tasks). ws is the constraint's node
+// sets; the result is a new slice.
 func (s *Scheduler) chooseIn(j *job, ws *whereSets, cand topology.NodeSet, n int, base nodeChoice, h *taskHold) []int {
 	w := j.where
 	for _, i := range w.required {
@@ -250,6 +251,9 @@ func (s *Scheduler) chooseIn(j *job, ws *whereSets, cand topology.NodeSet, n int
 	}
 	if w.contiguous {
 		return s.chooseContiguous(j, ws, cand, n, h)
+	}
+	if base == nil {
+		return s.chooseLowest(j, ws, cand, n)
 	}
 	c := &s.whereC
 	out := append(c.out[:0], w.required...)
@@ -285,6 +289,39 @@ func (s *Scheduler) chooseIn(j *job, ws *whereSets, cand topology.NodeSet, n int
 		}
 		out = append(out, pick...)
 	} else if k < 0 {
+		return nil
+	}
+	slices.Sort(out)
+	return slices.Clone(out)
+}
+
+// chooseLowest is chooseIn with the lowest indices as the base choice
+// (anyChoice), read off cand in one ascending walk per counted group and
+// one for the rest instead of set operations over every node: the
+// required nodes (all in cand), then for each group the lowest members it
+// still needs among those not taken, then the lowest others.
+func (s *Scheduler) chooseLowest(j *job, ws *whereSets, cand topology.NodeSet, n int) []int {
+	w := j.where
+	c := &s.whereC
+	out := append(c.out[:0], w.required...)
+	defer func() { c.out = out[:0] }()
+	need, _ := w.groupNeed(ws, c.need)
+	c.need = need
+	take := func(g topology.NodeSet, k int) bool {
+		for i := cand.Next(0); i >= 0 && k > 0; i = cand.Next(i + 1) {
+			if (g.Len() == 0 || g.Has(i)) && !slices.Contains(out, i) {
+				out = append(out, i)
+				k--
+			}
+		}
+		return k == 0
+	}
+	for k := range need {
+		if need[k] > 0 && !take(ws.groups[k], need[k]) {
+			return nil
+		}
+	}
+	if k := n - len(out); k < 0 || k > 0 && !take(topology.NodeSet{}, k) {
 		return nil
 	}
 	slices.Sort(out)
@@ -518,7 +555,10 @@ func (s *Scheduler) bfWhere(now time.Time, x *job, bj *backfill.Job) {
 		return
 	}
 	if base == nil {
-		base, key = s.anyChoiceFn(), "index"
+		key = "index" // (chooseIn's lowest indices: base nil, chooseLowest)
+		if s.whereC.noNarrow {
+			base = s.anyChoiceFn() // the same choice by chooseIn's set operations
+		}
 	}
 	if w := x.where; bj.Chooser == nil && s.graph == nil && len(w.required) > 0 && w.cons.IsZero() && !w.contiguous &&
 		len(bj.Spread) == 0 && bj.Tasks == 0 && len(bj.Components) == 0 {

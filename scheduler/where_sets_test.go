@@ -14,7 +14,8 @@ import (
 // TestWhereNarrowSameDecisions checks that narrowing a where job's
 // allowed set in the backfill plan (to its required nodes and counted
 // groups), planning a matching OR as alternatives and one counted group
-// without the where chooser change no decision: the same starts, reasons and expected
+// without the where chooser, and the where chooser's one-walk choice of
+// the lowest indices change no decision: the same starts, reasons and expected
 // starts, cycle after cycle, as the plan over the job's whole allowed
 // set, over the benchmark's featured cluster and where mix under EASY
 // backfill.

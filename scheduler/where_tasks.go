@@ -210,6 +210,9 @@ func (s *Scheduler) tasksLowerBound(w *whereReq, cand topology.NodeSet, h *taskH
 // roomBase is base choosing among the k nodes of its candidates with the
 // most room (ties in allocation order: lightest, then lowest index).
 func (s *Scheduler) roomBase(base nodeChoice, h *taskHold) nodeChoice {
+	if base == nil {
+		base = s.anyChoice // (chooseIn's lowest indices)
+	}
 	return func(cand topology.NodeSet, k int) []int {
 		if cand.Count() <= k {
 			return base(cand, k)
