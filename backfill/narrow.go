@@ -27,8 +27,9 @@ func (p *Profile) narrowWorth(q *query) bool {
 	// Merging costs a heap step (about log2 of the allowed count) per
 	// breakpoint of an allowed node; the walk costs a summary lookup and
 	// a list of nodes (a dozen or more on a large cluster) per change
-	// point. Setting up the merge reads every allowed node's timeline.
-	if q.allowed.Count()*4 > ncp {
+	// point. Setting up the merge reads every allowed node's timeline
+	// (a node has a few breakpoints: at the origin and each job's end).
+	if q.allowed.Count()*8 > ncp {
 		return false
 	}
 	segs := 0
