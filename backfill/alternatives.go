@@ -78,11 +78,12 @@ func (p *Profile) earliestAlternative(r Request) (Fit, error) {
 }
 
 // planAlternatives plans plain job j with Alternatives: each alternative
-// is searched as j within Allowed ∩ it (find, with a scratch entry), and
-// j is planned in the best one — the earliest start, the first listed on
-// equal starts; when none fits, the first with the best failure. The
-// winner's search is asked again by planJob and answered from the shape
-// cache where the job's shape is cached.
+// is searched as j within Allowed ∩ it (find, with a scratch entry; after
+// a fit, only for a start before it), and j is planned in the best one —
+// the earliest start, the first listed on equal starts; when none fits,
+// the first with the best failure. The winner's search is asked again by
+// planJob and answered from the shape cache where the job's shape is
+// cached.
 func (r *run) planAlternatives(j *Job, e *Entry) error {
 	p := r.p
 	if err := checkAlternatives(j.Alternatives, p.n); err != nil {
@@ -93,13 +94,21 @@ func (r *run) planAlternatives(j *Job, e *Entry) error {
 	}
 	alt := *j
 	alt.Alternatives = nil
-	bestK, bestRank, bestT := -1, 3, int64(0)
-	sets := make([]topology.NodeSet, len(j.Alternatives))
-	for k, a := range j.Alternatives {
-		sets[k] = r.altSet(j.Allowed, a)
-		alt.Allowed = sets[k]
+	var best topology.NodeSet
+	bestRank, bestT := 3, int64(0)
+	for _, a := range j.Alternatives {
+		if bestRank == 0 && bestT <= p.origin {
+			break // a start now: no later alternative starts sooner
+		}
+		alt.Allowed = r.altSet(j.Allowed, a)
+		// After a fit at bestT, a later alternative only matters if it
+		// starts before it: its search may stop there.
+		latest := r.latest
+		if bestRank == 0 {
+			latest = min(latest, bestT-1)
+		}
 		var scratch Entry
-		f, err := r.find(&alt, &scratch)
+		f, err := r.find(&alt, &scratch, latest)
 		if f.ghost {
 			p.ghostOff(f.q)
 		}
@@ -111,13 +120,10 @@ func (r *run) planAlternatives(j *Job, e *Entry) error {
 			rank = altRank(f.res.st)
 		}
 		if rank < bestRank || rank == 0 && bestRank == 0 && f.res.t < bestT {
-			bestK, bestRank, bestT = k, rank, f.res.t
+			best, bestRank, bestT = alt.Allowed, rank, f.res.t
 		}
 	}
-	if bestK < 0 {
-		bestK = 0
-	}
-	alt.Allowed = sets[bestK]
+	alt.Allowed = best
 	return r.planJob(&alt, e)
 }
 

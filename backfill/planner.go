@@ -835,10 +835,10 @@ type jobFit struct {
 }
 
 // find searches the earliest start of plain job j (no components, no
-// alternatives) on the plan's profile, through the shape cache, and where
-// j takes counters the earliest at which they have room too; an entry
-// that never fits is settled in e.
-func (r *run) find(j *Job, e *Entry) (jobFit, error) {
+// alternatives) at or before latest on the plan's profile, through the
+// shape cache, and where j takes counters the earliest at which they have
+// room too; an entry that never fits is settled in e.
+func (r *run) find(j *Job, e *Entry, latest int64) (jobFit, error) {
 	p := r.p
 	f := jobFit{noResv: r.reserveReason(j), planned: j.TimeLimit}
 	if j.TimeMin > 0 && j.TimeMin < j.TimeLimit {
@@ -850,7 +850,7 @@ func (r *run) find(j *Job, e *Entry) (jobFit, error) {
 		return f, err
 	}
 	f.q = q
-	q.latest = r.latest
+	q.latest = latest
 	// A job that may hold no reservation and wants no estimate needs only
 	// the answer for now.
 	f.startOnly = j.NoEstimate && f.noResv != ReasonNone
@@ -918,7 +918,7 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	}
 	p := r.p
 	r.plan.Stats.Tested++
-	f, err := r.find(j, e)
+	f, err := r.find(j, e, r.latest)
 	if err != nil {
 		return err
 	}
