@@ -55,19 +55,7 @@ func TestAlternativesMatchChooser(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				p = runOps(t, rng, p, m, 1, &nextID)
 			}
-			n := 1 + rng.IntN(max(1, p.n/2))
-			req := make([]int64, p.a)
-			for j := range req {
-				req[j] = int64(rng.IntN(3))
-			}
-			d := 1 + rng.Int64N(6*m.res)
-			r := Request{Nodes: n, PerNode: expandTo(p, req), Exclusive: rng.IntN(4) == 0, Duration: time.Duration(d) * time.Second}
-			if rng.IntN(3) == 0 {
-				r.Earliest = time.Unix(m.origin+rng.Int64N(4*m.res), 0)
-			}
-			if rng.IntN(3) == 0 {
-				r.Latest = time.Unix(m.origin+rng.Int64N(8*m.res), 0)
-			}
+			r := randomSearchRequest(rng, p, m, 1+rng.IntN(max(1, p.n/2)))
 			if rng.IntN(3) == 0 {
 				r.Allowed = topology.NewNodeSet(p.n)
 				for i := range p.n {
@@ -92,7 +80,7 @@ func TestAlternativesMatchChooser(t *testing.T) {
 				require.NotEqual(t, FitFound, got.Status, "step %d: the chooser finds no fit", step)
 				continue
 			}
-			require.Equal(t, want, got, "step %d (n=%d req=%v d=%d)", step, n, req, d)
+			require.Equal(t, want, got, "step %d (%+v)", step, r)
 		}
 	})
 }
@@ -132,13 +120,7 @@ func TestPlanAlternatives(t *testing.T) {
 			}
 			require.Equal(t, w, g, "job %d", x)
 		}
-		for i := range p.NumNodes() {
-			w, err := b.Timeline(i)
-			require.NoError(t, err)
-			g, err := a.Timeline(i)
-			require.NoError(t, err)
-			require.Equal(t, w, g, "node %d timeline after the plan", i)
-		}
+		requireSameTimelines(t, b, a, "after the plan: ")
 	})
 }
 

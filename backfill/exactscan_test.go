@@ -259,13 +259,7 @@ func TestPlanSameWithoutSummaries(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want.Entries, got.Entries, "plan (%v, %d reservations)", cfg.Mode, cfg.Reservations)
 		require.Equal(t, want.Starts, got.Starts)
-		for i := range p.NumNodes() {
-			w, err := plain.Timeline(i)
-			require.NoError(t, err)
-			g, err := p.Timeline(i)
-			require.NoError(t, err)
-			require.Equal(t, w, g, "node %d timeline after the plan", i)
-		}
+		requireSameTimelines(t, plain, p, "after the plan: ")
 		checkSummaries(t, p)
 	})
 }

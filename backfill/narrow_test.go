@@ -64,13 +64,7 @@ func TestPlanSameWithNarrowSweep(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want.Entries, got.Entries, "plan (%v, %d reservations)", cfg.Mode, cfg.Reservations)
 		require.Equal(t, want.Starts, got.Starts)
-		for i := range p.NumNodes() {
-			w, err := walk.Timeline(i)
-			require.NoError(t, err)
-			g, err := narrow.Timeline(i)
-			require.NoError(t, err)
-			require.Equal(t, w, g, "node %d timeline after the plan", i)
-		}
+		requireSameTimelines(t, walk, narrow, "after the plan: ")
 		// The next cycle's plan: the first job's reservation stays and its
 		// search looks through it (the ghost's own times are visited).
 		for _, q := range []*Profile{narrow, walk} {

@@ -47,27 +47,16 @@ func TestRequiredMatchesChooser(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				p = runOps(t, rng, p, m, 1, &nextID)
 			}
-			n := 1 + rng.IntN(p.n)
-			req := make([]int64, p.a)
-			for j := range req {
-				req[j] = int64(rng.IntN(3))
-			}
+			r := randomSearchRequest(rng, p, m, 1+rng.IntN(p.n))
+			n, req, d := r.Nodes, r.PerNode, r.Duration
 			need := rng.Perm(p.n)[:1+rng.IntN(n)]
-			d := 1 + rng.Int64N(6*m.res)
-			r := Request{Nodes: n, PerNode: expandTo(p, req), Exclusive: rng.IntN(4) == 0, Duration: time.Duration(d) * time.Second}
-			if rng.IntN(3) == 0 {
-				r.Earliest = time.Unix(m.origin+rng.Int64N(4*m.res), 0)
-			}
-			if rng.IntN(3) == 0 {
-				r.Latest = time.Unix(m.origin+rng.Int64N(8*m.res), 0)
-			}
 			r.Chooser = requiredChooser(need)
 			want, err := p.EarliestFit(r)
 			require.NoError(t, err)
 			r.Required = need
 			got, err := p.EarliestFit(r)
 			require.NoError(t, err)
-			require.Equal(t, want, got, "step %d (n=%d req=%v required=%v d=%d)", step, n, req, need, d)
+			require.Equal(t, want, got, "step %d (n=%d req=%v required=%v d=%v)", step, n, req, need, d)
 			// Without a chooser (the scan at a start then stops at the
 			// lowest other nodes) the answer is the reference chooser's,
 			// its nodes ascending.
@@ -91,4 +80,24 @@ func TestRequiredInvalid(t *testing.T) {
 		_, err := p.EarliestFit(Request{Nodes: 2, PerNode: gres.Vector{1}, Duration: time.Minute, Required: req})
 		require.ErrorIs(t, err, ErrInvalidRequest, "%v", req)
 	}
+}
+
+// randomSearchRequest draws a request for n nodes on profile p (model m): a
+// per-node amount of 0 to 2 of each resource, exclusive one time in
+// four, a duration of up to 6 grid slots, and one time in three each an
+// earliest and a latest start.
+func randomSearchRequest(rng *rand.Rand, p *Profile, m *naive, n int) Request {
+	req := make([]int64, p.a)
+	for j := range req {
+		req[j] = int64(rng.IntN(3))
+	}
+	d := 1 + rng.Int64N(6*m.res)
+	r := Request{Nodes: n, PerNode: expandTo(p, req), Exclusive: rng.IntN(4) == 0, Duration: time.Duration(d) * time.Second}
+	if rng.IntN(3) == 0 {
+		r.Earliest = time.Unix(m.origin+rng.Int64N(4*m.res), 0)
+	}
+	if rng.IntN(3) == 0 {
+		r.Latest = time.Unix(m.origin+rng.Int64N(8*m.res), 0)
+	}
+	return r
 }
