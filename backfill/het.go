@@ -198,7 +198,7 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 		var st FitStatus
 		var n int
 		var err error
-		t, lead, st, n, err = p.coNext(qs, t, latest, own)
+		t, lead, own, st, n, err = p.coNext(qs, t, latest)
 		res.searches += n
 		if err != nil || st != FitFound {
 			res.st = st

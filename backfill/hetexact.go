@@ -206,11 +206,12 @@ func (p *Profile) coExact(ids []JobID, qs []*query, t int64, res *coResult) (boo
 // coNext is the next common start to try after t, where the components
 // do not fit together, nothing being booked: the first start at which
 // every component fits alone after the profile's next change after t
-// (before it nothing frees up, so nothing fits together either). lead is
-// the component that gave it and own[k] each component's nodes there.
-// FitBeyondLatest when that start is past latest or the profile never
-// changes again.
-func (p *Profile) coNext(qs []*query, t, latest int64, own [][]int) (next int64, lead int, st FitStatus, searches int, err error) {
+// (before it nothing frees up, so nothing fits together either), found
+// by soloStarts with each search from the latest start found so far.
+// lead is the component that gave it and own each component's nodes
+// there. FitBeyondLatest when that start is past latest or the profile
+// never changes again.
+func (p *Profile) coNext(qs []*query, t, latest int64) (next int64, lead int, own [][]int, st FitStatus, searches int, err error) {
 	next = int64(posInf)
 	p.probeA.t = t + 1
 	p.cps.AscendGreaterOrEqual(p.probeA, func(cp *changePoint) bool {
@@ -218,21 +219,18 @@ func (p *Profile) coNext(qs []*query, t, latest int64, own [][]int) (next int64,
 		return false
 	})
 	if next > latest {
-		return 0, 0, FitBeyondLatest, 0, nil
+		return 0, 0, nil, FitBeyondLatest, 0, nil
 	}
 	// Each from the latest start found so far: a start where all fit is
 	// no earlier than any one's earliest from a lower bound of it.
-	for k, q := range qs {
+	st, next, lead, own, err = p.soloStarts(qs, func(_ int, q *query) (result, error) {
 		q.t0, q.latest, q.cands, q.upTo = next, latest, nil, 0
 		r, err := p.search(q)
 		searches++
-		if err != nil || r.st != FitFound {
-			return 0, 0, r.st, searches, err
+		if err == nil && r.st == FitFound {
+			next = max(next, r.t)
 		}
-		own[k] = r.nodes
-		if r.t > next {
-			next, lead = r.t, k
-		}
-	}
-	return next, lead, FitFound, searches, nil
+		return r, err
+	})
+	return next, lead, own, st, searches, err
 }
