@@ -29,12 +29,12 @@ func (p *Profile) narrowWorth(q *query) bool {
 	// a list of nodes (a dozen or more on a large cluster) per change
 	// point. Setting up the merge reads every allowed node's timeline
 	// (a node has a few breakpoints: at the origin and each job's end).
-	if q.allowed.Count()*8 > ncp {
-		return false
-	}
-	segs := 0
+	// Both counts only grow over the allowed nodes: the walk stops at the
+	// first that is too many (without counting the whole set first).
+	nodes, segs := 0, 0
 	for i := q.allowed.Next(0); i >= 0; i = q.allowed.Next(i + 1) {
-		if segs += len(p.tls[i].times); segs*2 > ncp {
+		nodes++
+		if segs += len(p.tls[i].times); nodes*8 > ncp || segs*2 > ncp {
 			return false
 		}
 	}
