@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/topology"
 )
 
@@ -76,4 +77,37 @@ func TestPlanSameWithNarrowSweep(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want2.Entries, got2.Entries, "plan with the first reservation kept")
 	})
+}
+
+// TestNarrowSweepBeyondLatest checks the narrow sweep's answer when the
+// allowed nodes stop changing before the latest start without a fit
+// while other nodes change after it: the walk reaches such a change
+// point and answers beyond the latest start, and so must the narrow
+// sweep, not never (a chooser that refuses every choice keeps the
+// allowed nodes from fitting).
+func TestNarrowSweepBeyondLatest(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	nodes := make([]NodeState, 4)
+	for i := range nodes {
+		nodes[i] = NodeState{Capacity: gres.Vector{4}}
+	}
+	running := []Running{
+		{ID: 1, End: now.Add(time.Hour), Allocs: []Alloc{{Node: 0, Use: gres.Vector{4}}}},
+		{ID: 2, End: now.Add(5 * time.Hour), Allocs: []Alloc{{Node: 3, Use: gres.Vector{4}}}},
+	}
+	p, err := NewProfile(now, nodes, running, ProfileOptions{})
+	require.NoError(t, err)
+	allowed := topology.NewNodeSet(4)
+	allowed.Add(0)
+	allowed.Add(1)
+	r := Request{Nodes: 1, PerNode: gres.Vector{1}, Allowed: allowed, Duration: 30 * time.Minute,
+		Latest: now.Add(2 * time.Hour), Chooser: func(topology.NodeSet, int) []int { return nil }}
+	narrow, walk := p.Clone(), p.Clone()
+	narrow.sweep, walk.sweep = 1, -1
+	w, err := walk.EarliestFit(r)
+	require.NoError(t, err)
+	require.Equal(t, FitBeyondLatest, w.Status, "the walk reaches the change point at +5h")
+	f, err := narrow.EarliestFit(r)
+	require.NoError(t, err)
+	require.Equal(t, w, f)
 }
