@@ -30,13 +30,16 @@ func altRank(st FitStatus) int {
 	return 2
 }
 
-// checkAlternatives validates a request's alternative sets against a
-// profile of n nodes.
-func checkAlternatives(alts []topology.NodeSet, n int) error {
+// checkAlternatives validates a request's alternative sets and its
+// allowed set (length 0: every node) against a profile of n nodes.
+func checkAlternatives(alts []topology.NodeSet, allowed topology.NodeSet, n int) error {
 	for k, a := range alts {
 		if a.Len() != n {
 			return fmt.Errorf("%w: Alternatives[%d] has length %d, want the profile's %d nodes", ErrInvalidRequest, k, a.Len(), n)
 		}
+	}
+	if allowed.Len() != 0 && allowed.Len() != n {
+		return fmt.Errorf("%w: Allowed has length %d, want %d", ErrInvalidRequest, allowed.Len(), n)
 	}
 	return nil
 }
@@ -54,11 +57,8 @@ func intersectInto(dst, allowed, alt topology.NodeSet) {
 // earliest fit over the alternatives, the first listed on equal starts;
 // when none fits, the best failure (beyond the latest start before never).
 func (p *Profile) earliestAlternative(r Request) (Fit, error) {
-	if err := checkAlternatives(r.Alternatives, p.n); err != nil {
+	if err := checkAlternatives(r.Alternatives, r.Allowed, p.n); err != nil {
 		return Fit{}, err
-	}
-	if r.Allowed.Len() != 0 && r.Allowed.Len() != p.n {
-		return Fit{}, fmt.Errorf("%w: Allowed has length %d, want %d", ErrInvalidRequest, r.Allowed.Len(), p.n)
 	}
 	alts, allowed := r.Alternatives, r.Allowed
 	r.Alternatives = nil
@@ -86,11 +86,8 @@ func (p *Profile) earliestAlternative(r Request) (Fit, error) {
 // cached.
 func (r *run) planAlternatives(j *Job, e *Entry) error {
 	p := r.p
-	if err := checkAlternatives(j.Alternatives, p.n); err != nil {
+	if err := checkAlternatives(j.Alternatives, j.Allowed, p.n); err != nil {
 		return fmt.Errorf("job %d: %w", j.ID, err)
-	}
-	if j.Allowed.Len() != 0 && j.Allowed.Len() != p.n {
-		return fmt.Errorf("job %d: %w: Allowed has length %d, want %d", j.ID, ErrInvalidRequest, j.Allowed.Len(), p.n)
 	}
 	alt := *j
 	alt.Alternatives = nil
