@@ -563,9 +563,9 @@ func (r *run) planHet(j *Job, e *Entry) error {
 			return err
 		}
 		booked = true
-	}
-	if st != StatusEstimated && hasUses(uses) {
-		p.ctr.bookCo(uses, res.t, coEnds(p, qs, res.t))
+		if hasUses(uses) {
+			p.ctr.bookCo(uses, res.t, coEnds(p, qs, res.t))
+		}
 	}
 	r.setHetStatus(e, st, why)
 	return nil
