@@ -51,11 +51,10 @@ const maxCoTries = 64
 func (p *Profile) coExact(ids []JobID, qs []*query, t int64, res *coResult) (bool, int, error) {
 	K := len(qs)
 	searches := 0
-	ends := make([]int64, K)
+	ends := coEnds(p, qs, t)
 	alone := make([][]int, K) // a plain component's nodes at t, alone
 	plain := make([]bool, K)
 	for k, q := range qs {
-		ends[k] = p.endAt(t, q.d)
 		plain[k] = q.chooser == nil && !q.hasSpread() && !q.taskReq
 		// Each must fit alone at t (a search, cheap with the summaries).
 		q.t0, q.latest, q.cands, q.upTo = t, t, nil, 0
