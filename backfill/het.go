@@ -74,11 +74,10 @@ func (p *Profile) coSearch(ids []JobID, qs []*query, latest, t int64, lead int, 
 		return p.bookRest(ids, qs, &res, t)
 	}
 	fail := func(err error) (coResult, error) {
-		res.unbooked, pendNodes = res.unbooked[:0], 0
-		if rerr := p.releaseIDs(res.booked); err == nil {
+		pendNodes = 0
+		if rerr := p.release(&res); err == nil {
 			err = rerr
 		}
-		res.booked = res.booked[:0]
 		return res, err
 	}
 	// small: few enough nodes to search the components' choices at a
