@@ -63,8 +63,8 @@ func (p *Profile) earliestAlternative(r Request) (Fit, error) {
 	alts, allowed := r.Alternatives, r.Allowed
 	r.Alternatives = nil
 	best := Fit{Status: FitNever}
+	r.Allowed = topology.NewNodeSet(p.n) // each alternative's in turn: a Fit holds no set
 	for _, a := range alts {
-		r.Allowed = topology.NewNodeSet(p.n)
 		intersectInto(r.Allowed, allowed, a)
 		f, err := p.EarliestFit(r)
 		if err != nil {
