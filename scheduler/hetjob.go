@@ -335,8 +335,8 @@ func (s *Scheduler) hetMayStart(now time.Time, j *job) bool {
 			return false
 		}
 	}
-	_, _, never := s.hetLimit(comps, false)
-	return !never
+	_, never := s.hetLimits(comps, false)
+	return !never.ok
 }
 
 // hetPending returns the pending components of j's heterogeneous job.
@@ -396,15 +396,15 @@ func (s *Scheduler) bfHetJob(now time.Time, j *job) (backfill.Job, bool) {
 	// The components together (hetlimits.go): above a limit even with
 	// nothing else running, the job is not planned; above what the
 	// running jobs leave, it waits with that limit's reason.
-	if held, _, ok := s.hetLimit(comps, true); ok {
+	if held, never := s.hetLimits(comps, true); held.ok {
 		// (Above a limit with nothing running is above it now too.)
-		if sl, _, never := s.hetLimit(comps, false); never {
+		if never.ok {
 			for _, c := range comps {
-				s.setReason(c, sl.Blocker.Reason)
+				s.setReason(c, never.sl.Blocker.Reason)
 			}
 			return backfill.Job{}, false
 		}
-		s.hetLimitHeld(comps, held)
+		s.hetLimitHeld(comps, held.sl)
 	}
 	return s.hetBackfillJob(j, comps, func(c *job) backfill.Job {
 		return s.bfJob(now, c, s.allowedNodes(c.shape), c.shape)
