@@ -588,22 +588,16 @@ func (s *Scheduler) bfWhere(now time.Time, x *job, bj *backfill.Job) {
 	bj.Required = x.where.required
 }
 
-// oneGroupWhole reports whether job x's where request is one counted
-// group that gives all of x's nodes, and nothing else to meet (no
-// required nodes, not contiguous, not a matching OR): every choice of
-// x.nodes nodes of the group then meets it.
+// oneGroupWhole reports, for job x whose allowed set narrowAllowed has
+// narrowed, whether x's where request is one counted group that gives all
+// of x's nodes, and nothing else to meet (no required nodes, not
+// contiguous, not a matching OR): every choice of x.nodes nodes of the
+// group then meets it. The narrowing already found the required nodes
+// and what the groups need to make x.nodes, so with no required nodes
+// the one group gives them all; its count is not taken again.
 func (s *Scheduler) oneGroupWhole(x *job) bool {
 	w := x.where
-	if w.cons.Kind() == feature.KindMatchingOR || len(w.required) > 0 || w.contiguous {
-		return false
-	}
-	ws := s.setsOf(w)
-	if len(ws.groups) != 1 {
-		return false
-	}
-	need, total := w.groupNeed(ws, s.whereC.need)
-	s.whereC.need = need
-	return total == x.nodes
+	return w.cons.Kind() != feature.KindMatchingOR && len(w.required) == 0 && !w.contiguous && len(s.setsOf(w).groups) == 1
 }
 
 // whereAlternatives returns the node sets of job x's matching OR
