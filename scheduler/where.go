@@ -235,7 +235,7 @@ func (s *Scheduler) chooseWhere(j *job, cand topology.NodeSet, n int, base nodeC
 
 // chooseIn picks n nodes of cand: the required ones, then for each
 // counted group the nodes it still needs, then the rest, each choice made
-// by base (nil: the lowest indices, chooseLowest); contiguous requests
+// by base (nil: the lowest indices, as anyChoice, read off cand directly); contiguous requests
 // take the lightest window of n consecutive nodes that holds them all
 // (and, with h, whose rooms hold the tasks). ws is the constraint's node
 // sets; the result is a new slice.
@@ -252,69 +252,50 @@ func (s *Scheduler) chooseIn(j *job, ws *whereSets, cand topology.NodeSet, n int
 	if w.contiguous {
 		return s.chooseContiguous(j, ws, cand, n, h)
 	}
-	if base == nil {
-		return s.chooseLowest(j, ws, cand, n)
-	}
 	c := &s.whereC
 	out := append(c.out[:0], w.required...)
 	defer func() { c.out = out[:0] }()
 	// Required nodes count toward the first group they satisfy.
 	need, _ := w.groupNeed(ws, c.need)
 	c.need = need
-	rest := scratchSet(&c.rest, cand.Len())
-	rest.CopyFrom(cand)
-	for _, i := range out {
-		rest.Remove(i)
-	}
-	sub := scratchSet(&c.sub, cand.Len())
-	for k := range need {
-		if need[k] == 0 {
-			continue
+	var rest, sub topology.NodeSet // with base: the candidates not taken, scratch
+	if base != nil {
+		rest = scratchSet(&c.rest, cand.Len())
+		rest.CopyFrom(cand)
+		for _, i := range out {
+			rest.Remove(i)
 		}
-		sub.CopyFrom(rest)
-		sub.IntersectWith(ws.groups[k])
-		pick := base(sub, need[k])
+		sub = scratchSet(&c.sub, cand.Len())
+	}
+	// take adds k candidates not taken yet, members of g (any node when g
+	// is the empty set), to out; false when there are too few.
+	take := func(g topology.NodeSet, k int) bool {
+		if base == nil {
+			// The lowest indices (anyChoice), read off cand in one
+			// ascending walk instead of set operations over every node.
+			for i := cand.Next(0); i >= 0 && k > 0; i = cand.Next(i + 1) {
+				if (g.Len() == 0 || g.Has(i)) && !slices.Contains(out, i) {
+					out = append(out, i)
+					k--
+				}
+			}
+			return k == 0
+		}
+		from := rest
+		if g.Len() > 0 {
+			sub.CopyFrom(rest)
+			sub.IntersectWith(g)
+			from = sub
+		}
+		pick := base(from, k)
 		if pick == nil {
-			return nil
+			return false
 		}
 		for _, i := range pick {
 			rest.Remove(i)
 		}
 		out = append(out, pick...)
-	}
-	if k := n - len(out); k > 0 {
-		pick := base(rest, k)
-		if pick == nil {
-			return nil
-		}
-		out = append(out, pick...)
-	} else if k < 0 {
-		return nil
-	}
-	slices.Sort(out)
-	return slices.Clone(out)
-}
-
-// chooseLowest is chooseIn with the lowest indices as the base choice
-// (anyChoice), read off cand in one ascending walk per counted group and
-// one for the rest instead of set operations over every node: the
-// required nodes (all in cand), then for each group the lowest members it
-// still needs among those not taken, then the lowest others.
-func (s *Scheduler) chooseLowest(j *job, ws *whereSets, cand topology.NodeSet, n int) []int {
-	w := j.where
-	c := &s.whereC
-	out := append(c.out[:0], w.required...)
-	defer func() { c.out = out[:0] }()
-	need, _ := w.groupNeed(ws, c.need)
-	c.need = need
-	take := func(g topology.NodeSet, k int) bool {
-		for i := cand.Next(0); i >= 0 && k > 0; i = cand.Next(i + 1) {
-			if (g.Len() == 0 || g.Has(i)) && !slices.Contains(out, i) {
-				out = append(out, i)
-				k--
-			}
-		}
-		return k == 0
+		return true
 	}
 	for k := range need {
 		if need[k] > 0 && !take(ws.groups[k], need[k]) {
@@ -555,7 +536,7 @@ func (s *Scheduler) bfWhere(now time.Time, x *job, bj *backfill.Job) {
 		return
 	}
 	if base == nil {
-		key = "index" // (chooseIn's lowest indices: base nil, chooseLowest)
+		key = "index" // (chooseIn's lowest indices: base nil)
 		if s.whereC.noNarrow {
 			base = s.anyChoiceFn() // the same choice by chooseIn's set operations
 		}
