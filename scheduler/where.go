@@ -541,6 +541,8 @@ func (s *Scheduler) bfWhere(now time.Time, x *job, bj *backfill.Job) {
 			base = s.anyChoiceFn() // the same choice by chooseIn's set operations
 		}
 	}
+	narrowed, ok := s.narrowAllowed(x, bj.Allowed, len(bj.Spread) > 0 || bj.Tasks > 0, len(bj.Components) > 0)
+	bj.Allowed = narrowed
 	if w := x.where; bj.Chooser == nil && s.graph == nil && len(w.required) > 0 && w.cons.IsZero() && !w.contiguous &&
 		len(bj.Spread) == 0 && bj.Tasks == 0 && len(bj.Components) == 0 {
 		// Only required nodes, the rest in index order: the where chooser
@@ -548,12 +550,9 @@ func (s *Scheduler) bfWhere(now time.Time, x *job, bj *backfill.Job) {
 		// planner's own choice with Required (withRequired; PreferBusy
 		// does not apply to it) — and the planner's scan at a start can
 		// then stop at those lowest ones instead of reading every node.
-		bj.Allowed, _ = s.narrowAllowed(x, bj.Allowed, false, false)
 		bj.Required = w.required
 		return
 	}
-	narrowed, ok := s.narrowAllowed(x, bj.Allowed, len(bj.Spread) > 0 || bj.Tasks > 0, len(bj.Components) > 0)
-	bj.Allowed = narrowed
 	if ok && s.oneGroupWhole(x) {
 		// One counted group giving every node (-C "rack1*2" on two
 		// nodes): the narrowed set is that group's nodes, and the where
