@@ -116,13 +116,9 @@ func (s *Scheduler) indirectOvertakers(now time.Time, j *job, sc *overtakeScan, 
 		if sc.unreserved == nil || est.OvertakersTotal > 0 || !est.Bound {
 			return
 		}
-		behind := false
-		s.pending.Ascend(func(x *job) bool {
-			if x == j {
-				behind = true
-				return true
-			}
-			if behind {
+		// The jobs behind j (j is pending, so in the queue).
+		s.pending.AscendGreaterOrEqual(j, func(x *job) bool {
+			if x != j {
 				if r, ok := s.overtakeReason(now, x); ok {
 					est.addOvertaker(x, r, true, max)
 				}

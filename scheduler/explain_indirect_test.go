@@ -82,3 +82,41 @@ func TestExplainIndirectOvertaker(t *testing.T) {
 		})
 	}
 }
+
+// TestExplainOvertakerBehindUnreserved: under EASY, a job ahead of the
+// explained job j planned later without a reservation (QOS NoReserve)
+// leaves room a released job behind j may take; replanned ahead of j, the
+// job without a reservation may then take j's nodes. Explain must name
+// the job behind j, waiting on a dependency, as an indirect overtaker,
+// and no job ahead of j or j itself.
+func TestExplainOvertakerBehindUnreserved(t *testing.T) {
+	cfg := clustertest.Mixed4()
+	cfg.Backfill = &backfill.Config{Mode: backfill.EASY, Reservations: 2, Resolution: time.Second}
+	cfg.Policy = &policy.Config{QOS: []policy.QOS{{Name: "normal"}, {Name: "standby", Flags: policy.QOSNoReserve}}}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	t0 := clustertest.Epoch
+	gpus := func(typ string, n int, limit time.Duration) scheduler.JobSpec {
+		return scheduler.JobSpec{Nodes: n, TimeLimit: limit,
+			GRESPerNode: []gres.Request{{Name: "gpu", Type: typ, Count: 8}}}
+	}
+	r1 := mustSubmit(t, s, t0, gpus("h100", 2, time.Hour))
+	mustSubmit(t, s, t0, gpus("a100", 2, 2*time.Hour))
+	mustSchedule(t, s, t0)
+	as := gpus("h100", 2, time.Hour)
+	as.QOS = "standby"
+	a := mustSubmit(t, s, t0, as)
+	j := mustSubmit(t, s, t0, gpus("a100", 2, time.Hour))
+	bs := gpus("", 1, time.Hour)
+	bs.Dependency = fmt.Sprintf("afterany:%d", r1)
+	b := mustSubmit(t, s, t0, bs)
+	mustSchedule(t, s, t0)
+
+	ex, err := s.Explain(t0, j, scheduler.ExplainOptions{})
+	require.NoError(t, err)
+	est := ex.Estimate
+	require.Equal(t, t0.Add(2*time.Hour), est.Start, "j planned when the a100 job ends")
+	assert.False(t, est.Bound, "b may take a's room, and a j's nodes: no promise")
+	require.Len(t, est.Overtakers, 1, "overtakers %v (a is %d)", est.Overtakers, a)
+	assert.Equal(t, scheduler.Overtaker{Job: b, Reason: policy.ReasonDependency, Indirect: true}, est.Overtakers[0])
+}

@@ -46,10 +46,7 @@ func (s *Scheduler) gpuNodeCount(spec JobSpec, accepting bool, was *job) (*job, 
 	case spec.NodesMax < 0 || spec.NodesMax > MaxNodesPerJob:
 		return nil, fmt.Errorf("%w: NodesMax %d out of range [0, %d]", ErrInvalidJob, spec.NodesMax, MaxNodesPerJob)
 	}
-	lo := max(spec.Nodes, 1)
-	if spec.Tasks > 0 && spec.TasksPerNode > 0 {
-		lo = max(lo, (spec.Tasks+spec.TasksPerNode-1)/spec.TasksPerNode)
-	}
+	lo := minNodesOf(&spec)
 	hi := spec.NodesMax
 	if hi == 0 {
 		// Every node takes at least one task and one of the GPUs.

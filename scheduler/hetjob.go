@@ -335,8 +335,8 @@ func (s *Scheduler) hetMayStart(now time.Time, j *job) bool {
 			return false
 		}
 	}
-	_, _, never := s.hetLimit(comps, false)
-	return !never
+	_, never := s.hetLimits(comps, false)
+	return !never.ok
 }
 
 // hetPending returns the pending components of j's heterogeneous job.
@@ -356,8 +356,8 @@ func (s *Scheduler) hetPending(j *job) []*job {
 
 // bfHetJob is the planner's input for the heterogeneous job of pending
 // component j, when j is its first pending component in queue order and
-// every pending component may be planned (their own constraints pass);
-// false otherwise (the job is then planned at that component's turn, or
+// every pending component may be planned (their own constraints pass;
+// j's own backfillPass has checked before it asks); false otherwise (the job is then planned at that component's turn, or
 // not at all this cycle).
 func (s *Scheduler) bfHetJob(now time.Time, j *job) (backfill.Job, bool) {
 	comps := s.hetPending(j)
@@ -370,6 +370,9 @@ func (s *Scheduler) bfHetJob(now time.Time, j *job) (backfill.Job, bool) {
 		}
 	}
 	for _, c := range comps {
+		if c == j {
+			continue // backfillPass has just considered j itself
+		}
 		// As backfillPass considers a job: its own constraints pass, or
 		// hold it only on concurrent limits (then it is planned, as any
 		// limit-held job, at the time they allow).
@@ -380,10 +383,10 @@ func (s *Scheduler) bfHetJob(now time.Time, j *job) (backfill.Job, bool) {
 				ok = s.limitHeld(now, c)
 			}
 		}
-		if ok && c != j && s.outsidePlan(c) {
+		if ok && s.outsidePlan(c) {
 			ok = false
 		}
-		if ok && c != j {
+		if ok {
 			if nb := s.neverBlocker(now, c); nb.Blocked() {
 				s.setReason(c, nb.Reason)
 				ok = false
@@ -396,15 +399,15 @@ func (s *Scheduler) bfHetJob(now time.Time, j *job) (backfill.Job, bool) {
 	// The components together (hetlimits.go): above a limit even with
 	// nothing else running, the job is not planned; above what the
 	// running jobs leave, it waits with that limit's reason.
-	if held, _, ok := s.hetLimit(comps, true); ok {
+	if held, never := s.hetLimits(comps, true); held.ok {
 		// (Above a limit with nothing running is above it now too.)
-		if sl, _, never := s.hetLimit(comps, false); never {
+		if never.ok {
 			for _, c := range comps {
-				s.setReason(c, sl.Blocker.Reason)
+				s.setReason(c, never.sl.Blocker.Reason)
 			}
 			return backfill.Job{}, false
 		}
-		s.hetLimitHeld(comps, held)
+		s.hetLimitHeld(comps, held.sl)
 	}
 	return s.hetBackfillJob(j, comps, func(c *job) backfill.Job {
 		return s.bfJob(now, c, s.allowedNodes(c.shape), c.shape)

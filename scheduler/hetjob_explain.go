@@ -72,10 +72,10 @@ func (s *Scheduler) explainHet(now time.Time, j *job) *HetExplanation {
 		}
 	}
 	if pend := s.hetPending(j); len(pend) > 1 {
-		if sl, sum, ok := s.hetLimit(pend, false); ok {
-			he.Limit, he.Never = hetLimitText(sl, sum, 0), true
-		} else if sl, sum, ok := s.hetLimit(pend, true); ok {
-			he.Limit = hetLimitText(sl, sum, sl.Used)
+		if held, never := s.hetLimits(pend, true); never.ok {
+			he.Limit, he.Never = hetLimitText(never.sl, never.sum, 0), true
+		} else if held.ok {
+			he.Limit = hetLimitText(held.sl, held.sum, held.sl.Used)
 		}
 	}
 	var latest time.Time

@@ -20,9 +20,9 @@ import (
 //   - a job whose components together exceed a limit or a license pool
 //     with nothing else running is left out of the plan, each component
 //     pending with that limit's reason, and Explain says why it can never
-//     start (hetLimit without the running jobs);
+//     start (hetLimits' never);
 //   - a job whose components together do not fit what runs now waits with
-//     that limit's reason (hetLimit with the running jobs), and is planned
+//     that limit's reason (hetLimits' held), and is planned
 //     as any limit-held job: each component's plan entry carries its own
 //     uses, which the planner counts with those of the components before
 //     it, so the co-start search finds the earliest time at which every
@@ -32,47 +32,35 @@ import (
 //   - the start checks each component's limits with the components before
 //     it counted, and the licenses of all (startHet).
 
-// hetLimit returns the first concurrent limit or license pool that the
+// hetExcess is a concurrent limit or license pool that a heterogeneous
+// job's pending components exceed together (see hetLimits): sl is its
+// slot (sl.Used what is counted there besides the components), sum what
+// all the components add to its counter; ok is false when none is
+// exceeded.
+type hetExcess struct {
+	sl  policy.Slot
+	sum int64
+	ok  bool
+}
+
+// hetLimits returns the first concurrent limit or license pool that the
 // pending components comps, in offset order, exceed together: each
 // component's amount is counted with the components' before it, on top
-// of what the running jobs hold (withRunning; sl.Used is then that) or
-// of nothing (the job can then never start as it is). sum is what all
-// the components add to that counter; ok is false when none is exceeded.
-func (s *Scheduler) hetLimit(comps []*job, withRunning bool) (sl policy.Slot, sum int64, ok bool) {
+// of what the running jobs hold (held, computed only when withRunning;
+// sl.Used is then that) and on top of nothing (never: the job can then
+// never start as it is). Both come from one walk of the components.
+func (s *Scheduler) hetLimits(comps []*job, withRunning bool) (held, never hetExcess) {
 	if len(comps) < 2 {
-		return policy.Slot{}, 0, false
+		return hetExcess{}, hetExcess{}
 	}
 	if len(s.lic.names) > 0 {
-		var used []int64 // what the running jobs hold, walked for the first license asked
-		sums := make([]int64, len(s.lic.names))
-		hit := -1
-		for _, c := range comps {
-			for _, l := range c.Spec.Licenses {
-				k, known := s.lic.byName[l.Name]
-				if !known {
-					continue
-				}
-				if withRunning && used == nil {
-					used = s.licenseUse()
-				}
-				sums[k] += l.Count
-				u := int64(0)
-				if used != nil {
-					u = used[k]
-				}
-				if hit < 0 && u+sums[k] > s.lic.total[k] {
-					hit = k
-					sl = s.licenseSlot(k)
-					sl.Used = u
-				}
-			}
-		}
-		if hit >= 0 {
-			return sl, sums[hit], true
+		held, never = s.hetLicenseExcess(comps, withRunning)
+		if never.ok && (held.ok || !withRunning) {
+			return held, never
 		}
 	}
 	if s.pol == nil {
-		return policy.Slot{}, 0, false
+		return held, never
 	}
 	type keySum struct {
 		key policy.CounterKey
@@ -80,7 +68,8 @@ func (s *Scheduler) hetLimit(comps []*job, withRunning bool) (sl policy.Slot, su
 	}
 	var sums []keySum
 	var slots []policy.Slot
-	hit := -1
+	heldHit, neverHit := -1, -1
+	var heldSl, neverSl policy.Slot
 	for _, c := range comps {
 		req := s.policyRequest(c)
 		slots = s.pol.p.Slots(&req, s.pol.usage, slots[:0])
@@ -96,20 +85,55 @@ func (s *Scheduler) hetLimit(comps []*job, withRunning bool) (sl policy.Slot, su
 				sums = append(sums, keySum{key: x.Key})
 			}
 			sums[i].sum += x.Add
-			used := int64(0)
-			if withRunning {
-				used = x.Used
+			if neverHit < 0 && sums[i].sum > x.Limit {
+				neverHit, neverSl = i, x
+				neverSl.Used = 0
 			}
-			if hit < 0 && used+sums[i].sum > x.Limit {
-				hit, sl = i, x
-				sl.Used = used
+			if withRunning && heldHit < 0 && x.Used+sums[i].sum > x.Limit {
+				heldHit, heldSl = i, x
 			}
 		}
 	}
-	if hit >= 0 {
-		return sl, sums[hit].sum, true
+	if !held.ok && heldHit >= 0 {
+		held = hetExcess{sl: heldSl, sum: sums[heldHit].sum, ok: true}
 	}
-	return policy.Slot{}, 0, false
+	if !never.ok && neverHit >= 0 {
+		never = hetExcess{sl: neverSl, sum: sums[neverHit].sum, ok: true}
+	}
+	return held, never
+}
+
+// hetLicenseExcess is hetLimits for the license pools alone.
+func (s *Scheduler) hetLicenseExcess(comps []*job, withRunning bool) (held, never hetExcess) {
+	var used []int64 // what the running jobs hold, walked for the first license asked
+	sums := make([]int64, len(s.lic.names))
+	heldHit, neverHit := -1, -1
+	for _, c := range comps {
+		for _, l := range c.Spec.Licenses {
+			k, known := s.lic.byName[l.Name]
+			if !known {
+				continue
+			}
+			if withRunning && used == nil {
+				used = s.licenseUse()
+			}
+			sums[k] += l.Count
+			if neverHit < 0 && sums[k] > s.lic.total[k] {
+				neverHit = k
+			}
+			if used != nil && heldHit < 0 && used[k]+sums[k] > s.lic.total[k] {
+				heldHit = k
+			}
+		}
+	}
+	if heldHit >= 0 {
+		held = hetExcess{sl: s.licenseSlot(heldHit), sum: sums[heldHit], ok: true}
+		held.sl.Used = used[heldHit]
+	}
+	if neverHit >= 0 {
+		never = hetExcess{sl: s.licenseSlot(neverHit), sum: sums[neverHit], ok: true}
+	}
+	return held, never
 }
 
 // hetLimitText says how a heterogeneous job's components exceed slot sl
@@ -133,9 +157,8 @@ func (s *Scheduler) hetNeverNote(j *job) string {
 	if j.HetJobID == 0 {
 		return ""
 	}
-	comps := s.hetPending(j)
-	if sl, sum, ok := s.hetLimit(comps, false); ok {
-		return "it can never start: " + hetLimitText(sl, sum, 0) + " even with no other job running"
+	if _, never := s.hetLimits(s.hetPending(j), false); never.ok {
+		return "it can never start: " + hetLimitText(never.sl, never.sum, 0) + " even with no other job running"
 	}
 	return ""
 }
@@ -146,20 +169,8 @@ func (s *Scheduler) hetLicensesFree(comps []*job) bool {
 	if len(s.lic.names) == 0 {
 		return true
 	}
-	var used []int64 // what the running jobs hold, walked for the first license asked
-	for _, c := range comps {
-		for _, l := range c.Spec.Licenses {
-			if k, ok := s.lic.byName[l.Name]; ok {
-				if used == nil {
-					used = s.licenseUse()
-				}
-				if used[k] += l.Count; used[k] > s.lic.total[k] {
-					return false
-				}
-			}
-		}
-	}
-	return true
+	held, _ := s.hetLicenseExcess(comps, true)
+	return !held.ok
 }
 
 // hetLimitHeld gives the pending components comps of a heterogeneous
@@ -179,16 +190,15 @@ func (s *Scheduler) hetLimitHeld(comps []*job, sl policy.Slot) {
 // license pool with what runs now (or even with nothing running); false
 // when they do not.
 func (s *Scheduler) hetBlocker(j *job) (Blocker, bool) {
-	comps := s.hetPending(j)
-	sl, sum, ok := s.hetLimit(comps, true)
-	if !ok {
+	held, never := s.hetLimits(s.hetPending(j), true)
+	if !held.ok {
 		return Blocker{}, false
 	}
 	var d string
-	if nsl, nsum, never := s.hetLimit(comps, false); never {
-		d = hetLimitText(nsl, nsum, 0) + " even with no other job running: it can never start as it is"
+	if never.ok {
+		d = hetLimitText(never.sl, never.sum, 0) + " even with no other job running: it can never start as it is"
 	} else {
-		d = hetLimitText(sl, sum, sl.Used)
+		d = hetLimitText(held.sl, held.sum, held.sl.Used)
 	}
-	return Blocker{Kind: BlockerLimit, Reason: sl.Blocker.Reason, Detail: d}, true
+	return Blocker{Kind: BlockerLimit, Reason: held.sl.Blocker.Reason, Detail: d}, true
 }

@@ -244,20 +244,15 @@ func runHetLimitPlan(t *testing.T, seed uint64, mode backfill.Mode) (hets, never
 		}
 		arrivals = append(arrivals, a)
 	}
+	r := newLimitReplay(t, s, now)
 	first := map[scheduler.JobID]time.Time{}
-	started := map[scheduler.JobID]time.Time{}
-	ends := map[scheduler.JobID]time.Time{}
-	pending := map[scheduler.JobID]bool{}
+	started, pending := r.started, r.pending
 	nevers := map[scheduler.JobID]bool{}
 	group := map[scheduler.JobID][]scheduler.JobID{}
 	resv := map[scheduler.JobID][]time.Time{} // EASY: reservations held
 	for guard := 0; guard < 5000; guard++ {
-		for id, end := range ends {
-			if !end.After(now) {
-				require.NoError(t, s.Finish(now, id, 0))
-				delete(ends, id)
-			}
-		}
+		now := r.now
+		r.finishDue()
 		for len(arrivals) > 0 && !arrivals[0].at.After(now) {
 			a := arrivals[0]
 			arrivals = arrivals[1:]
@@ -277,19 +272,8 @@ func runHetLimitPlan(t *testing.T, seed uint64, mode backfill.Mode) (hets, never
 				nevers[id] = cpus > 8 || len(ids) > 2
 			}
 		}
-		cyc := mustSchedule(t, s, now)
-		for _, st := range cyc.Starts {
-			j, _ := s.Job(st.Job)
-			started[st.Job] = now
-			ends[st.Job] = now.Add(j.TimeLimit)
-			delete(pending, st.Job)
-		}
-		next := time.Time{}
-		soon := func(x time.Time) {
-			if x.After(now) && (next.IsZero() || x.Before(next)) {
-				next = x
-			}
-		}
+		cyc := r.cycle()
+		soon := r.soon
 		firstWaiting := scheduler.JobID(0)
 		for _, p := range cyc.Pending {
 			where := fmt.Sprintf("seed %d at %v: job %d (%v)", seed, now.Sub(clustertest.Epoch), p.Job, p.Reason)
@@ -318,16 +302,13 @@ func runHetLimitPlan(t *testing.T, seed uint64, mode backfill.Mode) (hets, never
 			}
 			soon(p.ExpectedStart)
 		}
-		for _, e := range ends {
-			soon(e)
-		}
+		var arrival time.Time
 		if len(arrivals) > 0 {
-			soon(arrivals[0].at)
+			arrival = arrivals[0].at
 		}
-		if next.IsZero() {
+		if !r.advance(arrival) {
 			break
 		}
-		now = next
 	}
 	for id := range pending {
 		require.True(t, nevers[id], "seed %d: job %d never ran", seed, id)

@@ -81,6 +81,69 @@ func TestLimitPlanExpectedStartIsAnUpperBound(t *testing.T) {
 	}
 }
 
+// limitReplay steps a random workload through a scheduler for the limit
+// plan tests: the jobs whose time limit is up finish, each cycle's starts
+// are recorded, and time moves on to the earliest next event.
+type limitReplay struct {
+	t         *testing.T
+	s         *scheduler.Scheduler
+	now, next time.Time
+	started   map[scheduler.JobID]time.Time // actual start
+	ends      map[scheduler.JobID]time.Time // of the running jobs
+	pending   map[scheduler.JobID]bool
+}
+
+func newLimitReplay(t *testing.T, s *scheduler.Scheduler, now time.Time) *limitReplay {
+	return &limitReplay{t: t, s: s, now: now, started: map[scheduler.JobID]time.Time{},
+		ends: map[scheduler.JobID]time.Time{}, pending: map[scheduler.JobID]bool{}}
+}
+
+// finishDue finishes every running job whose time limit is up.
+func (r *limitReplay) finishDue() {
+	for id, end := range r.ends {
+		if !end.After(r.now) {
+			require.NoError(r.t, r.s.Finish(r.now, id, 0))
+			delete(r.ends, id)
+		}
+	}
+}
+
+// cycle runs a scheduling cycle at now and records its starts.
+func (r *limitReplay) cycle() scheduler.Cycle {
+	cyc := mustSchedule(r.t, r.s, r.now)
+	for _, st := range cyc.Starts {
+		j, _ := r.s.Job(st.Job)
+		r.started[st.Job] = r.now
+		r.ends[st.Job] = r.now.Add(j.TimeLimit)
+		delete(r.pending, st.Job)
+	}
+	r.next = time.Time{}
+	return cyc
+}
+
+// soon makes x the next event when it is after now and before the
+// earliest so far.
+func (r *limitReplay) soon(x time.Time) {
+	if x.After(r.now) && (r.next.IsZero() || x.Before(r.next)) {
+		r.next = x
+	}
+}
+
+// advance moves now on to the next event: the earliest of those soon was
+// given, the running jobs' ends and arrival (zero: none); false when
+// there is none.
+func (r *limitReplay) advance(arrival time.Time) bool {
+	for _, e := range r.ends {
+		r.soon(e)
+	}
+	r.soon(arrival)
+	if r.next.IsZero() {
+		return false
+	}
+	r.now = r.next
+	return true
+}
+
 func runLimitPlan(t *testing.T, seed uint64, mode backfill.Mode) (held, exact int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 19))
@@ -103,19 +166,14 @@ func runLimitPlan(t *testing.T, seed uint64, mode backfill.Mode) (held, exact in
 		}
 		arrivals = append(arrivals, arrival{at, spec})
 	}
-	first := map[scheduler.JobID]time.Time{}   // first expected start given
-	started := map[scheduler.JobID]time.Time{} // actual start
-	ends := map[scheduler.JobID]time.Time{}
+	r := newLimitReplay(t, s, now)
+	first := map[scheduler.JobID]time.Time{} // first expected start given
+	started, pending := r.started, r.pending
 	resv := map[scheduler.JobID][]time.Time{} // EASY: reservations held
 	never := map[scheduler.JobID]bool{}
-	pending := map[scheduler.JobID]bool{}
 	for guard := 0; guard < 5000; guard++ {
-		for id, end := range ends {
-			if !end.After(now) {
-				require.NoError(t, s.Finish(now, id, 0))
-				delete(ends, id)
-			}
-		}
+		now := r.now
+		r.finishDue()
 		for len(arrivals) > 0 && !arrivals[0].at.After(now) {
 			id := mustSubmit(t, s, now, arrivals[0].spec)
 			pending[id] = true
@@ -124,19 +182,8 @@ func runLimitPlan(t *testing.T, seed uint64, mode backfill.Mode) (held, exact in
 			}
 			arrivals = arrivals[1:]
 		}
-		cyc := mustSchedule(t, s, now)
-		for _, st := range cyc.Starts {
-			j, _ := s.Job(st.Job)
-			started[st.Job] = now
-			ends[st.Job] = now.Add(j.TimeLimit)
-			delete(pending, st.Job)
-		}
-		next := time.Time{}
-		soon := func(x time.Time) {
-			if x.After(now) && (next.IsZero() || x.Before(next)) {
-				next = x
-			}
-		}
+		cyc := r.cycle()
+		soon := r.soon
 		firstWaiting := true
 		for _, p := range cyc.Pending {
 			where := fmt.Sprintf("seed %d %v at %v: job %d (%v)", seed, mode, now.Sub(clustertest.Epoch), p.Job, p.Reason)
@@ -163,16 +210,13 @@ func runLimitPlan(t *testing.T, seed uint64, mode backfill.Mode) (held, exact in
 			}
 			soon(p.ExpectedStart)
 		}
-		for _, e := range ends {
-			soon(e)
-		}
+		var arrival time.Time
 		if len(arrivals) > 0 {
-			soon(arrivals[0].at)
+			arrival = arrivals[0].at
 		}
-		if next.IsZero() {
+		if !r.advance(arrival) {
 			break
 		}
-		now = next
 	}
 	for id := range pending {
 		require.True(t, never[id], "seed %d: job %d never ran", seed, id)

@@ -370,7 +370,6 @@ func (s *Scheduler) addNode(now time.Time, e AddNodeEvent) error {
 		s.noteCapacity()
 	}
 	s.nodeIndexChanged()
-	s.refreshClaim() // the kept profile is unreadable once the claim dimension changes
 	s.recountGPUJobs(in)
 	s.last = now
 	return nil
@@ -424,13 +423,15 @@ func (s *Scheduler) nodesChanged() {
 
 // nodeIndexChanged drops what the node list invalidates besides the kept
 // backfill profile: the shapes' cached candidate counts and the policy
-// version.
+// version. It recomputes the weight tiers and the claim dimension (the
+// kept profile is unreadable once that changes).
 func (s *Scheduler) nodeIndexChanged() {
 	for _, sh := range s.shapes {
 		sh.stamp = 0
 	}
 	s.policyVersion = ""
 	s.refreshWeightTiers()
+	s.refreshClaim()
 }
 
 // removeNode removes the named node (see RemoveNode).
@@ -459,7 +460,6 @@ func (s *Scheduler) removeNode(now time.Time, name string) error {
 	if err := s.tombstone(i, name, now); err != nil {
 		return err
 	}
-	s.refreshClaim() // the kept profile is unreadable once the claim dimension changes
 	s.recountGPUJobs(in)
 	s.last = now
 	return nil
@@ -596,7 +596,6 @@ func (s *Scheduler) updateNode(now time.Time, e UpdateNodeEvent) error {
 	for k := range in {
 		in[k] = in[k] || oldIn[k]
 	}
-	s.refreshClaim() // the kept profile is unreadable once the claim dimension changes
 	s.recountGPUJobs(in)
 	s.last = now
 	return nil

@@ -235,7 +235,7 @@ func (s *Scheduler) chooseWhere(j *job, cand topology.NodeSet, n int, base nodeC
 
 // chooseIn picks n nodes of cand: the required ones, then for each
 // counted group the nodes it still needs, then the rest, each choice made
-// by base (nil: the lowest indices, chooseLowest); contiguous requests
+// by base (nil: the lowest indices, as anyChoice, read off cand directly); contiguous requests
 // take the lightest window of n consecutive nodes that holds them all
 // (and, with h, whose rooms hold the tasks). ws is the constraint's node
 // sets; the result is a new slice.
@@ -252,69 +252,50 @@ func (s *Scheduler) chooseIn(j *job, ws *whereSets, cand topology.NodeSet, n int
 	if w.contiguous {
 		return s.chooseContiguous(j, ws, cand, n, h)
 	}
-	if base == nil {
-		return s.chooseLowest(j, ws, cand, n)
-	}
 	c := &s.whereC
 	out := append(c.out[:0], w.required...)
 	defer func() { c.out = out[:0] }()
 	// Required nodes count toward the first group they satisfy.
 	need, _ := w.groupNeed(ws, c.need)
 	c.need = need
-	rest := scratchSet(&c.rest, cand.Len())
-	rest.CopyFrom(cand)
-	for _, i := range out {
-		rest.Remove(i)
-	}
-	sub := scratchSet(&c.sub, cand.Len())
-	for k := range need {
-		if need[k] == 0 {
-			continue
+	var rest, sub topology.NodeSet // with base: the candidates not taken, scratch
+	if base != nil {
+		rest = scratchSet(&c.rest, cand.Len())
+		rest.CopyFrom(cand)
+		for _, i := range out {
+			rest.Remove(i)
 		}
-		sub.CopyFrom(rest)
-		sub.IntersectWith(ws.groups[k])
-		pick := base(sub, need[k])
+		sub = scratchSet(&c.sub, cand.Len())
+	}
+	// take adds k candidates not taken yet, members of g (any node when g
+	// is the empty set), to out; false when there are too few.
+	take := func(g topology.NodeSet, k int) bool {
+		if base == nil {
+			// The lowest indices (anyChoice), read off cand in one
+			// ascending walk instead of set operations over every node.
+			for i := cand.Next(0); i >= 0 && k > 0; i = cand.Next(i + 1) {
+				if (g.Len() == 0 || g.Has(i)) && !slices.Contains(out, i) {
+					out = append(out, i)
+					k--
+				}
+			}
+			return k == 0
+		}
+		from := rest
+		if g.Len() > 0 {
+			sub.CopyFrom(rest)
+			sub.IntersectWith(g)
+			from = sub
+		}
+		pick := base(from, k)
 		if pick == nil {
-			return nil
+			return false
 		}
 		for _, i := range pick {
 			rest.Remove(i)
 		}
 		out = append(out, pick...)
-	}
-	if k := n - len(out); k > 0 {
-		pick := base(rest, k)
-		if pick == nil {
-			return nil
-		}
-		out = append(out, pick...)
-	} else if k < 0 {
-		return nil
-	}
-	slices.Sort(out)
-	return slices.Clone(out)
-}
-
-// chooseLowest is chooseIn with the lowest indices as the base choice
-// (anyChoice), read off cand in one ascending walk per counted group and
-// one for the rest instead of set operations over every node: the
-// required nodes (all in cand), then for each group the lowest members it
-// still needs among those not taken, then the lowest others.
-func (s *Scheduler) chooseLowest(j *job, ws *whereSets, cand topology.NodeSet, n int) []int {
-	w := j.where
-	c := &s.whereC
-	out := append(c.out[:0], w.required...)
-	defer func() { c.out = out[:0] }()
-	need, _ := w.groupNeed(ws, c.need)
-	c.need = need
-	take := func(g topology.NodeSet, k int) bool {
-		for i := cand.Next(0); i >= 0 && k > 0; i = cand.Next(i + 1) {
-			if (g.Len() == 0 || g.Has(i)) && !slices.Contains(out, i) {
-				out = append(out, i)
-				k--
-			}
-		}
-		return k == 0
+		return true
 	}
 	for k := range need {
 		if need[k] > 0 && !take(ws.groups[k], need[k]) {
@@ -555,11 +536,13 @@ func (s *Scheduler) bfWhere(now time.Time, x *job, bj *backfill.Job) {
 		return
 	}
 	if base == nil {
-		key = "index" // (chooseIn's lowest indices: base nil, chooseLowest)
+		key = "index" // (chooseIn's lowest indices: base nil)
 		if s.whereC.noNarrow {
 			base = s.anyChoiceFn() // the same choice by chooseIn's set operations
 		}
 	}
+	narrowed, ok := s.narrowAllowed(x, bj.Allowed, len(bj.Spread) > 0 || bj.Tasks > 0, len(bj.Components) > 0)
+	bj.Allowed = narrowed
 	if w := x.where; bj.Chooser == nil && s.graph == nil && len(w.required) > 0 && w.cons.IsZero() && !w.contiguous &&
 		len(bj.Spread) == 0 && bj.Tasks == 0 && len(bj.Components) == 0 {
 		// Only required nodes, the rest in index order: the where chooser
@@ -567,12 +550,9 @@ func (s *Scheduler) bfWhere(now time.Time, x *job, bj *backfill.Job) {
 		// planner's own choice with Required (withRequired; PreferBusy
 		// does not apply to it) — and the planner's scan at a start can
 		// then stop at those lowest ones instead of reading every node.
-		bj.Allowed, _ = s.narrowAllowed(x, bj.Allowed, false, false)
 		bj.Required = w.required
 		return
 	}
-	narrowed, ok := s.narrowAllowed(x, bj.Allowed, len(bj.Spread) > 0 || bj.Tasks > 0, len(bj.Components) > 0)
-	bj.Allowed = narrowed
 	if ok && s.oneGroupWhole(x) {
 		// One counted group giving every node (-C "rack1*2" on two
 		// nodes): the narrowed set is that group's nodes, and the where
@@ -588,22 +568,16 @@ func (s *Scheduler) bfWhere(now time.Time, x *job, bj *backfill.Job) {
 	bj.Required = x.where.required
 }
 
-// oneGroupWhole reports whether job x's where request is one counted
-// group that gives all of x's nodes, and nothing else to meet (no
-// required nodes, not contiguous, not a matching OR): every choice of
-// x.nodes nodes of the group then meets it.
+// oneGroupWhole reports, for job x whose allowed set narrowAllowed has
+// narrowed, whether x's where request is one counted group that gives all
+// of x's nodes, and nothing else to meet (no required nodes, not
+// contiguous, not a matching OR): every choice of x.nodes nodes of the
+// group then meets it. The narrowing already found the required nodes
+// and what the groups need to make x.nodes, so with no required nodes
+// the one group gives them all; its count is not taken again.
 func (s *Scheduler) oneGroupWhole(x *job) bool {
 	w := x.where
-	if w.cons.Kind() == feature.KindMatchingOR || len(w.required) > 0 || w.contiguous {
-		return false
-	}
-	ws := s.setsOf(w)
-	if len(ws.groups) != 1 {
-		return false
-	}
-	need, total := w.groupNeed(ws, s.whereC.need)
-	s.whereC.need = need
-	return total == x.nodes
+	return w.cons.Kind() != feature.KindMatchingOR && len(w.required) == 0 && !w.contiguous && len(s.setsOf(w).groups) == 1
 }
 
 // whereAlternatives returns the node sets of job x's matching OR

@@ -11,7 +11,7 @@ import (
 )
 
 // TestChooseLowestMatchesChooseIn compares the where chooser's one-walk
-// choice of the lowest indices (base nil, chooseLowest) with the same
+// choice of the lowest indices (base nil: the ascending walk) with the same
 // choice made by chooseIn's set operations around anyChoice, over random
 // counted constraints with overlapping groups, required nodes and
 // candidate sets: the same nodes, or nil for both.
@@ -63,7 +63,7 @@ func TestChooseLowestMatchesChooseIn(t *testing.T) {
 		got := s.chooseIn(j, ws, cand, n, nil, nil)
 		want := s.chooseIn(j, ws, cand, n, s.anyChoice, nil)
 		if !slices.Equal(got, want) {
-			t.Fatalf("iter %d: %s required %v n=%d cand %v: chooseLowest %v, chooseIn %v", iter, cons, required, n, cand.AppendTo(nil), got, want)
+			t.Fatalf("iter %d: %s required %v n=%d cand %v: lowest walk %v, set operations %v", iter, cons, required, n, cand.AppendTo(nil), got, want)
 		}
 		if got != nil {
 			found++

@@ -77,12 +77,15 @@ func (h *taskHold) holds(nodes []int) bool {
 // when the nodes are busy.
 const maxWhereTaskCounts = 32
 
-// taskMinNodes is the fewest nodes job j's spec allows: -N, or the tasks
-// over --ntasks-per-node.
-func (j *job) taskMinNodes() int {
-	n := max(j.Spec.Nodes, 1)
-	if j.Spec.Tasks > 0 && j.Spec.TasksPerNode > 0 {
-		n = max(n, (j.Spec.Tasks+j.Spec.TasksPerNode-1)/j.Spec.TasksPerNode)
+// taskMinNodes is the fewest nodes job j's spec allows (minNodesOf).
+func (j *job) taskMinNodes() int { return minNodesOf(&j.Spec) }
+
+// minNodesOf is the fewest nodes spec allows: -N (at least 1), or the
+// tasks over --ntasks-per-node.
+func minNodesOf(spec *JobSpec) int {
+	n := max(spec.Nodes, 1)
+	if spec.Tasks > 0 && spec.TasksPerNode > 0 {
+		n = max(n, (spec.Tasks+spec.TasksPerNode-1)/spec.TasksPerNode)
 	}
 	return n
 }
