@@ -68,8 +68,8 @@ func SettlePasses(s *Scheduler) uint64 { return s.settlePasses }
 // WhereNarrowOff makes the backfill plan give where jobs their whole
 // allowed set and the where chooser (no narrowAllowed, no matching-OR
 // alternatives, no shortcut for one counted group, the lowest indices
-// chosen by chooseIn's set operations rather than chooseLowest), so tests
-// can check that those change no decision.
+// chosen through anyChoice rather than chooseIn's ascending walk), so
+// tests can check that those change no decision.
 func WhereNarrowOff(s *Scheduler) { s.whereC.noNarrow = true }
 
 // KeptProfileMismatch brings a clone of the kept backfill profile to now
