@@ -357,8 +357,8 @@ func (s *Scheduler) hetPending(j *job) []*job {
 // bfHetJob is the planner's input for the heterogeneous job of pending
 // component j, when j is its first pending component in queue order and
 // every pending component may be planned (their own constraints pass;
-// j's own backfillPass has checked before it asks); false otherwise (the job is then planned at that component's turn, or
-// not at all this cycle).
+// backfillPass has checked j's before it asks); false otherwise (the job
+// is then planned at that component's turn, or not at all this cycle).
 func (s *Scheduler) bfHetJob(now time.Time, j *job) (backfill.Job, bool) {
 	comps := s.hetPending(j)
 	if len(comps) == 0 {

@@ -235,10 +235,10 @@ func (s *Scheduler) chooseWhere(j *job, cand topology.NodeSet, n int, base nodeC
 
 // chooseIn picks n nodes of cand: the required ones, then for each
 // counted group the nodes it still needs, then the rest, each choice made
-// by base (nil: the lowest indices, as anyChoice, read off cand directly); contiguous requests
-// take the lightest window of n consecutive nodes that holds them all
-// (and, with h, whose rooms hold the tasks). ws is the constraint's node
-// sets; the result is a new slice.
+// by base (nil: the lowest indices, as anyChoice, read off cand directly);
+// contiguous requests take the lightest window of n consecutive nodes that
+// holds them all (and, with h, whose rooms hold the tasks). ws is the
+// constraint's node sets; the result is a new slice.
 func (s *Scheduler) chooseIn(j *job, ws *whereSets, cand topology.NodeSet, n int, base nodeChoice, h *taskHold) []int {
 	w := j.where
 	for _, i := range w.required {
