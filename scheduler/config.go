@@ -42,6 +42,10 @@ var (
 // Config describes a cluster: its nodes and partitions. Zero values of
 // optional fields mean Slurm's default, as documented on each field.
 type Config struct {
+	// Telemetry says how jobs' telemetry is folded and when a job is
+	// allocated but idle (see TelemetryEvent); the zero value folds
+	// readings and calls no job idle.
+	Telemetry TelemetryConfig `json:",omitzero"`
 	// Nodes are the compute nodes, in index order. Node indices used in
 	// allocations and NodeSets are positions in this slice.
 	Nodes []NodeConfig
@@ -399,6 +403,9 @@ func (c *Config) validate() (*topology.Graph, error) {
 		return nil, fmt.Errorf("%w: JobRequeue %v unknown", ErrInvalidConfig, c.JobRequeue)
 	}
 	if err := c.SelectTypeParameters.validate(); err != nil {
+		return nil, err
+	}
+	if err := c.Telemetry.Validate(); err != nil {
 		return nil, err
 	}
 	names := make(map[string]int, len(c.Nodes))

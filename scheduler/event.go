@@ -485,6 +485,8 @@ func decodeEvent(k EventKind, raw json.RawMessage) (Event, error) {
 		return decodeAs[DownNodeEvent](k, raw)
 	case KindDeviceHealth:
 		return decodeAs[DeviceHealthEvent](k, raw)
+	case KindTelemetry:
+		return decodeAs[TelemetryEvent](k, raw)
 	case KindAddReservation:
 		return decodeAs[AddReservationEvent](k, raw)
 	case KindRemoveReservation:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/telemetry"
 	"github.com/sluicehq/sluice/topology"
 )
 
@@ -376,6 +377,10 @@ type Job struct {
 	LastCheckpoint time.Time
 	// LostGPUSeconds is the GPU work preemption destroyed in this job.
 	LostGPUSeconds float64
+	// Usage is what the job did with its allocation over all its runs,
+	// folded from its telemetry (TelemetryEvent); nil until a reading
+	// arrives.
+	Usage *telemetry.Usage `json:",omitempty"`
 	// Hold is the job's hold (Scheduler.Hold, JobSpec.Hold, RequeueJob
 	// with hold): a held pending job never starts, has priority 0 and
 	// pends with JobHeldUser or JobHeldAdmin. A running job may be held

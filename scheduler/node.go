@@ -77,6 +77,8 @@ type node struct {
 	reason      string
 	since       time.Time
 	jobs        []JobID // running jobs, in start order
+	// tel holds the devices' last telemetry counters (telemetry.go).
+	tel nodeTelemetry
 	// touched is the journal epoch the node was last saved in, at
 	// saved among the journal's node saves (see Scheduler.saveNode).
 	touched uint64

@@ -99,6 +99,8 @@ type Scheduler struct {
 	suspended []*job
 	// billMode is how billing weights combine (Config.BillingMode).
 	billMode gres.BillingMode
+	// telCfg is Config.Telemetry.
+	telCfg TelemetryConfig
 	gpuOrder gres.DeviceOrder // Config.GPUOrder
 	// arrays holds the job arrays by array job ID; maxArray bounds indices.
 	arrays   map[JobID]*array
@@ -257,6 +259,10 @@ type job struct {
 	// cons is JobSpec.Constraint parsed (its per-node part is in the
 	// shape) and where the rest of where the job may run (nil: nothing
 	// beyond its shape); see where.go.
+	// tel is the job's telemetry (nil until its first reading; see
+	// telemetry.go). A new run gets a new value (copy on write), so the
+	// undo journal's copy of the job keeps the old one.
+	tel *jobTelemetry
 	cons  feature.Constraint
 	where *whereReq
 	// restoreRequired carries the required nodes from a snapshot's
@@ -339,6 +345,7 @@ func New(cfg Config) (*Scheduler, error) {
 	s.crUnit = cfg.SelectTypeParameters
 	s.bootTime = cmp.Or(cfg.BootTime, DefaultBootTime)
 	s.billMode, _ = cfg.billingMode() // validate checked it
+	s.telCfg = cfg.Telemetry
 	s.gpuOrder = cfg.GPUOrder
 	n := len(cfg.Nodes)
 	s.usable = topology.FullNodeSet(n)
@@ -1162,6 +1169,10 @@ func (s *Scheduler) snapshot(j *job) Job {
 	out.PerNode = j.perNode.Clone()
 	out.ReqNodes = j.nodes
 	out.Alloc = copyAlloc(j.Alloc)
+	if j.tel != nil {
+		u := j.tel.usage()
+		out.Usage = &u
+	}
 	out.tres = s.tresNames()
 	out.Alloc.tres = out.tres
 	return out

@@ -1,0 +1,368 @@
+package scheduler
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice/gres"
+	"github.com/sluicehq/sluice/telemetry"
+)
+
+// KindTelemetry tags a TelemetryEvent.
+const KindTelemetry EventKind = "telemetry"
+
+// TelemetryEvent reports what the devices and jobs of one node were doing
+// at the event's time: a driver's device samples (gres/nvml's Sample) and
+// per-job readings (gres/cgroup's usage of the job's cgroup, or a caller's
+// agent). Each reading is folded into the usage of the running job it
+// belongs to (Job.Usage) as it arrives, at a bounded cost; no sample is
+// kept. A device sample goes to every running job holding the device (a
+// shared GPU's activity is given to each of its sharers, its energy split
+// evenly among them) unless a job's own reading names its utilisation on
+// the device (JobReading.GPUs, from NVML's process utilisation), which
+// then replaces the device's for that job.
+//
+// Readings of jobs that no longer run on the node (an agent's last poll
+// racing the job's end) are skipped. A malformed sample (a device the
+// node does not have, a UUID of another device, a reading out of range)
+// fails the whole event, which then changes nothing.
+type TelemetryEvent struct {
+	Node    string
+	Devices []gres.DeviceSample `json:",omitempty"`
+	Jobs    []JobReading        `json:",omitempty"`
+}
+
+// JobReading is one job's own reading on a node: its cgroup's counters
+// and, where the driver can tell processes apart, its share of each
+// device it uses. Unknown parts are -1.
+type JobReading struct {
+	Job JobID
+	// CPUSeconds is the CPU time (user+system) the job's cgroup on the
+	// node has used since it was created (cpu.stat usage_usec / 1e6): a
+	// counter; the scheduler folds its rise since the previous reading.
+	CPUSeconds float64
+	// MemoryPeakBytes is the cgroup's memory high-water mark (memory.peak).
+	MemoryPeakBytes int64
+	// GPUs lists the job's own utilisation of devices of the node (the
+	// SM utilisation of its processes), replacing the device samples'
+	// utilisation for this job.
+	GPUs []JobGPUReading `json:",omitempty"`
+}
+
+// JobGPUReading is a job's own utilisation of one device, in percent.
+type JobGPUReading struct {
+	Index       int
+	Utilization float64
+}
+
+// TelemetryConfig says how the scheduler folds telemetry and treats a
+// job that is allocated but idle.
+type TelemetryConfig struct {
+	// Rule is the folding and idle rule (telemetry.Rule: IdleBelow,
+	// IdleAfter, MaxGap).
+	Rule telemetry.Rule `json:",omitzero"`
+}
+
+// Validate checks the configuration.
+func (c TelemetryConfig) Validate() error {
+	if err := c.Rule.Validate(); err != nil {
+		return fmt.Errorf("%w: telemetry: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// Kind returns KindTelemetry.
+func (TelemetryEvent) Kind() EventKind { return KindTelemetry }
+
+func (e TelemetryEvent) apply(s *Scheduler, now time.Time) (Result, error) {
+	return Result{}, s.telemetry(now, e)
+}
+
+// ReportTelemetry applies a TelemetryEvent (see there).
+func (s *Scheduler) ReportTelemetry(now time.Time, ev TelemetryEvent) error {
+	_, err := s.Apply(now, ev)
+	return err
+}
+
+// jobTelemetry is what the scheduler keeps of one job's readings: the
+// usage of its earlier runs, merged, and of its current run per node of
+// its allocation (parallel to Alloc.Nodes), with the counters the next
+// reading's rise is measured from.
+type jobTelemetry struct {
+	past  telemetry.Usage
+	nodes []nodeUsage
+}
+
+// nodeUsage is one job's current-run usage on one of its nodes.
+type nodeUsage struct {
+	telemetry.Usage
+	// cpuLast is the last CPU counter read (-1: none yet).
+	cpuLast float64
+}
+
+// usage returns the job's usage over all its runs.
+func (t *jobTelemetry) usage() telemetry.Usage {
+	if t == nil {
+		return telemetry.Usage{}
+	}
+	u := t.past
+	for i := range t.nodes {
+		u.Merge(t.nodes[i].Usage)
+	}
+	return u
+}
+
+// newRun returns the telemetry of a job starting a new run: t's usage
+// so far as the past (nil when t is nil). t is not changed.
+func (t *jobTelemetry) newRun() *jobTelemetry {
+	if t == nil {
+		return nil
+	}
+	return &jobTelemetry{past: t.usage()}
+}
+
+// idle reports whether the current run is allocated-but-idle under rule:
+// every node that reported has been idle for rule.IdleAfter, and one has.
+// It returns the shortest idle time among them.
+func (t *jobTelemetry) idle(rule telemetry.Rule) (bool, time.Duration) {
+	if t == nil || rule.IdleBelow <= 0 {
+		return false, 0
+	}
+	var least time.Duration
+	seen := false
+	for i := range t.nodes {
+		u := &t.nodes[i].Usage
+		if !u.Measured() && u.IdleSince.IsZero() {
+			continue // no utilisation from this node yet
+		}
+		if !u.IsIdle(rule) {
+			return false, 0
+		}
+		if d := u.IdleFor(); !seen || d < least {
+			least = d
+		}
+		seen = true
+	}
+	return seen, least
+}
+
+// nodeTelemetry is what the scheduler keeps of a node's devices between
+// readings: each device's last energy counter (-1: none yet), by index.
+type nodeTelemetry struct {
+	energy []float64
+}
+
+// telemetry applies e at now (see TelemetryEvent).
+func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) error {
+	ni, err := s.nodeIndex(now, e.Node)
+	if err != nil {
+		return err
+	}
+	n := &s.nodes[ni]
+	if err := s.checkTelemetry(n, e); err != nil {
+		return fmt.Errorf("scheduler: telemetry of node %s: %w", e.Node, err)
+	}
+	// Energy: each device's rise since its last reading, split among
+	// the jobs holding it; a counter that fell (a device reset) starts
+	// again from here.
+	var rise []float64
+	if len(e.Devices) > 0 {
+		ndev := len(n.devs.Inventory().Devices)
+		if len(n.tel.energy) != ndev {
+			n.tel.energy = make([]float64, ndev)
+			for i := range n.tel.energy {
+				n.tel.energy[i] = -1
+			}
+		}
+		rise = make([]float64, ndev)
+		for i := range rise {
+			rise[i] = -1
+		}
+		for _, d := range e.Devices {
+			if d.EnergyJoules < 0 {
+				continue
+			}
+			if last := n.tel.energy[d.Index]; last >= 0 && d.EnergyJoules >= last {
+				rise[d.Index] = d.EnergyJoules - last
+			}
+			n.tel.energy[d.Index] = d.EnergyJoules
+		}
+	}
+	rule := s.telCfg.Rule
+	for _, id := range n.jobs {
+		j := s.jobs[id]
+		if j == nil || j.State != JobRunning {
+			continue
+		}
+		pos := allocPos(j, ni)
+		if pos < 0 {
+			continue
+		}
+		var own *JobReading
+		for k := range e.Jobs {
+			if e.Jobs[k].Job == id {
+				own = &e.Jobs[k]
+			}
+		}
+		if len(e.Devices) == 0 && own == nil {
+			continue
+		}
+		if j.tel == nil {
+			j.tel = &jobTelemetry{}
+		}
+		if len(j.tel.nodes) != len(j.Alloc.Nodes) {
+			j.tel.nodes = make([]nodeUsage, len(j.Alloc.Nodes))
+			for k := range j.tel.nodes {
+				j.tel.nodes[k].cpuLast = -1
+			}
+		}
+		nu := &j.tel.nodes[pos]
+		if g, ok := s.jobGPUReading(now, n, &j.Alloc.Nodes[pos], e.Devices, rise, own); ok {
+			nu.AddGPU(g, j.StartTime, rule)
+		}
+		if own != nil {
+			h := telemetry.HostReading{CPUSeconds: -1, MemoryPeakBytes: own.MemoryPeakBytes}
+			if own.CPUSeconds >= 0 {
+				if nu.cpuLast >= 0 && own.CPUSeconds >= nu.cpuLast {
+					h.CPUSeconds = own.CPUSeconds - nu.cpuLast
+				}
+				nu.cpuLast = own.CPUSeconds
+			}
+			nu.AddHost(h)
+		}
+	}
+	return nil
+}
+
+// jobGPUReading sums the device samples of the devices job allocation a
+// holds on node n (whole devices and shared ones) into one reading, with
+// the job's own utilisation where its reading names it; ok is false when
+// the samples cover none of its devices.
+func (s *Scheduler) jobGPUReading(now time.Time, n *node, a *NodeAlloc, devs []gres.DeviceSample, rise []float64, own *JobReading) (telemetry.GPUReading, bool) {
+	g := telemetry.GPUReading{Time: now, MemoryUsedMiB: -1, PowerWatts: -1, EnergyJoules: -1}
+	found := false
+	for _, d := range devs {
+		if !holdsDevice(a, d.Index) {
+			continue
+		}
+		found = true
+		util := d.Utilization
+		if own != nil {
+			for _, o := range own.GPUs {
+				if o.Index == d.Index {
+					util = o.Utilization
+				}
+			}
+		}
+		if util >= 0 {
+			g.Devices++
+			g.UtilizationSum += util
+		}
+		sharers := float64(s.deviceHolders(n, d.Index))
+		if d.MemoryUsedMiB >= 0 {
+			g.MemoryUsedMiB = max(g.MemoryUsedMiB, 0) + d.MemoryUsedMiB
+		}
+		if d.PowerWatts >= 0 {
+			g.PowerWatts = max(g.PowerWatts, 0) + d.PowerWatts/sharers
+		}
+		if r := rise[d.Index]; r >= 0 {
+			g.EnergyJoules = max(g.EnergyJoules, 0) + r/sharers
+		}
+	}
+	g.UtilizationSum = min(g.UtilizationSum, 100*float64(g.Devices))
+	return g, found
+}
+
+// deviceHolders counts the running jobs on node n holding device idx
+// (at least 1).
+func (s *Scheduler) deviceHolders(n *node, idx int) int {
+	c := 0
+	for _, id := range n.jobs {
+		j := s.jobs[id]
+		if j == nil || j.State != JobRunning {
+			continue
+		}
+		for _, a := range j.Alloc.Nodes {
+			if &s.nodes[a.Node] != n {
+				continue
+			}
+			if holdsDevice(&a, idx) {
+				c++
+			}
+		}
+	}
+	return max(c, 1)
+}
+
+// holdsDevice reports whether a holds device idx, whole or shared.
+func holdsDevice(a *NodeAlloc, idx int) bool {
+	if _, ok := slices.BinarySearch(a.Devices, idx); ok {
+		return true
+	}
+	for _, sh := range a.Shares {
+		if sh.Device == idx {
+			return true
+		}
+	}
+	return false
+}
+
+// allocPos returns the position of node ni in j's allocation, or -1.
+func allocPos(j *job, ni int) int {
+	for k := range j.Alloc.Nodes {
+		if j.Alloc.Nodes[k].Node == ni {
+			return k
+		}
+	}
+	return -1
+}
+
+// checkTelemetry validates e against node n, changing nothing.
+func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
+	ndev := 0
+	var inv *gres.Inventory
+	if n.devs != nil {
+		inv = n.devs.Inventory()
+		ndev = len(inv.Devices)
+	}
+	for k, d := range e.Devices {
+		if err := d.Validate(); err != nil {
+			return fmt.Errorf("%w: sample %d: %w", ErrInvalidEvent, k, err)
+		}
+		if d.Index >= ndev {
+			return fmt.Errorf("%w: sample %d: device %d, the node has %d", ErrInvalidEvent, k, d.Index, ndev)
+		}
+		if u := inv.Devices[d.Index].UUID; d.UUID != "" && u != "" && d.UUID != u {
+			return fmt.Errorf("%w: sample %d: device %d is %s, the sample names %s", ErrInvalidEvent, k, d.Index, u, d.UUID)
+		}
+		for _, o := range e.Devices[:k] {
+			if o.Index == d.Index {
+				return fmt.Errorf("%w: sample %d: device %d sampled twice", ErrInvalidEvent, k, d.Index)
+			}
+		}
+	}
+	for k, r := range e.Jobs {
+		if r.CPUSeconds != -1 && !(r.CPUSeconds >= 0 && !math.IsInf(r.CPUSeconds, 1)) {
+			return fmt.Errorf("%w: reading %d (job %d): CPU time %v s (want >= 0, or -1 for unknown)", ErrInvalidEvent, k, r.Job, r.CPUSeconds)
+		}
+		if r.MemoryPeakBytes < -1 {
+			return fmt.Errorf("%w: reading %d (job %d): memory peak %d (want >= 0, or -1 for unknown)", ErrInvalidEvent, k, r.Job, r.MemoryPeakBytes)
+		}
+		for _, o := range e.Jobs[:k] {
+			if o.Job == r.Job {
+				return fmt.Errorf("%w: reading %d: job %d read twice", ErrInvalidEvent, k, r.Job)
+			}
+		}
+		for _, g := range r.GPUs {
+			if g.Index < 0 || g.Index >= ndev {
+				return fmt.Errorf("%w: reading %d (job %d): device %d, the node has %d", ErrInvalidEvent, k, r.Job, g.Index, ndev)
+			}
+			if !(g.Utilization >= 0 && g.Utilization <= 100) {
+				return fmt.Errorf("%w: reading %d (job %d): device %d utilization %v outside [0, 100]", ErrInvalidEvent, k, r.Job, g.Index, g.Utilization)
+			}
+		}
+	}
+	return nil
+}
