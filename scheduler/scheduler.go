@@ -100,7 +100,7 @@ type Scheduler struct {
 	// billMode is how billing weights combine (Config.BillingMode).
 	billMode gres.BillingMode
 	// telCfg is Config.Telemetry.
-	telCfg TelemetryConfig
+	telCfg   TelemetryConfig
 	gpuOrder gres.DeviceOrder // Config.GPUOrder
 	// arrays holds the job arrays by array job ID; maxArray bounds indices.
 	arrays   map[JobID]*array
@@ -262,7 +262,7 @@ type job struct {
 	// tel is the job's telemetry (nil until its first reading; see
 	// telemetry.go). A new run gets a new value (copy on write), so the
 	// undo journal's copy of the job keeps the old one.
-	tel *jobTelemetry
+	tel   *jobTelemetry
 	cons  feature.Constraint
 	where *whereReq
 	// restoreRequired carries the required nodes from a snapshot's
