@@ -89,7 +89,8 @@ func TestSampleNotInitialized(t *testing.T) {
 // TestSampleStockMocks runs the telemetry contract on go-nvml's own DGX
 // servers (A100, H100, H200, B200). They implement none of the activity
 // queries, so the test fills in what discovery and sampling call, as a
-// third party would: GPU i is i*10% busy and draws 100+i W.
+// third party would: GPU i is i*10% busy and draws 100+i W, and keeps no
+// utilisation sample buffer (so Sample falls back to the instant rate).
 func TestSampleStockMocks(t *testing.T) {
 	for name, srv := range map[string]*server.Server{
 		"dgxa100": dgxa100.New(), "dgxh100": dgxh100.New(), "dgxh200": dgxh200.New(), "dgxb200": dgxb200.New(),
@@ -102,6 +103,9 @@ func TestSampleStockMocks(t *testing.T) {
 				}
 				dv.GetPowerUsageFunc = func() (uint32, gonvml.Return) { return uint32(100_000 + 1000*i), gonvml.SUCCESS }
 				dv.GetTotalEnergyConsumptionFunc = func() (uint64, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED }
+				dv.GetSamplesFunc = func(gonvml.SamplingType, uint64) (gonvml.ValueType, []gonvml.Sample, gonvml.Return) {
+					return 0, nil, gonvml.ERROR_NOT_SUPPORTED
+				}
 			}
 			d, err := New(srv, Options{SysfsRoot: t.TempDir(), ProcRoot: t.TempDir()})
 			require.NoError(t, err)
