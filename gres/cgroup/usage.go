@@ -3,6 +3,7 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"strconv"
 	"strings"
@@ -47,13 +48,13 @@ var unknownUsage = Usage{CPUMicros: -1, UserMicros: -1, SystemMicros: -1, Memory
 
 // parseCPUStat reads cpu.stat's usage_usec, user_usec and system_usec
 // into u. Every line must be "key value" with a lower-case key and a
-// decimal value, one space apart; keys it does not need (nr_periods, throttled_usec, … and
-// any a later kernel adds) are skipped, a key given twice is an error.
-// A counter absent from the file stays -1.
+// decimal value, one space apart; keys it does not need (nr_periods,
+// throttled_usec, … and any a later kernel adds) are skipped, a counter
+// it reads given twice is an error. A counter absent from the file stays
+// -1.
 func parseCPUStat(b []byte, u *Usage) error {
-	seen := map[string]bool{}
-	for k, line := range lines(b) {
-		n := k + 1
+	var seen [3]bool
+	for n, line := range numberedLines(b) {
 		key, val, ok := strings.Cut(line, " ")
 		if !ok || !validKey(key) {
 			return fmt.Errorf("%w: cpu.stat line %d: %q: want \"key value\"", ErrMalformedFile, n, clip(line))
@@ -62,18 +63,23 @@ func parseCPUStat(b []byte, u *Usage) error {
 		if err != nil {
 			return fmt.Errorf("%w: cpu.stat line %d: %s: %w", ErrMalformedFile, n, key, err)
 		}
-		if seen[key] {
-			return fmt.Errorf("%w: cpu.stat line %d: %s given twice", ErrMalformedFile, n, key)
-		}
-		seen[key] = true
+		var k int
+		var to *int64
 		switch key {
 		case "usage_usec":
-			u.CPUMicros = v
+			k, to = 0, &u.CPUMicros
 		case "user_usec":
-			u.UserMicros = v
+			k, to = 1, &u.UserMicros
 		case "system_usec":
-			u.SystemMicros = v
+			k, to = 2, &u.SystemMicros
+		default:
+			continue
 		}
+		if seen[k] {
+			return fmt.Errorf("%w: cpu.stat line %d: %s given twice", ErrMalformedFile, n, key)
+		}
+		seen[k] = true
+		*to = v
 	}
 	return nil
 }
@@ -81,25 +87,39 @@ func parseCPUStat(b []byte, u *Usage) error {
 // parseSingle reads a file holding one counter on one line
 // (memory.current, memory.peak).
 func parseSingle(file string, b []byte) (int64, error) {
-	ls := lines(b)
-	if len(ls) != 1 {
-		return 0, fmt.Errorf("%w: %s: %d lines, want one number", ErrMalformedFile, file, len(ls))
+	var only string
+	count := 0
+	for _, l := range numberedLines(b) {
+		only = l
+		count++
 	}
-	v, err := parseCounter(ls[0])
+	if count != 1 {
+		return 0, fmt.Errorf("%w: %s: %d lines, want one number", ErrMalformedFile, file, count)
+	}
+	v, err := parseCounter(only)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s line 1: %w", ErrMalformedFile, file, err)
 	}
 	return v, nil
 }
 
-// lines splits a kernel file into its lines, without the final newline;
-// an empty file has none.
-func lines(b []byte) []string {
-	s := strings.TrimSuffix(string(b), "\n")
-	if s == "" {
-		return nil
+// numberedLines yields a kernel file's lines, numbered from 1, without
+// their newlines; an empty file has none, and a final newline ends the
+// last line rather than starting another.
+func numberedLines(b []byte) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		s := strings.TrimSuffix(string(b), "\n")
+		if s == "" {
+			return
+		}
+		n := 1
+		for line := range strings.SplitSeq(s, "\n") {
+			if !yield(n, line) {
+				return
+			}
+			n++
+		}
 	}
-	return strings.Split(s, "\n")
 }
 
 // parseCounter parses a non-negative decimal counter that fits an int64.

@@ -28,7 +28,7 @@ nr_bursts 0
 burst_usec 0
 `
 
-func appliedJob(t *testing.T) (*Enforcer, string) {
+func appliedJob(t testing.TB) (*Enforcer, string) {
 	t.Helper()
 	e, _ := newFake(t, Config{})
 	require.NoError(t, e.Apply(context.Background(), gres.Allocation{Job: "42", CPUs: mustCores(t, "0-3"), MemoryBytes: 1 << 30}))
@@ -169,4 +169,33 @@ func FuzzParseSingle(f *testing.F) {
 		}
 		require.GreaterOrEqual(t, v, int64(0))
 	})
+}
+
+// BenchmarkUsage is one Usage of a job on the fake filesystem (three
+// files opened, read and parsed; on a real cgroupfs the kernel formats
+// each file on read, so the cost differs).
+func BenchmarkUsage(b *testing.B) {
+	e, dir := appliedJob(b)
+	for name, content := range map[string]string{"cpu.stat": cpuStat, "memory.current": "123456789\n", "memory.peak": "987654321\n"} {
+		require.NoError(b, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Usage(ctx, "42", ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseCPUStat is the parsing alone of a nine-counter cpu.stat.
+func BenchmarkParseCPUStat(b *testing.B) {
+	in := []byte(cpuStat)
+	b.ReportAllocs()
+	for b.Loop() {
+		u := unknownUsage
+		if err := parseCPUStat(in, &u); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
