@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 
 	"github.com/opencontainers/cgroups"
 	"golang.org/x/sys/unix"
@@ -79,21 +80,76 @@ func readUsage(dir string) (Usage, error) {
 	return u, nil
 }
 
+// PIDs returns the processes in the cgroup of a job (step == "": with
+// its steps') or of a step, sorted and without duplicates, read from the
+// cgroup.procs of the cgroup and every cgroup below it. An agent maps
+// the PIDs a device driver reports (gres.ProcessSampler) to the job
+// holding them with it. The list is a snapshot: processes start and exit
+// meanwhile. Errors are Usage's, a garbled cgroup.procs naming its line.
+func (e *Enforcer) PIDs(ctx context.Context, job, step string) ([]int, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir, err := e.cfg.JobDir(job, step)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !exists(dir) {
+		return nil, fmt.Errorf("cgroup: processes of %s: %w", who(job, step), gres.ErrJobNotApplied)
+	}
+	var pids []int
+	err = filepath.WalkDir(dir, func(p string, ent fs.DirEntry, err error) error {
+		if err != nil {
+			if p != dir && errors.Is(err, fs.ErrNotExist) {
+				return nil // a step removed meanwhile
+			}
+			return err
+		}
+		if !ent.IsDir() {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b, err := readFileMax(p, "cgroup.procs", maxProcsBytes)
+		if errors.Is(err, fs.ErrNotExist) && p != dir {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if pids, err = parsePIDs(pids, b); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cgroup: processes of %s: %w", who(job, step), err)
+	}
+	slices.Sort(pids)
+	return slices.Compact(pids), nil
+}
+
 // readCgroupFile reads dir/name through opencontainers' confined open
 // (openat2 beneath the cgroup mount where the kernel has it), up to
 // maxFileBytes.
-func readCgroupFile(dir, name string) ([]byte, error) {
+func readCgroupFile(dir, name string) ([]byte, error) { return readFileMax(dir, name, maxFileBytes) }
+
+// readFileMax is readCgroupFile with a limit of limit bytes.
+func readFileMax(dir, name string, limit int) ([]byte, error) {
 	f, err := cgroups.OpenFile(dir, name, unix.O_RDONLY)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, name), err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, name), err)
 	}
-	if len(b) > maxFileBytes {
-		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrMalformedFile, filepath.Join(dir, name), maxFileBytes)
+	if len(b) > limit {
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrMalformedFile, filepath.Join(dir, name), limit)
 	}
 	return b, nil
 }

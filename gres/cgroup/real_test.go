@@ -37,7 +37,8 @@ const helperEnv = "SLUICE_CGROUP_HELPER"
 // set: the real-kernel tests start it inside a cgroup (no shell or other
 // program is needed, so the tests run in a bare initramfs). Modes:
 // "cpus" prints /proc/self/status's Cpus_allowed_list line, "read PATH"
-// opens PATH and reads a byte (end of file is fine), "alloc MIB" allocates and touches MIB MiB.
+// opens PATH and reads a byte (end of file is fine), "alloc MIB" allocates and touches MIB MiB,
+// "wait" reads its standard input to the end.
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		if err := helper(strings.Fields(mode)); err != nil {
@@ -73,6 +74,9 @@ func helper(args []string) error {
 			return err
 		}
 		return nil
+	case len(args) == 1 && args[0] == "wait":
+		_, err := io.Copy(io.Discard, os.Stdin)
+		return err
 	case len(args) == 2 && args[0] == "alloc":
 		mib, err := strconv.Atoi(args[1])
 		if err != nil {
@@ -295,9 +299,10 @@ func memoryEvent(t *testing.T, dir, key string) int {
 }
 
 // TestRealUsage reads a real job's and step's usage after a process in
-// each has allocated memory and used CPU: counters are cumulative (they
-// survive the process), a job's include its step's, and memory.peak is
-// read where the kernel has it (5.19+) and -1 where it has not.
+// the step has allocated memory and used CPU: counters are cumulative
+// (they survive the process), a job's include its step's, and
+// memory.peak is read where the kernel has it (5.19+) and -1 where it has
+// not. PIDs lists a live process of the step in the step and the job.
 func TestRealUsage(t *testing.T) {
 	e, _, cpu, mem := realEnforcer(t, Config{})
 	ctx := context.Background()
@@ -337,6 +342,29 @@ func TestRealUsage(t *testing.T) {
 			t.Logf("%s has no memory.peak (%v): reported as -1", c.dir, err)
 		}
 	}
+
+	// PIDs lists a live process of the step in the step and in the job.
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	fd, err := unix.Open(step, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), helperEnv+"=wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	for _, s := range []string{"0", ""} {
+		pids, err := e.PIDs(ctx, "use", s)
+		require.NoError(t, err)
+		assert.Contains(t, pids, cmd.Process.Pid, "step %q", s)
+	}
+	require.NoError(t, stdin.Close())
+	require.NoError(t, cmd.Wait())
+	pids, err := e.PIDs(ctx, "use", "")
+	require.NoError(t, err)
+	assert.NotContains(t, pids, cmd.Process.Pid, "exited")
 
 	require.NoError(t, e.Release(ctx, "use", "0"))
 	_, err = e.Usage(ctx, "use", "0")

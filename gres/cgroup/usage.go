@@ -18,6 +18,23 @@ var ErrMalformedFile = errors.New("cgroup: malformed cgroup file")
 // 1 KiB (a dozen counters), memory.current and memory.peak one number.
 const maxFileBytes = 64 << 10
 
+// maxProcsBytes bounds one cgroup.procs file PIDs reads: about 500,000
+// processes.
+const maxProcsBytes = 4 << 20
+
+// parsePIDs appends the PIDs of a cgroup.procs file to pids: one positive
+// decimal number a line.
+func parsePIDs(pids []int, b []byte) ([]int, error) {
+	for n, line := range numberedLines(b) {
+		v, err := parseCounter(line)
+		if err != nil || v == 0 || v > math.MaxInt32 {
+			return pids, fmt.Errorf("%w: cgroup.procs line %d: %q is not a process id", ErrMalformedFile, n, clip(line))
+		}
+		pids = append(pids, int(v))
+	}
+	return pids, nil
+}
+
 // Usage is what a job's or step's cgroup has used, as the kernel counts
 // it: cumulative since the cgroup was created, over every process that
 // ran in it and its descendants (a job's usage includes its steps').

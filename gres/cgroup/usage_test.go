@@ -199,3 +199,46 @@ func BenchmarkParseCPUStat(b *testing.B) {
 		}
 	}
 }
+
+func TestPIDs(t *testing.T) {
+	e, dir := appliedJob(t)
+	ctx := context.Background()
+	require.NoError(t, e.Apply(ctx, gres.Allocation{Job: "42", Step: "0", CPUs: mustCores(t, "0-1")}))
+	require.NoError(t, e.Apply(ctx, gres.Allocation{Job: "42", Step: "1", CPUs: mustCores(t, "2")}))
+	write(t, dir, "cgroup.procs", "12\n7\n")
+	write(t, filepath.Join(dir, "step_0"), "cgroup.procs", "30\n7\n")
+	write(t, filepath.Join(dir, "step_1"), "cgroup.procs", "")
+	pids, err := e.PIDs(ctx, "42", "")
+	require.NoError(t, err)
+	assert.Equal(t, []int{7, 12, 30}, pids, "the job's and its steps', sorted, once each")
+	pids, err = e.PIDs(ctx, "42", "0")
+	require.NoError(t, err)
+	assert.Equal(t, []int{7, 30}, pids)
+	pids, err = e.PIDs(ctx, "42", "1")
+	require.NoError(t, err)
+	assert.Empty(t, pids)
+
+	_, err = e.PIDs(ctx, "43", "")
+	require.ErrorIs(t, err, gres.ErrJobNotApplied)
+	_, err = e.PIDs(ctx, "4/2", "")
+	require.ErrorIs(t, err, gres.ErrInvalidAllocation)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = e.PIDs(cctx, "42", "")
+	require.ErrorIs(t, err, context.Canceled)
+
+	for content, want := range map[string]string{
+		"7\nabc\n":     `cgroup.procs line 2: "abc" is not a process id`,
+		"0\n":          `cgroup.procs line 1: "0" is not a process id`,
+		"-3\n":         `cgroup.procs line 1: "-3" is not a process id`,
+		"1\n\n2\n":     `cgroup.procs line 2: "" is not a process id`,
+		"4294967296\n": `cgroup.procs line 1: "4294967296" is not a process id`,
+	} {
+		write(t, filepath.Join(dir, "step_1"), "cgroup.procs", content)
+		_, err = e.PIDs(ctx, "42", "")
+		require.ErrorIs(t, err, ErrMalformedFile, "%q", content)
+		assert.ErrorContains(t, err, want)
+		assert.ErrorContains(t, err, `processes of job "42"`)
+		assert.ErrorContains(t, err, "step_1")
+	}
+}
