@@ -52,9 +52,9 @@ type UtilizationSample struct {
 	Percent uint32 // percent of the sample period a kernel ran
 }
 
-// nvml returns the NVML sample of u: its value encoded as
+// toNVML returns the NVML sample of u: its value encoded as
 // an unsigned int, the type NVML documents for utilisation samples.
-func (u UtilizationSample) nvml() nvml.Sample {
+func (u UtilizationSample) toNVML() nvml.Sample {
 	var v [8]byte
 	binary.NativeEndian.PutUint32(v[:4], u.Percent)
 	return nvml.Sample{TimeStamp: u.Micros, SampleValue: v}
@@ -134,7 +134,7 @@ func (s *Server) setTelemetryFuncs(i int) {
 		var out []nvml.Sample
 		for _, u := range t.UtilizationSamples {
 			if u.Micros > lastSeen {
-				out = append(out, u.nvml())
+				out = append(out, u.toNVML())
 			}
 		}
 		if len(out) == 0 {
