@@ -86,6 +86,11 @@ func processes(h gonvml.Device, seen uint64) ([]gres.ProcessSample, bool, error)
 	ret := gonvml.ERROR_INSUFFICIENT_SIZE
 	for try := 0; try < processRetries && ret == gonvml.ERROR_INSUFFICIENT_SIZE; try++ {
 		raw, ret = h.GetProcessUtilization(seen)
+		if ret == gonvml.ERROR_INSUFFICIENT_SIZE && raw != nil && len(raw) == 0 {
+			// go-nvml's answer when NVML's size query counts no
+			// process: nothing to read.
+			return nil, true, nil
+		}
 	}
 	switch ret {
 	case gonvml.SUCCESS:

@@ -84,6 +84,14 @@ func TestSampleProcessesUnknowns(t *testing.T) {
 	assert.True(t, got[3].Known)
 	assert.Equal(t, []gres.ProcessSample{{PID: 7, SMUtil: 30, MemUtil: 0, Time: time.UnixMicro(10)}}, got[3].Processes)
 
+	srv.GPUs[4].GetProcessUtilizationFunc = func(uint64) ([]gonvml.ProcessUtilizationSample, gonvml.Return) {
+		return []gonvml.ProcessUtilizationSample{}, gonvml.ERROR_INSUFFICIENT_SIZE // go-nvml: the size query counted none
+	}
+	tries = 0
+	got, err = d.SampleProcesses(context.Background(), time.Time{})
+	require.NoError(t, err)
+	assert.Equal(t, gres.DeviceProcesses{Index: 4, UUID: disc.Inventory.Devices[4].UUID, Known: true}, got[4])
+
 	tries = -100 // never enough room
 	_, err = d.SampleProcesses(context.Background(), time.Time{})
 	require.ErrorIs(t, err, gonvml.ERROR_INSUFFICIENT_SIZE)
