@@ -59,9 +59,6 @@ func (d *Driver) SampleWindows(ctx context.Context) ([]gres.DeviceSample, []Util
 	}
 	d.telMu.Lock()
 	defer d.telMu.Unlock()
-	if d.utilSeen == nil {
-		d.utilSeen = map[string]uint64{}
-	}
 	out := driverkit.UnknownSamples(snap.disc.Inventory.Devices)
 	wins := make([]UtilizationWindow, len(out))
 	for i := range snap.gpus {
@@ -86,6 +83,16 @@ func (d *Driver) SampleWindows(ctx context.Context) ([]gres.DeviceSample, []Util
 			}
 		}
 	}
+	// Only a call that succeeds moves the intervals on: after a failure
+	// the next Sample averages the samples this one read too.
+	if d.utilSeen == nil {
+		d.utilSeen = map[string]uint64{}
+	}
+	for i := range snap.gpus {
+		if g := &snap.gpus[i]; g.pos >= 0 && wins[g.pos].Source == UtilizationInterval {
+			d.utilSeen[g.uuid] = uint64(wins[g.pos].Last.UnixMicro())
+		}
+	}
 	return out, wins, nil
 }
 
@@ -93,7 +100,7 @@ func (d *Driver) SampleWindows(ctx context.Context) ([]gres.DeviceSample, []Util
 // is held.
 func (d *Driver) sampleGPU(g *physGPU, s *gres.DeviceSample, w *UtilizationWindow) error {
 	h := g.h
-	if err := d.intervalUtilization(g, s, w); err != nil {
+	if err := intervalUtilization(g, d.utilSeen[g.uuid], s, w); err != nil {
 		return err
 	}
 	if w.Source == UtilizationUnknown {

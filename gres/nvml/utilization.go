@@ -57,12 +57,12 @@ type UtilizationWindow struct {
 }
 
 // intervalUtilization sets s.Utilization to the mean of g's utilisation
-// samples since the previous Sample and fills w, when NVML has any. It
-// leaves both untouched (for the instant query) when the GPU keeps no
-// buffer (NOT_SUPPORTED), is lost, took no sample since (NOT_FOUND, or
-// none readable), and fails on any other NVML error. d.telMu is held.
-func (d *Driver) intervalUtilization(g *physGPU, s *gres.DeviceSample, w *UtilizationWindow) error {
-	seen := d.utilSeen[g.uuid]
+// samples after seen (the newest one the previous Sample averaged) and
+// fills w, when NVML has any. It leaves both untouched (for the instant
+// query) when the GPU keeps no buffer (NOT_SUPPORTED), is lost, or took no
+// sample since (NOT_FOUND, or none readable), and fails on any other NVML
+// error.
+func intervalUtilization(g *physGPU, seen uint64, s *gres.DeviceSample, w *UtilizationWindow) error {
 	typ, samples, ret := g.h.GetSamples(gonvml.GPU_UTILIZATION_SAMPLES, seen)
 	switch ret {
 	case gonvml.SUCCESS:
@@ -89,7 +89,6 @@ func (d *Driver) intervalUtilization(g *physGPU, s *gres.DeviceSample, w *Utiliz
 	if n == 0 {
 		return nil
 	}
-	d.utilSeen[g.uuid] = last
 	s.Utilization = sum / float64(n)
 	*w = UtilizationWindow{Source: UtilizationInterval, Samples: n, First: micros(first), Last: micros(last)}
 	return nil

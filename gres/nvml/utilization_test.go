@@ -91,6 +91,9 @@ func TestSampleIntervalFallbacks(t *testing.T) {
 	assert.Equal(t, -1.0, s[5].Utilization, "lost")
 	assert.Equal(t, UtilizationUnknown, w[5].Source)
 
+	srv.SetLost(5, false)
+	srv.SetTelemetry(0, nvmltest.Telemetry{UtilizationSamples: utilSamples(10, 20, 40)})
+	saved := srv.GPUs[6].GetSamplesFunc
 	srv.GPUs[6].GetSamplesFunc = func(gonvml.SamplingType, uint64) (gonvml.ValueType, []gonvml.Sample, gonvml.Return) {
 		return 0, nil, gonvml.ERROR_UNKNOWN
 	}
@@ -98,6 +101,16 @@ func TestSampleIntervalFallbacks(t *testing.T) {
 	require.ErrorIs(t, err, gonvml.ERROR_UNKNOWN)
 	assert.ErrorContains(t, err, "gpu 6")
 	assert.ErrorContains(t, err, "GetSamples(GPU_UTILIZATION_SAMPLES)")
+
+	// The failed call moved no interval on: GPU 0's samples, read by it,
+	// are averaged by the next call, and so are GPU 5's, unread while lost.
+	srv.GPUs[6].GetSamplesFunc = saved
+	s, w, err = d.SampleWindows(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 30.0, s[0].Utilization)
+	assert.Equal(t, 2, w[0].Samples)
+	assert.Equal(t, 99.0, s[5].Utilization)
+	assert.Equal(t, UtilizationInterval, w[5].Source)
 }
 
 // TestSampleIntervalIgnoresStale: samples NVML returns at or before the
