@@ -3,6 +3,8 @@ package gres
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -81,4 +83,64 @@ func (d DeviceProcesses) Validate() error {
 // I/O and returns ctx.Err() (possibly wrapped) when ctx is done first.
 type ProcessSampler interface {
 	SampleProcesses(ctx context.Context, since time.Time) ([]DeviceProcesses, error)
+}
+
+// DeviceShare is the activity of one job's processes on one device over a
+// sampling window: the sum of their per-process readings.
+type DeviceShare struct {
+	Job   string // the job holding the processes, as jobOf named it
+	Index int    // the device's Index
+	UUID  string // the device's UUID ("" if the inventory has none)
+	// SMUtil and MemUtil are the sums of the job's processes' readings,
+	// capped at 100; -1 when none of its processes had that reading.
+	SMUtil, MemUtil float64
+	// Processes is the number of the job's processes seen on the device.
+	Processes int
+}
+
+// AttributeProcesses sums per-process device activity per job: jobOf maps
+// a PID to the job whose cgroup holds it (false for a process of no job:
+// it is left out). The result has one DeviceShare per job and device
+// with at least one of the job's processes, ordered by device (as in
+// devs) then job. Devices whose attribution is not Known contribute
+// nothing: their activity is reported per device only (DeviceSample).
+func AttributeProcesses(devs []DeviceProcesses, jobOf func(pid int) (job string, ok bool)) []DeviceShare {
+	var out []DeviceShare
+	for _, d := range devs {
+		if !d.Known {
+			continue
+		}
+		first := len(out)
+		at := map[string]int{} // job → position in out
+		for _, p := range d.Processes {
+			job, ok := jobOf(p.PID)
+			if !ok {
+				continue
+			}
+			k, seen := at[job]
+			if !seen {
+				k = len(out)
+				at[job] = k
+				out = append(out, DeviceShare{Job: job, Index: d.Index, UUID: d.UUID, SMUtil: -1, MemUtil: -1})
+			}
+			s := &out[k]
+			s.SMUtil = addShare(s.SMUtil, p.SMUtil)
+			s.MemUtil = addShare(s.MemUtil, p.MemUtil)
+			s.Processes++
+		}
+		slices.SortFunc(out[first:], func(a, b DeviceShare) int { return strings.Compare(a.Job, b.Job) })
+	}
+	return out
+}
+
+// addShare adds reading v (-1: unknown) to the sum s (-1: no reading
+// yet), capped at 100.
+func addShare(s, v float64) float64 {
+	switch {
+	case v < 0 || v != v:
+		return s
+	case s < 0:
+		return min(v, 100)
+	}
+	return min(s+v, 100)
 }

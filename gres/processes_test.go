@@ -37,3 +37,27 @@ func TestDeviceProcessesValidate(t *testing.T) {
 		assert.ErrorContains(t, err, "device", name)
 	}
 }
+
+func TestAttributeProcesses(t *testing.T) {
+	jobs := map[int]string{100: "7", 101: "7", 200: "12", 300: "12"}
+	jobOf := func(pid int) (string, bool) { j, ok := jobs[pid]; return j, ok }
+	devs := []DeviceProcesses{
+		{Index: 0, UUID: "GPU-a", Known: true, Processes: []ProcessSample{
+			{PID: 100, SMUtil: 30, MemUtil: 10}, {PID: 101, SMUtil: 25, MemUtil: -1},
+			{PID: 200, SMUtil: 40, MemUtil: 5}, {PID: 999, SMUtil: 5, MemUtil: 5}, // 999: no job's
+		}},
+		{Index: 1, UUID: "GPU-b"}, // attribution unknown
+		{Index: 2, UUID: "GPU-c", Known: true, Processes: []ProcessSample{
+			{PID: 200, SMUtil: 70, MemUtil: -1}, {PID: 300, SMUtil: 60, MemUtil: -1},
+		}},
+		{Index: 3, UUID: "GPU-d", Known: true},
+	}
+	got := AttributeProcesses(devs, jobOf)
+	assert.Equal(t, []DeviceShare{
+		{Job: "12", Index: 0, UUID: "GPU-a", SMUtil: 40, MemUtil: 5, Processes: 1},
+		{Job: "7", Index: 0, UUID: "GPU-a", SMUtil: 55, MemUtil: 10, Processes: 2},
+		{Job: "12", Index: 2, UUID: "GPU-c", SMUtil: 100, MemUtil: -1, Processes: 2}, // 130 capped
+	}, got)
+	assert.Empty(t, AttributeProcesses(devs, func(int) (string, bool) { return "", false }))
+	assert.Empty(t, AttributeProcesses(nil, jobOf))
+}
