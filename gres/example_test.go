@@ -83,3 +83,20 @@ func ExampleNodeDevices_Choose() {
 	// 1 GPU: [1]
 	// insufficient devices: want 2 gpu, 1 eligible of 1 free
 }
+
+// AttributeProcesses splits a shared GPU's activity among the jobs whose
+// cgroups hold its processes: the per-process readings come from a
+// ProcessSampler (gres/nvml), the PID-to-job map from the jobs' cgroups
+// (gres/cgroup Enforcer.PIDs).
+func ExampleAttributeProcesses() {
+	devs := []gres.DeviceProcesses{{Index: 3, UUID: "GPU-3", Known: true, Processes: []gres.ProcessSample{
+		{PID: 4100, SMUtil: 35, MemUtil: 12}, {PID: 4101, SMUtil: 20, MemUtil: 3}, {PID: 5200, SMUtil: 40, MemUtil: 30},
+	}}}
+	jobOfPID := map[int]string{4100: "1001", 4101: "1001", 5200: "1002"}
+	for _, s := range gres.AttributeProcesses(devs, func(pid int) (string, bool) { j, ok := jobOfPID[pid]; return j, ok }) {
+		fmt.Printf("job %s on gpu %d: SM %.0f%%, memory %.0f%%, processes %d\n", s.Job, s.Index, s.SMUtil, s.MemUtil, s.Processes)
+	}
+	// Output:
+	// job 1001 on gpu 3: SM 55%, memory 15%, processes 2
+	// job 1002 on gpu 3: SM 40%, memory 30%, processes 1
+}

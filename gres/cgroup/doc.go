@@ -38,6 +38,20 @@
 // exceptions, so a program that fails to load is an error, never
 // silently skipped.
 //
+// # Usage
+//
+// Enforcer.Usage reads what a job's or step's cgroup has used, for the
+// scheduler's telemetry: CPU time from cpu.stat (usage_usec, user_usec,
+// system_usec), memory in use from memory.current and the peak from
+// memory.peak (Linux 5.19 and later; -1 before). The counters are
+// cumulative over every process that ran in the cgroup and below it, as
+// the kernel keeps them; the caller takes differences. Enforcer.PIDs
+// lists the processes in a job's or step's cgroups, so an agent can map
+// the PIDs a device driver reports per process (gres.ProcessSampler) to
+// jobs. Both read through opencontainers' confined open and parse
+// defensively: a file holding what the kernel does not write fails with
+// ErrMalformedFile, naming the file and the line.
+//
 // # Why github.com/opencontainers/cgroups
 //
 // The program is built and attached by github.com/opencontainers/cgroups
@@ -68,9 +82,9 @@
 // directory, with opencontainers' cgroups.TestMode, whose
 // cgroup.subtree_control behaves as the kernel's) and check the files
 // written and the device rules; the gresdriver conformance suite runs on
-// it too. The real-kernel tests (TestRealCgroup2, and
+// it too. The real-kernel tests (TestRealCgroup2,
 // TestRealJobOverMemoryLimitIsOOMKilled, which checks memory.events
-// oom_kill) run as root on a cgroup2 mount offering cpuset and memory —
+// oom_kill, and TestRealUsage) run as root on a cgroup2 mount offering cpuset and memory —
 // a pure cgroup v2 host — and skip elsewhere, saying why; with
 // SLUICE_CGROUP_REAL=require they fail instead. .ci/cgroup-vm runs the
 // package's tests, those included, in a qemu VM booting a Debian kernel

@@ -37,7 +37,7 @@ type fakeFS struct {
 	subtreeFail map[string]error
 }
 
-func newFakeFS(t *testing.T, offered, enabled string) *fakeFS {
+func newFakeFS(t testing.TB, offered, enabled string) *fakeFS {
 	t.Helper()
 	// Let opencontainers' file helpers write to a plain temporary
 	// directory (they insist on cgroupfs otherwise). Tests here are not
@@ -52,12 +52,12 @@ func newFakeFS(t *testing.T, offered, enabled string) *fakeFS {
 	return f
 }
 
-func write(t *testing.T, dir, file, content string) {
+func write(t testing.TB, dir, file, content string) {
 	t.Helper()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, file), []byte(content), 0o644))
 }
 
-func read(t *testing.T, dir, file string) string {
+func read(t testing.TB, dir, file string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, file))
 	require.NoError(t, err, "%s/%s", dir, file)
@@ -198,7 +198,7 @@ func ctlFile() gres.DeviceFile {
 
 const allCtl = "cpuset cpu io memory hugetlb pids rdma misc"
 
-func newFake(t *testing.T, cfg Config) (*Enforcer, *fakeFS) {
+func newFake(t testing.TB, cfg Config) (*Enforcer, *fakeFS) {
 	t.Helper()
 	f := newFakeFS(t, allCtl, "cpuset cpu io memory pids")
 	cfg.Root = filepath.Join(f.mount, "sluice")
@@ -206,7 +206,7 @@ func newFake(t *testing.T, cfg Config) (*Enforcer, *fakeFS) {
 	return newEnforcer(cfg, f.ops()), f
 }
 
-func mustCores(t *testing.T, s string) gres.CoreSet {
+func mustCores(t testing.TB, s string) gres.CoreSet {
 	c, err := gres.ParseCoreSet(s)
 	require.NoError(t, err)
 	return c

@@ -37,7 +37,8 @@ const helperEnv = "SLUICE_CGROUP_HELPER"
 // set: the real-kernel tests start it inside a cgroup (no shell or other
 // program is needed, so the tests run in a bare initramfs). Modes:
 // "cpus" prints /proc/self/status's Cpus_allowed_list line, "read PATH"
-// opens PATH and reads a byte (end of file is fine), "alloc MIB" allocates and touches MIB MiB.
+// opens PATH and reads a byte (end of file is fine), "alloc MIB" allocates and touches MIB MiB,
+// "wait" reads its standard input to the end.
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		if err := helper(strings.Fields(mode)); err != nil {
@@ -73,6 +74,9 @@ func helper(args []string) error {
 			return err
 		}
 		return nil
+	case len(args) == 1 && args[0] == "wait":
+		_, err := io.Copy(io.Discard, os.Stdin)
+		return err
 	case len(args) == 2 && args[0] == "alloc":
 		mib, err := strconv.Atoi(args[1])
 		if err != nil {
@@ -292,4 +296,77 @@ func memoryEvent(t *testing.T, dir, key string) int {
 	}
 	t.Fatalf("no %s in %s/memory.events", key, dir)
 	return 0
+}
+
+// TestRealUsage reads a real job's and step's usage after a process in
+// the step has allocated memory and used CPU: counters are cumulative
+// (they survive the process), a job's include its step's, and
+// memory.peak is read where the kernel has it (5.19+) and -1 where it has
+// not. PIDs lists a live process of the step in the step and the job.
+func TestRealUsage(t *testing.T) {
+	e, _, cpu, mem := realEnforcer(t, Config{})
+	ctx := context.Background()
+	cpus, err := gres.CoreSetOf(cpu)
+	require.NoError(t, err)
+	require.NoError(t, e.Apply(ctx, gres.Allocation{Job: "use", CPUs: cpus, Mems: []int{mem}, MemoryBytes: 256 << 20}))
+	require.NoError(t, e.Apply(ctx, gres.Allocation{Job: "use", Step: "0", CPUs: cpus, Mems: []int{mem}, MemoryBytes: 128 << 20}))
+	job, err := e.Path("use", "")
+	require.NoError(t, err)
+	step, err := e.Path("use", "0")
+	require.NoError(t, err)
+
+	before, err := e.Usage(ctx, "use", "")
+	require.NoError(t, err)
+	out, err := inCgroup(t, step, "alloc 32")
+	require.NoError(t, err, out)
+	su, err := e.Usage(ctx, "use", "0")
+	require.NoError(t, err)
+	ju, err := e.Usage(ctx, "use", "")
+	require.NoError(t, err)
+	t.Logf("usage: job before %+v; step %+v; job after %+v", before, su, ju)
+
+	assert.Positive(t, su.CPUMicros, "the helper used CPU in the step")
+	assert.GreaterOrEqual(t, su.UserMicros, int64(0))
+	assert.GreaterOrEqual(t, su.SystemMicros, int64(0))
+	assert.GreaterOrEqual(t, ju.CPUMicros, su.CPUMicros, "a job's CPU time includes its step's")
+	assert.GreaterOrEqual(t, ju.CPUMicros, before.CPUMicros, "cumulative")
+	assert.GreaterOrEqual(t, su.MemoryBytes, int64(0), "memory controller enabled: memory.current is read")
+	for _, c := range []struct {
+		dir  string
+		peak int64
+	}{{step, su.MemoryPeakBytes}, {job, ju.MemoryPeakBytes}} {
+		if _, err := os.Stat(filepath.Join(c.dir, "memory.peak")); err == nil {
+			assert.GreaterOrEqual(t, c.peak, int64(32<<20), "%s: the helper touched 32 MiB", c.dir)
+		} else {
+			assert.Equal(t, int64(-1), c.peak, "%s: no memory.peak (kernel < 5.19)", c.dir)
+			t.Logf("%s has no memory.peak (%v): reported as -1", c.dir, err)
+		}
+	}
+
+	// PIDs lists a live process of the step in the step and in the job.
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	fd, err := unix.Open(step, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), helperEnv+"=wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	for _, s := range []string{"0", ""} {
+		pids, err := e.PIDs(ctx, "use", s)
+		require.NoError(t, err)
+		assert.Contains(t, pids, cmd.Process.Pid, "step %q", s)
+	}
+	require.NoError(t, stdin.Close())
+	require.NoError(t, cmd.Wait())
+	pids, err := e.PIDs(ctx, "use", "")
+	require.NoError(t, err)
+	assert.NotContains(t, pids, cmd.Process.Pid, "exited")
+
+	require.NoError(t, e.Release(ctx, "use", "0"))
+	_, err = e.Usage(ctx, "use", "0")
+	require.ErrorIs(t, err, gres.ErrJobNotApplied)
 }

@@ -1,6 +1,6 @@
 // Package gresdriver is a conformance suite for node drivers behind the
 // gres driver interfaces (gres.Discoverer, gres.HealthWatcher,
-// gres.TelemetrySampler, gres.Enforcer). A driver for other hardware (AMD
+// gres.TelemetrySampler, gres.ProcessSampler, gres.Enforcer). A driver for other hardware (AMD
 // ROCm SMI, Intel Level Zero …) or another confinement mechanism runs it
 // against itself from its own tests:
 //
@@ -22,7 +22,8 @@
 // deterministic inventories (unique increasing indices, symmetric links,
 // consistent NUMA/PCIe levels, device files for every device), health
 // events that name known devices and report changes once, telemetry
-// samples that cover every device in index order with valid readings, and
+// samples and per-process samples that cover every device in index order
+// with valid readings (per-process ones from after the time asked), and
 // enforcement that is idempotent, validates its input, nests steps in
 // jobs and releases cleanly. The Check* functions are the same checks as
 // plain functions returning errors, for use outside `go test`.

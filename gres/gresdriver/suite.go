@@ -18,12 +18,14 @@ type Driver struct {
 	HealthConfig HealthConfig
 	// Telemetry, when set, is run through TestTelemetrySampler.
 	Telemetry gres.TelemetrySampler
+	// Processes, when set, is run through TestProcessSampler.
+	Processes gres.ProcessSampler
 }
 
-// Run runs TestDiscoverer, then TestTelemetrySampler and TestHealthWatcher
-// for the seams drv has, as subtests "Discoverer", "Telemetry" and
-// "Health" (telemetry first, so that the health subtests' injected faults
-// do not disturb the samples). A seam drv lacks is reported as a skipped
+// Run runs TestDiscoverer, then TestTelemetrySampler, TestProcessSampler
+// and TestHealthWatcher for the seams drv has, as subtests "Discoverer",
+// "Telemetry", "Processes" and "Health" (telemetry first, so that the
+// health subtests' injected faults do not disturb the samples). A seam drv lacks is reported as a skipped
 // subtest, so a missing seam is visible in the test output.
 func Run(t *testing.T, drv Driver) {
 	t.Helper()
@@ -36,6 +38,12 @@ func Run(t *testing.T, drv Driver) {
 			t.Skip("driver has no TelemetrySampler")
 		}
 		TestTelemetrySampler(t, drv.Discoverer, drv.Telemetry)
+	})
+	t.Run("Processes", func(t *testing.T) {
+		if drv.Processes == nil {
+			t.Skip("driver has no ProcessSampler")
+		}
+		TestProcessSampler(t, drv.Discoverer, drv.Processes)
 	})
 	t.Run("Health", func(t *testing.T) {
 		if drv.Health == nil {

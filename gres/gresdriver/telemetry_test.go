@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,9 +29,52 @@ func (d *staticDriver) Sample(ctx context.Context) ([]gres.DeviceSample, error) 
 	return out, nil
 }
 
+// SampleProcesses makes staticDriver a ProcessSampler: device i ran
+// process 1000+i at 10*i% SM utilisation, read at Unix second 100+i;
+// odd devices cannot attribute.
+func (d *staticDriver) SampleProcesses(ctx context.Context, since time.Time) ([]gres.DeviceProcesses, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []gres.DeviceProcesses
+	for _, dv := range d.disc.Inventory.Devices {
+		p := gres.DeviceProcesses{Index: dv.Index, UUID: dv.UUID, Known: dv.Index%2 == 0}
+		if at := time.Unix(int64(100+dv.Index), 0); p.Known && at.After(since) {
+			p.Processes = []gres.ProcessSample{{PID: 1000 + dv.Index, SMUtil: float64(10 * dv.Index), MemUtil: -1, Time: at}}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 func TestRunOnReferenceDriver(t *testing.T) {
 	d := newStatic()
-	gresdriver.Run(t, gresdriver.Driver{Discoverer: d, Health: d, HealthConfig: gresdriver.HealthConfig{Inject: d.inject}, Telemetry: d})
+	gresdriver.Run(t, gresdriver.Driver{Discoverer: d, Health: d, HealthConfig: gresdriver.HealthConfig{Inject: d.inject}, Telemetry: d, Processes: d})
+}
+
+func TestCheckProcessesCatches(t *testing.T) {
+	inv := gpuserver.DGXH100()
+	since := time.Unix(500, 0)
+	good := func() []gres.DeviceProcesses {
+		var out []gres.DeviceProcesses
+		for _, dv := range inv.Devices {
+			out = append(out, gres.DeviceProcesses{Index: dv.Index, UUID: dv.UUID, Known: true,
+				Processes: []gres.ProcessSample{{PID: 7, SMUtil: 5, MemUtil: 1, Time: since.Add(time.Second)}}})
+		}
+		return out
+	}
+	require.NoError(t, gresdriver.CheckProcesses(inv, since, good()))
+	for name, mutate := range map[string]func([]gres.DeviceProcesses) []gres.DeviceProcesses{
+		"missing":      func(s []gres.DeviceProcesses) []gres.DeviceProcesses { return s[:7] },
+		"extra":        func(s []gres.DeviceProcesses) []gres.DeviceProcesses { return append(s, s[0]) },
+		"out of order": func(s []gres.DeviceProcesses) []gres.DeviceProcesses { s[1], s[2] = s[2], s[1]; return s },
+		"wrong UUID":   func(s []gres.DeviceProcesses) []gres.DeviceProcesses { s[3].UUID = inv.Devices[4].UUID; return s },
+		"read twice":   func(s []gres.DeviceProcesses) []gres.DeviceProcesses { s[2].Processes[0].Time = since; return s },
+		"invalid":      func(s []gres.DeviceProcesses) []gres.DeviceProcesses { s[4].Processes[0].SMUtil = 120; return s },
+		"not known":    func(s []gres.DeviceProcesses) []gres.DeviceProcesses { s[5].Known = false; return s },
+	} {
+		assert.Error(t, gresdriver.CheckProcesses(inv, since, mutate(good())), name)
+	}
 }
 
 func TestCheckSamplesCatches(t *testing.T) {

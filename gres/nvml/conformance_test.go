@@ -13,7 +13,7 @@ import (
 )
 
 // TestConformance runs the gresdriver suite (discovery, telemetry,
-// health) against the driver over mocked servers, MIG included.
+// per-process telemetry, health) against the driver over mocked servers, MIG included.
 func TestConformance(t *testing.T) {
 	mig := nvmltest.DGXA100()
 	if _, err := mig.EnableMIG(7, gonvml.GPU_INSTANCE_PROFILE_3_SLICE, gonvml.GPU_INSTANCE_PROFILE_2_SLICE, gonvml.GPU_INSTANCE_PROFILE_1_SLICE); err != nil {
@@ -23,9 +23,16 @@ func TestConformance(t *testing.T) {
 		"DGXH100": nvmltest.DGXH100(), "DGXA100+MIG": mig, "PCIeA100Pairs": nvmltest.PCIeA100Pairs(), "GB200": nvmltest.GB200(),
 	} {
 		t.Run(name, func(t *testing.T) {
+			srv.SetTelemetry(0, nvmltest.Telemetry{
+				UtilizationSamples: []nvmltest.UtilizationSample{{Micros: 100, Percent: 30}, {Micros: 200, Percent: 50}},
+				Processes: []gonvml.ProcessUtilizationSample{
+					{Pid: 41, TimeStamp: 150, SmUtil: 20, MemUtil: 3}, {Pid: 42, TimeStamp: 250, SmUtil: 10},
+				},
+			})
 			d := newDriver(t, srv, Options{})
 			gresdriver.TestDiscoverer(t, d)
 			gresdriver.TestTelemetrySampler(t, d, d)
+			gresdriver.TestProcessSampler(t, d, d)
 			inject := func(index int) error {
 				for i, g := range srv.GPUs {
 					if uuid, _ := g.GetUUID(); d.indexOf(uuid) == index {

@@ -70,8 +70,9 @@ func (o *Options) Validate() error {
 func validIdent(s string) bool { return gres.Request{Name: s}.Validate() == nil }
 
 // Driver discovers a node's NVIDIA GPUs and watches their health through
-// NVML. It implements gres.Discoverer, gres.HealthWatcher and
-// gres.TelemetrySampler (telemetry.go).
+// NVML. It implements gres.Discoverer, gres.HealthWatcher,
+// gres.TelemetrySampler (telemetry.go) and gres.ProcessSampler
+// (processes.go).
 //
 // A Driver makes no NVML call before Init succeeds and none after
 // Shutdown: every method then returns ErrNotInitialized. This matters
@@ -101,6 +102,9 @@ type Driver struct {
 
 	pollMu sync.Mutex
 	watch  *watchState
+
+	telMu    sync.Mutex        // serialises Sample and SampleWindows
+	utilSeen map[string]uint64 // GPU UUID → newest utilisation sample averaged (NVML µs timestamp)
 }
 
 // optionalSymbols are NVML entry points newer than the oldest supported
@@ -226,6 +230,9 @@ func (d *Driver) Shutdown() error {
 	d.watch = nil
 	d.pollMu.Unlock()
 	d.snap.Set(nil)
+	d.telMu.Lock()
+	d.utilSeen = nil
+	d.telMu.Unlock()
 	d.ready = false
 	if ret := d.lib.Shutdown(); ret != gonvml.SUCCESS {
 		return fmt.Errorf("nvml: Shutdown: %w", ret)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/gres/nvml"
 	"github.com/sluicehq/sluice/gres/nvml/nvmltest"
@@ -76,4 +78,58 @@ func ExampleDriver_PollHealth() {
 	// Output:
 	// gpu 3 healthy=false: XID 79
 	// 7 of 8 healthy, drain=false (gpu 3: XID 79)
+}
+
+// ExampleDriver_SampleProcesses attributes a shared GPU's activity to the
+// processes that ran on it, on the mock: an agent then maps each PID to
+// the job whose cgroup holds it.
+func ExampleDriver_SampleProcesses() {
+	srv := nvmltest.DGXH100()
+	srv.SetTelemetry(2, nvmltest.Telemetry{Processes: []gonvml.ProcessUtilizationSample{
+		{Pid: 4242, TimeStamp: 1_700_000_000_000_000, SmUtil: 55, MemUtil: 20},
+		{Pid: 4343, TimeStamp: 1_700_000_000_000_000, SmUtil: 30, MemUtil: 5},
+	}})
+	d, _ := nvml.New(srv, nvml.Options{SysfsRoot: "/nonexistent", ProcRoot: "/nonexistent"})
+	if err := d.Init(); err != nil {
+		panic(err)
+	}
+	defer d.Shutdown()
+	since := time.Unix(1_699_999_990, 0) // the agent's previous call
+	devs, err := d.SampleProcesses(context.Background(), since)
+	if err != nil {
+		panic(err)
+	}
+	for _, p := range devs[2].Processes {
+		fmt.Printf("gpu %d: pid %d SM %.0f%% memory %.0f%%\n", devs[2].Index, p.PID, p.SMUtil, p.MemUtil)
+	}
+	fmt.Printf("gpu 0: known=%v, %d processes\n", devs[0].Known, len(devs[0].Processes))
+	// Output:
+	// gpu 2: pid 4242 SM 55% memory 20%
+	// gpu 2: pid 4343 SM 30% memory 5%
+	// gpu 0: known=true, 0 processes
+}
+
+// ExampleDriver_SampleWindows shows utilisation averaged over the samples
+// NVML buffered since the previous Sample, and the instant rate when the
+// GPU took none since.
+func ExampleDriver_SampleWindows() {
+	srv := nvmltest.DGXH100()
+	srv.SetTelemetry(0, nvmltest.Telemetry{GPUPercent: 5, UtilizationSamples: []nvmltest.UtilizationSample{
+		{Micros: 1_000_000, Percent: 90}, {Micros: 1_166_666, Percent: 70}, {Micros: 1_333_333, Percent: 80},
+	}})
+	d, _ := nvml.New(srv, nvml.Options{SysfsRoot: "/nonexistent", ProcRoot: "/nonexistent"})
+	if err := d.Init(); err != nil {
+		panic(err)
+	}
+	defer d.Shutdown()
+	for range 2 {
+		s, w, err := d.SampleWindows(context.Background())
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("gpu 0: %.0f%% (%s, %d samples)\n", s[0].Utilization, w[0].Source, w[0].Samples)
+	}
+	// Output:
+	// gpu 0: 80% (interval, 3 samples)
+	// gpu 0: 5% (instant, 0 samples)
 }

@@ -66,6 +66,23 @@ func TestHardware(t *testing.T) {
 	samples, err := d.Sample(ctx)
 	require.NoError(t, err)
 	t.Logf("  telemetry: %+v", samples)
+	since := time.Now()
+	time.Sleep(300 * time.Millisecond) // let NVML take a few utilisation samples
+	samples, wins, err := d.SampleWindows(ctx)
+	require.NoError(t, err)
+	require.NoError(t, gresdriver.CheckSamples(disc.Inventory, samples))
+	for k, w := range wins {
+		t.Logf("  utilisation of device %d: %.1f%% (%s, %d samples, %v..%v)", samples[k].Index, samples[k].Utilization, w.Source, w.Samples, w.First, w.Last)
+	}
+	procs, err := d.SampleProcesses(ctx, time.Time{})
+	require.NoError(t, err)
+	require.NoError(t, gresdriver.CheckProcesses(disc.Inventory, time.Time{}, procs))
+	t.Logf("  processes (whole buffer): %+v", procs)
+	procs, err = d.SampleProcesses(ctx, since)
+	require.NoError(t, err)
+	require.NoError(t, gresdriver.CheckProcesses(disc.Inventory, since, procs))
+	t.Logf("  processes since %v: %+v", since, procs)
 	gresdriver.TestDiscoverer(t, d)
 	gresdriver.TestTelemetrySampler(t, d, d)
+	gresdriver.TestProcessSampler(t, d, d)
 }

@@ -5,6 +5,7 @@ package nvml
 import (
 	"context"
 	"testing"
+	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
@@ -89,7 +90,8 @@ func TestSampleNotInitialized(t *testing.T) {
 // TestSampleStockMocks runs the telemetry contract on go-nvml's own DGX
 // servers (A100, H100, H200, B200). They implement none of the activity
 // queries, so the test fills in what discovery and sampling call, as a
-// third party would: GPU i is i*10% busy and draws 100+i W.
+// third party would: GPU i is i*10% busy and draws 100+i W, and keeps no
+// utilisation sample buffer (so Sample falls back to the instant rate).
 func TestSampleStockMocks(t *testing.T) {
 	for name, srv := range map[string]*server.Server{
 		"dgxa100": dgxa100.New(), "dgxh100": dgxh100.New(), "dgxh200": dgxh200.New(), "dgxb200": dgxb200.New(),
@@ -102,6 +104,9 @@ func TestSampleStockMocks(t *testing.T) {
 				}
 				dv.GetPowerUsageFunc = func() (uint32, gonvml.Return) { return uint32(100_000 + 1000*i), gonvml.SUCCESS }
 				dv.GetTotalEnergyConsumptionFunc = func() (uint64, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED }
+				dv.GetSamplesFunc = func(gonvml.SamplingType, uint64) (gonvml.ValueType, []gonvml.Sample, gonvml.Return) {
+					return 0, nil, gonvml.ERROR_NOT_SUPPORTED
+				}
 			}
 			d, err := New(srv, Options{SysfsRoot: t.TempDir(), ProcRoot: t.TempDir()})
 			require.NoError(t, err)
@@ -134,6 +139,62 @@ func BenchmarkSample(b *testing.B) {
 	require.NoError(b, err)
 	for b.Loop() {
 		if _, err := d.Sample(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchDriver returns an initialised driver over srv, discovered.
+func benchDriver(b *testing.B, srv *nvmltest.Server) *Driver {
+	d, err := New(srv, Options{SysfsRoot: b.TempDir(), ProcRoot: b.TempDir()})
+	require.NoError(b, err)
+	require.NoError(b, d.Init())
+	b.Cleanup(func() { _ = d.Shutdown() })
+	_, err = d.Discover(context.Background())
+	require.NoError(b, err)
+	return d
+}
+
+// BenchmarkSampleInterval is one Sample of a mock DGX H100 whose GPUs
+// each have 6 new utilisation samples per call (1 s of NVML's fastest
+// sampling): the interval path, per node; divide by 8 per device.
+func BenchmarkSampleInterval(b *testing.B) {
+	srv := nvmltest.DGXH100()
+	d := benchDriver(b, srv)
+	ctx := context.Background()
+	for i := range srv.GPUs {
+		srv.GPUs[i].GetSamplesFunc = func(_ gonvml.SamplingType, seen uint64) (gonvml.ValueType, []gonvml.Sample, gonvml.Return) {
+			out := make([]gonvml.Sample, 6)
+			for k := range out {
+				out[k] = gonvml.Sample{TimeStamp: seen + uint64(k+1), SampleValue: [8]byte{byte(10 * k)}}
+			}
+			return gonvml.VALUE_TYPE_UNSIGNED_INT, out, gonvml.SUCCESS
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, w, err := d.SampleWindows(ctx); err != nil || w[0].Source != UtilizationInterval {
+			b.Fatal(err, w[0])
+		}
+	}
+}
+
+// BenchmarkSampleProcesses is one SampleProcesses of a mock DGX H100
+// whose GPUs each run 4 processes: per node; divide by 8 per device.
+func BenchmarkSampleProcesses(b *testing.B) {
+	srv := nvmltest.DGXH100()
+	for i := range srv.GPUs {
+		var ps []gonvml.ProcessUtilizationSample
+		for k := range 4 {
+			ps = append(ps, gonvml.ProcessUtilizationSample{Pid: uint32(1000*i + k + 1), TimeStamp: 10, SmUtil: 20, MemUtil: 5})
+		}
+		srv.SetTelemetry(i, nvmltest.Telemetry{Processes: ps})
+	}
+	d := benchDriver(b, srv)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if p, err := d.SampleProcesses(ctx, time.Time{}); err != nil || len(p[0].Processes) != 4 {
 			b.Fatal(err)
 		}
 	}

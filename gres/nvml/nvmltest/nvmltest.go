@@ -579,6 +579,13 @@ func (s *Server) EnableMIG(i int, profiles ...int) ([]*MIGDevice, error) {
 		m.GetAttributesFunc = func() (nvml.DeviceAttributes, nvml.Return) { return m.attrs, nvml.SUCCESS }
 		m.IsMigDeviceHandleFunc = func() (bool, nvml.Return) { return true, nvml.SUCCESS }
 		m.GetDeviceHandleFromMigDeviceHandleFunc = func() (nvml.Device, nvml.Return) { return d, nvml.SUCCESS }
+		// NVML does not sample utilisation, per GPU or per process, on MIG devices.
+		m.GetSamplesFunc = func(nvml.SamplingType, uint64) (nvml.ValueType, []nvml.Sample, nvml.Return) {
+			return 0, nil, nvml.ERROR_NOT_SUPPORTED
+		}
+		m.GetProcessUtilizationFunc = func(uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+			return nil, nvml.ERROR_NOT_SUPPORTED
+		}
 		out = append(out, m)
 	}
 	d.Lock()
