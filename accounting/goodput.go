@@ -113,8 +113,9 @@ type GPUUsageReport struct {
 	ByPartition []GPUUsageRow `json:"by_partition"`
 }
 
-// endedIn calls fn for each job of cluster that ended in [from, to).
-func endedIn(tx Tx, cluster string, from, to time.Time, fn func(j *JobRecord)) error {
+// endedIn calls fn for each job of cluster that ended in [from, to),
+// until fn returns false.
+func endedIn(tx Tx, cluster string, from, to time.Time, fn func(j JobRecord) bool) error {
 	if err := validTime("from", from, false); err != nil {
 		return err
 	}
@@ -128,7 +129,7 @@ func endedIn(tx Tx, cluster string, from, to time.Time, fn func(j *JobRecord)) e
 	// after From: the query's window selects a superset.
 	return tx.Jobs(JobQuery{Cluster: cluster, From: from, To: to}, func(j JobRecord) bool {
 		if !j.End.IsZero() && !j.End.Before(from) && j.End.Before(to) {
-			fn(&j)
+			return fn(j)
 		}
 		return true
 	})
@@ -139,16 +140,17 @@ func endedIn(tx Tx, cluster string, from, to time.Time, fn func(j *JobRecord)) e
 func GPUUsage(tx Tx, cluster string, from, to time.Time) (GPUUsageReport, error) {
 	rep := GPUUsageReport{Cluster: cluster, From: from, To: to}
 	groups := [4]map[string]*GPUHours{{}, {}, {}, {}}
-	err := endedIn(tx, cluster, from, to, func(j *JobRecord) {
-		rep.Total.add(j)
+	err := endedIn(tx, cluster, from, to, func(j JobRecord) bool {
+		rep.Total.add(&j)
 		for i, name := range [4]string{j.Account, j.User, j.QOS, j.Partition} {
 			g := groups[i][name]
 			if g == nil {
 				g = &GPUHours{}
 				groups[i][name] = g
 			}
-			g.add(j)
+			g.add(&j)
 		}
+		return true
 	})
 	if err != nil {
 		return GPUUsageReport{}, err
@@ -169,7 +171,7 @@ func GPUUsage(tx Tx, cluster string, from, to time.Time) (GPUUsageReport, error)
 // measured jobs — with the sums it is computed from.
 func Goodput(tx Tx, cluster string, from, to time.Time) (float64, GPUHours, error) {
 	var h GPUHours
-	err := endedIn(tx, cluster, from, to, func(j *JobRecord) { h.add(j) })
+	err := endedIn(tx, cluster, from, to, func(j JobRecord) bool { h.add(&j); return true })
 	if err != nil {
 		return 0, GPUHours{}, err
 	}
@@ -218,12 +220,7 @@ func pathOf(j *JobRecord) JobPath {
 // JobPaths calls fn with the path of each job of cluster that ended in
 // [from, to), in job ID order, until fn returns false.
 func JobPaths(tx Tx, cluster string, from, to time.Time, fn func(JobPath) bool) error {
-	stop := false
-	return endedIn(tx, cluster, from, to, func(j *JobRecord) {
-		if !stop && !fn(pathOf(j)) {
-			stop = true
-		}
-	})
+	return endedIn(tx, cluster, from, to, func(j JobRecord) bool { return fn(pathOf(&j)) })
 }
 
 // Summary is a distribution's count, mean and quantiles (gonum's
