@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // fuzzLedger is a memory ledger with a few interned strings, for decoders.
@@ -36,6 +38,11 @@ func FuzzDecodeRecords(f *testing.F) {
 	jv, err := wtx.encodeJob(&j, []AssocID{3, 2, 1})
 	require.NoError(f, err)
 	f.Add([]byte(jv))
+	j.Usage = telemetry.Usage{Samples: 2, First: j.Start, Last: j.End, GPUSeconds: 10, BusyGPUSeconds: 5, EnergyJoules: 9}
+	j.LaunchAttempts, j.LostGPUSeconds, j.Quality = 2, 1, 0.5
+	jv2, err := wtx.encodeJob(&j, []AssocID{3, 2, 1})
+	require.NoError(f, err)
+	f.Add([]byte(jv2))
 	f.Add([]byte{codecVersion, 0, 1, 5})
 	f.Add([]byte{codecVersion, 1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -121,8 +121,11 @@ var jobFields = map[string]func(j *JobRecord, o *ExportOptions) string{
 
 // JobFieldNames returns every field name JobWriter accepts, sorted.
 func JobFieldNames() []string {
-	names := make([]string, 0, len(jobFields))
+	names := make([]string, 0, len(jobFields)+len(usageJobFields))
 	for n := range jobFields {
+		names = append(names, n)
+	}
+	for n := range usageJobFields {
 		names = append(names, n)
 	}
 	slices.Sort(names)
@@ -162,7 +165,7 @@ func (o ExportOptions) fields() ([]string, error) {
 	canon := make([]string, len(fields))
 	for i, f := range fields {
 		found := false
-		for n := range jobFields {
+		for _, n := range JobFieldNames() {
 			if strings.EqualFold(n, strings.TrimSpace(f)) {
 				canon[i], found = n, true
 				break
@@ -256,7 +259,11 @@ func (jw *JobWriter) Write(j JobRecord) error {
 	}
 	vals := make([]string, len(jw.fields))
 	for i, f := range jw.fields {
-		vals[i] = jobFields[f](&j, &jw.opt)
+		format, ok := jobFields[f]
+		if !ok {
+			format = usageJobFields[f]
+		}
+		vals[i] = format(&j, &jw.opt)
 	}
 	jw.n++
 	if jw.cw != nil {

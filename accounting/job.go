@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // JobState is a job's state as sacct reports it.
@@ -138,6 +140,33 @@ type JobRecord struct {
 	// not a heterogeneous job.
 	HetJobID     JobID  `json:"het_job_id,omitempty"`
 	HetJobOffset uint32 `json:"het_job_offset,omitempty"`
+	// Usage is what the job did with its allocation over all its runs:
+	// its GPU and host readings folded into one aggregate (package
+	// telemetry), which sacct shows as TRESUsageInAve/TRESUsageInMax
+	// (gres/gpuutil, gres/gpumem) and ConsumedEnergy. The zero Usage: no
+	// readings arrived (the job is "unmeasured"). Its times are stored in
+	// whole seconds like the record's.
+	Usage telemetry.Usage `json:"usage,omitzero"`
+	// LaunchAttempts counts the job's runs the scheduler launched (each
+	// start, requeued ones included); LaunchFailures those whose launch
+	// failed (the prolog or the node's daemon refused, Slurm's
+	// "launch failed requeued held"). LaunchFailures ≤ LaunchAttempts.
+	LaunchAttempts int `json:"launch_attempts,omitempty"`
+	LaunchFailures int `json:"launch_failures,omitempty"`
+	// LostGPUSeconds is the GPU-seconds of work not kept: each run ended
+	// by a requeue, a preemption without checkpoint, a node failure, a
+	// launch failure, its time limit or a non-zero exit loses the
+	// GPU-seconds allocated since its last checkpoint (or its start).
+	LostGPUSeconds float64 `json:"lost_gpu_seconds,omitempty"`
+	// PriorGPUSeconds is the GPU-seconds allocated to the job's earlier
+	// runs (those ended by a requeue), which Start–End no longer covers
+	// because the ledger keeps one record per job: the job's allocated
+	// GPU-seconds are AllocTRES["gres/gpu"] × Elapsed + PriorGPUSeconds.
+	PriorGPUSeconds float64 `json:"prior_gpu_seconds,omitempty"`
+	// Quality is the allocation quality score of the job's latest run,
+	// the scheduler's Allocation.Quality in (0, 1] (1: the best placement
+	// the topology allows); 0: not scored.
+	Quality float64 `json:"alloc_quality,omitempty"`
 }
 
 // Elapsed returns End-Start, now-Start for a running job, or 0.
@@ -221,6 +250,9 @@ func (j JobRecord) Validate() error {
 	if err := validGPUs(j.GPUs); err != nil {
 		return f(err)
 	}
+	if err := j.validGoodput(); err != nil {
+		return f(err)
+	}
 	return nil
 }
 
@@ -283,6 +315,9 @@ type StepRecord struct {
 	AllocTRES TRES          `json:"alloc_tres,omitempty"`
 	CPUTime   time.Duration `json:"cpu_time,omitempty"` // user+system CPU time consumed
 	MaxRSS    int64         `json:"max_rss,omitempty"`  // bytes
+	// Usage is the step's GPU and host readings folded (as JobRecord's
+	// Usage, for this step alone; sacct's TRESUsageIn* of the step).
+	Usage telemetry.Usage `json:"usage,omitzero"`
 }
 
 // Validate checks the step record.
@@ -312,6 +347,9 @@ func (s StepRecord) Validate() error {
 		return f(fmt.Errorf("%w: state %d, exit code %d, cpu time %v or max rss %d out of range", ErrInvalid, s.State, s.ExitCode, s.CPUTime, s.MaxRSS))
 	}
 	if err := s.AllocTRES.Validate(); err != nil {
+		return f(err)
+	}
+	if err := validUsage(s.Usage); err != nil {
 		return f(err)
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 const (
@@ -32,6 +34,7 @@ func (j *JobRecord) normalise() {
 	j.ReqTRES, j.AllocTRES = j.ReqTRES.Clone(), j.AllocTRES.Clone()
 	j.GPUs = cloneGPUs(j.GPUs)
 	j.Flags = slices.Clone(j.Flags)
+	normUsage(&j.Usage)
 }
 
 func (t *kvTx) PutJob(j JobRecord) error {
@@ -182,7 +185,7 @@ func (t *kvTx) Jobs(q JobQuery, fn func(JobRecord) bool) error {
 // full decode reports them).
 func peekJobMatch(v string, want [3]uint64, q JobQuery) bool {
 	d := dec{b: []byte(v)}
-	if d.byte1() != codecVersion {
+	if ver := d.byte1(); ver != codecVersion && ver != goodputVersion {
 		return true
 	}
 	fl := d.byte1()
@@ -252,7 +255,12 @@ const (
 func (t *kvTx) encodeJob(j *JobRecord, chain []AssocID) (string, error) {
 	e := &t.e
 	e.b = e.b[:0]
-	e.byte1(codecVersion)
+	tail := jobTail(j)
+	if tail != 0 {
+		e.byte1(goodputVersion)
+	} else {
+		e.byte1(codecVersion)
+	}
 	var fl byte
 	if !j.Eligible.IsZero() {
 		fl |= jfEligible
@@ -323,6 +331,9 @@ func (t *kvTx) encodeJob(j *JobRecord, chain []AssocID) (string, error) {
 		e.u(uint64(id))
 	}
 	e.u(uint64(j.Restarts))
+	if tail != 0 {
+		e.jobTail(j, tail)
+	}
 	return e.bytes(), nil
 }
 
@@ -375,7 +386,8 @@ func (t *kvTx) decodeJob(key, v string) (JobRecord, []AssocID, error) {
 	}
 	j.ID = JobID(id)
 	d := dec{b: []byte(v)}
-	if d.byte1() != codecVersion {
+	ver := d.byte1()
+	if ver != codecVersion && ver != goodputVersion {
 		return j, nil, corruptKey(key, "unknown job record version")
 	}
 	fl := d.byte1()
@@ -459,11 +471,21 @@ func (t *kvTx) decodeJob(key, v string) (JobRecord, []AssocID, error) {
 		j.Flags = append(j.Flags, s)
 	}
 	j.Restarts = uint32(d.u())
+	if ver == goodputVersion {
+		if err := decodeJobTail(key, &d, &j); err != nil {
+			return j, nil, err
+		}
+	}
 	if !d.done() {
 		return j, nil, corruptKey(key, "job record: %s", d.errOr("trailing bytes"))
 	}
 	if j.State >= numJobStates {
 		return j, nil, corruptKey(key, "job state %d", j.State)
+	}
+	if ver == goodputVersion {
+		if err := j.validGoodput(); err != nil {
+			return j, nil, corruptKey(key, "job record: %v", err)
+		}
 	}
 	return j, chain, nil
 }
@@ -484,9 +506,15 @@ func (t *kvTx) PutStep(s StepRecord) error {
 	} else if !ok {
 		return fmt.Errorf("step %d.%s: %w: job %d", s.Job, s.Step, ErrNotFound, s.Job)
 	}
+	normUsage(&s.Usage)
+	withUsage := s.Usage != telemetry.Usage{}
 	e := &t.e
 	e.b = e.b[:0]
-	e.byte1(codecVersion)
+	if withUsage {
+		e.byte1(goodputVersion)
+	} else {
+		e.byte1(codecVersion)
+	}
 	e.str(s.Name)
 	e.i(s.Start.Unix())
 	e.i(unixOrZero(s.End))
@@ -498,6 +526,9 @@ func (t *kvTx) PutStep(s StepRecord) error {
 	}
 	e.u(uint64(s.CPUTime / time.Second))
 	e.u(uint64(s.MaxRSS))
+	if withUsage {
+		e.usage(&s.Usage)
+	}
 	return t.set(stepKey(s.Job, s.Step), e.bytes())
 }
 
@@ -512,7 +543,8 @@ func (t *kvTx) decodeStep(key, v string) (StepRecord, error) {
 	}
 	s := StepRecord{Job: JobID(id), Step: rest[17:]}
 	d := dec{b: []byte(v)}
-	if d.byte1() != codecVersion {
+	ver := d.byte1()
+	if ver != codecVersion && ver != goodputVersion {
 		return s, corruptKey(key, "unknown step record version")
 	}
 	s.Name = d.str()
@@ -531,6 +563,11 @@ func (t *kvTx) decodeStep(key, v string) (StepRecord, error) {
 	}
 	s.CPUTime = time.Duration(ct) * time.Second
 	s.MaxRSS = int64(d.u() & (1<<62 - 1))
+	if ver == goodputVersion {
+		if err := d.usage(key, &s.Usage); err != nil {
+			return s, err
+		}
+	}
 	if !d.done() || s.State >= numJobStates {
 		return s, corruptKey(key, "step record: %s", d.errOr("bad state"))
 	}

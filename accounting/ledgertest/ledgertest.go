@@ -55,6 +55,7 @@ func Run(t *testing.T, open Opener) {
 		{"Atomicity", testAtomicity},
 		{"JobRoundTrip", testJobRoundTrip},
 		{"JobValidation", testJobValidation},
+		{"GoodputRoundTrip", testGoodputRoundTrip},
 		{"JobQuery", testJobQuery},
 		{"Steps", testSteps},
 		{"JobKeepsAccountAfterMove", testJobKeepsAccount},

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/accounting"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // RunPersistent checks that a durable implementation keeps everything
@@ -20,11 +21,12 @@ func RunPersistent(t *testing.T, open Reopener) {
 		l, err := open(t, dir, cfg)
 		require.NoError(t, err)
 		tr := buildTree(t, l, t0)
-		full := simpleJob(1, tr.bob, t0.Add(time.Hour), 3*time.Hour)
+		full := goodputJob(1, tr.bob, t0.Add(time.Hour)) // with usage and launch counts
 		full.GPUs = []accounting.NodeGPUs{{Node: "gpu7", Indices: []int{1, 3}}}
 		update(t, l, func(tx accounting.Tx) error {
 			require.NoError(t, tx.PutJob(full))
-			require.NoError(t, tx.PutStep(accounting.StepRecord{Job: 1, Step: "batch", Start: full.Start}))
+			require.NoError(t, tx.PutStep(accounting.StepRecord{Job: 1, Step: "batch", Start: full.Start,
+				Usage: telemetry.Usage{Samples: 1, First: full.Start, Last: full.Start, HostSamples: 1, CPUSeconds: 2.5}}))
 			require.NoError(t, tx.Charge(accounting.Charge{Assoc: tr.bob.ID, QOS: "q", TRES: accounting.TRES{"cpu": 2}, From: t0, To: t0.Add(time.Hour)}))
 			_, err := tx.PutDecision(accounting.Decision{Kind: accounting.DecisionStart, Time: full.Start, Job: 1, Factors: map[string]float64{"age": 1}})
 			require.NoError(t, err)
