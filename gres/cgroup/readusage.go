@@ -50,6 +50,19 @@ func (e *Enforcer) Usage(ctx context.Context, job, step string) (Usage, error) {
 	return u, nil
 }
 
+// ReadUsage reads the usage files of the cgroup directory dir (cpu.stat,
+// memory.current, memory.peak) as Enforcer.Usage does for a job's: for
+// an agent that reads cgroups the Enforcer did not create (a container
+// runtime's, say). A missing file leaves its readings unknown (-1); a
+// garbled one fails with ErrMalformedFile naming the file and the line.
+func ReadUsage(dir string) (Usage, error) {
+	u, err := readUsage(dir)
+	if err != nil {
+		return unknownUsage, fmt.Errorf("cgroup: usage of %s: %w", dir, err)
+	}
+	return u, nil
+}
+
 // readUsage reads the usage files of the cgroup at dir.
 func readUsage(dir string) (Usage, error) {
 	u := unknownUsage

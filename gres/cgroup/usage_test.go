@@ -242,3 +242,17 @@ func TestPIDs(t *testing.T) {
 		assert.ErrorContains(t, err, "step_1")
 	}
 }
+
+// TestReadUsage reads a cgroup directory the Enforcer did not create.
+func TestReadUsage(t *testing.T) {
+	dir := newFakeFS(t, allCtl, "").mount // a plain directory the file helpers accept
+	write(t, dir, "cpu.stat", cpuStat)
+	write(t, dir, "memory.peak", "2048\n")
+	u, err := ReadUsage(dir)
+	require.NoError(t, err)
+	assert.Equal(t, Usage{CPUMicros: 7250031, UserMicros: 6100020, SystemMicros: 1150011, MemoryBytes: -1, MemoryPeakBytes: 2048}, u)
+	write(t, dir, "memory.peak", "lots\n")
+	_, err = ReadUsage(dir)
+	require.ErrorIs(t, err, ErrMalformedFile)
+	assert.ErrorContains(t, err, "memory.peak")
+}

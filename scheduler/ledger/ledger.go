@@ -168,6 +168,15 @@ func (r *Recorder) Observe(now time.Time, cyc scheduler.Cycle) error {
 				// the run is recorded from the cycle, and ended below.
 				rec.Start, rec.End, rec.State = startOf(cyc, now), time.Time{}, accounting.StateRunning
 			}
+			stored, err := priorOf(tx, rec.ID)
+			if err != nil {
+				return fmt.Errorf("ledger: job %d: %w", j.ID, err)
+			}
+			prevEnd := rec.Start
+			if at, ok := requeuedAt[j.ID]; ok && at.Before(prevEnd) {
+				prevEnd = at
+			}
+			fillGoodput(&rec, j, stored, prevEnd)
 			if err := tx.PutJob(rec); err != nil {
 				return fmt.Errorf("ledger: job %d: %w", j.ID, err)
 			}
@@ -280,9 +289,11 @@ func (r *Recorder) endRun(tx accounting.Tx, j scheduler.Job, from, end time.Time
 	if j.State == scheduler.JobPending {
 		// The requeued run's record, as sacct keeps it.
 		rec = run
-		rec.State = accounting.StateRequeued
+		requeuedRun(&rec, j)
 		rec.Reason = j.Reason.String()
 		rec.Restarts = uint32(j.Restarts)
+	} else {
+		fillGoodput(&rec, j, &stored, end)
 	}
 	if err := tx.PutJob(rec); err != nil {
 		return fmt.Errorf("ledger: job %d: %w", j.ID, err)
