@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/telemetry"
 )
@@ -155,4 +156,39 @@ func TestIdleAllocatedSharedGPUCountedOncePerDevice(t *testing.T) {
 	assert.Equal(t, int64(1), rep.GPUs[scheduler.IdleAllocated], "only b's GPU: %s", rep)
 	assert.Equal(t, int64(2), rep.CPUs[scheduler.IdleAllocated], "a's and b's CPUs: %s", rep)
 	assert.Equal(t, total, rep.GPUs.Total(), "%s", rep)
+}
+
+// CPUs shared by oversubscription (OverSubscribe=FORCE:2) are counted
+// once, as allocated-idle only when every job holding them is idle.
+func TestIdleAllocatedSharedCPUsCountedOnce(t *testing.T) {
+	s, err := scheduler.New(scheduler.Config{Nodes: []scheduler.NodeConfig{gpuNode("n0", 1, 4, 2, false)},
+		Partitions: []scheduler.PartitionConfig{{Name: "p", OverSubscribe: policy.OverSubscribeForce, OverSubscribeCount: 2}},
+		Telemetry:  scheduler.TelemetryConfig{Rule: idleRule}})
+	require.NoError(t, err)
+	a := mustSubmit(t, s, t0, scheduler.JobSpec{Tasks: 4, GRESPerNode: gpus(1), MemPerNodeMiB: 100, TimeLimit: time.Hour})
+	b := mustSubmit(t, s, t0, scheduler.JobSpec{Tasks: 4, GRESPerNode: gpus(1), MemPerNodeMiB: 100, TimeLimit: time.Hour})
+	mustSchedule(t, s, t0)
+	ja, _ := s.Job(a)
+	jb, _ := s.Job(b)
+	require.Equal(t, scheduler.JobRunning, ja.State)
+	require.Equal(t, scheduler.JobRunning, jb.State)
+	require.Equal(t, ja.Alloc.Nodes[0].CPUs, jb.Alloc.Nodes[0].CPUs, "the two jobs share the 4 CPUs")
+	util := make([]float64, 2)
+	util[ja.Alloc.Nodes[0].Devices[0]] = 1
+	util[jb.Alloc.Nodes[0].Devices[0]] = 70
+	read := func(from, to int) {
+		for k := from; k <= to; k++ {
+			require.NoError(t, s.ReportTelemetry(t0.Add(time.Duration(k)*time.Minute), scheduler.TelemetryEvent{Node: "n0", Devices: devSamples(util, -1)}))
+		}
+	}
+	read(1, 10)
+	rep := s.IdleCapacity(t0.Add(10 * time.Minute))
+	assert.Equal(t, int64(1), rep.GPUs[scheduler.IdleAllocated], "a's GPU: %s", rep)
+	assert.Zero(t, rep.CPUs[scheduler.IdleAllocated], "the CPUs are b's too, and b works: %s", rep)
+
+	util[jb.Alloc.Nodes[0].Devices[0]] = 1
+	read(11, 21)
+	rep = s.IdleCapacity(t0.Add(21 * time.Minute))
+	assert.Equal(t, int64(2), rep.GPUs[scheduler.IdleAllocated], "%s", rep)
+	assert.Equal(t, int64(4), rep.CPUs[scheduler.IdleAllocated], "4 CPUs, once each: %s", rep)
 }
