@@ -265,6 +265,13 @@ type Estimate struct {
 	// Start (at most MaxListed, soonest first); WaitsForTotal counts them.
 	WaitsFor      []RunningEnd
 	WaitsForTotal int
+	// WaitsForIdle lists the running jobs it waits for (of all
+	// WaitsForTotal) that are allocated but idle on its planned nodes by
+	// their telemetry (Config.Telemetry.Rule; see IdleHolder), at most
+	// MaxListed, soonest end first; WaitsForIdleTotal counts them. Empty
+	// with the rule off or without readings.
+	WaitsForIdle      []IdleHolder `json:",omitempty"`
+	WaitsForIdleTotal int          `json:",omitempty"`
 	// Earliest is the lower end of the range when ExplainOptions asked
 	// for one (RuntimeFraction); zero otherwise. EarliestPartial is set
 	// when the work bounds cut the re-plan short, so the true lower end
@@ -1327,6 +1334,7 @@ func (s *Scheduler) estimate(now time.Time, j *job, ctx *planCtx, allowed topolo
 		return int(a.Job) - int(b.Job)
 	})
 	est.WaitsForTotal = len(ends)
+	est.WaitsForIdle, est.WaitsForIdleTotal = s.idleHolders(ends, nodes, opts.MaxListed)
 	est.WaitsFor = ends[:min(len(ends), opts.MaxListed)]
 	if opts.RuntimeFraction > 0 && ctx.prof != nil {
 		est.Fraction = opts.RuntimeFraction
@@ -2139,6 +2147,7 @@ func (e Explanation) String() string {
 					}
 					b.WriteString("\n")
 				}
+				est.writeIdle(&b)
 				if est.Limit != "" {
 					fmt.Fprintf(&b, "    waits on limit %s, which running and planned jobs hold until then\n", est.Limit)
 				}

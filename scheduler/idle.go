@@ -12,7 +12,12 @@ import (
 )
 
 // IdleClass says why an idle GPU (or CPU) is idle. Every idle unit is
-// counted in exactly one class: the first of this order that matches.
+// counted in exactly one class. A free unit (one no running job holds)
+// is in the first of the free classes, IdleUnhealthy to IdleFragmented,
+// that matches, in this order; an allocated unit is idle only when the
+// job holding it is allocated but idle by its telemetry, and is then in
+// IdleAllocated, the last class, and in no other: allocated-idle units
+// are allocated, not free.
 type IdleClass uint8
 
 // Idle classes, in the order they are tried.
@@ -57,11 +62,25 @@ const (
 	// the jobs whose per-node request fits need more such nodes at once
 	// than are free.
 	IdleFragmented
+	// IdleAllocated ("allocated, idle"): allocated to a running job that
+	// is allocated but idle under Config.Telemetry.Rule on the node: the
+	// job's GPU readings (TelemetryEvent) on every node that reported have
+	// stayed below Rule.IdleBelow for Rule.IdleAfter, and so have this
+	// node's. Counted are the GPUs it holds there (whole, or shared
+	// through shards or MPS: a shared device once, and only when every
+	// running job sharing it is idle there) and its CPUs there (a CPU
+	// shared by oversubscription once, when every job holding it is
+	// idle). The evidence is the readings only, never a clock: a job
+	// whose agent stops reporting keeps the state its last reading gave
+	// it. Empty when the rule is off (IdleBelow 0) or no reading came; a
+	// job without GPU readings (a CPU-only job) is never idle by the rule.
+	IdleAllocated
 	// NumIdleClasses is the number of classes.
 	NumIdleClasses
 )
 
-var idleClassNames = [...]string{"unhealthy", "unavailable", "advance-reservation", "reserved", "no-demand", "policy", "fragmented"}
+var idleClassNames = [...]string{"unhealthy", "unavailable", "advance-reservation", "reserved", "no-demand", "policy", "fragmented",
+	"allocated-idle"}
 
 // String names the class.
 func (c IdleClass) String() string { return enumName(c, idleClassNames[:], "IdleClass") }
@@ -69,7 +88,8 @@ func (c IdleClass) String() string { return enumName(c, idleClassNames[:], "Idle
 // IdleCounts holds a count per idle class.
 type IdleCounts [NumIdleClasses]int64
 
-// Total sums the classes.
+// Total sums every class: the idle units, free ones and allocated-idle
+// ones (IdleAllocated) alike; Free is the free part.
 func (c IdleCounts) Total() int64 {
 	var t int64
 	for _, v := range c {
@@ -78,13 +98,18 @@ func (c IdleCounts) Total() int64 {
 	return t
 }
 
+// Free sums the free classes (all but IdleAllocated): the idle units no
+// running job holds (with IdleUnhealthy's unhealthy devices no job holds).
+func (c IdleCounts) Free() int64 { return c.Total() - c[IdleAllocated] }
+
 func (c *IdleCounts) add(o IdleCounts) {
 	for k, v := range o {
 		c[k] += v
 	}
 }
 
-// NodeIdleCapacity is one node's idle GPUs and CPUs by class.
+// NodeIdleCapacity is one node's idle GPUs and CPUs by class, free and
+// allocated-idle.
 type NodeIdleCapacity struct {
 	Node       string
 	GPUs, CPUs IdleCounts
@@ -96,9 +121,12 @@ type IdleReport struct {
 	// Time is the instant; PlanTime when the backfill plan read was made
 	// (zero without one).
 	Time, PlanTime time.Time
-	// GPUs and CPUs count idle units per class over the cluster.
+	// GPUs and CPUs count idle units per class over the cluster (the sums
+	// of Nodes): Total() is every idle unit, Free() the free ones, and
+	// [IdleAllocated] the units allocated to jobs that are idle.
 	GPUs, CPUs IdleCounts
-	// Nodes lists every node with an idle unit, in node order.
+	// Nodes lists every node with an idle unit (free or allocated-idle),
+	// in node order.
 	Nodes []NodeIdleCapacity
 	// Pending counts the pending jobs eligible now; Limited those of them
 	// waiting on a policy limit.
@@ -144,8 +172,9 @@ func demandNow(now time.Time, j *job, p *partition) bool {
 
 // IdleCapacity classifies every idle GPU and CPU at now (see IdleClass
 // for the classes and their order). It reads the nodes' current state,
-// the pending jobs' last reasons and, with backfill, the last cycle's
-// plan; it changes nothing.
+// the pending jobs' last reasons, with backfill the last cycle's plan,
+// and, for IdleAllocated, the running jobs' telemetry under
+// Config.Telemetry.Rule; it changes nothing.
 func (s *Scheduler) IdleCapacity(now time.Time) IdleReport {
 	rep := IdleReport{Time: now}
 	gpuID, hasGPU := s.reg.Lookup("gres/gpu")
@@ -225,6 +254,11 @@ func (s *Scheduler) IdleCapacity(now time.Time) IdleReport {
 			gFree = n.free[gpuID]
 		}
 		cFree := n.free[gres.CPU]
+		// Allocated-idle units; shared devices among them are counted in
+		// the free gres/gpu (shares do not take a device whole), so they
+		// leave the free count to be counted once.
+		aGPU, aCPU, aShared := s.allocatedIdle(i)
+		gFree -= aShared
 		// Unhealthy devices not in use are outside free already.
 		if n.devs != nil {
 			for _, d := range n.cfg.Devices.Devices {
@@ -255,6 +289,7 @@ func (s *Scheduler) IdleCapacity(now time.Time) IdleReport {
 				ci[s.demandClass(i, order, false)] += r
 			}
 		}
+		gi[IdleAllocated], ci[IdleAllocated] = aGPU, aCPU
 		if gi.Total() > 0 || ci.Total() > 0 {
 			rep.Nodes = append(rep.Nodes, NodeIdleCapacity{Node: n.cfg.Name, GPUs: gi, CPUs: ci})
 			rep.GPUs.add(gi)
@@ -350,7 +385,9 @@ func (s *Scheduler) demandClass(i int, groups []*idleGroup, gpu bool) IdleClass 
 	return IdleFragmented
 }
 
-// String formats the report as a table of classes, GPUs and CPUs.
+// String formats the report as a table of classes, GPUs and CPUs: one
+// row per class (allocated-idle last), the total of every idle unit, and,
+// when some are allocated-idle, the free part of it.
 func (r IdleReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Idle capacity at %s", fmtTime(r.Time))
@@ -363,5 +400,8 @@ func (r IdleReport) String() string {
 		fmt.Fprintf(&b, "  %-20s %8d %8d\n", c, r.GPUs[c], r.CPUs[c])
 	}
 	fmt.Fprintf(&b, "  %-20s %8d %8d\n", "total", r.GPUs.Total(), r.CPUs.Total())
+	if r.GPUs[IdleAllocated] > 0 || r.CPUs[IdleAllocated] > 0 {
+		fmt.Fprintf(&b, "  %-20s %8d %8d\n", "  of which free", r.GPUs.Free(), r.CPUs.Free())
+	}
 	return b.String()
 }

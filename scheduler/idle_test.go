@@ -13,14 +13,19 @@ import (
 	"github.com/sluicehq/sluice/internal/clustertest"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/telemetry"
 	"github.com/sluicehq/sluice/topology"
 )
 
 // TestIdleCapacityCountsEveryIdleUnitOnce drives random event sequences
-// and checks, at every step, that each node's idle GPUs (free ones plus
-// unhealthy ones no job holds) and idle CPUs are split over the classes
-// exactly, that the totals are the sums of the nodes, and that the report
-// is deterministic.
+// and checks, at every step, that each node's free idle GPUs (free ones
+// plus unhealthy ones no job holds) and free CPUs are split over the free
+// classes exactly, that its allocated-idle class holds exactly the GPUs
+// and CPUs of the running jobs its telemetry readings show idle (random
+// readings, all of a node's devices idle or all busy, under a rule with
+// IdleAfter 0: idle when the latest reading since the job started was
+// idle and no node of the job last read busy), that the totals are the
+// sums of the nodes, and that the report is deterministic.
 func TestIdleCapacityCountsEveryIdleUnitOnce(t *testing.T) {
 	for _, mode := range []string{"none", "easy", "conservative"} {
 		t.Run(mode, func(t *testing.T) {
@@ -34,6 +39,7 @@ func TestIdleCapacityCountsEveryIdleUnitOnce(t *testing.T) {
 					cfg.Backfill = &backfill.Config{Resolution: time.Second}
 				}
 				cfg.Policy = &policy.Config{}
+				cfg.Telemetry.Rule = telemetry.Rule{IdleBelow: 5}
 				s, err := scheduler.New(cfg)
 				require.NoError(t, err)
 				names := []string{"h100-01", "h100-02", "a100-01", "a100-02"}
@@ -44,6 +50,10 @@ func TestIdleCapacityCountsEveryIdleUnitOnce(t *testing.T) {
 					require.NoError(t, s.AddReservation(now, policy.Reservation{Name: "m", Start: now.Add(time.Duration(rng.IntN(3)) * time.Hour),
 						Duration: time.Hour, Nodes: nodes, Users: []string{"root"}, Flags: policy.ResvMaint | policy.ResvIgnoreJobs}))
 				}
+				// Telemetry draws from its own stream, so that the
+				// other events are those of the sequence without it.
+				trng := rand.New(rand.NewPCG(seed, 29))
+				tel := newIdleOracle()
 				for step := range 40 {
 					switch k := rng.IntN(10); {
 					case k < 5:
@@ -58,9 +68,19 @@ func TestIdleCapacityCountsEveryIdleUnitOnce(t *testing.T) {
 						_, err := s.Schedule(now)
 						require.NoError(t, err)
 					}
+					tel.started(s)
+					if trng.IntN(3) == 0 {
+						name, idle := names[trng.IntN(4)], trng.IntN(2) == 0
+						util := 80.0
+						if idle {
+							util = 1
+						}
+						require.NoError(t, s.ReportTelemetry(now, scheduler.TelemetryEvent{Node: name, Devices: uniform(util)}))
+						tel.read(name, now, idle)
+					}
 					rep := s.IdleCapacity(now)
 					assert.Equal(t, rep, s.IdleCapacity(now), "deterministic")
-					checkIdle(t, s, rep, seed, step)
+					checkIdle(t, s, rep, tel, seed, step)
 					now = now.Add(time.Duration(rng.IntN(40)) * time.Minute)
 				}
 			}
@@ -68,7 +88,87 @@ func TestIdleCapacityCountsEveryIdleUnitOnce(t *testing.T) {
 	}
 }
 
-func checkIdle(t *testing.T, s *scheduler.Scheduler, rep scheduler.IdleReport, seed uint64, step int) {
+// idleOracle keeps the readings the property test reported, to say from
+// them alone which jobs are idle where (for a rule with IdleAfter 0).
+type idleOracle struct {
+	seq      int
+	readings map[string][]idleReading
+	since    map[scheduler.JobID]int // the readings seen before the job ran
+}
+
+type idleReading struct {
+	seq  int
+	at   time.Time
+	idle bool
+}
+
+func newIdleOracle() *idleOracle {
+	return &idleOracle{readings: map[string][]idleReading{}, since: map[scheduler.JobID]int{}}
+}
+
+// started notes the jobs running for the first time.
+func (o *idleOracle) started(s *scheduler.Scheduler) {
+	for _, j := range s.Jobs() {
+		if _, ok := o.since[j.ID]; !ok && j.State == scheduler.JobRunning {
+			o.since[j.ID] = o.seq
+		}
+	}
+}
+
+func (o *idleOracle) read(node string, at time.Time, idle bool) {
+	o.seq++
+	o.readings[node] = append(o.readings[node], idleReading{seq: o.seq, at: at, idle: idle})
+}
+
+// state is what node's readings since job j started say of it: "idle",
+// "busy" or "" (none: a busy reading at its start covers no time).
+func (o *idleOracle) state(j scheduler.Job, node string) string {
+	rs := o.readings[node]
+	if len(rs) == 0 || rs[len(rs)-1].seq <= o.since[j.ID] {
+		return ""
+	}
+	switch r := rs[len(rs)-1]; {
+	case r.idle:
+		return "idle"
+	case r.at.After(j.StartTime):
+		return "busy"
+	}
+	return ""
+}
+
+// allocated returns the GPUs and CPUs of node that running jobs idle
+// there hold.
+func (o *idleOracle) allocated(s *scheduler.Scheduler, n scheduler.NodeInfo) (gpus, cpus int64) {
+	for _, id := range n.Jobs {
+		j, _ := s.Job(id)
+		if j.State != scheduler.JobRunning {
+			continue
+		}
+		// Idle on n: n's readings say idle, and no node of the job's
+		// last reads busy.
+		here, busy := false, false
+		for _, na := range j.Alloc.Nodes {
+			if len(na.Devices) == 0 {
+				continue // no GPU there: no reading is the job's
+			}
+			st := o.state(j, na.Name)
+			busy = busy || st == "busy"
+			here = here || (na.Node == n.Index && st == "idle")
+		}
+		if !here || busy {
+			continue
+		}
+		for _, na := range j.Alloc.Nodes {
+			if na.Node == n.Index {
+				gpus += int64(len(na.Devices))
+				cpus += int64(len(na.CPUs))
+			}
+		}
+	}
+	return gpus, cpus
+}
+
+func checkIdle(t *testing.T, s *scheduler.Scheduler, rep scheduler.IdleReport, tel *idleOracle, seed uint64, step int) {
 	t.Helper()
 	gpuID := s.Registry().MustLookup("gres/gpu")
 	byName := map[string]scheduler.NodeIdleCapacity{}
@@ -101,8 +201,11 @@ func checkIdle(t *testing.T, s *scheduler.Scheduler, rep scheduler.IdleReport, s
 			}
 		}
 		ni := byName[n.Name]
-		assert.Equal(t, n.Free[gpuID]+badIdle, ni.GPUs.Total(), "seed %d step %d: node %s GPUs %v", seed, step, n.Name, ni.GPUs)
-		assert.Equal(t, n.Free[0], ni.CPUs.Total(), "seed %d step %d: node %s CPUs %v", seed, step, n.Name, ni.CPUs)
+		assert.Equal(t, n.Free[gpuID]+badIdle, ni.GPUs.Free(), "seed %d step %d: node %s GPUs %v", seed, step, n.Name, ni.GPUs)
+		assert.Equal(t, n.Free[0], ni.CPUs.Free(), "seed %d step %d: node %s CPUs %v", seed, step, n.Name, ni.CPUs)
+		ag, ac := tel.allocated(s, n)
+		assert.Equal(t, ag, ni.GPUs[scheduler.IdleAllocated], "seed %d step %d: node %s allocated-idle GPUs", seed, step, n.Name)
+		assert.Equal(t, ac, ni.CPUs[scheduler.IdleAllocated], "seed %d step %d: node %s allocated-idle CPUs", seed, step, n.Name)
 		assert.Equal(t, badIdle, ni.GPUs[scheduler.IdleUnhealthy], "seed %d step %d: node %s", seed, step, n.Name)
 		if !n.State.Usable() {
 			assert.Equal(t, n.Free[gpuID], ni.GPUs[scheduler.IdleUnavailable], "seed %d step %d: node %s is %s", seed, step, n.Name, n.State)

@@ -14,7 +14,10 @@
 // day. At the end, a cluster of two 16-CPU nodes shows tasks without a
 // node count (sbatch -n 32 taking both nodes, with their CPU ids). The queue is ordered by multifactor priority (age, fair-share from
 // the ledger, job size), EASY backfill fills the gaps, and a per-user GPU
-// limit holds some jobs back with Slurm's reason.
+// limit holds some jobs back with Slurm's reason. Two small scenes follow:
+// a job held by a limit gets an expected start, and telemetry shows a job
+// whose GPUs sit idle — IdleCapacity's "allocated-idle" class and the
+// Explain of the job waiting behind it.
 package main
 
 import (
@@ -82,6 +85,9 @@ func config(l accounting.Ledger, firstID scheduler.JobID) (scheduler.Config, err
 		},
 		FirstJobID: firstID,
 		Backfill:   &backfill.Config{Mode: backfill.EASY},
+		// Jobs are allocated-but-idle when telemetry shows their GPUs idle
+		// (the day's simulated jobs report none: see allocatedIdle).
+		Telemetry: scheduler.TelemetryConfig{Rule: idleRule},
 		Priority: &scheduler.PriorityConfig{
 			Engine:    priority.Config{Weights: priority.Weights{Age: 1000, FairShare: 10000, JobSize: 1000}},
 			FairShare: ledger.FairShare(l, cluster),
@@ -231,7 +237,11 @@ func run(w io.Writer, seed uint64, every time.Duration, path string) error {
 	if err := tasksDemo(w, res.End); err != nil {
 		return err
 	}
-	return limitHeld(w)
+	if err := limitHeld(w); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	return allocatedIdle(w)
 }
 
 // resume reads a kept ledger: the day after its last job, the next job ID,

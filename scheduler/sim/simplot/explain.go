@@ -19,10 +19,11 @@ import (
 // maxReasons is how many reasons the pending panel draws apart.
 const maxReasons = 5
 
-// idleOrder stacks the idle classes bottom to top: capacity held for
-// someone first, no demand last.
+// idleOrder stacks the idle classes bottom to top: allocated but idle
+// first (next to the busy capacity), capacity held for someone next, no
+// demand last.
 var idleOrder = []scheduler.IdleClass{
-	scheduler.IdleReserved, scheduler.IdleFragmented, scheduler.IdlePolicy, scheduler.IdleAdvanceReservation,
+	scheduler.IdleAllocated, scheduler.IdleReserved, scheduler.IdleFragmented, scheduler.IdlePolicy, scheduler.IdleAdvanceReservation,
 	scheduler.IdleUnavailable, scheduler.IdleUnhealthy, scheduler.IdleNoDemand,
 }
 
@@ -35,6 +36,7 @@ var idleColors = [scheduler.NumIdleClasses]color.Color{
 	scheduler.IdleNoDemand:           color.RGBA{R: 199, G: 199, B: 199, A: 255},
 	scheduler.IdlePolicy:             color.RGBA{R: 255, G: 127, B: 14, A: 255},
 	scheduler.IdleFragmented:         color.RGBA{R: 214, G: 39, B: 40, A: 255},
+	scheduler.IdleAllocated:          color.RGBA{R: 188, G: 189, B: 34, A: 255},
 }
 
 // reasonColors colour the reasons by rank; "other" is grey.
