@@ -209,6 +209,9 @@ type Summary struct {
 	IdleWhileWaiting float64
 	// ETA is the error of the first start estimates (see ETAStats).
 	ETA ETAStats
+	// Goodput is what the allocated GPUs did, from the jobs' utilisation
+	// profiles: busy, useful and lost GPU-hours, goodput and energy.
+	Goodput Goodput
 	// Explain aggregates the explanation statistics, when
 	// Options.ExplainEvery is set (Run only; Summarize leaves it zero).
 	Explain ExplainSummary
@@ -317,6 +320,7 @@ func (c *collector) add(r *JobResult) {
 	c.s.Restarts += r.Restarts
 	c.s.LostCPUHoursPreempted += r.LostCPUSeconds / 3600
 	c.s.LostGPUHoursPreempted += r.LostGPUSeconds / 3600
+	addGoodput(&c.s.Goodput, r)
 	lostC, lostG, timeLimit := lostHours(r)
 	c.s.LostCPUHours += lostC
 	c.s.LostGPUHours += lostG
@@ -374,6 +378,7 @@ func (c *collector) summary(rejected int, start, end time.Time) Summary {
 	s.Slowdown = stats(c.slows)
 	s.BSLD = stats(c.bslds)
 	s.ETA.Error = stats(c.etaErr)
+	s.Goodput.finish()
 	if n := s.ETA.Jobs; n > 0 {
 		s.ETA.Bias = c.etaSigned / float64(n)
 		s.ETA.OnTime = float64(n-s.ETA.Late) / float64(n)
