@@ -102,6 +102,11 @@ func (p Profile) Validate() error {
 				return fmt.Errorf("%w: phase %d after the phase that ends the work", ErrInvalidProfile, i+1)
 			}
 			continue
+		case ph == (Phase{}):
+			if i == 0 {
+				return fmt.Errorf("%w: a stall without phases", ErrInvalidProfile)
+			}
+			return fmt.Errorf("%w: the phases end at %v of the work, not at 1", ErrInvalidProfile, float64(prev)/ProfileScale)
 		case ph.Util > ProfileScale:
 			return fmt.Errorf("%w: phase %d utilisation %v %% over 100 %%", ErrInvalidProfile, i+1, float64(ph.Util)/100)
 		case ph.End <= prev || ph.End > ProfileScale:
