@@ -5,7 +5,8 @@
 //
 //	go run ./examples/simulate -trace FILE.swf -policy fcfs|easy|conservative|priority \
 //	    -estimates user|exact [-jobs N] [-skip K] [-json] [-plot out.png] [-out jobs.swf] [-strict] \
-//	    [-explain [-explain-every 10m]] [-estimate-every D]
+//	    [-explain [-explain-every 10m]] [-estimate-every D] \
+//	    [-gpu-workload FILE.csv] [-gpu-idle-watts 70] [-gpu-max-watts 700]
 //
 // The trace is a Standard Workload Format file of the Parallel Workloads
 // Archive, read as a stream and cleaned as package swf documents (jobs
@@ -41,6 +42,22 @@
 // (idle_classes, idle_class_hours), the classes sampled every
 // -explain-every of virtual time; with -plot, the chart gets two more
 // panels, idle capacity by class and pending jobs by reason, over time.
+//
+// Every run on a cluster with GPUs also reports goodput and energy from
+// the jobs' utilisation profiles (sim.Job.Profile; sim.Goodput defines
+// the figures): busy, useful and lost GPU-hours of the measured jobs,
+// goodput (useful / allocated GPU-hours over them), the GPU-hours of jobs
+// without a profile (unmeasured, left out), and the energy of the
+// measured jobs' GPUs under a simple power model, per GPU idle watts +
+// utilisation × (max watts − idle watts), set by -gpu-idle-watts and
+// -gpu-max-watts (default an H100 SXM's 700 W TDP, 70 W idle). JSON
+// goodput, busy_fraction, busy_gpu_hours, useful_gpu_hours,
+// goodput_lost_gpu_hours, measured_gpu_hours, unmeasured_gpu_hours,
+// energy_kwh, kwh_per_useful_gpu_hour. The synthetic workload draws a
+// profile per job; -gpu-workload FILE joins a GPU workload file
+// (sim.ReadProfiles: CSV job,util[,stall_s[,phases]]) onto the workload
+// by job ID (the SWF job number, "job<i>" for the synthetic jobs), its
+// profiles replacing the workload's own.
 //
 // A replay is a short batch run whose live heap is small, so the command
 // lets the heap grow to five times the live data between collections
@@ -86,6 +103,9 @@ type config struct {
 	explain                  bool
 	explainEvery             time.Duration
 	estimateEvery            time.Duration // < 0: the policy's
+	gpuWorkload              string
+	gpuIdleWatts             float64
+	gpuMaxWatts              float64
 }
 
 // batchGCPercent is the GOGC the command runs with by default.
@@ -144,6 +164,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&c.seed, "seed", 1, "synthetic workload: seed")
 	fs.BoolVar(&c.explain, "explain", false, "report why jobs waited (pending-reason mix) and why capacity was idle (idle-capacity classes)")
 	fs.DurationVar(&c.explainEvery, "explain-every", 10*time.Minute, "with -explain: classify the idle capacity every this much virtual time")
+	fs.StringVar(&c.gpuWorkload, "gpu-workload", "", "GPU workload file (CSV job,util[,stall_s[,phases]]) giving jobs utilisation profiles by job ID, for goodput and energy")
+	fs.Float64Var(&c.gpuIdleWatts, "gpu-idle-watts", sim.DefaultGPUIdleWatts, "power model: watts of an allocated GPU running no kernel")
+	fs.Float64Var(&c.gpuMaxWatts, "gpu-max-watts", sim.DefaultGPUMaxWatts, "power model: watts of a GPU at 100 % utilisation (its TDP)")
 	c.estimateEvery = -1
 	fs.Func("estimate-every", "recompute a waiting job's expected start at most once per `duration` (0: in every cycle; default: the policy's, once per job under easy)", func(v string) error {
 		d, err := time.ParseDuration(v)
@@ -238,6 +261,31 @@ type report struct {
 	IdleUnit        string             `json:"idle_unit,omitempty"`
 	IdleClasses     map[string]float64 `json:"idle_classes,omitempty"`
 	IdleClassHours  map[string]float64 `json:"idle_class_hours,omitempty"`
+	// Goodput and energy (sim.Goodput), over the jobs with a profile.
+	Goodput             float64 `json:"goodput"`
+	BusyFraction        float64 `json:"busy_fraction"`
+	MeasuredJobs        int     `json:"measured_jobs"`
+	UnmeasuredJobs      int     `json:"unmeasured_jobs"`
+	MeasuredGPUHours    float64 `json:"measured_gpu_hours"`
+	UnmeasuredGPUHours  float64 `json:"unmeasured_gpu_hours"`
+	BusyGPUHours        float64 `json:"busy_gpu_hours"`
+	UsefulGPUHours      float64 `json:"useful_gpu_hours"`
+	GoodputLostGPUHours float64 `json:"goodput_lost_gpu_hours"`
+	EnergyKWh           float64 `json:"energy_kwh"`
+	KWhPerUsefulGPUHour float64 `json:"kwh_per_useful_gpu_hour"`
+	GPUIdleWatts        float64 `json:"gpu_idle_watts"`
+	GPUMaxWatts         float64 `json:"gpu_max_watts"`
+	// The GPU workload file (-gpu-workload only): its profiles and how
+	// many of the jobs read got one.
+	GPUWorkload *gpuWorkload `json:"gpu_workload,omitempty"`
+}
+
+// gpuWorkload is what -gpu-workload joined.
+type gpuWorkload struct {
+	File     string `json:"file"`
+	Profiles int    `json:"profiles"`
+	Matched  int    `json:"matched"`
+	Read     int    `json:"read"`
 }
 
 // clean is the trace reader's cleaning report.
@@ -340,6 +388,21 @@ func run(c config, stdout, stderr io.Writer) error {
 			{Key: "Computer", Value: fmt.Sprintf("Sluice synthetic GPU cluster of %d nodes", c.nodes)},
 			{Key: "Note", Value: fmt.Sprintf("simulated by Sluice: policy %s, %s estimates; processors are allocated CPUs", c.policy, c.estimates)}}
 	}
+	var join *sim.ProfileJoin
+	var gw *gpuWorkload
+	if c.gpuWorkload != "" {
+		profiles, err := readProfiles(c.gpuWorkload)
+		if err != nil {
+			return err
+		}
+		join = sim.WithProfiles(src, profiles)
+		src = join
+		gw = &gpuWorkload{File: c.gpuWorkload, Profiles: len(profiles)}
+	}
+	opt.Power = sim.PowerModel{IdleWatts: c.gpuIdleWatts, MaxWatts: c.gpuMaxWatts}
+	if err := opt.Power.Validate(); err != nil {
+		return fmt.Errorf("-gpu-idle-watts %v / -gpu-max-watts %v: %w", c.gpuIdleWatts, c.gpuMaxWatts, err)
+	}
 	if err := p.Apply(&cfg, &opt); err != nil {
 		return err
 	}
@@ -392,6 +455,10 @@ func run(c config, stdout, stderr io.Writer) error {
 		}
 	}
 	rep := makeReport(res, elapsed, name, c, rd)
+	if gw != nil {
+		gw.Matched, gw.Read = join.Matched()
+		rep.GPUWorkload = gw
+	}
 	if c.json {
 		enc := json.NewEncoder(stdout)
 		return enc.Encode(rep)
@@ -479,6 +546,12 @@ func makeReport(res sim.Result, elapsed time.Duration, name string, c config, rd
 		ETAJobs: s.ETA.Jobs, ETAUnestimated: s.ETA.Unestimated, ETAMean: s.ETA.Error.Mean, ETAMedian: s.ETA.Error.P50,
 		ETAP90: s.ETA.Error.P90, ETAMax: s.ETA.Error.Max, ETABias: s.ETA.Bias, ETAOnTime: s.ETA.OnTime,
 	}
+	g := s.Goodput
+	r.Goodput, r.BusyFraction, r.MeasuredJobs, r.UnmeasuredJobs = g.Goodput, g.BusyFraction, g.MeasuredJobs, g.UnmeasuredJobs
+	r.MeasuredGPUHours, r.UnmeasuredGPUHours = g.AllocatedGPUHours, g.UnmeasuredGPUHours
+	r.BusyGPUHours, r.UsefulGPUHours, r.GoodputLostGPUHours = g.BusyGPUHours, g.UsefulGPUHours, g.LostGPUHours
+	r.EnergyKWh, r.KWhPerUsefulGPUHour = g.EnergyKWh, g.KWhPerUsefulGPUHour
+	r.GPUIdleWatts, r.GPUMaxWatts = c.gpuIdleWatts, c.gpuMaxWatts
 	if ex := s.Explain; ex.Every > 0 {
 		r.ExplainEvery, r.ExplainSamples, r.PendingJobHours = ex.Every.Seconds(), ex.Samples, ex.PendingJobHours
 		r.ReasonMix = map[string]float64{}
@@ -553,6 +626,7 @@ func printReport(w io.Writer, r report, res sim.Result) {
 	}
 	fmt.Fprintf(w, "queue:        mean %.1f, max %d jobs; jobs waiting %.1f %% of the time\n", r.MeanQueue, r.MaxQueue, 100*r.WaitingFrac)
 	fmt.Fprintf(w, "idle waiting: %.0f %s-hours idle while jobs waited (%.1f %% of capacity)\n", idle, what, 100*r.IdleWhileWait)
+	printGoodput(w, r)
 	if r.ETAJobs > 0 {
 		fmt.Fprintf(w, "estimates:    %d jobs waited with a start estimate: first estimate off by mean %s, median %s, p90 %s; %.1f %% started no later than estimated\n",
 			r.ETAJobs, dur(r.ETAMean), dur(r.ETAMedian), dur(r.ETAP90), 100*r.ETAOnTime)
@@ -591,6 +665,45 @@ func printReport(w io.Writer, r report, res sim.Result) {
 		fmt.Fprintf(w, "why idle:     %s (of idle %s-time; %d samples, one per %v)\n", strings.Join(parts, ", "), r.IdleUnit, ex.Samples, ex.Every)
 	}
 	fmt.Fprintf(w, "simulated in: %.3f s (%d scheduling cycles)\n", r.SimSeconds, res.Cycles)
+}
+
+// readProfiles reads the GPU workload file path.
+func readProfiles(path string) (sim.Profiles, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	p, err := sim.ReadProfiles(bufio.NewReader(f))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// printGoodput prints the goodput and energy lines of the text report
+// (nothing on a cluster without GPUs).
+func printGoodput(w io.Writer, r report) {
+	if gw := r.GPUWorkload; gw != nil {
+		fmt.Fprintf(w, "gpu workload: %s: %d profiles, %d of %d jobs read matched\n", gw.File, gw.Profiles, gw.Matched, gw.Read)
+	}
+	if r.GPUs == 0 {
+		return
+	}
+	hours := func(h float64) string {
+		if h < 100 {
+			return strconv.FormatFloat(h, 'g', 3, 64)
+		}
+		return strconv.FormatFloat(h, 'f', 0, 64)
+	}
+	if r.MeasuredJobs == 0 {
+		fmt.Fprintf(w, "goodput:      no job measured (%s GPU-hours without a utilisation profile)\n", hours(r.UnmeasuredGPUHours))
+		return
+	}
+	fmt.Fprintf(w, "goodput:      %.1f %% of %s measured GPU-hours useful (busy %.1f %%, %s GPU-hours of work lost); %s GPU-hours unmeasured\n",
+		100*r.Goodput, hours(r.MeasuredGPUHours), 100*r.BusyFraction, hours(r.GoodputLostGPUHours), hours(r.UnmeasuredGPUHours))
+	fmt.Fprintf(w, "energy:       %s kWh on the measured jobs' GPUs, %.3f kWh per useful GPU-hour (%g W idle, %g W at 100 %% per GPU)\n",
+		hours(r.EnergyKWh), r.KWhPerUsefulGPUHour, r.GPUIdleWatts, r.GPUMaxWatts)
 }
 
 // countingReader counts the bytes read, for the progress bar.
