@@ -53,7 +53,8 @@
 // -gpu-max-watts (default an H100 SXM's 700 W TDP, 70 W idle). JSON
 // goodput, busy_fraction, busy_gpu_hours, useful_gpu_hours,
 // goodput_lost_gpu_hours, measured_gpu_hours, unmeasured_gpu_hours,
-// energy_kwh, kwh_per_useful_gpu_hour. The synthetic workload draws a
+// energy_kwh, kwh_per_useful_gpu_hour, and idle_gpu_energy_kwh, the draw
+// of the GPUs no job held over the makespan. The synthetic workload draws a
 // profile per job; -gpu-workload FILE joins a GPU workload file
 // (sim.ReadProfiles: CSV job,util[,stall_s[,phases]]) onto the workload
 // by job ID (the SWF job number, "job<i>" for the synthetic jobs), its
@@ -273,6 +274,7 @@ type report struct {
 	GoodputLostGPUHours float64 `json:"goodput_lost_gpu_hours"`
 	EnergyKWh           float64 `json:"energy_kwh"`
 	KWhPerUsefulGPUHour float64 `json:"kwh_per_useful_gpu_hour"`
+	IdleEnergyKWh       float64 `json:"idle_gpu_energy_kwh"`
 	GPUIdleWatts        float64 `json:"gpu_idle_watts"`
 	GPUMaxWatts         float64 `json:"gpu_max_watts"`
 	// The GPU workload file (-gpu-workload only): its profiles and how
@@ -550,7 +552,7 @@ func makeReport(res sim.Result, elapsed time.Duration, name string, c config, rd
 	r.Goodput, r.BusyFraction, r.MeasuredJobs, r.UnmeasuredJobs = g.Goodput, g.BusyFraction, g.MeasuredJobs, g.UnmeasuredJobs
 	r.MeasuredGPUHours, r.UnmeasuredGPUHours = g.AllocatedGPUHours, g.UnmeasuredGPUHours
 	r.BusyGPUHours, r.UsefulGPUHours, r.GoodputLostGPUHours = g.BusyGPUHours, g.UsefulGPUHours, g.LostGPUHours
-	r.EnergyKWh, r.KWhPerUsefulGPUHour = g.EnergyKWh, g.KWhPerUsefulGPUHour
+	r.EnergyKWh, r.KWhPerUsefulGPUHour, r.IdleEnergyKWh = g.EnergyKWh, g.KWhPerUsefulGPUHour, g.IdleEnergyKWh
 	r.GPUIdleWatts, r.GPUMaxWatts = c.gpuIdleWatts, c.gpuMaxWatts
 	if ex := s.Explain; ex.Every > 0 {
 		r.ExplainEvery, r.ExplainSamples, r.PendingJobHours = ex.Every.Seconds(), ex.Samples, ex.PendingJobHours
@@ -696,14 +698,16 @@ func printGoodput(w io.Writer, r report) {
 		}
 		return strconv.FormatFloat(h, 'f', 0, 64)
 	}
+	energy := ""
 	if r.MeasuredJobs == 0 {
 		fmt.Fprintf(w, "goodput:      no job measured (%s GPU-hours without a utilisation profile)\n", hours(r.UnmeasuredGPUHours))
-		return
+	} else {
+		fmt.Fprintf(w, "goodput:      %.1f %% of %s measured GPU-hours useful (busy %.1f %%, %s GPU-hours of work lost); %s GPU-hours unmeasured\n",
+			100*r.Goodput, hours(r.MeasuredGPUHours), 100*r.BusyFraction, hours(r.GoodputLostGPUHours), hours(r.UnmeasuredGPUHours))
+		energy = fmt.Sprintf("%s kWh on the measured jobs' GPUs, %.3f kWh per useful GPU-hour; ", hours(r.EnergyKWh), r.KWhPerUsefulGPUHour)
 	}
-	fmt.Fprintf(w, "goodput:      %.1f %% of %s measured GPU-hours useful (busy %.1f %%, %s GPU-hours of work lost); %s GPU-hours unmeasured\n",
-		100*r.Goodput, hours(r.MeasuredGPUHours), 100*r.BusyFraction, hours(r.GoodputLostGPUHours), hours(r.UnmeasuredGPUHours))
-	fmt.Fprintf(w, "energy:       %s kWh on the measured jobs' GPUs, %.3f kWh per useful GPU-hour (%g W idle, %g W at 100 %% per GPU)\n",
-		hours(r.EnergyKWh), r.KWhPerUsefulGPUHour, r.GPUIdleWatts, r.GPUMaxWatts)
+	fmt.Fprintf(w, "energy:       %s%s kWh on GPUs no job held (%g W idle, %g W at 100 %% per GPU)\n",
+		energy, hours(r.IdleEnergyKWh), r.GPUIdleWatts, r.GPUMaxWatts)
 }
 
 // countingReader counts the bytes read, for the progress bar.

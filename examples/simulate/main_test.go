@@ -221,6 +221,8 @@ func TestRunGPUWorkload(t *testing.T) {
 	assert.Equal(t, 0.0, got["unmeasured_gpu_hours"])
 	assert.InDelta(t, gpuH*0.385, got["energy_kwh"], 1e-9)
 	assert.InDelta(t, 0.77, got["kwh_per_useful_gpu_hour"], 1e-12)
+	idle := (got["gpus"].(float64)*got["makespan_s"].(float64)/3600 - gpuH) * 70 / 1000
+	assert.InDelta(t, idle, got["idle_gpu_energy_kwh"], 1e-6)
 	assert.Equal(t, map[string]any{"file": path, "profiles": 51.0, "matched": 50.0, "read": 50.0}, got["gpu_workload"])
 
 	// The power model flags; the text report's lines.
@@ -231,7 +233,8 @@ func TestRunGPUWorkload(t *testing.T) {
 	assert.Contains(t, s, "gpu workload: "+path+": 51 profiles, 50 of 50 jobs read matched\n")
 	assert.Contains(t, s, "goodput:      50.0 % of ")
 	assert.Contains(t, s, "(busy 50.0 %, 0 GPU-hours of work lost); 0 GPU-hours unmeasured\n")
-	assert.Contains(t, s, "kWh on the measured jobs' GPUs, 0.450 kWh per useful GPU-hour (50 W idle, 400 W at 100 % per GPU)\n")
+	assert.Contains(t, s, "kWh on the measured jobs' GPUs, 0.450 kWh per useful GPU-hour; ")
+	assert.Contains(t, s, "kWh on GPUs no job held (50 W idle, 400 W at 100 % per GPU)\n")
 
 	// Without the file, the synthetic workload's own profiles.
 	c.gpuWorkload, c.json = "", true

@@ -52,6 +52,12 @@ type Goodput struct {
 	// MaxWatts − IdleWatts more); KWhPerUsefulGPUHour is EnergyKWh /
 	// UsefulGPUHours (zero without useful work).
 	EnergyKWh, KWhPerUsefulGPUHour float64
+	// IdleEnergyKWh is the energy of the cluster's GPUs while no job held
+	// them, at IdleWatts: (capacity × makespan − the allocated GPU-hours
+	// of all jobs) × IdleWatts, the part of the cluster's draw a policy
+	// that packs the same work into a shorter makespan saves. (The
+	// unmeasured jobs' GPUs are in neither figure.)
+	IdleEnergyKWh float64
 }
 
 // goodputAcc is a job's goodput bookkeeping over its ended runs, in
@@ -123,8 +129,13 @@ func addGoodput(g *Goodput, r *JobResult) {
 	}
 }
 
-// finish computes g's ratios.
-func (g *Goodput) finish() {
+// finish computes g's ratios, and the idle energy of a cluster of
+// capacity c over makespan span whose jobs were allocated gpuH GPU-hours,
+// under power m.
+func (g *Goodput) finish(c Capacity, span time.Duration, gpuH float64, m PowerModel) {
+	if idle := float64(c.GPUs)*span.Hours() - gpuH; idle > 0 {
+		g.IdleEnergyKWh = m.EnergyKWh(idle*3600, 0)
+	}
 	if g.AllocatedGPUHours > 0 {
 		g.Goodput = g.UsefulGPUHours / g.AllocatedGPUHours
 		g.BusyFraction = g.BusyGPUHours / g.AllocatedGPUHours

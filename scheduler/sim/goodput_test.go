@@ -92,6 +92,9 @@ func TestRunGoodputHandComputed(t *testing.T) {
 	energy := (5500*70 + 3030*630) / 3.6e6
 	assert.InDelta(t, energy, g.EnergyKWh, 1e-12)
 	assert.InDelta(t, energy/(2160.0/3600), g.KWhPerUsefulGPUHour, 1e-12)
+	// The run ends at 1000 s: 8 GPUs × 1000 s − 6000 allocated GPU-s idle.
+	require.Equal(t, 1000*time.Second, res.Summary.Makespan)
+	assert.InDelta(t, 2000*70/3.6e6, g.IdleEnergyKWh, 1e-12)
 	// The older lost-work figures are unchanged: T loses its work beyond
 	// the limit, F none.
 	assert.InDelta(t, 2*1400.0/3600, res.Summary.LostGPUHours, 1e-12)
@@ -103,6 +106,7 @@ func TestRunGoodputHandComputed(t *testing.T) {
 	// Another power model (an A100 SXM: 400 W TDP, 50 W idle).
 	res = run(t, dgx(t), jobs, sim.Options{Power: sim.PowerModel{IdleWatts: 50, MaxWatts: 400}})
 	assert.InDelta(t, (5500*50+3030*350)/3.6e6, res.Summary.Goodput.EnergyKWh, 1e-12)
+	assert.InDelta(t, 2000*50/3.6e6, res.Summary.Goodput.IdleEnergyKWh, 1e-12)
 }
 
 // TestRunGoodputPreemption replays a standby job A (4 GPUs, 100 CPUs,

@@ -240,8 +240,10 @@ func sameValues(a, b Sample) bool {
 // Summarize aggregates job results and an exact or resampled series of a
 // cluster of capacity c over [start, end], as Run does. Use it to
 // summarise a subset of a run (for example without a warm-up period).
+// Its Goodput.IdleEnergyKWh is that of DefaultPowerModel (the jobs'
+// energy is their results').
 func Summarize(jobs []JobResult, series []Sample, c Capacity, start, end time.Time) Summary {
-	col := newCollector(c)
+	col := newCollector(c, DefaultPowerModel())
 	for i := range jobs {
 		col.add(&jobs[i])
 	}
@@ -265,6 +267,7 @@ func eachSegment(series []Sample, end time.Time, f func(s Sample, until time.Tim
 // job list.
 type collector struct {
 	cap                               Capacity
+	power                             PowerModel
 	s                                 Summary
 	waits, resps, slows, bslds        []float64
 	etaErr                            []float64
@@ -274,7 +277,7 @@ type collector struct {
 	pendInt, waitingSec, idleC, idleG float64
 }
 
-func newCollector(c Capacity) collector { return collector{cap: c} }
+func newCollector(c Capacity, m PowerModel) collector { return collector{cap: c, power: m} }
 
 // add counts the job r. (It takes r by pointer and calls JobResult's
 // helpers rather than its methods, which are not inlined: each call would
@@ -378,7 +381,6 @@ func (c *collector) summary(rejected int, start, end time.Time) Summary {
 	s.Slowdown = stats(c.slows)
 	s.BSLD = stats(c.bslds)
 	s.ETA.Error = stats(c.etaErr)
-	s.Goodput.finish()
 	if n := s.ETA.Jobs; n > 0 {
 		s.ETA.Bias = c.etaSigned / float64(n)
 		s.ETA.OnTime = float64(n-s.ETA.Late) / float64(n)
@@ -386,6 +388,7 @@ func (c *collector) summary(rejected int, start, end time.Time) Summary {
 	if end.After(start) {
 		s.Makespan = end.Sub(start)
 	}
+	s.Goodput.finish(c.cap, s.Makespan, s.GPUHours, c.power)
 	s.IdleCPUHoursWaiting = c.idleC / 3600
 	s.IdleGPUHoursWaiting = c.idleG / 3600
 	if span := s.Makespan.Seconds(); span > 0 {

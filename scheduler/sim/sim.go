@@ -328,7 +328,7 @@ func newRunner(s *scheduler.Scheduler, src Source, opt Options) *runner {
 			r.res.Capacity.GPUs += n.Capacity.At(r.gpuID)
 		}
 	}
-	r.col = newCollector(r.res.Capacity)
+	r.col = newCollector(r.res.Capacity, opt.Power)
 	r.series = seriesRecorder{off: opt.DiscardSeries, rs: resampler{step: opt.SeriesStep}}
 	return r
 }

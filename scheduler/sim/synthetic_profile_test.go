@@ -89,7 +89,8 @@ func TestRunGoodputDeterministic(t *testing.T) {
 	}
 	plain := run(t, cfg, bare, opt)
 	want := first.Summary
-	want.Goodput = sim.Goodput{MeasuredJobs: 0, UnmeasuredJobs: want.Jobs, UnmeasuredGPUHours: plain.Summary.Goodput.UnmeasuredGPUHours}
+	want.Goodput = sim.Goodput{MeasuredJobs: 0, UnmeasuredJobs: want.Jobs, UnmeasuredGPUHours: plain.Summary.Goodput.UnmeasuredGPUHours,
+		IdleEnergyKWh: first.Summary.Goodput.IdleEnergyKWh} // the unallocated GPUs' draw does not depend on profiles
 	assert.Equal(t, want, plain.Summary, "profiles change nothing else")
 	assert.InDelta(t, first.Summary.GPUHours, plain.Summary.Goodput.UnmeasuredGPUHours, 1e-6)
 }
