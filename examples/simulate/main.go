@@ -6,7 +6,7 @@
 //	go run ./examples/simulate -trace FILE.swf -policy fcfs|easy|conservative|priority \
 //	    -estimates user|exact [-jobs N] [-skip K] [-json] [-plot out.png] [-out jobs.swf] [-strict] \
 //	    [-explain [-explain-every 10m]] [-estimate-every D] \
-//	    [-gpu-workload FILE.csv] [-gpu-idle-watts 70] [-gpu-max-watts 700]
+//	    [-gpu-workload FILE.csv] [-gpus-per-node G] [-gpu-idle-watts 70] [-gpu-max-watts 700]
 //
 // The trace is a Standard Workload Format file of the Parallel Workloads
 // Archive, read as a stream and cleaned as package swf documents (jobs
@@ -58,7 +58,10 @@
 // profile per job; -gpu-workload FILE joins a GPU workload file
 // (sim.ReadProfiles: CSV job,util[,stall_s[,phases]]) onto the workload
 // by job ID (the SWF job number, "job<i>" for the synthetic jobs), its
-// profiles replacing the workload's own.
+// profiles replacing the workload's own. A trace's machine has no GPUs
+// unless -gpus-per-node G gives each node (each processor, without
+// -procs-per-node) G GPUs that every job holds on each of its nodes
+// (swf.Machine.GPUsPerNode; -gpus-per-node 1 reads processors as GPUs).
 //
 // A replay is a short batch run whose live heap is small, so the command
 // lets the heap grow to five times the live data between collections
@@ -105,6 +108,7 @@ type config struct {
 	explainEvery             time.Duration
 	estimateEvery            time.Duration // < 0: the policy's
 	gpuWorkload              string
+	gpusPerNode              int
 	gpuIdleWatts             float64
 	gpuMaxWatts              float64
 }
@@ -166,6 +170,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.explain, "explain", false, "report why jobs waited (pending-reason mix) and why capacity was idle (idle-capacity classes)")
 	fs.DurationVar(&c.explainEvery, "explain-every", 10*time.Minute, "with -explain: classify the idle capacity every this much virtual time")
 	fs.StringVar(&c.gpuWorkload, "gpu-workload", "", "GPU workload file (CSV job,util[,stall_s[,phases]]) giving jobs utilisation profiles by job ID, for goodput and energy")
+	fs.IntVar(&c.gpusPerNode, "gpus-per-node", 0, "trace: give each node (each processor without -procs-per-node) this many GPUs, held by every job on its nodes")
 	fs.Float64Var(&c.gpuIdleWatts, "gpu-idle-watts", sim.DefaultGPUIdleWatts, "power model: watts of an allocated GPU running no kernel")
 	fs.Float64Var(&c.gpuMaxWatts, "gpu-max-watts", sim.DefaultGPUMaxWatts, "power model: watts of a GPU at 100 % utilisation (its TDP)")
 	c.estimateEvery = -1
@@ -359,6 +364,7 @@ func run(c config, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w (use -procs)", c.trace, err)
 		}
+		m.GPUsPerNode = c.gpusPerNode
 		if cfg, err = m.Config(); err != nil {
 			return err
 		}

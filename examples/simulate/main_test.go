@@ -261,6 +261,20 @@ func TestRunGPUWorkloadTrace(t *testing.T) {
 	s := stdout.String()
 	assert.Contains(t, s, "gpu workload: "+path+": 2 profiles, 2 of 5 jobs read matched\n")
 	assert.NotContains(t, s, "goodput:")
+
+	// With a GPU per processor: job 1 (4 GPUs × 100 s at 80 %) completes,
+	// job 2 (2 GPUs × 50 s: a 60 s stall cut to its 50 s of work) too; the
+	// other 140 GPU-s are unmeasured (the schedule of TestRunTraceJSON).
+	c.gpusPerNode, c.json = 1, true
+	stdout.Reset()
+	require.NoError(t, run(c, &stdout, &stderr))
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got))
+	assert.Equal(t, 4.0, got["gpus"])
+	assert.InDelta(t, 500.0/3600, got["measured_gpu_hours"], 1e-12)
+	assert.InDelta(t, 140.0/3600, got["unmeasured_gpu_hours"], 1e-12)
+	assert.InDelta(t, 320.0/500, got["goodput"], 1e-12)
+	assert.InDelta(t, 640.0/720, got["utilization"], 1e-9)
 }
 
 func TestRunErrors(t *testing.T) {
