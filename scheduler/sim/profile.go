@@ -132,6 +132,31 @@ func (p Profile) Mean(work time.Duration) float64 {
 	return 100 * p.busy(work, 0, work) / work.Seconds()
 }
 
+// At returns the utilisation (percent) the profile gives the work
+// position pos of a work of duration work: 0 in the stall, the phase's
+// utilisation after it; 0 outside [0, work) and for the zero Profile.
+// It is what a GPU reading of a simulated running job would show, for a
+// telemetry feed of the simulation.
+func (p Profile) At(work, pos time.Duration) float64 {
+	if pos < 0 || pos >= work || !p.Known() {
+		return 0
+	}
+	stall := min(time.Duration(p.StallSeconds)*time.Second, work)
+	if pos < stall {
+		return 0
+	}
+	x := (pos - stall).Seconds() / (work - stall).Seconds()
+	for _, ph := range p.Phases {
+		if ph.End == 0 {
+			break
+		}
+		if x < float64(ph.End)/ProfileScale {
+			return float64(ph.Util) / (ProfileScale / 100)
+		}
+	}
+	return 0
+}
+
 // busy returns the integral over the work positions [a, b) of a work of
 // duration work of the utilisation, as a fraction of 1 (seconds × u):
 // the busy seconds of one GPU that ran that part of the work. The

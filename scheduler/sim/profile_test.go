@@ -57,6 +57,17 @@ func TestProfileMean(t *testing.T) {
 	assert.True(t, sim.ConstantProfile(0).Known(), "measured at 0 % is not unknown")
 }
 
+// TestProfileAt reads the profile of TestProfileMean point by point.
+func TestProfileAt(t *testing.T) {
+	p := sim.Profile{StallSeconds: 100, Phases: [sim.MaxPhases]sim.Phase{sim.PhaseOf(0.5, 80), sim.PhaseOf(1, 40)}}
+	w := 1000 * time.Second
+	for pos, want := range map[int]float64{-1: 0, 0: 0, 99: 0, 100: 80, 549: 80, 550: 40, 999: 40, 1000: 0, 5000: 0} {
+		assert.Equal(t, want, p.At(w, time.Duration(pos)*time.Second), "at %d s", pos)
+	}
+	assert.Zero(t, sim.Profile{}.At(w, 500*time.Second))
+	assert.Equal(t, 0.0, p.At(50*time.Second, 10*time.Second), "all stall")
+}
+
 func TestPowerModel(t *testing.T) {
 	m := sim.DefaultPowerModel()
 	require.NoError(t, m.Validate())
