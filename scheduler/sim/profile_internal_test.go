@@ -29,3 +29,17 @@ func TestProfileBusyWindows(t *testing.T) {
 		assert.InDelta(t, tc.want, p.busy(w, s(tc.a), s(tc.b)), 1e-9, "[%d, %d)", tc.a, tc.b)
 	}
 }
+
+// BenchmarkProfileBusy is the simulator's cost of a profile per run that
+// ends: one integration over the part of the work the run covered.
+func BenchmarkProfileBusy(b *testing.B) {
+	p := Profile{StallSeconds: 120, Phases: [MaxPhases]Phase{PhaseOf(0.25, 90), PhaseOf(0.5, 10), PhaseOf(0.75, 90), PhaseOf(1, 0)}}
+	w := 40 * time.Minute
+	sum := 0.0
+	for i := 0; b.Loop(); i++ {
+		sum += p.busy(w, time.Duration(i%60)*time.Second, w)
+	}
+	if sum < 0 {
+		b.Fatal(sum)
+	}
+}
