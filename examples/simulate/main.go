@@ -203,6 +203,9 @@ func run(c config, stdout, stderr io.Writer) error {
 	if c.jobs < 0 || c.skip < 0 {
 		return fmt.Errorf("-jobs %d / -skip %d: must not be negative", c.jobs, c.skip)
 	}
+	if c.gpusPerNode != 0 && c.trace == "" {
+		return fmt.Errorf("-gpus-per-node %d: for a -trace only (the synthetic cluster has its own GPUs)", c.gpusPerNode)
+	}
 	if c.explain && c.explainEvery <= 0 {
 		return fmt.Errorf("-explain-every %v: must be positive", c.explainEvery)
 	}
