@@ -203,6 +203,30 @@ func (g *SyntheticGenerator) Next() (Job, bool) {
 	return j, true
 }
 
+// SyntheticProfiles returns a Source that gives every job of src without
+// a profile one drawn from the synthetic workload's mix (see
+// NewSyntheticGenerator), from a stream seeded by seed, in the order the
+// jobs are read: the same source and seed give the same profiles. Jobs
+// with a profile keep it. Use it to replay a trace that records no
+// utilisation (an SWF trace on a machine with GPUs) with modelled ones.
+func SyntheticProfiles(src Source, seed uint64) Source {
+	return &drawProfiles{src: src, rng: rand.New(rand.NewPCG(seed, 0x9a0d9e7))}
+}
+
+type drawProfiles struct {
+	src Source
+	rng *rand.Rand
+}
+
+// Next returns the next job, with a drawn profile when it has none.
+func (d *drawProfiles) Next() (Job, bool, error) {
+	j, ok, err := d.src.Next()
+	if ok && !j.Profile.Known() {
+		j.Profile = syntheticProfile(d.rng)
+	}
+	return j, ok, err
+}
+
 // syntheticProfile draws one profile of the mix NewSyntheticGenerator
 // documents.
 func syntheticProfile(rng *rand.Rand) Profile {

@@ -59,6 +59,51 @@ func TestSyntheticProfiles(t *testing.T) {
 	assert.Equal(t, "d6faaeb4dfb4edb8", fmt.Sprintf("%x", sum[:8]))
 }
 
+// TestSyntheticProfilesSource: the source draws the generator's profiles
+// for the jobs without one, the same for the same seed, and leaves the
+// others alone.
+func TestSyntheticProfilesSource(t *testing.T) {
+	c := sim.SyntheticConfig{Jobs: 50, Seed: 4}
+	jobs, err := sim.Synthetic(c)
+	require.NoError(t, err)
+	c.NoProfiles = true
+	bare, err := sim.Synthetic(c)
+	require.NoError(t, err)
+	own := sim.ConstantProfile(12)
+	bare[7].Profile = own
+	read := func(seed uint64) []sim.Job {
+		src := sim.SyntheticProfiles(&sim.SliceSource{Jobs: bare}, seed)
+		var out []sim.Job
+		for {
+			j, ok, err := src.Next()
+			require.NoError(t, err)
+			if !ok {
+				return out
+			}
+			out = append(out, j)
+		}
+	}
+	got := read(4)
+	require.Len(t, got, len(bare))
+	assert.Equal(t, read(4), got, "same seed, same profiles")
+	assert.Equal(t, own, got[7].Profile, "a job's own profile is kept")
+	for i, j := range got {
+		require.NoError(t, j.Profile.Validate())
+		j.Profile = sim.Profile{}
+		if i != 7 {
+			assert.Equal(t, bare[i], j, "nothing else changes")
+		}
+	}
+	// The generator's stream, in read order (no span: submit order is
+	// generation order): job 7 takes no draw, so job 8 gets the profile
+	// the generator drew for job 7.
+	for i := range 7 {
+		assert.Equal(t, jobs[i].Profile, got[i].Profile, "job %d", i)
+	}
+	assert.Equal(t, jobs[7].Profile, got[8].Profile)
+	assert.NotEqual(t, read(5)[0].Profile, got[0].Profile)
+}
+
 // TestRunGoodputDeterministic: the same synthetic workload gives the same
 // goodput figures bit for bit, and profiles change no other figure.
 func TestRunGoodputDeterministic(t *testing.T) {
