@@ -6,7 +6,7 @@
 //	go run ./examples/simulate -trace FILE.swf -policy fcfs|easy|conservative|priority \
 //	    -estimates user|exact [-jobs N] [-skip K] [-json] [-plot out.png] [-out jobs.swf] [-strict] \
 //	    [-explain [-explain-every 10m]] [-estimate-every D] \
-//	    [-gpu-workload FILE.csv] [-gpus-per-node G] [-gpu-idle-watts 70] [-gpu-max-watts 700]
+//	    [-gpu-workload FILE.csv] [-gpus-per-node G [-synthetic-profiles]] [-gpu-idle-watts 70] [-gpu-max-watts 700]
 //
 // The trace is a Standard Workload Format file of the Parallel Workloads
 // Archive, read as a stream and cleaned as package swf documents (jobs
@@ -61,7 +61,10 @@
 // profiles replacing the workload's own. A trace's machine has no GPUs
 // unless -gpus-per-node G gives each node (each processor, without
 // -procs-per-node) G GPUs that every job holds on each of its nodes
-// (swf.Machine.GPUsPerNode; -gpus-per-node 1 reads processors as GPUs).
+// (swf.Machine.GPUsPerNode; -gpus-per-node 1 reads processors as GPUs);
+// -synthetic-profiles then gives the trace's jobs that the file (if any)
+// does not cover a profile drawn from the synthetic workload's mix
+// (sim.SyntheticProfiles, seeded by -seed).
 //
 // A replay is a short batch run whose live heap is small, so the command
 // lets the heap grow to five times the live data between collections
@@ -108,6 +111,7 @@ type config struct {
 	estimateEvery            time.Duration // < 0: the policy's
 	gpuWorkload              string
 	gpusPerNode              int
+	syntheticProfiles        bool
 	gpuIdleWatts             float64
 	gpuMaxWatts              float64
 }
@@ -170,6 +174,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.explainEvery, "explain-every", 10*time.Minute, "with -explain: classify the idle capacity every this much virtual time")
 	fs.StringVar(&c.gpuWorkload, "gpu-workload", "", "GPU workload file (CSV job,util[,stall_s[,phases]]) giving jobs utilisation profiles by job ID, for goodput and energy")
 	fs.IntVar(&c.gpusPerNode, "gpus-per-node", 0, "trace: give each node (each processor without -procs-per-node) this many GPUs, held by every job on its nodes")
+	fs.BoolVar(&c.syntheticProfiles, "synthetic-profiles", false, "trace: give jobs without a profile (from -gpu-workload) one drawn from the synthetic workload's mix, seeded by -seed")
 	fs.Float64Var(&c.gpuIdleWatts, "gpu-idle-watts", sim.DefaultGPUIdleWatts, "power model: watts of an allocated GPU running no kernel")
 	fs.Float64Var(&c.gpuMaxWatts, "gpu-max-watts", sim.DefaultGPUMaxWatts, "power model: watts of a GPU at 100 % utilisation (its TDP)")
 	c.estimateEvery = -1
@@ -205,6 +210,9 @@ func run(c config, stdout, stderr io.Writer) error {
 	}
 	if c.gpusPerNode != 0 && c.trace == "" {
 		return fmt.Errorf("-gpus-per-node %d: for a -trace only (the synthetic cluster has its own GPUs)", c.gpusPerNode)
+	}
+	if c.syntheticProfiles && c.trace == "" {
+		return errors.New("-synthetic-profiles: for a -trace only (the synthetic workload has its own profiles)")
 	}
 	if c.explain && c.explainEvery <= 0 {
 		return fmt.Errorf("-explain-every %v: must be positive", c.explainEvery)
@@ -291,6 +299,9 @@ func run(c config, stdout, stderr io.Writer) error {
 		join = sim.WithProfiles(src, profiles)
 		src = join
 		gw = &gpuWorkload{File: c.gpuWorkload, Profiles: len(profiles)}
+	}
+	if c.syntheticProfiles {
+		src = sim.SyntheticProfiles(src, c.seed)
 	}
 	opt.Power = sim.PowerModel{IdleWatts: c.gpuIdleWatts, MaxWatts: c.gpuMaxWatts}
 	if err := opt.Power.Validate(); err != nil {

@@ -275,6 +275,26 @@ func TestRunGPUWorkloadTrace(t *testing.T) {
 	assert.InDelta(t, 140.0/3600, got["unmeasured_gpu_hours"], 1e-12)
 	assert.InDelta(t, 320.0/500, got["goodput"], 1e-12)
 	assert.InDelta(t, 640.0/720, got["utilization"], 1e-9)
+
+	// -synthetic-profiles measures the three jobs the file leaves out;
+	// the two it gives keep their figures.
+	c.syntheticProfiles = true
+	stdout.Reset()
+	require.NoError(t, run(c, &stdout, &stderr))
+	drawn := map[string]any{}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &drawn))
+	assert.Equal(t, 5.0, drawn["measured_jobs"])
+	assert.InDelta(t, 640.0/3600, drawn["measured_gpu_hours"], 1e-12)
+	assert.Equal(t, 0.0, drawn["unmeasured_gpu_hours"])
+	// (The drawn stalls of up to 300 s may cover these short jobs whole.)
+	assert.GreaterOrEqual(t, drawn["busy_gpu_hours"], got["busy_gpu_hours"])
+	again := map[string]any{}
+	stdout.Reset()
+	require.NoError(t, run(c, &stdout, &stderr))
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &again))
+	delete(drawn, "sim_seconds")
+	delete(again, "sim_seconds")
+	assert.Equal(t, drawn, again, "same seed, same figures")
 }
 
 func TestRunErrors(t *testing.T) {
@@ -299,6 +319,7 @@ func TestRunErrors(t *testing.T) {
 		}, `bad.csv: sim: invalid GPU workload file: line 3, field 2 (util): "x"`},
 		{"power model", func(c *config) { c.gpuIdleWatts = 800 }, "-gpu-idle-watts 800 / -gpu-max-watts 700"},
 		{"GPUs per node without a trace", func(c *config) { c.gpusPerNode = 2 }, "-gpus-per-node 2: for a -trace only"},
+		{"synthetic profiles without a trace", func(c *config) { c.syntheticProfiles = true }, "-synthetic-profiles: for a -trace only"},
 		{"negative GPUs per node", func(c *config) { c.trace = writeTrace(t, tiny); c.gpusPerNode = -1 }, "GPUsPerNode -1 out of range"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
