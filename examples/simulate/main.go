@@ -5,7 +5,8 @@
 //
 //	go run ./examples/simulate -trace FILE.swf -policy fcfs|easy|conservative|priority \
 //	    -estimates user|exact [-jobs N] [-skip K] [-json] [-plot out.png] [-out jobs.swf] [-strict] \
-//	    [-explain [-explain-every 10m]] [-estimate-every D]
+//	    [-explain [-explain-every 10m]] [-estimate-every D] \
+//	    [-gpu-workload FILE.csv] [-gpus-per-node G [-synthetic-profiles]] [-gpu-idle-watts 70] [-gpu-max-watts 700]
 //
 // The trace is a Standard Workload Format file of the Parallel Workloads
 // Archive, read as a stream and cleaned as package swf documents (jobs
@@ -42,6 +43,29 @@
 // -explain-every of virtual time; with -plot, the chart gets two more
 // panels, idle capacity by class and pending jobs by reason, over time.
 //
+// Every run on a cluster with GPUs also reports goodput and energy from
+// the jobs' utilisation profiles (sim.Job.Profile; sim.Goodput defines
+// the figures): busy, useful and lost GPU-hours of the measured jobs,
+// goodput (useful / allocated GPU-hours over them), the GPU-hours of jobs
+// without a profile (unmeasured, left out), and the energy of the
+// measured jobs' GPUs under a simple power model, per GPU idle watts +
+// utilisation × (max watts − idle watts), set by -gpu-idle-watts and
+// -gpu-max-watts (default an H100 SXM's 700 W TDP, 70 W idle). JSON
+// goodput, busy_fraction, busy_gpu_hours, useful_gpu_hours,
+// goodput_lost_gpu_hours, measured_gpu_hours, unmeasured_gpu_hours,
+// energy_kwh, kwh_per_useful_gpu_hour, and idle_gpu_energy_kwh, the draw
+// of the GPUs no job held over the makespan. The synthetic workload draws a
+// profile per job; -gpu-workload FILE joins a GPU workload file
+// (sim.ReadProfiles: CSV job,util[,stall_s[,phases]]) onto the workload
+// by job ID (the SWF job number, "job<i>" for the synthetic jobs), its
+// profiles replacing the workload's own. A trace's machine has no GPUs
+// unless -gpus-per-node G gives each node (each processor, without
+// -procs-per-node) G GPUs that every job holds on each of its nodes
+// (swf.Machine.GPUsPerNode; -gpus-per-node 1 reads processors as GPUs);
+// -synthetic-profiles then gives the trace's jobs that the file (if any)
+// does not cover a profile drawn from the synthetic workload's mix
+// (sim.SyntheticProfiles, seeded by -seed).
+//
 // A replay is a short batch run whose live heap is small, so the command
 // lets the heap grow to five times the live data between collections
 // (GOGC=400) unless the GOGC environment variable says otherwise: on
@@ -51,7 +75,6 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -86,6 +109,11 @@ type config struct {
 	explain                  bool
 	explainEvery             time.Duration
 	estimateEvery            time.Duration // < 0: the policy's
+	gpuWorkload              string
+	gpusPerNode              int
+	syntheticProfiles        bool
+	gpuIdleWatts             float64
+	gpuMaxWatts              float64
 }
 
 // batchGCPercent is the GOGC the command runs with by default.
@@ -144,6 +172,11 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&c.seed, "seed", 1, "synthetic workload: seed")
 	fs.BoolVar(&c.explain, "explain", false, "report why jobs waited (pending-reason mix) and why capacity was idle (idle-capacity classes)")
 	fs.DurationVar(&c.explainEvery, "explain-every", 10*time.Minute, "with -explain: classify the idle capacity every this much virtual time")
+	fs.StringVar(&c.gpuWorkload, "gpu-workload", "", "GPU workload file (CSV job,util[,stall_s[,phases]]) giving jobs utilisation profiles by job ID, for goodput and energy")
+	fs.IntVar(&c.gpusPerNode, "gpus-per-node", 0, "trace: give each node (each processor without -procs-per-node) this many GPUs, held by every job on its nodes")
+	fs.BoolVar(&c.syntheticProfiles, "synthetic-profiles", false, "trace: give jobs without a profile (from -gpu-workload) one drawn from the synthetic workload's mix, seeded by -seed")
+	fs.Float64Var(&c.gpuIdleWatts, "gpu-idle-watts", sim.DefaultGPUIdleWatts, "power model: watts of an allocated GPU running no kernel")
+	fs.Float64Var(&c.gpuMaxWatts, "gpu-max-watts", sim.DefaultGPUMaxWatts, "power model: watts of a GPU at 100 % utilisation (its TDP)")
 	c.estimateEvery = -1
 	fs.Func("estimate-every", "recompute a waiting job's expected start at most once per `duration` (0: in every cycle; default: the policy's, once per job under easy)", func(v string) error {
 		d, err := time.ParseDuration(v)
@@ -167,97 +200,6 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	return c, nil
 }
 
-// report is the -json output. The first seven names are a contract.
-type report struct {
-	Jobs         int     `json:"jobs"`
-	MeanWait     float64 `json:"mean_wait_s"`
-	MeanBSLD     float64 `json:"mean_bsld"`
-	MeanResponse float64 `json:"mean_response_s"`
-	Utilization  float64 `json:"utilization"`
-	Makespan     float64 `json:"makespan_s"`
-	SimSeconds   float64 `json:"sim_seconds"`
-	Workload     string  `json:"workload"`
-	Policy       string  `json:"policy"`
-	Estimates    string  `json:"estimates"`
-	Rejected     int     `json:"rejected"`
-	Completed    int     `json:"completed"`
-	Failed       int     `json:"failed"`
-	Unknown      int     `json:"unknown"` // ran to their end, the trace does not say how (SWF status -1)
-	TimedOut     int     `json:"timed_out"`
-	Killed       int     `json:"killed"`
-	P50Wait      float64 `json:"p50_wait_s"`
-	P90Wait      float64 `json:"p90_wait_s"`
-	P99Wait      float64 `json:"p99_wait_s"`
-	MaxWait      float64 `json:"max_wait_s"`
-	P50BSLD      float64 `json:"p50_bsld"`
-	P90BSLD      float64 `json:"p90_bsld"`
-	P99BSLD      float64 `json:"p99_bsld"`
-	MaxBSLD      float64 `json:"max_bsld"`
-	MeanSlowdown float64 `json:"mean_slowdown"`
-	CPUUtil      float64 `json:"cpu_utilization"`
-	GPUUtil      float64 `json:"gpu_utilization"`
-	CPUHours     float64 `json:"cpu_hours"`
-	GPUHours     float64 `json:"gpu_hours"`
-	LostCPUHours float64 `json:"lost_cpu_hours"`
-	LostGPUHours float64 `json:"lost_gpu_hours"`
-	// LostCPUHoursTimeLimit and LostGPUHoursTimeLimit: the part of the
-	// lost hours that time limits cut off (sim.JobResult.LostCPUHours).
-	LostCPUHoursTimeLimit float64 `json:"lost_cpu_hours_time_limit"`
-	LostGPUHoursTimeLimit float64 `json:"lost_gpu_hours_time_limit"`
-
-	// preemption (zero without a preemption policy)
-	LostGPUHoursPreempted float64 `json:"lost_gpu_hours_preempted"`
-	LostCPUHoursPreempted float64 `json:"lost_cpu_hours_preempted"`
-	Preemptions           int     `json:"preemptions"`
-
-	MeanQueue     float64 `json:"mean_queue_length"`
-	MaxQueue      int     `json:"max_queue_length"`
-	WaitingFrac   float64 `json:"waiting_fraction"`
-	IdleCPUHWait  float64 `json:"idle_cpu_hours_while_waiting"`
-	IdleGPUHWait  float64 `json:"idle_gpu_hours_while_waiting"`
-	IdleWhileWait float64 `json:"idle_while_waiting"`
-	Cycles        int     `json:"cycles"`
-	Nodes         int     `json:"nodes"`
-	CPUs          int64   `json:"cpus"`
-	GPUs          int64   `json:"gpus"`
-	Cleaning      *clean  `json:"cleaning,omitempty"`
-	// Start estimates (backfill policies; zero without estimates).
-	ETAJobs        int     `json:"eta_jobs"`
-	ETAUnestimated int     `json:"eta_unestimated"`
-	ETAMean        float64 `json:"eta_error_mean_s"`
-	ETAMedian      float64 `json:"eta_error_median_s"`
-	ETAP90         float64 `json:"eta_error_p90_s"`
-	ETAMax         float64 `json:"eta_error_max_s"`
-	ETABias        float64 `json:"eta_bias_s"`
-	ETAOnTime      float64 `json:"eta_started_on_time"`
-	// Explanation statistics (-explain only).
-	ExplainEvery    float64            `json:"explain_every_s,omitempty"`
-	ExplainSamples  int                `json:"explain_samples,omitempty"`
-	PendingJobHours float64            `json:"pending_job_hours,omitempty"`
-	ReasonMix       map[string]float64 `json:"reason_mix,omitempty"`
-	IdleUnit        string             `json:"idle_unit,omitempty"`
-	IdleClasses     map[string]float64 `json:"idle_classes,omitempty"`
-	IdleClassHours  map[string]float64 `json:"idle_class_hours,omitempty"`
-}
-
-// clean is the trace reader's cleaning report.
-type clean struct {
-	Lines          int `json:"lines"`
-	Records        int `json:"records"`
-	Jobs           int `json:"jobs"`
-	Dropped        int `json:"dropped"`
-	Malformed      int `json:"malformed"`
-	NoSubmit       int `json:"no_submit_time"`
-	NoRuntime      int `json:"no_run_time"`
-	NoProcs        int `json:"no_processors"`
-	TooLarge       int `json:"too_large"`
-	OutOfOrder     int `json:"out_of_order"`
-	Clipped        int `json:"clipped"`
-	EstimateFilled int `json:"estimate_filled"`
-	Overrun        int `json:"overrun"`
-	HeaderIssues   int `json:"header_issues"`
-}
-
 func run(c config, stdout, stderr io.Writer) error {
 	p := sim.Policy(c.policy)
 	if c.estimates != "user" && c.estimates != "exact" {
@@ -265,6 +207,12 @@ func run(c config, stdout, stderr io.Writer) error {
 	}
 	if c.jobs < 0 || c.skip < 0 {
 		return fmt.Errorf("-jobs %d / -skip %d: must not be negative", c.jobs, c.skip)
+	}
+	if c.gpusPerNode != 0 && c.trace == "" {
+		return fmt.Errorf("-gpus-per-node %d: for a -trace only (the synthetic cluster has its own GPUs)", c.gpusPerNode)
+	}
+	if c.syntheticProfiles && c.trace == "" {
+		return errors.New("-synthetic-profiles: for a -trace only (the synthetic workload has its own profiles)")
 	}
 	if c.explain && c.explainEvery <= 0 {
 		return fmt.Errorf("-explain-every %v: must be positive", c.explainEvery)
@@ -309,6 +257,7 @@ func run(c config, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w (use -procs)", c.trace, err)
 		}
+		m.GPUsPerNode = c.gpusPerNode
 		if cfg, err = m.Config(); err != nil {
 			return err
 		}
@@ -339,6 +288,24 @@ func run(c config, stdout, stderr io.Writer) error {
 		header = []swf.HeaderField{{Key: "Version", Value: "2.2"},
 			{Key: "Computer", Value: fmt.Sprintf("Sluice synthetic GPU cluster of %d nodes", c.nodes)},
 			{Key: "Note", Value: fmt.Sprintf("simulated by Sluice: policy %s, %s estimates; processors are allocated CPUs", c.policy, c.estimates)}}
+	}
+	var join *sim.ProfileJoin
+	var gw *gpuWorkload
+	if c.gpuWorkload != "" {
+		profiles, err := readProfiles(c.gpuWorkload)
+		if err != nil {
+			return err
+		}
+		join = sim.WithProfiles(src, profiles)
+		src = join
+		gw = &gpuWorkload{File: c.gpuWorkload, Profiles: len(profiles)}
+	}
+	if c.syntheticProfiles {
+		src = sim.SyntheticProfiles(src, c.seed)
+	}
+	opt.Power = sim.PowerModel{IdleWatts: c.gpuIdleWatts, MaxWatts: c.gpuMaxWatts}
+	if err := opt.Power.Validate(); err != nil {
+		return fmt.Errorf("-gpu-idle-watts %v / -gpu-max-watts %v: %w", c.gpuIdleWatts, c.gpuMaxWatts, err)
 	}
 	if err := p.Apply(&cfg, &opt); err != nil {
 		return err
@@ -392,6 +359,10 @@ func run(c config, stdout, stderr io.Writer) error {
 		}
 	}
 	rep := makeReport(res, elapsed, name, c, rd)
+	if gw != nil {
+		gw.Matched, gw.Read = join.Matched()
+		rep.GPUWorkload = gw
+	}
 	if c.json {
 		enc := json.NewEncoder(stdout)
 		return enc.Encode(rep)
@@ -460,137 +431,18 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return nil
 }
 
-func makeReport(res sim.Result, elapsed time.Duration, name string, c config, rd *swf.Reader) report {
-	s := res.Summary
-	r := report{
-		Jobs: s.Jobs, MeanWait: s.Wait.Mean, MeanBSLD: s.BSLD.Mean, MeanResponse: s.Response.Mean,
-		Utilization: s.Utilization, Makespan: s.Makespan.Seconds(), SimSeconds: elapsed.Seconds(),
-		Workload: name, Policy: c.policy, Estimates: c.estimates,
-		Rejected: s.Rejected, Completed: s.Completed, Failed: s.Failed, Unknown: s.Unknown, TimedOut: s.TimedOut, Killed: s.Killed,
-		P50Wait: s.Wait.P50, P90Wait: s.Wait.P90, P99Wait: s.Wait.P99, MaxWait: s.Wait.Max,
-		P50BSLD: s.BSLD.P50, P90BSLD: s.BSLD.P90, P99BSLD: s.BSLD.P99, MaxBSLD: s.BSLD.Max,
-		MeanSlowdown: s.Slowdown.Mean, CPUUtil: s.CPUUtilization, GPUUtil: s.GPUUtilization,
-		CPUHours: s.CPUHours, GPUHours: s.GPUHours, LostCPUHours: s.LostCPUHours, LostGPUHours: s.LostGPUHours,
-		LostCPUHoursTimeLimit: s.LostCPUHoursTimeLimit, LostGPUHoursTimeLimit: s.LostGPUHoursTimeLimit,
-		LostGPUHoursPreempted: s.LostGPUHoursPreempted, LostCPUHoursPreempted: s.LostCPUHoursPreempted, Preemptions: s.Preemptions,
-		MeanQueue: s.MeanPending, MaxQueue: s.MaxPending, WaitingFrac: s.WaitingFraction,
-		IdleCPUHWait: s.IdleCPUHoursWaiting, IdleGPUHWait: s.IdleGPUHoursWaiting, IdleWhileWait: s.IdleWhileWaiting,
-		Cycles: res.Cycles, Nodes: res.Capacity.Nodes, CPUs: res.Capacity.CPUs, GPUs: res.Capacity.GPUs,
-		ETAJobs: s.ETA.Jobs, ETAUnestimated: s.ETA.Unestimated, ETAMean: s.ETA.Error.Mean, ETAMedian: s.ETA.Error.P50,
-		ETAP90: s.ETA.Error.P90, ETAMax: s.ETA.Error.Max, ETABias: s.ETA.Bias, ETAOnTime: s.ETA.OnTime,
+// readProfiles reads the GPU workload file path.
+func readProfiles(path string) (sim.Profiles, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
-	if ex := s.Explain; ex.Every > 0 {
-		r.ExplainEvery, r.ExplainSamples, r.PendingJobHours = ex.Every.Seconds(), ex.Samples, ex.PendingJobHours
-		r.ReasonMix = map[string]float64{}
-		for _, rs := range ex.Reasons {
-			r.ReasonMix[rs.Reason.String()] = rs.Share
-		}
-		r.IdleUnit, r.IdleClasses, r.IdleClassHours = "CPU", map[string]float64{}, map[string]float64{}
-		hours := ex.IdleCPUHours
-		if res.Capacity.GPUs > 0 {
-			r.IdleUnit, hours = "GPU", ex.IdleGPUHours
-		}
-		for c := range scheduler.NumIdleClasses {
-			r.IdleClasses[c.String()] = ex.IdleShares[c]
-			r.IdleClassHours[c.String()] = hours[c]
-		}
+	defer f.Close()
+	p, err := sim.ReadProfiles(bufio.NewReader(f))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if rd != nil {
-		st := rd.Stats()
-		r.Cleaning = &clean{Lines: st.Lines, Records: st.Records, Jobs: st.Jobs, Dropped: st.Dropped(),
-			Malformed: st.Malformed, NoSubmit: st.NoSubmit, NoRuntime: st.NoRuntime, NoProcs: st.NoProcs,
-			TooLarge: st.TooLarge, OutOfOrder: st.OutOfOrder, Clipped: st.Clipped,
-			EstimateFilled: st.EstimateFilled, Overrun: st.Overrun, HeaderIssues: st.HeaderIssues}
-	}
-	return r
-}
-
-func printReport(w io.Writer, r report, res sim.Result) {
-	dur := func(s float64) string {
-		d := time.Duration(s * float64(time.Second)).Round(time.Second)
-		if d >= 48*time.Hour {
-			return fmt.Sprintf("%s (%.1f days)", d, d.Hours()/24)
-		}
-		return d.String()
-	}
-	fmt.Fprintf(w, "Sluice simulation of %s\n", r.Workload)
-	fmt.Fprintf(w, "cluster:      %d nodes, %d CPUs, %d GPUs; policy %s, %s estimates\n", r.Nodes, r.CPUs, r.GPUs, r.Policy, r.Estimates)
-	if cl := r.Cleaning; cl != nil {
-		fmt.Fprintf(w, "trace:        %d job lines read, %d kept, %d dropped", cl.Records, cl.Jobs, cl.Dropped)
-		var why []string
-		for _, x := range []struct {
-			n    int
-			what string
-		}{{cl.Malformed, "malformed"}, {cl.NoSubmit, "no submit time"}, {cl.NoRuntime, "run time ≤ 0"},
-			{cl.NoProcs, "no processors"}, {cl.TooLarge, "too large"}, {cl.OutOfOrder, "out of order"}} {
-			if x.n > 0 {
-				why = append(why, fmt.Sprintf("%d %s", x.n, x.what))
-			}
-		}
-		if len(why) > 0 {
-			fmt.Fprintf(w, " (%s)", strings.Join(why, ", "))
-		}
-		fmt.Fprintf(w, "; %d clipped, %d estimates filled, %d ran past their estimate\n", cl.Clipped, cl.EstimateFilled, cl.Overrun)
-	}
-	fmt.Fprintf(w, "jobs:         %d simulated (%d completed, %d failed", r.Jobs, r.Completed, r.Failed)
-	if r.Unknown > 0 {
-		fmt.Fprintf(w, ", %d with unknown status", r.Unknown)
-	}
-	fmt.Fprintf(w, ", %d timed out, %d killed), %d rejected\n", r.TimedOut, r.Killed, r.Rejected)
-	fmt.Fprintf(w, "wait:         mean %s, p50 %s, p90 %s, p99 %s, max %s\n", dur(r.MeanWait), dur(r.P50Wait), dur(r.P90Wait), dur(r.P99Wait), dur(r.MaxWait))
-	fmt.Fprintf(w, "response:     mean %s\n", dur(r.MeanResponse))
-	fmt.Fprintf(w, "bounded sld:  mean %.2f, p50 %.2f, p90 %.2f, p99 %.2f, max %.1f (τ = 10 s)\n", r.MeanBSLD, r.P50BSLD, r.P90BSLD, r.P99BSLD, r.MaxBSLD)
-	fmt.Fprintf(w, "utilisation:  %.1f %% over a makespan of %s", 100*r.Utilization, dur(r.Makespan))
-	if r.GPUs > 0 {
-		fmt.Fprintf(w, " (GPUs; CPUs %.1f %%), %.0f GPU-hours, %.0f lost (%.0f to time limits)", 100*r.CPUUtil, r.GPUHours, r.LostGPUHours, r.LostGPUHoursTimeLimit)
-	} else {
-		fmt.Fprintf(w, ", %.0f CPU-hours, %.0f lost (%.0f to time limits)", r.CPUHours, r.LostCPUHours, r.LostCPUHoursTimeLimit)
-	}
-	fmt.Fprintln(w)
-	what, idle := "CPU", r.IdleCPUHWait
-	if r.GPUs > 0 {
-		what, idle = "GPU", r.IdleGPUHWait
-	}
-	fmt.Fprintf(w, "queue:        mean %.1f, max %d jobs; jobs waiting %.1f %% of the time\n", r.MeanQueue, r.MaxQueue, 100*r.WaitingFrac)
-	fmt.Fprintf(w, "idle waiting: %.0f %s-hours idle while jobs waited (%.1f %% of capacity)\n", idle, what, 100*r.IdleWhileWait)
-	if r.ETAJobs > 0 {
-		fmt.Fprintf(w, "estimates:    %d jobs waited with a start estimate: first estimate off by mean %s, median %s, p90 %s; %.1f %% started no later than estimated\n",
-			r.ETAJobs, dur(r.ETAMean), dur(r.ETAMedian), dur(r.ETAP90), 100*r.ETAOnTime)
-	}
-	if ex := res.Summary.Explain; ex.Every > 0 {
-		var parts []string
-		for _, rs := range ex.Reasons {
-			parts = append(parts, fmt.Sprintf("%s %.1f %%", rs.Reason, 100*rs.Share))
-		}
-		if len(parts) == 0 {
-			parts = append(parts, "no job waited")
-		}
-		hours := strconv.FormatFloat(ex.PendingJobHours, 'f', 0, 64)
-		if ex.PendingJobHours < 100 {
-			hours = strconv.FormatFloat(ex.PendingJobHours, 'g', 3, 64)
-		}
-		fmt.Fprintf(w, "why waiting:  %s (of %s pending job-hours)\n", strings.Join(parts, ", "), hours)
-		type share struct {
-			c scheduler.IdleClass
-			v float64
-		}
-		var idle []share
-		for c := range scheduler.NumIdleClasses {
-			if ex.IdleShares[c] > 0 {
-				idle = append(idle, share{c, ex.IdleShares[c]})
-			}
-		}
-		slices.SortStableFunc(idle, func(a, b share) int { return cmp.Compare(b.v, a.v) })
-		parts = parts[:0]
-		for _, x := range idle {
-			parts = append(parts, fmt.Sprintf("%s %.1f %%", x.c, 100*x.v))
-		}
-		if len(parts) == 0 {
-			parts = append(parts, "nothing idle")
-		}
-		fmt.Fprintf(w, "why idle:     %s (of idle %s-time; %d samples, one per %v)\n", strings.Join(parts, ", "), r.IdleUnit, ex.Samples, ex.Every)
-	}
-	fmt.Fprintf(w, "simulated in: %.3f s (%d scheduling cycles)\n", r.SimSeconds, res.Cycles)
+	return p, nil
 }
 
 // countingReader counts the bytes read, for the progress bar.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -30,7 +31,8 @@ const tiny = `; Computer: test
 `
 
 func defaults() config {
-	return config{policy: "fcfs", estimates: "user", procsPerNode: 1, oversize: "clip", nodes: 1000, seed: 1, estimateEvery: -1}
+	return config{policy: "fcfs", estimates: "user", procsPerNode: 1, oversize: "clip", nodes: 1000, seed: 1, estimateEvery: -1,
+		gpuIdleWatts: 70, gpuMaxWatts: 700}
 }
 
 // TestRunEstimateEvery checks -estimate-every: refreshing every waiting
@@ -189,6 +191,112 @@ func TestRunSynthetic(t *testing.T) {
 	assert.NotContains(t, got, "cleaning")
 }
 
+// TestRunGPUWorkload replays the synthetic workload with a GPU workload
+// file giving every job 50 % utilisation: every job completes (user
+// limits are at least the run times), so half the allocated GPU-hours
+// are useful, and each GPU-hour costs 70 + 0.5 × 630 = 385 Wh.
+func TestRunGPUWorkload(t *testing.T) {
+	var file strings.Builder
+	file.WriteString("# every job at 50 %\njob,util\nnot-in-the-workload,90\n")
+	for i := range 50 {
+		fmt.Fprintf(&file, "job%d,50\n", i)
+	}
+	path := filepath.Join(t.TempDir(), "gpu.csv")
+	require.NoError(t, os.WriteFile(path, []byte(file.String()), 0o644))
+	c := defaults()
+	c.nodes, c.jobs, c.json, c.gpuWorkload = 64, 50, true, path
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(c, &stdout, &stderr))
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got))
+	require.Equal(t, 50.0, got["completed"])
+	gpuH := got["gpu_hours"].(float64)
+	assert.Equal(t, 50.0, got["measured_jobs"])
+	assert.InDelta(t, gpuH, got["measured_gpu_hours"], 1e-9)
+	assert.InDelta(t, 0.5, got["goodput"], 1e-12)
+	assert.InDelta(t, 0.5, got["busy_fraction"], 1e-12)
+	assert.InDelta(t, gpuH/2, got["useful_gpu_hours"], 1e-9)
+	assert.InDelta(t, gpuH/2, got["busy_gpu_hours"], 1e-9)
+	assert.Equal(t, 0.0, got["goodput_lost_gpu_hours"])
+	assert.Equal(t, 0.0, got["unmeasured_gpu_hours"])
+	assert.InDelta(t, gpuH*0.385, got["energy_kwh"], 1e-9)
+	assert.InDelta(t, 0.77, got["kwh_per_useful_gpu_hour"], 1e-12)
+	idle := (got["gpus"].(float64)*got["makespan_s"].(float64)/3600 - gpuH) * 70 / 1000
+	assert.InDelta(t, idle, got["idle_gpu_energy_kwh"], 1e-6)
+	assert.Equal(t, map[string]any{"file": path, "profiles": 51.0, "matched": 50.0, "read": 50.0}, got["gpu_workload"])
+
+	// The power model flags; the text report's lines.
+	c.json, c.gpuIdleWatts, c.gpuMaxWatts = false, 50, 400
+	stdout.Reset()
+	require.NoError(t, run(c, &stdout, &stderr))
+	s := stdout.String()
+	assert.Contains(t, s, "gpu workload: "+path+": 51 profiles, 50 of 50 jobs read matched\n")
+	assert.Contains(t, s, "goodput:      50.0 % of ")
+	assert.Contains(t, s, "(busy 50.0 %, 0 GPU-hours of work lost); 0 GPU-hours unmeasured\n")
+	assert.Contains(t, s, "kWh on the measured jobs' GPUs, 0.450 kWh per useful GPU-hour; ")
+	assert.Contains(t, s, "kWh on GPUs no job held (50 W idle, 400 W at 100 % per GPU)\n")
+
+	// Without the file, the synthetic workload's own profiles.
+	c.gpuWorkload, c.json = "", true
+	stdout.Reset()
+	require.NoError(t, run(c, &stdout, &stderr))
+	got = nil
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got))
+	assert.NotContains(t, got, "gpu_workload")
+	assert.Equal(t, 50.0, got["measured_jobs"])
+	assert.NotEqual(t, 0.5, got["goodput"])
+	assert.Positive(t, got["goodput"])
+}
+
+// TestRunGPUWorkloadTrace joins a GPU workload file onto an SWF trace by
+// job number. The trace's machine has no GPUs: nothing is measured, and
+// the text report has no goodput line.
+func TestRunGPUWorkloadTrace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gpu.csv")
+	require.NoError(t, os.WriteFile(path, []byte("job,util,stall_s,phases\n1,80\n2,,60,0.5:90 1:0\n"), 0o644))
+	c := defaults()
+	c.trace, c.gpuWorkload = writeTrace(t, tiny), path
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(c, &stdout, &stderr))
+	s := stdout.String()
+	assert.Contains(t, s, "gpu workload: "+path+": 2 profiles, 2 of 5 jobs read matched\n")
+	assert.NotContains(t, s, "goodput:")
+
+	// With a GPU per processor: job 1 (4 GPUs × 100 s at 80 %) completes,
+	// job 2 (2 GPUs × 50 s: a 60 s stall cut to its 50 s of work) too; the
+	// other 140 GPU-s are unmeasured (the schedule of TestRunTraceJSON).
+	c.gpusPerNode, c.json = 1, true
+	stdout.Reset()
+	require.NoError(t, run(c, &stdout, &stderr))
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got))
+	assert.Equal(t, 4.0, got["gpus"])
+	assert.InDelta(t, 500.0/3600, got["measured_gpu_hours"], 1e-12)
+	assert.InDelta(t, 140.0/3600, got["unmeasured_gpu_hours"], 1e-12)
+	assert.InDelta(t, 320.0/500, got["goodput"], 1e-12)
+	assert.InDelta(t, 640.0/720, got["utilization"], 1e-9)
+
+	// -synthetic-profiles measures the three jobs the file leaves out;
+	// the two it gives keep their figures.
+	c.syntheticProfiles = true
+	stdout.Reset()
+	require.NoError(t, run(c, &stdout, &stderr))
+	drawn := map[string]any{}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &drawn))
+	assert.Equal(t, 5.0, drawn["measured_jobs"])
+	assert.InDelta(t, 640.0/3600, drawn["measured_gpu_hours"], 1e-12)
+	assert.Equal(t, 0.0, drawn["unmeasured_gpu_hours"])
+	// (The drawn stalls of up to 300 s may cover these short jobs whole.)
+	assert.GreaterOrEqual(t, drawn["busy_gpu_hours"], got["busy_gpu_hours"])
+	again := map[string]any{}
+	stdout.Reset()
+	require.NoError(t, run(c, &stdout, &stderr))
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &again))
+	delete(drawn, "sim_seconds")
+	delete(again, "sim_seconds")
+	assert.Equal(t, drawn, again, "same seed, same figures")
+}
+
 func TestRunErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -204,6 +312,15 @@ func TestRunErrors(t *testing.T) {
 		{"missing trace", func(c *config) { c.trace = filepath.Join(t.TempDir(), "nope.swf") }, "no such file"},
 		{"small cluster", func(c *config) { c.nodes = 5 }, "out of range"},
 		{"explain step", func(c *config) { c.explain = true; c.explainEvery = 0 }, "-explain-every 0s"},
+		{"missing GPU workload", func(c *config) { c.gpuWorkload = filepath.Join(t.TempDir(), "nope.csv") }, "no such file"},
+		{"bad GPU workload", func(c *config) {
+			c.gpuWorkload = filepath.Join(t.TempDir(), "bad.csv")
+			require.NoError(t, os.WriteFile(c.gpuWorkload, []byte("job,util\njob0,50\njob1,x\n"), 0o644))
+		}, `bad.csv: sim: invalid GPU workload file: line 3, field 2 (util): "x"`},
+		{"power model", func(c *config) { c.gpuIdleWatts = 800 }, "-gpu-idle-watts 800 / -gpu-max-watts 700"},
+		{"GPUs per node without a trace", func(c *config) { c.gpusPerNode = 2 }, "-gpus-per-node 2: for a -trace only"},
+		{"synthetic profiles without a trace", func(c *config) { c.syntheticProfiles = true }, "-synthetic-profiles: for a -trace only"},
+		{"negative GPUs per node", func(c *config) { c.trace = writeTrace(t, tiny); c.gpusPerNode = -1 }, "GPUsPerNode -1 out of range"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := defaults()

@@ -26,6 +26,9 @@ import (
 // computed in every cycle (scheduler.Config.EstimateInterval 0, the
 // scheduler's default) instead of once per job (sim.EstimateOnce): the
 // same results, at the cost of refreshing estimates nobody reads.
+// The synthetic jobs carry utilisation profiles (the goodput and energy
+// metrics); synthetic-gpu/small/<policy>-no-profiles replays the same
+// jobs without them (SyntheticConfig.NoProfiles), the cost of profiles.
 func BenchmarkSimulate(b *testing.B) {
 	for _, p := range sim.Policies() {
 		b.Run("KTH-SP2/"+string(p), func(b *testing.B) { benchTrace(b, "KTH-SP2/log.swf", p, nil) })
@@ -41,8 +44,13 @@ func BenchmarkSimulate(b *testing.B) {
 		nodes, jobs int
 	}{{"small", sim.StandardNodes / 10, sim.StandardJobs / 10}, {"standard", sim.StandardNodes, sim.StandardJobs}} {
 		for _, p := range []sim.Policy{sim.FCFS, sim.EASY} {
-			b.Run("synthetic-gpu/"+sc.name+"/"+string(p), func(b *testing.B) { benchSynthetic(b, sc.nodes, sc.jobs, p) })
+			b.Run("synthetic-gpu/"+sc.name+"/"+string(p), func(b *testing.B) { benchSynthetic(b, sc.nodes, sc.jobs, p, false) })
 		}
+	}
+	for _, p := range []sim.Policy{sim.FCFS, sim.EASY} {
+		b.Run("synthetic-gpu/small/"+string(p)+"-no-profiles", func(b *testing.B) {
+			benchSynthetic(b, sim.StandardNodes/10, sim.StandardJobs/10, p, true)
+		})
 	}
 }
 
@@ -89,7 +97,7 @@ func benchTrace(b *testing.B, name string, p sim.Policy, tweak func(*scheduler.C
 	report(b, res)
 }
 
-func benchSynthetic(b *testing.B, nodes, jobs int, p sim.Policy) {
+func benchSynthetic(b *testing.B, nodes, jobs int, p sim.Policy, noProfiles bool) {
 	cfg, err := sim.SyntheticCluster(nodes)
 	if err != nil {
 		b.Fatal(err)
@@ -98,7 +106,9 @@ func benchSynthetic(b *testing.B, nodes, jobs int, p sim.Policy) {
 	if err := p.Apply(&cfg, &opt); err != nil {
 		b.Fatal(err)
 	}
-	workload, err := sim.Synthetic(sim.SyntheticFor(nodes, jobs, 1))
+	c := sim.SyntheticFor(nodes, jobs, 1)
+	c.NoProfiles = noProfiles
+	workload, err := sim.Synthetic(c)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -123,6 +133,10 @@ func report(b *testing.B, res sim.Result) {
 	b.ReportMetric(res.Summary.BSLD.Mean, "mean-bsld")
 	b.ReportMetric(res.Summary.Utilization, "utilization")
 	b.ReportMetric(res.Summary.ETA.Error.P50, "eta-median-s")
+	if g := res.Summary.Goodput; g.MeasuredJobs > 0 {
+		b.ReportMetric(g.Goodput, "goodput")
+		b.ReportMetric(g.EnergyKWh, "energy-kWh")
+	}
 	if n := res.Summary.Explain.Samples; n > 0 {
 		b.ReportMetric(float64(n), "explain-samples")
 	}

@@ -44,6 +44,13 @@
 // limits with the actual run times (cut to the user's limit, so that both
 // replays do the same work).
 //
+// A job may carry a GPU utilisation profile (Job.Profile: a startup stall
+// and up to four phases of constant utilisation over its work; zero
+// means unmeasured). The synthetic generator draws one per job from a
+// seeded stream of its own; a GPU workload file (ReadProfiles, a small
+// CSV of job ID to mean utilisation or phases) is joined onto any source
+// by job ID with [WithProfiles].
+//
 // # Policies
 //
 // [Policy] names the policies of the scheduling literature (fcfs, easy,
@@ -58,7 +65,12 @@
 // bounded slowdown, GPU- and CPU-hours, lost work), a [Summary] (means and
 // percentiles, utilisation, makespan, queue length and the capacity left
 // idle while jobs waited) and a time series of [Sample] values for plots
-// (see the sub-package simplot).
+// (see the sub-package simplot). From the jobs' profiles, each result and
+// the summary's [Goodput] report busy, useful and lost GPU-hours,
+// goodput (useful over allocated GPU-hours of the measured jobs) and the
+// energy of a simple power model ([PowerModel], Options.Power), so that
+// policies are compared on what the GPUs did, not only on how full they
+// were.
 //
 // # Start estimates
 //

@@ -209,6 +209,9 @@ type Summary struct {
 	IdleWhileWaiting float64
 	// ETA is the error of the first start estimates (see ETAStats).
 	ETA ETAStats
+	// Goodput is what the allocated GPUs did, from the jobs' utilisation
+	// profiles: busy, useful and lost GPU-hours, goodput and energy.
+	Goodput Goodput
 	// Explain aggregates the explanation statistics, when
 	// Options.ExplainEvery is set (Run only; Summarize leaves it zero).
 	Explain ExplainSummary
@@ -237,8 +240,10 @@ func sameValues(a, b Sample) bool {
 // Summarize aggregates job results and an exact or resampled series of a
 // cluster of capacity c over [start, end], as Run does. Use it to
 // summarise a subset of a run (for example without a warm-up period).
+// Its Goodput.IdleEnergyKWh is that of DefaultPowerModel (the jobs'
+// energy is their results').
 func Summarize(jobs []JobResult, series []Sample, c Capacity, start, end time.Time) Summary {
-	col := newCollector(c)
+	col := newCollector(c, DefaultPowerModel())
 	for i := range jobs {
 		col.add(&jobs[i])
 	}
@@ -262,6 +267,7 @@ func eachSegment(series []Sample, end time.Time, f func(s Sample, until time.Tim
 // job list.
 type collector struct {
 	cap                               Capacity
+	power                             PowerModel
 	s                                 Summary
 	waits, resps, slows, bslds        []float64
 	etaErr                            []float64
@@ -271,7 +277,7 @@ type collector struct {
 	pendInt, waitingSec, idleC, idleG float64
 }
 
-func newCollector(c Capacity) collector { return collector{cap: c} }
+func newCollector(c Capacity, m PowerModel) collector { return collector{cap: c, power: m} }
 
 // add counts the job r. (It takes r by pointer and calls JobResult's
 // helpers rather than its methods, which are not inlined: each call would
@@ -317,6 +323,7 @@ func (c *collector) add(r *JobResult) {
 	c.s.Restarts += r.Restarts
 	c.s.LostCPUHoursPreempted += r.LostCPUSeconds / 3600
 	c.s.LostGPUHoursPreempted += r.LostGPUSeconds / 3600
+	addGoodput(&c.s.Goodput, r)
 	lostC, lostG, timeLimit := lostHours(r)
 	c.s.LostCPUHours += lostC
 	c.s.LostGPUHours += lostG
@@ -381,6 +388,7 @@ func (c *collector) summary(rejected int, start, end time.Time) Summary {
 	if end.After(start) {
 		s.Makespan = end.Sub(start)
 	}
+	s.Goodput.finish(c.cap, s.Makespan, s.GPUHours, c.power)
 	s.IdleCPUHoursWaiting = c.idleC / 3600
 	s.IdleGPUHoursWaiting = c.idleG / 3600
 	if span := s.Makespan.Seconds(); span > 0 {

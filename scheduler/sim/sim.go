@@ -30,6 +30,12 @@ type Job struct {
 	// its work, and when it runs to its end the scheduler's COMPLETED is
 	// counted in Summary.Unknown, not in Completed (nor in Failed).
 	ExitUnknown bool
+	// Profile is the job's GPU utilisation over its work (zero: unknown,
+	// unmeasured), from which its busy and useful GPU-hours and its
+	// energy are computed (JobResult.BusyGPUHours, Summary.Goodput). The
+	// synthetic generator draws one per job; WithProfiles joins a GPU
+	// workload file onto any Source.
+	Profile Profile
 	// Data is the caller's own record of the job (the swf package stores
 	// the trace record here). The simulator carries it untouched into the
 	// job's JobResult.
@@ -116,6 +122,9 @@ type Options struct {
 	// that it can serve the scheduler's fair-share tree (give the same
 	// value to the scheduler's PriorityConfig.FairShare).
 	FairShare *FairShare
+	// Power is the GPU power model of the energy figures
+	// (JobResult.EnergyKWh, Goodput.EnergyKWh). Zero: DefaultPowerModel.
+	Power PowerModel
 }
 
 // JobResult is what happened to one workload job.
@@ -159,6 +168,15 @@ type JobResult struct {
 	// its CPUs were lent (they are not counted in CPUHours for that time)
 	// while it kept its GPUs.
 	Suspended time.Duration
+	// BusyGPUHours, UsefulGPUHours, LostWorkGPUHours and EnergyKWh are
+	// what the job's Profile says its runs (requeued ones included) did
+	// with their GPUs, zero when it has none (see Goodput for the
+	// definitions): the busy GPU-hours (each run's GPUs × the profile
+	// integrated over the part of the work it covered), those of the work
+	// kept, the allocated GPU-hours of the work not kept, and the energy
+	// of the allocated GPUs under Options.Power.
+	BusyGPUHours, UsefulGPUHours, LostWorkGPUHours float64
+	EnergyKWh                                      float64
 }
 
 // Capacity is the size of the simulated cluster.
@@ -208,6 +226,11 @@ func Run(s *scheduler.Scheduler, src Source, opt Options) (Result, error) {
 		return Result{}, fmt.Errorf("%w: SeriesStep %v is negative", ErrInvalidOptions, opt.SeriesStep)
 	case opt.ExplainEvery < 0:
 		return Result{}, fmt.Errorf("%w: ExplainEvery %v is negative", ErrInvalidOptions, opt.ExplainEvery)
+	}
+	if opt.Power == (PowerModel{}) {
+		opt.Power = DefaultPowerModel()
+	} else if err := opt.Power.Validate(); err != nil {
+		return Result{}, fmt.Errorf("%w: Power: %w", ErrInvalidOptions, err)
 	}
 	r := newRunner(s, src, opt)
 	err := r.run()
@@ -262,6 +285,8 @@ type live struct {
 	preemptions, restarts        int
 	lostGPUSecs, lostCPUSecs     float64
 	requeuedCPUHs, requeuedGPUHs float64
+	// goodput bookkeeping of the runs ended so far (see runGoodput)
+	gp goodputAcc
 }
 
 type runner struct {
@@ -303,7 +328,7 @@ func newRunner(s *scheduler.Scheduler, src Source, opt Options) *runner {
 			r.res.Capacity.GPUs += n.Capacity.At(r.gpuID)
 		}
 	}
-	r.col = newCollector(r.res.Capacity)
+	r.col = newCollector(r.res.Capacity, opt.Power)
 	r.series = seriesRecorder{off: opt.DiscardSeries, rs: resampler{step: opt.SeriesStep}}
 	return r
 }
@@ -313,6 +338,11 @@ func (r *runner) read() error {
 	j, ok, err := r.src.Next()
 	if err != nil {
 		return fmt.Errorf("sim: reading workload job %d: %w", r.arrivals, err)
+	}
+	if ok {
+		if err := j.Profile.Validate(); err != nil {
+			return fmt.Errorf("sim: workload job %d (%q): %w", r.arrivals, j.Spec.Name, err)
+		}
 	}
 	if ok && had && j.Submit.Before(prev) {
 		return fmt.Errorf("sim: workload job %d submitted at %s, before the previous job (%s)",
@@ -587,6 +617,7 @@ func (r *runner) preempted(now time.Time, p scheduler.Preemption) error {
 // since its last checkpoint is lost (the work up to then is kept for the
 // next run), and the job waits to start again.
 func (r *runner) requeued(id scheduler.JobID, lj *live, end time.Time) {
+	lj.runGoodput(end, true)
 	lj.done += lj.keep
 	lj.requeuedCPUHs += cpuHours(lj.cpus, end.Sub(lj.start), lj.suspended)
 	lj.requeuedGPUHs += gpuHours(lj.gpus, end.Sub(lj.start))
@@ -651,11 +682,15 @@ func (r *runner) allocated(a scheduler.Allocation) (cpus, gpus int64) {
 // starts itself rather than taking a snapshot of every job from the
 // scheduler; a test checks that both agree.)
 func (r *runner) ended(id scheduler.JobID, lj *live, end time.Time, st scheduler.JobState) error {
+	if lj.inRun {
+		lj.runGoodput(end, lostState(st))
+	}
 	jr := JobResult{Index: lj.index, ID: id, Job: lj.job, Start: lj.start, End: end, State: st,
 		Nodes: lj.nodes, CPUs: lj.cpus, GPUs: lj.gpus, FirstExpectedStart: lj.eta,
 		Preemptions: lj.preemptions, Restarts: lj.restarts,
 		LostGPUSeconds: lj.lostGPUSecs, LostCPUSeconds: lj.lostCPUSecs,
 		RequeuedCPUHours: lj.requeuedCPUHs, RequeuedGPUHours: lj.requeuedGPUHs, Suspended: lj.suspended}
+	lj.gp.fill(&jr, r.opt.Power)
 	delete(r.jobs, id)
 	*lj = live{} // drop its references (the job's Data) before reuse
 	r.free = append(r.free, lj)
@@ -668,92 +703,4 @@ func (r *runner) ended(id scheduler.JobID, lj *live, end time.Time, st scheduler
 		return r.opt.OnJobEnd(jr)
 	}
 	return nil
-}
-
-type eventKind uint8
-
-const (
-	// evFinish: the job's run is over; the simulator calls Finish.
-	evFinish eventKind = iota
-	// evExpire: the job reaches its time limit; the cycle at that instant ends it.
-	evExpire
-	// evWake: a job's begin time; the cycle at that instant considers it.
-	evWake
-	// evKill: a preemption victim's grace time ends; the cycle at that
-	// instant ends or requeues it.
-	evKill
-)
-
-type event struct {
-	at   time.Time
-	id   scheduler.JobID
-	kind eventKind
-	gen  uint32 // the run of the job that queued it (evFinish, evExpire, evKill)
-}
-
-// eventQueue is a binary min-heap of events ordered by time, then job ID,
-// then kind. Its push and pop follow container/heap's algorithm step for
-// step (so that events equal in that order, a job's end events of
-// different runs, still come out in the same order), without boxing each
-// event in an interface.
-type eventQueue []event
-
-// Len returns the number of queued events.
-func (q eventQueue) Len() int { return len(q) }
-
-func (q eventQueue) less(i, j int) bool {
-	if c := q[i].at.Compare(q[j].at); c != 0 {
-		return c < 0
-	}
-	if q[i].id != q[j].id {
-		return q[i].id < q[j].id
-	}
-	return q[i].kind < q[j].kind
-}
-
-// push queues e.
-func (q *eventQueue) push(e event) {
-	*q = append(*q, e)
-	q.up(len(*q) - 1)
-}
-
-// pop removes and returns the first event; the queue must not be empty.
-func (q *eventQueue) pop() event {
-	h := *q
-	n := len(h) - 1
-	h[0], h[n] = h[n], h[0]
-	h[:n].down(0)
-	e := h[n]
-	*q = h[:n]
-	return e
-}
-
-func (q eventQueue) up(j int) {
-	for {
-		i := (j - 1) / 2 // parent
-		if i == j || !q.less(j, i) {
-			break
-		}
-		q[i], q[j] = q[j], q[i]
-		j = i
-	}
-}
-
-func (q eventQueue) down(i int) {
-	n := len(q)
-	for {
-		j1 := 2*i + 1
-		if j1 >= n || j1 < 0 { // j1 < 0 after int overflow
-			break
-		}
-		j := j1 // left child
-		if j2 := j1 + 1; j2 < n && q.less(j2, j1) {
-			j = j2 // right child
-		}
-		if !q.less(j, i) {
-			break
-		}
-		q[i], q[j] = q[j], q[i]
-		i = j
-	}
 }

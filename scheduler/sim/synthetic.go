@@ -62,6 +62,10 @@ type SyntheticConfig struct {
 	// Start is the time of the first possible arrival (zero means
 	// SyntheticEpoch).
 	Start time.Time
+	// NoProfiles leaves every job's Profile zero (unmeasured) instead of
+	// drawing one (see NewSyntheticGenerator). The other fields of the
+	// jobs are the same either way.
+	NoProfiles bool
 }
 
 // Validate checks the configuration.
@@ -87,7 +91,10 @@ func (c SyntheticConfig) Validate() error {
 type SyntheticGenerator struct {
 	c   SyntheticConfig
 	rng *rand.Rand
-	i   int
+	// prof draws the utilisation profiles: a stream of its own, so that
+	// the other fields are those of a generator without profiles.
+	prof *rand.Rand
+	i    int
 }
 
 // NewSyntheticGenerator validates c and returns its generator.
@@ -99,6 +106,21 @@ type SyntheticGenerator struct {
 // minutes, σ = 1.2, clamped to [1 min, 20 h]); user time limits are 1–10×
 // the run time rounded up to 5 minutes and at most 24 h, and a job never
 // runs past its limit. Users, accounts and QOS are drawn uniformly.
+//
+// Every job (all use GPUs) also gets a utilisation profile (Job.Profile),
+// drawn from a second stream seeded by Seed, so that the other fields do
+// not depend on it (SyntheticConfig.NoProfiles leaves it zero). Each job
+// starts with a stall of 0–300 s (uniform: container start, data staging)
+// and then is, with probability
+//
+//   - 70 %, compute-bound: busy at 60–95 % (uniform) for the rest;
+//   - 20 %, input-bound (data loading starves it): 15–45 % for the rest;
+//   - 7 %, with an idle tail: 60–95 % for the first 50–90 % of the rest,
+//     then 0–5 % (waiting on a straggler, or not exiting when done);
+//   - 3 %, hung: 60–95 % for the first 5–20 % of the rest, then 0 %
+//     until its end (a hung collective holding its GPUs idle).
+//
+// The figures are a model for comparing policies, not a measurement.
 func NewSyntheticGenerator(c SyntheticConfig) (*SyntheticGenerator, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -115,7 +137,8 @@ func NewSyntheticGenerator(c SyntheticConfig) (*SyntheticGenerator, error) {
 	if c.Start.IsZero() {
 		c.Start = SyntheticEpoch()
 	}
-	return &SyntheticGenerator{c: c, rng: rand.New(rand.NewPCG(c.Seed, 0x5113ce))}, nil
+	return &SyntheticGenerator{c: c, rng: rand.New(rand.NewPCG(c.Seed, 0x5113ce)),
+		prof: rand.New(rand.NewPCG(c.Seed, 0x9a0d9e7))}, nil
 }
 
 // Next returns the next job, or false after Jobs jobs.
@@ -173,7 +196,55 @@ func (g *SyntheticGenerator) Next() (Job, bool) {
 	if c.Span > 0 {
 		at = time.Duration(rng.Int64N(int64(c.Span)))
 	}
-	return Job{Spec: spec, Submit: c.Start.Add(at), Runtime: min(run, limit)}, true
+	j := Job{Spec: spec, Submit: c.Start.Add(at), Runtime: min(run, limit)}
+	if !c.NoProfiles {
+		j.Profile = syntheticProfile(g.prof)
+	}
+	return j, true
+}
+
+// SyntheticProfiles returns a Source that gives every job of src without
+// a profile one drawn from the synthetic workload's mix (see
+// NewSyntheticGenerator), from a stream seeded by seed, in the order the
+// jobs are read: the same source and seed give the same profiles. Jobs
+// with a profile keep it. Use it to replay a trace that records no
+// utilisation (an SWF trace on a machine with GPUs) with modelled ones.
+func SyntheticProfiles(src Source, seed uint64) Source {
+	return &drawProfiles{src: src, rng: rand.New(rand.NewPCG(seed, 0x9a0d9e7))}
+}
+
+type drawProfiles struct {
+	src Source
+	rng *rand.Rand
+}
+
+// Next returns the next job, with a drawn profile when it has none.
+func (d *drawProfiles) Next() (Job, bool, error) {
+	j, ok, err := d.src.Next()
+	if ok && !j.Profile.Known() {
+		j.Profile = syntheticProfile(d.rng)
+	}
+	return j, ok, err
+}
+
+// syntheticProfile draws one profile of the mix NewSyntheticGenerator
+// documents.
+func syntheticProfile(rng *rand.Rand) Profile {
+	uniform := func(lo, hi float64) float64 { return lo + (hi-lo)*rng.Float64() }
+	p := Profile{StallSeconds: uint32(rng.IntN(301))}
+	switch k := rng.IntN(100); {
+	case k < 70:
+		p.Phases[0] = PhaseOf(1, uniform(60, 95))
+	case k < 90:
+		p.Phases[0] = PhaseOf(1, uniform(15, 45))
+	case k < 97:
+		p.Phases[0] = PhaseOf(uniform(0.5, 0.9), uniform(60, 95))
+		p.Phases[1] = PhaseOf(1, uniform(0, 5))
+	default:
+		p.Phases[0] = PhaseOf(uniform(0.05, 0.2), uniform(60, 95))
+		p.Phases[1] = PhaseOf(1, 0)
+	}
+	return p
 }
 
 // Synthetic returns the whole synthetic workload of c (see

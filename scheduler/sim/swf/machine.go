@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/sim"
 )
@@ -30,7 +31,11 @@ const DefaultPartition = "batch"
 //     --exclusive), so its allocation may exceed p.
 //
 // The cluster has one partition with no time limit; every job's limit is
-// its requested time.
+// its requested time. With GPUsPerNode g > 0 every node also has g GPUs
+// and every job asks for all of them on each of its nodes (--gres=gpu:g):
+// in the pool model each processor carries g GPUs (g = 1 reads the
+// trace's processors as GPUs), so that a trace can be replayed with
+// utilisation profiles (sim.WithProfiles) for goodput and energy.
 type Machine struct {
 	// Procs is the number of processors (MaxProcs of the header).
 	Procs int64
@@ -41,7 +46,12 @@ type Machine struct {
 	// Start is the time of the trace's second 0 (zero means the Unix
 	// epoch; MachineFor uses the header's UnixStartTime).
 	Start time.Time
+	// GPUsPerNode is g above (0: no GPUs).
+	GPUsPerNode int
 }
+
+// MaxGPUsPerNode is the largest Machine.GPUsPerNode.
+const MaxGPUsPerNode = 1024
 
 // MachineFor returns the machine a trace header describes (its MaxProcs,
 // or MaxNodes when only that is given, and its UnixStartTime), with nodes
@@ -65,6 +75,8 @@ func (m Machine) Validate() error {
 		return fmt.Errorf("%w: Procs %d out of range [1, %d]", ErrMachine, m.Procs, MaxProcsValue)
 	case m.ProcsPerNode < 0 || m.ProcsPerNode > 1<<20:
 		return fmt.Errorf("%w: ProcsPerNode %d out of range [0, 2^20]", ErrMachine, m.ProcsPerNode)
+	case m.GPUsPerNode < 0 || m.GPUsPerNode > MaxGPUsPerNode:
+		return fmt.Errorf("%w: GPUsPerNode %d out of range [0, %d]", ErrMachine, m.GPUsPerNode, MaxGPUsPerNode)
 	case m.Procs%k != 0:
 		return fmt.Errorf("%w: Procs %d is not a multiple of ProcsPerNode %d", ErrMachine, m.Procs, k)
 	case m.Procs/k > scheduler.MaxNodesPerJob:
@@ -87,8 +99,8 @@ func (m Machine) partition() string {
 }
 
 // Config returns the scheduler configuration of the machine's cluster:
-// Nodes() nodes named n00000, n00001 … of ProcsPerNode CPUs (no memory, no
-// GPUs) in one default partition without time limits, forgetting finished
+// Nodes() nodes named n00000, n00001 … of ProcsPerNode CPUs (no memory;
+// GPUsPerNode count-only GPUs, gres/gpu) in one default partition without time limits, forgetting finished
 // jobs after sim.PurgeAge (MinJobAge).
 func (m Machine) Config() (scheduler.Config, error) {
 	if err := m.Validate(); err != nil {
@@ -97,7 +109,7 @@ func (m Machine) Config() (scheduler.Config, error) {
 	n := m.Nodes()
 	cfg := scheduler.Config{Nodes: make([]scheduler.NodeConfig, n)}
 	for i := range cfg.Nodes {
-		cfg.Nodes[i] = scheduler.NodeConfig{Name: fmt.Sprintf("n%05d", i), CPUs: int(m.perNode())}
+		cfg.Nodes[i] = scheduler.NodeConfig{Name: fmt.Sprintf("n%05d", i), CPUs: int(m.perNode()), GRES: m.gpus()}
 	}
 	cfg.Partitions = []scheduler.PartitionConfig{{Name: m.partition(), Default: true}}
 	cfg.MinJobAge = sim.PurgeAge
@@ -135,9 +147,10 @@ func (m Machine) job(rec Record, names *idNames) (sim.Job, error) {
 		return sim.Job{}, fmt.Errorf("%w: line %d: job %d: requested time %d out of range", ErrMachine, rec.Line, rec.Job, rec.ReqTime)
 	}
 	spec := scheduler.JobSpec{
-		Name:      strconv.FormatInt(rec.Job, 10),
-		Partition: m.partition(),
-		TimeLimit: time.Duration(rec.ReqTime) * time.Second,
+		Name:        strconv.FormatInt(rec.Job, 10),
+		Partition:   m.partition(),
+		TimeLimit:   time.Duration(rec.ReqTime) * time.Second,
+		GRESPerNode: m.gpus(),
 	}
 	if k := m.perNode(); k == 1 {
 		spec.Nodes = int(rec.Procs)
@@ -165,6 +178,15 @@ func (m Machine) job(rec Record, names *idNames) (sim.Job, error) {
 	}
 	j.Data = &rec // rec is the caller's copy
 	return j, nil
+}
+
+// gpus returns the GPU request of every node and job: GPUsPerNode GPUs
+// (nil without GPUs). Each call returns a new slice.
+func (m Machine) gpus() []gres.Request {
+	if m.GPUsPerNode == 0 {
+		return nil
+	}
+	return []gres.Request{{Name: "gpu", Count: int64(m.GPUsPerNode)}}
 }
 
 func (m Machine) start() time.Time { return epochIfZero(m.Start) }
