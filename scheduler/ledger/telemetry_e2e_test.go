@@ -123,6 +123,8 @@ func TestTelemetryEndToEnd(t *testing.T) {
 		if k == 20 {
 			j, _ := s.Job(stuck)
 			assert.True(t, j.Usage.IsIdle(rule), "idle from its start to 10m")
+			rep := s.IdleCapacity(now)
+			assert.Equal(t, int64(4), rep.GPUs[scheduler.IdleAllocated], "stuck's 4 GPUs are allocated but idle")
 		}
 	}
 	end := t0.Add(time.Hour)
