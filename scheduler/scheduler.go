@@ -103,7 +103,7 @@ type Scheduler struct {
 	telCfg TelemetryConfig
 	// telScratch is a TelemetryEvent's scratch (telemetry.go).
 	telScratch telScratch
-	gpuOrder gres.DeviceOrder // Config.GPUOrder
+	gpuOrder   gres.DeviceOrder // Config.GPUOrder
 	// arrays holds the job arrays by array job ID; maxArray bounds indices.
 	arrays   map[JobID]*array
 	maxArray int
