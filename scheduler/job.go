@@ -398,6 +398,10 @@ type Job struct {
 	// folded from its telemetry (TelemetryEvent); nil until a reading
 	// arrives.
 	Usage *telemetry.Usage `json:",omitempty"`
+	// Steps is the usage of the steps of the job's current (or last) run
+	// whose cgroups were read (JobReading.Step), in the order first read;
+	// at most MaxSteps.
+	Steps []StepUsage `json:",omitempty"`
 	// Hold is the job's hold (Scheduler.Hold, JobSpec.Hold, RequeueJob
 	// with hold): a held pending job never starts, has priority 0 and
 	// pends with JobHeldUser or JobHeldAdmin. A running job may be held

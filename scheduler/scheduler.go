@@ -1177,6 +1177,7 @@ func (s *Scheduler) snapshot(j *job) Job {
 	if j.tel != nil {
 		u := j.tel.usage()
 		out.Usage = &u
+		out.Steps = j.tel.stepUsages()
 	}
 	out.tres = s.tresNames()
 	out.Alloc.tres = out.tres

@@ -421,6 +421,11 @@ func (d *sdec) job(s *Scheduler) *job {
 		if n := len(j.tel.nodes); d.err == nil && n > 0 && n != len(j.Alloc.Nodes) {
 			d.fail("job %d: telemetry of %d nodes, an allocation of %d", j.ID, n, len(j.Alloc.Nodes))
 		}
+		for _, u := range j.tel.steps {
+			if d.err == nil && u.pos >= len(j.Alloc.Nodes) {
+				d.fail("job %d: step %s on allocation node %d of %d", j.ID, u.step, u.pos, len(j.Alloc.Nodes))
+			}
+		}
 	}
 	j.reserved = f&jfReserved != 0
 	j.preemptFirst = f&jfPreemptFirst != 0

@@ -12,7 +12,9 @@ import (
 // (telemetry.Usage by field name, as the value codec writes structs), the
 // idle-noted flag, then per node of its current allocation (as many as
 // Alloc.Nodes, or none before its first reading in this run) the node's
-// usage and its last CPU counter. The nodes section ends, after the
+// usage and its last CPU counter, then the steps read (per step and node:
+// its name, the node's position in the allocation, its usage and last
+// CPU counter). The nodes section ends, after the
 // reboot extension, with the device energy counters: the count of nodes
 // that have them, then per node its index and one counter per device
 // (-1: none read yet). An older snapshot has neither: the jobs restore
@@ -31,6 +33,16 @@ func (e *senc) jobTelemetry(t *jobTelemetry) error {
 		}
 		e.f64(t.nodes[i].cpuLast)
 	}
+	e.uvarint(uint64(len(t.steps)))
+	for i := range t.steps {
+		u := &t.steps[i]
+		e.str(u.step)
+		e.int(u.pos)
+		if err := e.encodeValue(reflect.ValueOf(&u.Usage).Elem()); err != nil {
+			return err
+		}
+		e.f64(u.cpuLast)
+	}
 	return nil
 }
 
@@ -46,6 +58,28 @@ func (d *sdec) jobTelemetry() *jobTelemetry {
 			if c := t.nodes[i].cpuLast; d.err == nil && c != -1 && !(c >= 0 && !math.IsInf(c, 1)) {
 				d.fail("telemetry: CPU counter %v", c)
 			}
+		}
+	}
+	if n := d.count(); n > 0 && d.err == nil {
+		t.steps = make([]stepUsage, n)
+		for i := range t.steps {
+			u := &t.steps[i]
+			u.step = d.str()
+			u.pos = d.intIn(0, MaxNodesPerJob-1, "step node")
+			d.decodeValue(reflect.ValueOf(&u.Usage).Elem())
+			u.cpuLast = d.f64()
+			switch {
+			case d.err != nil:
+			case u.step == "" || len(u.step) > maxStepName:
+				d.fail("telemetry: step name %q", u.step)
+			case u.cpuLast != -1 && !(u.cpuLast >= 0 && !math.IsInf(u.cpuLast, 1)):
+				d.fail("telemetry: step %s: CPU counter %v", u.step, u.cpuLast)
+			case validUsage(&u.Usage) != "":
+				d.fail("telemetry: step %s: %s", u.step, validUsage(&u.Usage))
+			}
+		}
+		if d.err == nil && t.stepCount() > MaxSteps {
+			d.fail("telemetry: %d steps (at most %d)", t.stepCount(), MaxSteps)
 		}
 	}
 	if d.err == nil {

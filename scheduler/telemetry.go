@@ -39,6 +39,13 @@ type TelemetryEvent struct {
 // device it uses. Unknown parts are -1.
 type JobReading struct {
 	Job JobID
+	// Step names the job step whose cgroup was read ("batch", "extern",
+	// "0", "1", …, as Slurm names steps); "" is the job's own cgroup,
+	// which holds its steps'. A step's reading is folded into that
+	// step's usage only (Job.Steps, at most MaxSteps per run), its GPUs
+	// entry (if any) giving its GPU utilisation; the job's usage comes
+	// from the job's reading and the device samples.
+	Step string `json:",omitempty"`
 	// CPUSeconds is the CPU time (user+system) the job's cgroup on the
 	// node has used since it was created (cpu.stat usage_usec / 1e6): a
 	// counter; the scheduler folds its rise since the previous reading.
@@ -116,6 +123,9 @@ func (s *Scheduler) ReportTelemetry(now time.Time, ev TelemetryEvent) error {
 type jobTelemetry struct {
 	past  telemetry.Usage
 	nodes []nodeUsage
+	// steps is the current run's usage per step and node, in the order
+	// first read (at most MaxSteps distinct steps; telemetry_steps.go).
+	steps []stepUsage
 	// idleNoted says the current run's current idle spell was recorded
 	// (a DecisionIdle); a reading that ends the spell clears it.
 	idleNoted bool
@@ -227,13 +237,17 @@ func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) ([]JobID, error) 
 			continue
 		}
 		var own *JobReading
+		steps := false
 		for k := range e.Jobs {
-			if e.Jobs[k].Job == id {
-				own = &e.Jobs[k]
-				break
+			if r := &e.Jobs[k]; r.Job == id {
+				if r.Step != "" {
+					steps = true
+				} else if own == nil {
+					own = r
+				}
 			}
 		}
-		if len(e.Devices) == 0 && own == nil {
+		if len(e.Devices) == 0 && own == nil && !steps {
 			continue
 		}
 		if j.tel == nil {
@@ -258,6 +272,9 @@ func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) ([]JobID, error) 
 				nu.cpuLast = own.CPUSeconds
 			}
 			nu.AddHost(h)
+		}
+		if steps {
+			j.tel.foldSteps(id, pos, e.Jobs, j.StartTime, now, rule)
 		}
 		if rule.IdleBelow > 0 {
 			sc.idle = append(sc.idle, j)
@@ -420,8 +437,14 @@ func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 		if r.MemoryPeakBytes < -1 {
 			return fmt.Errorf("%w: reading %d (job %d): memory peak %d (want >= 0, or -1 for unknown)", ErrInvalidEvent, k, r.Job, r.MemoryPeakBytes)
 		}
+		if len(r.Step) > maxStepName {
+			return fmt.Errorf("%w: reading %d (job %d): step name of %d bytes (at most %d)", ErrInvalidEvent, k, r.Job, len(r.Step), maxStepName)
+		}
 		for _, o := range e.Jobs[:k] {
-			if o.Job == r.Job {
+			if o.Job == r.Job && o.Step == r.Step {
+				if r.Step != "" {
+					return fmt.Errorf("%w: reading %d: step %s of job %d read twice", ErrInvalidEvent, k, r.Step, r.Job)
+				}
 				return fmt.Errorf("%w: reading %d: job %d read twice", ErrInvalidEvent, k, r.Job)
 			}
 		}
