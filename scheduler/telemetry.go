@@ -73,7 +73,9 @@ type TelemetryConfig struct {
 	// Action is what the scheduler does with a running job that is
 	// allocated but idle (see IdleAction): IdleNotify, the default, only
 	// records a DecisionIdle; IdleRequeue and IdleCancel take the job's
-	// allocation back once it has been idle for Rule.IdleAfter + Grace.
+	// allocation back once it has been idle for Rule.IdleAfter + Grace
+	// (a component of a heterogeneous job, and a preemption victim in its
+	// grace time, are only reported).
 	Action IdleAction `json:",omitzero"`
 	// Grace is how long a job that became allocated-but-idle (idle for
 	// Rule.IdleAfter) may stay so before Action is taken: the time its
