@@ -110,16 +110,21 @@ func validUsage(u *telemetry.Usage) string {
 	return ""
 }
 
+// snapNodeTelemetry writes the energy counters of the nodes whose
+// counters match their devices: counters left from before a change of
+// the node's devices (UpdateNode) are not written, since the next
+// reading would start them again anyway (telemetry).
 func snapNodeTelemetry(e *senc, s *Scheduler) {
 	c := 0
 	for i := range s.nodes {
-		if len(s.nodes[i].tel.energy) > 0 {
+		if s.nodes[i].keepsEnergy() {
 			c++
 		}
 	}
 	e.uvarint(uint64(c))
 	for i := range s.nodes {
-		if en := s.nodes[i].tel.energy; len(en) > 0 {
+		if s.nodes[i].keepsEnergy() {
+			en := s.nodes[i].tel.energy
 			e.uvarint(uint64(i))
 			e.uvarint(uint64(len(en)))
 			for _, x := range en {
@@ -127,6 +132,12 @@ func snapNodeTelemetry(e *senc, s *Scheduler) {
 			}
 		}
 	}
+}
+
+// keepsEnergy reports whether node n's energy counters are current:
+// some, one per device of its inventory.
+func (n *node) keepsEnergy() bool {
+	return len(n.tel.energy) > 0 && !n.removed && n.devs != nil && len(n.tel.energy) == len(n.devs.Inventory().Devices)
 }
 
 // loadNodeTelemetry reads the energy counters, when the section has them.
