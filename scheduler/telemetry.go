@@ -282,6 +282,7 @@ func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) ([]JobID, error) 
 			sc.idle = append(sc.idle, j)
 		}
 	}
+	s.last = now // the clock's floor, as after any event applied
 	if len(sc.idle) == 0 {
 		return nil, nil
 	}

@@ -137,9 +137,6 @@ func (s *Scheduler) idleAction(now time.Time, read []*job) []JobID {
 		}
 		acted = append(acted, j.ID)
 	}
-	if acted != nil {
-		s.last = now
-	}
 	return acted
 }
 
