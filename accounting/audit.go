@@ -16,12 +16,13 @@ const (
 	DecisionPreempt                             // a job was preempted (suspended, requeued or cancelled for another)
 	DecisionRequeue                             // a job was put back in the queue
 	DecisionReservation                         // resources were reserved for a job (backfill plan) or a reservation was made
+	DecisionIdle                                // a running job's GPUs were found allocated but idle (and maybe taken back)
 	numDecisionKinds
 )
 
-var decisionNames = [...]string{"", "start", "preempt", "requeue", "reservation"}
+var decisionNames = [...]string{"", "start", "preempt", "requeue", "reservation", "idle"}
 
-// String returns "start", "preempt", "requeue" or "reservation".
+// String returns "start", "preempt", "requeue", "reservation" or "idle".
 func (k DecisionKind) String() string {
 	if k > 0 && k < numDecisionKinds {
 		return decisionNames[k]

@@ -141,7 +141,7 @@ func (r Reason) IsLimit() bool {
 	}
 	switch r {
 	case ReasonInvalidQOS, ReasonInvalidAccount, ReasonJobArrayTaskLimit, ReasonReservationDeleted,
-		ReasonReservationInvalid, ReasonPartitionConfig, ReasonJobHoldMaxRequeue:
+		ReasonReservationInvalid, ReasonPartitionConfig, ReasonJobHoldMaxRequeue, ReasonAllocatedIdle:
 		return false
 	}
 	return true

@@ -266,6 +266,12 @@ const (
 	ReasonAssocMaxLicenseMinutesPerJob
 	// ReasonAssocMaxBillingMinutesPerJob: the job's billing × time limit exceeds the association (or an ancestor)'s MaxTRESMinsPerJob.
 	ReasonAssocMaxBillingMinutesPerJob
+	// ReasonAllocatedIdle: the job was requeued or ended because its GPUs
+	// stayed allocated but idle (the scheduler's telemetry idle action,
+	// TelemetryConfig in package scheduler). A Sluice extension: Slurm has
+	// no such reason. It is not a limit reason; it comes last so that the
+	// codes of the others do not change.
+	ReasonAllocatedIdle
 	numReasons
 )
 
@@ -285,6 +291,7 @@ var limitReasonNames = [numReasons - numBaseReasons]string{
 	ReasonAssociationResourceLimit - numBaseReasons:        "AssociationResourceLimit",
 	ReasonAssociationTimeLimit - numBaseReasons:            "AssociationTimeLimit",
 	ReasonJobHoldMaxRequeue - numBaseReasons:               "JobHoldMaxRequeue",
+	ReasonAllocatedIdle - numBaseReasons:                   "AllocatedIdle",
 	ReasonQOSGrpJobsLimit - numBaseReasons:                 "QOSGrpJobsLimit",
 	ReasonQOSGrpSubmitJobsLimit - numBaseReasons:           "QOSGrpSubmitJobsLimit",
 	ReasonQOSGrpWallLimit - numBaseReasons:                 "QOSGrpWallLimit",

@@ -45,13 +45,19 @@ const (
 	// DecisionPreempt: the job was preempted for another (reserved for
 	// when the scheduler preempts).
 	DecisionPreempt
+	// DecisionIdle: a running job's GPUs were found allocated but idle
+	// (TelemetryEvent, TelemetryConfig's rule): recorded once when it
+	// becomes idle (Action none) and again when the idle action takes its
+	// allocation back (Action REQUEUE or CANCEL), with the run's mean GPU
+	// utilisation and its idle time.
+	DecisionIdle
 	numDecisionKinds
 )
 
-var decisionKindNames = [numDecisionKinds]string{"", "start", "backfill-start", "timeout", "requeue", "preempt"}
+var decisionKindNames = [numDecisionKinds]string{"", "start", "backfill-start", "timeout", "requeue", "preempt", "idle"}
 
-// String returns "start", "backfill-start", "timeout", "requeue" or
-// "preempt".
+// String returns "start", "backfill-start", "timeout", "requeue",
+// "preempt" or "idle".
 func (k DecisionKind) String() string { return enumName(k, decisionKindNames[:], "DecisionKind") }
 
 // IsStart reports whether the decision started the job.
@@ -137,7 +143,9 @@ type Decision struct {
 	Preempted []JobID
 	// Preemptor is, for a preemption, the job it made room for; Action
 	// what happens to the victim (CANCEL, REQUEUE) and KillAt when its
-	// resources are freed (after its grace time).
+	// resources are freed (after its grace time). For an idle decision,
+	// Action is what the idle action did (none: reported only) and
+	// KillAt when.
 	Preemptor JobID
 	Action    policy.PreemptAction
 	KillAt    time.Time
@@ -145,8 +153,13 @@ type Decision struct {
 	// the victim loses (since its last checkpoint).
 	LostGPUSeconds, LostCPUSeconds float64
 	// Reason qualifies timeouts and requeues (TimeLimit, NodeDown,
-	// launch_failed_requeued, Preempted).
+	// launch_failed_requeued, Preempted, AllocatedIdle).
 	Reason policy.Reason
+	// Utilization and IdleFor are, for an idle decision, the mean GPU
+	// utilisation (percent) of the job's current run so far and how long
+	// every node of it that reported has been idle.
+	Utilization float64       `json:",omitempty"`
+	IdleFor     time.Duration `json:",omitempty"`
 }
 
 // String formats the record on one line, e.g.
@@ -507,6 +520,8 @@ func (d Decision) Accounting(cluster string) (accounting.Decision, error) {
 		ad.Kind = accounting.DecisionRequeue
 	case DecisionPreempt:
 		ad.Kind = accounting.DecisionPreempt
+	case DecisionIdle:
+		ad.Kind = accounting.DecisionIdle
 	default:
 		return accounting.Decision{}, fmt.Errorf("%w: job %d: kind %s has no ledger kind", ErrNotRecordable, d.Job, d.Kind)
 	}
@@ -531,6 +546,13 @@ func (d Decision) Accounting(cluster string) (accounting.Decision, error) {
 			"killat="+d.KillAt.UTC().Format(time.RFC3339),
 			"lost_gpu_s="+strconv.FormatFloat(d.LostGPUSeconds, 'g', -1, 64),
 			"lost_cpu_s="+strconv.FormatFloat(d.LostCPUSeconds, 'g', -1, 64))
+	}
+	if d.Kind == DecisionIdle {
+		detail = append(detail, "util="+strconv.FormatFloat(d.Utilization, 'g', -1, 64),
+			"idle_s="+strconv.FormatFloat(d.IdleFor.Seconds(), 'g', -1, 64))
+		if d.Action != policy.ActionNone {
+			detail = append(detail, "action="+d.Action.String())
+		}
 	}
 	ad.Detail = strings.Join(detail, " ")
 	if len(d.Nodes) > 0 {
@@ -616,6 +638,15 @@ func DecisionFromAccounting(ad accounting.Decision) (Decision, error) {
 			d.LostGPUSeconds, err = strconv.ParseFloat(v, 64)
 		case "lost_cpu_s":
 			d.LostCPUSeconds, err = strconv.ParseFloat(v, 64)
+		case "util":
+			d.Utilization, err = strconv.ParseFloat(v, 64)
+		case "idle_s":
+			var sec float64
+			sec, err = strconv.ParseFloat(v, 64)
+			if err == nil && !(sec >= 0 && sec < float64(math.MaxInt64)/1e9) {
+				err = fmt.Errorf("idle time %v s out of range", sec)
+			}
+			d.IdleFor = time.Duration(math.Round(sec * 1e9))
 		}
 		if err != nil {
 			return Decision{}, fmt.Errorf("%w: job %d: detail %q: %w", ErrInvalidRecord, ad.Job, f, err)
@@ -631,6 +662,8 @@ func DecisionFromAccounting(ad accounting.Decision) (Decision, error) {
 		d.Kind = DecisionRequeue
 	case accounting.DecisionPreempt:
 		d.Kind = DecisionPreempt
+	case accounting.DecisionIdle:
+		d.Kind = DecisionIdle
 	default:
 		return Decision{}, fmt.Errorf("%w: job %d: ledger kind %s", ErrInvalidRecord, ad.Job, ad.Kind)
 	}

@@ -286,6 +286,7 @@ func FuzzDecisionFromAccounting(f *testing.F) {
 	f.Add(uint8(3), uint64(2), 0.0, "reason=launch_failed_requeued", "a100-01", "")
 	f.Add(uint8(2), uint64(9), 5.0, "preemptor=4 action=REQUEUE killat=2026-01-05T09:00:00Z reason=Preempted", "n1", "Preempted")
 	f.Add(uint8(1), uint64(1), 1.0, "pos=x", "n[1-", "Bogus")
+	f.Add(uint8(5), uint64(3), 0.0, "util=1.5 idle_s=600 action=CANCEL reason=AllocatedIdle", "n1", "")
 	f.Fuzz(func(t *testing.T, kind uint8, job uint64, prio float64, detail, nodelist, competitor string) {
 		ad := accounting.Decision{Kind: accounting.DecisionKind(kind), Job: accounting.JobID(job), Time: clustertest.Epoch,
 			Priority: prio, Detail: detail, NodeList: nodelist}

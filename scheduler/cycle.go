@@ -957,6 +957,7 @@ func (s *Scheduler) allocate(now time.Time, j *job, nodes []int, quality float64
 func (s *Scheduler) commitAllocation(start time.Time, j *job, allocs []NodeAlloc, quality float64, killBy time.Time) {
 	s.touch(j)
 	j.tel = j.tel.newRun()
+	j.Starts++
 	share := s.shareLimit(j)
 	if share <= 1 {
 		share = 0

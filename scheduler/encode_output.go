@@ -249,14 +249,16 @@ func (e Explanation) MarshalJSON() ([]byte, error) {
 	}{plain(e), e.EligibleTime, e.EndTime})
 }
 
-// MarshalJSON encodes the record with its kind, action and reason by name
-// and KillAt omitted when unset.
+// MarshalJSON encodes the record with its kind, action and reason by name,
+// KillAt omitted when unset and an idle decision's IdleFor in Slurm's
+// time format.
 func (d Decision) MarshalJSON() ([]byte, error) {
 	type plain Decision
 	return json.Marshal(struct {
 		plain
-		KillAt time.Time `json:",omitzero"`
-	}{plain(d), d.KillAt})
+		KillAt  time.Time `json:",omitzero"`
+		IdleFor dur       `json:",omitzero"`
+	}{plain(d), d.KillAt, dur(d.IdleFor)})
 }
 
 // MarshalJSON encodes the estimate with its source by name and Earliest

@@ -487,6 +487,8 @@ func decodeEvent(k EventKind, raw json.RawMessage) (Event, error) {
 		return decodeAs[DeviceHealthEvent](k, raw)
 	case KindTelemetry:
 		return decodeAs[TelemetryEvent](k, raw)
+	case KindUpdateTelemetry:
+		return decodeAs[UpdateTelemetryEvent](k, raw)
 	case KindAddReservation:
 		return decodeAs[AddReservationEvent](k, raw)
 	case KindRemoveReservation:

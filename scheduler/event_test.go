@@ -104,7 +104,7 @@ func replayAnswer(ev Event, r Result) string {
 			return fmt.Sprint(r.Jobs)
 		}
 		return fmt.Sprint(r.Job)
-	case DownNodeEvent:
+	case DownNodeEvent, TelemetryEvent:
 		return fmt.Sprint(r.Jobs)
 	}
 	return ""

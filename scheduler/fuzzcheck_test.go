@@ -23,8 +23,14 @@ import (
 func fzDigest(s *Scheduler, now time.Time) string {
 	var b strings.Builder
 	for _, j := range s.Jobs() {
+		u := j.Usage
+		j.Usage = nil // its address differs between twins
 		fmt.Fprintf(&b, "job %+v\n", j)
+		if u != nil {
+			fmt.Fprintf(&b, "job %d usage %+v\n", j.ID, *u)
+		}
 	}
+	fmt.Fprintf(&b, "telemetry %+v\n", s.Telemetry())
 	for _, n := range s.Nodes() {
 		rb := n.Reboot
 		n.Reboot = nil // its address differs between twins
@@ -421,6 +427,9 @@ func (r *fzRun) step(op fzOp) *fzFailure {
 		if a.cyc != nil {
 			for _, st := range a.cyc.Starts {
 				r.gen.started = append(r.gen.started, st.Job)
+				if len(st.Alloc.Nodes) > 0 {
+					r.gen.startedOn = append(r.gen.startedOn, st.Alloc.Nodes[0].Node)
+				}
 			}
 		}
 		if op.Kind == fkAddResv {

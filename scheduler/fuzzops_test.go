@@ -101,6 +101,8 @@ const (
 	fkPoweredUp
 	fkReboot
 	fkRebooted
+	fkTelemetry
+	fkSetTelemetry
 	fkCount
 )
 
@@ -109,7 +111,7 @@ var fzKindNames = [fkCount]string{"Schedule", "Submit", "SubmitArray", "Cancel",
 	"Explain", "IdleCapacity", "RequeueRecord", "Hold", "Release", "UpdateJob", "SuspendJob", "ResumeJob", "RequeueJob",
 	"AddPartition", "UpdatePartition", "RemovePartition", "AddQOS", "UpdateQOS", "RemoveQOS", "PutAssoc", "RemoveAssoc",
 	"AddNode", "RemoveNode", "UpdateNode",
-	"PowerDownNode", "PowerUpNode", "NodePoweredUp", "RebootNode", "NodeRebooted"}
+	"PowerDownNode", "PowerUpNode", "NodePoweredUp", "RebootNode", "NodeRebooted", "Telemetry", "SetTelemetry"}
 
 func (k fzKind) String() string { return fzKindNames[k] }
 
@@ -171,6 +173,10 @@ type fzOp struct {
 	NodeCfg  fzNode
 	Parts    []string
 	SetParts bool
+	// Tel and TelCfg are a telemetry event and a telemetry
+	// configuration (fztel_test.go).
+	Tel    TelemetryEvent
+	TelCfg TelemetryConfig
 }
 
 // nodeConfig is the op's node as a NodeConfig.
@@ -192,6 +198,11 @@ type fzGen struct {
 	held, stopped []JobID
 	// started lists the jobs cycles started (fzRun.step fills it).
 	started []JobID
+	// reads counts the telemetry events drawn (their counters rise by it);
+	// startedOn lists the first node (index) of each start, where the
+	// readings mostly go.
+	reads     int
+	startedOn []int
 }
 
 func newFzGen(src *fzSource, c fzCluster) *fzGen {
@@ -679,6 +690,10 @@ func (g *fzGen) next() fzOp {
 			}
 		}
 	}
+	if s.chance(9) {
+		// Telemetry, drawn apart as node administration is.
+		g.telemetry(&op)
+	}
 	return op
 }
 
@@ -803,6 +818,12 @@ func fzCall(s *Scheduler, op fzOp) (out fzResult) {
 		err = s.RebootNode(now, op.Node, op.Parts...)
 	case fkRebooted:
 		err = s.NodeRebooted(now, op.Node)
+	case fkTelemetry:
+		var r Result
+		r, err = s.Apply(now, op.Tel)
+		out.res = fmt.Sprint(r.Jobs)
+	case fkSetTelemetry:
+		err = s.SetTelemetry(now, op.TelCfg)
 	default:
 		err = fzAdminCall(s, now, op)
 	}
@@ -881,6 +902,10 @@ func (op fzOp) goCode() string {
 			at, op.Node, op.NodeCfg, op.SetParts, op.Parts)
 	case fkRemoveNode:
 		return fmt.Sprintf("s.RemoveNode(%s, %q)", at, op.Node)
+	case fkTelemetry:
+		return fmt.Sprintf("s.Apply(%s, %s)", at, strings.ReplaceAll(fmt.Sprintf("%#v", op.Tel), "scheduler.", ""))
+	case fkSetTelemetry:
+		return fmt.Sprintf("s.SetTelemetry(%s, %s)", at, strings.ReplaceAll(fmt.Sprintf("%#v", op.TelCfg), "scheduler.", ""))
 	}
 	return op.adminGoCode(at)
 }

@@ -363,6 +363,13 @@ type Job struct {
 	ExitCode int
 	// Restarts counts how many times the job was requeued.
 	Restarts int
+	// Starts counts how many times the job was started (given an
+	// allocation): its runs, the current one included.
+	Starts int `json:",omitempty"`
+	// LaunchFailures counts the requeues for a failed launch (Requeue and
+	// RequeueExcluding: reason launch_failed_requeued), a part of
+	// Restarts.
+	LaunchFailures int `json:",omitempty"`
 	// Alloc is the job's allocation while running (and the last one after it
 	// ended).
 	Alloc Allocation
@@ -377,10 +384,24 @@ type Job struct {
 	LastCheckpoint time.Time
 	// LostGPUSeconds is the GPU work preemption destroyed in this job.
 	LostGPUSeconds float64
+	// LostWorkGPUSeconds is the GPU work lost in this job for every
+	// cause (the "lost GPU-seconds" of goodput): for each run ended
+	// without its work kept, its GPUs × the time since its last
+	// checkpoint (or its start). A run is lost when it is requeued (a
+	// launch failure, a node failure, scontrol requeue, the idle action),
+	// ends in NODE_FAIL, TIMEOUT or FAILED, is cancelled by the idle
+	// action, or is preempted (then as LostGPUSeconds counts it, which
+	// LostWorkGPUSeconds includes). A cancelled or completed run keeps
+	// its work. GPUs are the whole GPU devices of the allocation.
+	LostWorkGPUSeconds float64 `json:",omitempty"`
 	// Usage is what the job did with its allocation over all its runs,
 	// folded from its telemetry (TelemetryEvent); nil until a reading
 	// arrives.
 	Usage *telemetry.Usage `json:",omitempty"`
+	// Steps is the usage of the steps of the job's current (or last) run
+	// whose cgroups were read (JobReading.Step), in the order first read;
+	// at most MaxSteps.
+	Steps []StepUsage `json:",omitempty"`
 	// Hold is the job's hold (Scheduler.Hold, JobSpec.Hold, RequeueJob
 	// with hold): a held pending job never starts, has priority 0 and
 	// pends with JobHeldUser or JobHeldAdmin. A running job may be held

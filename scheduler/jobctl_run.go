@@ -241,6 +241,7 @@ func (s *Scheduler) requeueExcluding(now time.Time, id JobID, nodes []string) er
 		}
 	}
 	j.Spec.Exclude, j.excluded, j.shape = names, excluded, sh
+	j.LaunchFailures++
 	s.requeue(now, j, policy.ReasonLaunchFailRequeue)
 	s.logRequeue(now, j)
 	s.last = now

@@ -102,6 +102,7 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 		})
 		s.touch(r)
 		r.LostGPUSeconds += v.LostGPUSeconds
+		r.LostWorkGPUSeconds += v.LostGPUSeconds
 		if v.Action == policy.ActionSuspend {
 			s.suspend(now, r, j.ID)
 			continue

@@ -99,9 +99,11 @@ type Scheduler struct {
 	suspended []*job
 	// billMode is how billing weights combine (Config.BillingMode).
 	billMode gres.BillingMode
-	// telCfg is Config.Telemetry.
-	telCfg   TelemetryConfig
-	gpuOrder gres.DeviceOrder // Config.GPUOrder
+	// telCfg is Config.Telemetry (UpdateTelemetryEvent changes it).
+	telCfg TelemetryConfig
+	// telScratch is a TelemetryEvent's scratch (telemetry.go).
+	telScratch telScratch
+	gpuOrder   gres.DeviceOrder // Config.GPUOrder
 	// arrays holds the job arrays by array job ID; maxArray bounds indices.
 	arrays   map[JobID]*array
 	maxArray int
@@ -1045,6 +1047,7 @@ func (s *Scheduler) requeueJob(now time.Time, id JobID) error {
 	if err != nil {
 		return err
 	}
+	j.LaunchFailures++
 	s.requeue(now, j, policy.ReasonLaunchFailRequeue)
 	s.logRequeue(now, j)
 	s.last = now
@@ -1056,6 +1059,7 @@ func (s *Scheduler) requeueJob(now time.Time, id JobID) error {
 // not before the delay).
 func (s *Scheduler) requeue(now time.Time, j *job, r policy.Reason) {
 	s.touch(j)
+	s.lostOnRequeue(j, now, r)
 	s.release(j, false)
 	s.delayRequeued(now, j)
 	j.State = JobPending
@@ -1084,6 +1088,7 @@ func (s *Scheduler) endJob(j *job, st JobState, at time.Time) {
 		s.mutPending().Delete(j)
 		s.policyStop(j, false, true)
 	} else {
+		s.lostOnEnd(j, st, at)
 		s.release(j, true)
 	}
 	j.State, j.EndTime = st, at
@@ -1172,6 +1177,7 @@ func (s *Scheduler) snapshot(j *job) Job {
 	if j.tel != nil {
 		u := j.tel.usage()
 		out.Usage = &u
+		out.Steps = j.tel.stepUsages()
 	}
 	out.tres = s.tresNames()
 	out.Alloc.tres = out.tres

@@ -43,7 +43,7 @@ var ErrSnapshotVersion = errors.New("unsupported snapshot version")
 const (
 	snapshotMagic = "\x89SLUICE\n"
 	snapshotMajor = 1
-	snapshotMinor = 3 // 1: device links carry their fabric; 2: device shares, MIG instances, NVLink fabric; 3: changeable features, reboots, the profile's device claim
+	snapshotMinor = 4 // 1: device links carry their fabric; 2: device shares, MIG instances, NVLink fabric; 3: changeable features, reboots, the profile's device claim; 4: telemetry (config, per-job usage, device energy counters)
 )
 
 // Section IDs, in the order they are written.
@@ -75,7 +75,8 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 //     QOSPriority), backfill config (planner.Config(), defaults filled in,
 //     without its Chooser), EstimateInterval, MaxArraySize (maxArray),
 //     FirstJobID (firstID), minJobAge, JobRequeue (noRequeue), BillingMode
-//     (billMode, resolved), GPUOrder (gpuOrder); the registry's names.
+//     (billMode, resolved), GPUOrder (gpuOrder), Telemetry (telCfg, as
+//     UpdateTelemetryEvent left it); the registry's names.
 //   - stored (state): nextID, last, cycleNo (purge compares doneCycle with
 //     it), done[doneHead:] (by ID, in finishing order), purged, suspended
 //     (by ID, in suspension order), arrays (throttle, running, indices),
@@ -97,7 +98,8 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 //     for bit a new tree), prio.ups, prio.in, prio.partTRES; log (not state).
 //   - transient (empty between calls): inPass, deferred, rekey, the
 //     scratch sets and lists (avail, cand, fit, keyBuf, placed, started,
-//     pendJobs, sum, audit), jr (the undo journal), cycleFault (tests).
+//     pendJobs, sum, audit, telScratch), jr (the undo journal), cycleFault
+//     (tests).
 //   - backfill (bfState): last, the kept profile, is stored (section
 //     profile, with its device claim dimension where nodes share devices;
 //     lastClaim1 follows from it): Explain and IdleCapacity read it between
@@ -122,7 +124,11 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // bfMin, bfSpread — kept as computed then, so that a later change of the
 // partition or the nodes does not change a queued job's request),
 // suspendedBy, remaining, suspendedCPUs, preemptFirst, awaitingVictims,
-// preemptedFor, preempting, preemptAction, usageTotal, usageEnd.
+// preemptedFor, preempting, preemptAction, usageTotal, usageEnd, tel (the
+// telemetry: past runs' usage, the current run's usage and last CPU
+// counter per allocation node, whether its idle spell was recorded; see
+// snapshot_telemetry.go), and Job's counters Starts, LaunchFailures,
+// LostWorkGPUSeconds (Job.Usage is filled from tel by Job's copy).
 // job (derived): subject (Resolve of user, account, partition and the
 // resolved QOS, which gives the same plan), dep (parsed from
 // Spec.Dependency), preemptRank, shape, assoc, total, chooserKeys, bfUse,
@@ -133,8 +139,8 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 //
 // node (stored): admin, autoDrained, reason, since, jobs (in start
 // order), free (checked on Restore against capacity less what the jobs
-// hold and the unhealthy devices no job holds), and the unhealthy device
-// indices. node (derived): cfg,
+// hold and the unhealthy devices no job holds), the unhealthy device
+// indices, and tel (the devices' last energy counters). node (derived): cfg,
 // capacity, devTRES, devCores, hasAffinity (from the NodeConfig), cpuUsed
 // and the devices in use (from the allocations of the running and
 // suspended jobs, checked for double use), touched and saved (journal),
@@ -230,6 +236,9 @@ type snapConfig struct {
 	Licenses []License
 	// SelectTypeParameters is Config.SelectTypeParameters.
 	SelectTypeParameters CRUnit
+	// Telemetry is Config.Telemetry as UpdateTelemetryEvent left it
+	// (minor 4; an older snapshot has none: the zero configuration).
+	Telemetry TelemetryConfig
 }
 
 // snapPriority is PriorityConfig without its source and hook, and
@@ -250,6 +259,7 @@ func (s *Scheduler) currentConfig() snapConfig {
 		Topology: s.topo, MaxArraySize: s.maxArray, FirstJobID: s.firstID, MinJobAge: s.minJobAge,
 		BillingMode: s.billMode, GPUOrder: s.gpuOrder, RequeueDelay: s.requeueDelay,
 		Licenses: s.lic.config(), SelectTypeParameters: s.crUnit, BootTime: s.bootTime,
+		Telemetry: s.telCfg,
 	}
 	for i := range s.nodes {
 		c.Nodes[i] = *s.nodes[i].cfg
@@ -311,6 +321,7 @@ func (s *Scheduler) snapNodes(e *senc) error {
 		e.time(n.pw.idleSince)
 	}
 	snapBoots(e, s)
+	snapNodeTelemetry(e, s)
 	return nil
 }
 

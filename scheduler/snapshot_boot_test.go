@@ -26,6 +26,7 @@ func TestSnapshotBootExtension(t *testing.T) {
 	var full, ext senc
 	require.NoError(t, s.snapNodes(&full))
 	snapBoots(&ext, s)
+	snapNodeTelemetry(&ext, s) // the minor-4 extension that follows it
 	ids := make([]gres.ID, s.reg.Len())
 	for k := range ids {
 		ids[k] = gres.ID(k)

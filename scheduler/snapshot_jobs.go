@@ -57,6 +57,7 @@ const (
 	jfTasks           // the task spread follows (see tasks.go)
 	jfRequired        // the required nodes (JobSpec.NodeList resolved) follow
 	jfOverSubscribe   // the allocation's OverSubscribe count follows
+	jfTelemetry       // the job's telemetry follows (minor 4, see snapshot_telemetry.go)
 	jfNumFlags        = iota
 )
 
@@ -96,6 +97,7 @@ func (e *senc) job(j *job) error {
 	set(jfTasks, j.tasks != nil)
 	set(jfRequired, j.where != nil && len(j.where.required) > 0)
 	set(jfOverSubscribe, j.Alloc.OverSubscribe != 0)
+	set(jfTelemetry, j.tel != nil)
 	e.uvarint(uint64(j.ID))
 	e.uvarint(f)
 	// The public record (Job) field by field by name, so that fields
@@ -174,6 +176,9 @@ func (e *senc) job(j *job) error {
 	}
 	if f&jfTasks != 0 {
 		e.tasks(j.tasks)
+	}
+	if f&jfTelemetry != 0 {
+		return e.jobTelemetry(j.tel)
 	}
 	return nil
 }
@@ -410,6 +415,17 @@ func (d *sdec) job(s *Scheduler) *job {
 	if f&jfTasks != 0 {
 		j.tasks = d.tasks()
 		j.tasks.plane = int64(j.Spec.planeSize()) // the spec's (tasks.go)
+	}
+	if f&jfTelemetry != 0 {
+		j.tel = d.jobTelemetry()
+		if n := len(j.tel.nodes); d.err == nil && n > 0 && n != len(j.Alloc.Nodes) {
+			d.fail("job %d: telemetry of %d nodes, an allocation of %d", j.ID, n, len(j.Alloc.Nodes))
+		}
+		for _, u := range j.tel.steps {
+			if d.err == nil && u.pos >= len(j.Alloc.Nodes) {
+				d.fail("job %d: step %s on allocation node %d of %d", j.ID, u.step, u.pos, len(j.Alloc.Nodes))
+			}
+		}
 	}
 	j.reserved = f&jfReserved != 0
 	j.preemptFirst = f&jfPreemptFirst != 0

@@ -249,6 +249,7 @@ func (c *snapConfig) config(reg *gres.Registry, opts RestoreOptions) (Config, er
 		MaxArraySize: c.MaxArraySize, FirstJobID: c.FirstJobID, MinJobAge: c.MinJobAge, JobRequeue: c.JobRequeue,
 		Registry: reg, Policy: c.Policy, BillingMode: c.BillingMode, GPUOrder: c.GPUOrder,
 		RequeueDelay: c.RequeueDelay, Power: c.Power, Licenses: c.Licenses, SelectTypeParameters: c.SelectTypeParameters, BootTime: c.BootTime,
+		Telemetry: c.Telemetry,
 	}
 	// A tombstone is built as a placeholder node, then made a tombstone
 	// again (Restore): New needs every node to be a valid one.
@@ -350,6 +351,7 @@ func (s *Scheduler) loadNodes(d *sdec) ([][]int, error) {
 		}
 	}
 	s.loadBoots(d)
+	s.loadNodeTelemetry(d)
 	return bad, d.err
 }
 

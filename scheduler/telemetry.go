@@ -39,6 +39,13 @@ type TelemetryEvent struct {
 // device it uses. Unknown parts are -1.
 type JobReading struct {
 	Job JobID
+	// Step names the job step whose cgroup was read ("batch", "extern",
+	// "0", "1", …, as Slurm names steps); "" is the job's own cgroup,
+	// which holds its steps'. A step's reading is folded into that
+	// step's usage only (Job.Steps, at most MaxSteps per run), its GPUs
+	// entry (if any) giving its GPU utilisation; the job's usage comes
+	// from the job's reading and the device samples.
+	Step string `json:",omitempty"`
 	// CPUSeconds is the CPU time (user+system) the job's cgroup on the
 	// node has used since it was created (cpu.stat usage_usec / 1e6): a
 	// counter; the scheduler folds its rise since the previous reading.
@@ -63,12 +70,33 @@ type TelemetryConfig struct {
 	// Rule is the folding and idle rule (telemetry.Rule: IdleBelow,
 	// IdleAfter, MaxGap).
 	Rule telemetry.Rule `json:",omitzero"`
+	// Action is what the scheduler does with a running job that is
+	// allocated but idle (see IdleAction): IdleNotify, the default, only
+	// records a DecisionIdle; IdleRequeue and IdleCancel take the job's
+	// allocation back once it has been idle for Rule.IdleAfter + Grace
+	// (a component of a heterogeneous job, and a preemption victim in its
+	// grace time, are only reported).
+	Action IdleAction `json:",omitzero"`
+	// Grace is how long a job that became allocated-but-idle (idle for
+	// Rule.IdleAfter) may stay so before Action is taken: the time its
+	// owner has to react to the notification.
+	Grace time.Duration `json:",omitzero"`
 }
 
-// Validate checks the configuration.
+// Validate checks the configuration: a valid rule, a known action, a
+// non-negative grace time, and an idle threshold when the action is not
+// IdleNotify (an action that could never fire is a mistake).
 func (c TelemetryConfig) Validate() error {
 	if err := c.Rule.Validate(); err != nil {
 		return fmt.Errorf("%w: telemetry: %w", ErrInvalidConfig, err)
+	}
+	switch {
+	case c.Action >= numIdleActions:
+		return fmt.Errorf("%w: telemetry: unknown idle action %d", ErrInvalidConfig, uint8(c.Action))
+	case c.Grace < 0:
+		return fmt.Errorf("%w: telemetry: negative grace time %v", ErrInvalidConfig, c.Grace)
+	case c.Action != IdleNotify && c.Rule.IdleBelow <= 0:
+		return fmt.Errorf("%w: telemetry: idle action %s without an idle threshold (Rule.IdleBelow)", ErrInvalidConfig, c.Action)
 	}
 	return nil
 }
@@ -77,10 +105,14 @@ func (c TelemetryConfig) Validate() error {
 func (TelemetryEvent) Kind() EventKind { return KindTelemetry }
 
 func (e TelemetryEvent) apply(s *Scheduler, now time.Time) (Result, error) {
-	return Result{}, s.telemetry(now, e)
+	ids, err := s.telemetry(now, e)
+	return Result{Jobs: ids}, err
 }
 
-// ReportTelemetry applies a TelemetryEvent (see there).
+// ReportTelemetry applies a TelemetryEvent (see there). With an idle
+// action configured (TelemetryConfig.Action), apply the event with Apply
+// instead: its Result.Jobs lists the jobs the action requeued or ended,
+// which the caller kills on their nodes, as after DownNode.
 func (s *Scheduler) ReportTelemetry(now time.Time, ev TelemetryEvent) error {
 	_, err := s.Apply(now, ev)
 	return err
@@ -93,6 +125,12 @@ func (s *Scheduler) ReportTelemetry(now time.Time, ev TelemetryEvent) error {
 type jobTelemetry struct {
 	past  telemetry.Usage
 	nodes []nodeUsage
+	// steps is the current run's usage per step and node, in the order
+	// first read (at most MaxSteps distinct steps; telemetry_steps.go).
+	steps []stepUsage
+	// idleNoted says the current run's current idle spell was recorded
+	// (a DecisionIdle); a reading that ends the spell clears it.
+	idleNoted bool
 }
 
 // nodeUsage is one job's current-run usage on one of its nodes.
@@ -154,20 +192,21 @@ type nodeTelemetry struct {
 	energy []float64
 }
 
-// telemetry applies e at now (see TelemetryEvent).
-func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) error {
+// telemetry applies e at now (see TelemetryEvent) and returns the jobs
+// the idle action requeued or ended (see TelemetryConfig.Action).
+func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) ([]JobID, error) {
 	ni, err := s.nodeIndex(now, e.Node)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	n := &s.nodes[ni]
 	if err := s.checkTelemetry(n, e); err != nil {
-		return fmt.Errorf("scheduler: telemetry of node %s: %w", e.Node, err)
+		return nil, fmt.Errorf("scheduler: telemetry of node %s: %w", e.Node, err)
 	}
+	sc := &s.telScratch
 	// Energy: each device's rise since its last reading, split among
 	// the jobs holding it; a counter that fell (a device reset) starts
 	// again from here.
-	var rise []float64
 	if len(e.Devices) > 0 {
 		ndev := len(n.devs.Inventory().Devices)
 		if len(n.tel.energy) != ndev {
@@ -176,21 +215,20 @@ func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) error {
 				n.tel.energy[i] = -1
 			}
 		}
-		rise = make([]float64, ndev)
-		for i := range rise {
-			rise[i] = -1
-		}
+		sc.rise = fill(sc.rise, ndev, -1)
 		for _, d := range e.Devices {
 			if d.EnergyJoules < 0 {
 				continue
 			}
 			if last := n.tel.energy[d.Index]; last >= 0 && d.EnergyJoules >= last {
-				rise[d.Index] = d.EnergyJoules - last
+				sc.rise[d.Index] = d.EnergyJoules - last
 			}
 			n.tel.energy[d.Index] = d.EnergyJoules
 		}
+		s.countHolders(n, ni, ndev)
 	}
 	rule := s.telCfg.Rule
+	sc.idle = sc.idle[:0]
 	for _, id := range n.jobs {
 		j := s.jobs[id]
 		if j == nil || j.State != JobRunning {
@@ -201,12 +239,17 @@ func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) error {
 			continue
 		}
 		var own *JobReading
+		steps := false
 		for k := range e.Jobs {
-			if e.Jobs[k].Job == id {
-				own = &e.Jobs[k]
+			if r := &e.Jobs[k]; r.Job == id {
+				if r.Step != "" {
+					steps = true
+				} else if own == nil {
+					own = r
+				}
 			}
 		}
-		if len(e.Devices) == 0 && own == nil {
+		if len(e.Devices) == 0 && own == nil && !steps {
 			continue
 		}
 		if j.tel == nil {
@@ -219,7 +262,7 @@ func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) error {
 			}
 		}
 		nu := &j.tel.nodes[pos]
-		if g, ok := s.jobGPUReading(now, n, &j.Alloc.Nodes[pos], e.Devices, rise, own); ok {
+		if g, ok := jobGPUReading(now, &j.Alloc.Nodes[pos], e.Devices, sc.rise, sc.holders, own); ok {
 			nu.AddGPU(g, j.StartTime, rule)
 		}
 		if own != nil {
@@ -232,15 +275,83 @@ func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) error {
 			}
 			nu.AddHost(h)
 		}
+		if steps {
+			j.tel.foldSteps(id, pos, e.Jobs, j.StartTime, now, rule)
+		}
+		if rule.IdleBelow > 0 {
+			sc.idle = append(sc.idle, j)
+		}
 	}
-	return nil
+	s.last = now // the clock's floor, as after any event applied
+	if len(sc.idle) == 0 {
+		return nil, nil
+	}
+	// The idle rule, after the readings are in: the jobs on the node
+	// change only now (an action takes a job off it).
+	return s.idleAction(now, sc.idle), nil
+}
+
+// telScratch is the scratch of one TelemetryEvent (empty between calls
+// but for its capacity).
+type telScratch struct {
+	rise    []float64 // per device: the energy counter's rise (-1: unknown)
+	holders []int32   // per device: the running jobs holding it (at least 1)
+	idle    []*job    // the jobs read, for the idle rule
+}
+
+// fill returns buf resized to n, every element v.
+func fill[T any](buf []T, n int, v T) []T {
+	if cap(buf) < n {
+		buf = make([]T, n)
+	}
+	buf = buf[:n]
+	for i := range buf {
+		buf[i] = v
+	}
+	return buf
+}
+
+// countHolders counts, per device of node n (index ni), the running
+// jobs holding it, whole or shared, into s.telScratch.holders (at least
+// 1 each): what a shared device's power and energy are split by.
+func (s *Scheduler) countHolders(n *node, ni, ndev int) {
+	h := fill(s.telScratch.holders, ndev, 0)
+	for _, id := range n.jobs {
+		j := s.jobs[id]
+		if j == nil || j.State != JobRunning {
+			continue
+		}
+		pos := allocPos(j, ni)
+		if pos < 0 {
+			continue
+		}
+		a := &j.Alloc.Nodes[pos]
+		for _, d := range a.Devices {
+			if d >= 0 && d < ndev {
+				h[d]++
+			}
+		}
+		for k, sh := range a.Shares {
+			if sh.Device < 0 || sh.Device >= ndev || slices.ContainsFunc(a.Shares[:k], func(o gres.ShareGrant) bool { return o.Device == sh.Device }) {
+				continue // a job holding two shares of one device is one holder
+			}
+			if _, whole := slices.BinarySearch(a.Devices, sh.Device); !whole {
+				h[sh.Device]++
+			}
+		}
+	}
+	for i := range h {
+		h[i] = max(h[i], 1)
+	}
+	s.telScratch.holders = h
 }
 
 // jobGPUReading sums the device samples of the devices job allocation a
-// holds on node n (whole devices and shared ones) into one reading, with
-// the job's own utilisation where its reading names it; ok is false when
-// the samples cover none of its devices.
-func (s *Scheduler) jobGPUReading(now time.Time, n *node, a *NodeAlloc, devs []gres.DeviceSample, rise []float64, own *JobReading) (telemetry.GPUReading, bool) {
+// holds on its node (whole devices and shared ones) into one reading,
+// with the job's own utilisation where its reading names it; holders
+// counts each device's holders (countHolders). ok is false when the
+// samples cover none of its devices.
+func jobGPUReading(now time.Time, a *NodeAlloc, devs []gres.DeviceSample, rise []float64, holders []int32, own *JobReading) (telemetry.GPUReading, bool) {
 	g := telemetry.GPUReading{Time: now, MemoryUsedMiB: -1, PowerWatts: -1, EnergyJoules: -1}
 	found := false
 	for _, d := range devs {
@@ -260,7 +371,7 @@ func (s *Scheduler) jobGPUReading(now time.Time, n *node, a *NodeAlloc, devs []g
 			g.Devices++
 			g.UtilizationSum += util
 		}
-		sharers := float64(s.deviceHolders(n, d.Index))
+		sharers := float64(holders[d.Index])
 		if d.MemoryUsedMiB >= 0 {
 			g.MemoryUsedMiB = max(g.MemoryUsedMiB, 0) + d.MemoryUsedMiB
 		}
@@ -273,27 +384,6 @@ func (s *Scheduler) jobGPUReading(now time.Time, n *node, a *NodeAlloc, devs []g
 	}
 	g.UtilizationSum = min(g.UtilizationSum, 100*float64(g.Devices))
 	return g, found
-}
-
-// deviceHolders counts the running jobs on node n holding device idx
-// (at least 1).
-func (s *Scheduler) deviceHolders(n *node, idx int) int {
-	c := 0
-	for _, id := range n.jobs {
-		j := s.jobs[id]
-		if j == nil || j.State != JobRunning {
-			continue
-		}
-		for _, a := range j.Alloc.Nodes {
-			if &s.nodes[a.Node] != n {
-				continue
-			}
-			if holdsDevice(&a, idx) {
-				c++
-			}
-		}
-	}
-	return max(c, 1)
 }
 
 // holdsDevice reports whether a holds device idx, whole or shared.
@@ -350,8 +440,14 @@ func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 		if r.MemoryPeakBytes < -1 {
 			return fmt.Errorf("%w: reading %d (job %d): memory peak %d (want >= 0, or -1 for unknown)", ErrInvalidEvent, k, r.Job, r.MemoryPeakBytes)
 		}
+		if len(r.Step) > maxStepName {
+			return fmt.Errorf("%w: reading %d (job %d): step name of %d bytes (at most %d)", ErrInvalidEvent, k, r.Job, len(r.Step), maxStepName)
+		}
 		for _, o := range e.Jobs[:k] {
-			if o.Job == r.Job {
+			if o.Job == r.Job && o.Step == r.Step {
+				if r.Step != "" {
+					return fmt.Errorf("%w: reading %d: step %s of job %d read twice", ErrInvalidEvent, k, r.Step, r.Job)
+				}
 				return fmt.Errorf("%w: reading %d: job %d read twice", ErrInvalidEvent, k, r.Job)
 			}
 		}

@@ -16,7 +16,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // eventKinds returns every EventKind constant the scheduler package
@@ -169,6 +171,10 @@ func FuzzCodecDecodeEntry(f *testing.F) {
 		scheduler.FinishEvent{Job: 7, ExitCode: 1},
 		scheduler.DeviceHealthEvent{Node: "n1", Index: 3, Reason: "xid"},
 		scheduler.ScheduleEvent{},
+		scheduler.TelemetryEvent{Node: "n1", Devices: []gres.DeviceSample{{Index: 1, Utilization: 50, MemoryUsedMiB: -1, PowerWatts: 300, EnergyJoules: -1}},
+			Jobs: []scheduler.JobReading{{Job: 3, CPUSeconds: -1, MemoryPeakBytes: 1 << 30, GPUs: []scheduler.JobGPUReading{{Index: 1, Utilization: 25}}}}},
+		scheduler.UpdateTelemetryEvent{Config: scheduler.TelemetryConfig{Rule: telemetry.Rule{IdleBelow: 5, IdleAfter: time.Minute},
+			Action: scheduler.IdleCancel, Grace: time.Second}},
 	} {
 		b, err := c.appendEntry(nil, time.Unix(1e9, 5), ev)
 		require.NoError(f, err)
