@@ -59,10 +59,10 @@ func idleDecisions(t *testing.T, s *scheduler.Scheduler, at time.Duration) []sch
 	return out
 }
 
-var idleRule = telemetry.Rule{IdleBelow: 5, IdleAfter: time.Minute}
+var actionRule = telemetry.Rule{IdleBelow: 5, IdleAfter: time.Minute}
 
 func TestTelemetryIdleNotifiesOnlyByDefault(t *testing.T) {
-	s, id, node := idleCluster(t, scheduler.TelemetryConfig{Rule: idleRule}, scheduler.JobSpec{})
+	s, id, node := idleCluster(t, scheduler.TelemetryConfig{Rule: actionRule}, scheduler.JobSpec{})
 	for k := 1; k <= 20; k++ { // ten minutes of idle readings
 		assert.Empty(t, read(t, s, node, time.Duration(30*k)*time.Second, 1))
 	}
@@ -98,7 +98,7 @@ func TestTelemetryIdleNotifiesOnlyByDefault(t *testing.T) {
 }
 
 func TestTelemetryIdleRequeuesAfterGrace(t *testing.T) {
-	tc := scheduler.TelemetryConfig{Rule: idleRule, Action: scheduler.IdleRequeue, Grace: 2 * time.Minute}
+	tc := scheduler.TelemetryConfig{Rule: actionRule, Action: scheduler.IdleRequeue, Grace: 2 * time.Minute}
 	s, id, node := idleCluster(t, tc, scheduler.JobSpec{})
 	require.NoError(t, s.Checkpoint(clustertest.Epoch.Add(30*time.Second), id))
 	for k := 1; k <= 5; k++ { // idle for 2.5 min: within IdleAfter + Grace
@@ -135,7 +135,7 @@ func TestTelemetryIdleRequeuesAfterGrace(t *testing.T) {
 }
 
 func TestTelemetryIdleCancelsAfterGrace(t *testing.T) {
-	tc := scheduler.TelemetryConfig{Rule: idleRule, Action: scheduler.IdleCancel, Grace: time.Minute}
+	tc := scheduler.TelemetryConfig{Rule: actionRule, Action: scheduler.IdleCancel, Grace: time.Minute}
 	s, id, node := idleCluster(t, tc, scheduler.JobSpec{})
 	for k := 1; k <= 3; k++ {
 		assert.Empty(t, read(t, s, node, time.Duration(30*k)*time.Second, 0))
@@ -150,7 +150,7 @@ func TestTelemetryIdleCancelsAfterGrace(t *testing.T) {
 }
 
 func TestTelemetryBusyReadingBeforeGraceCancelsTheAction(t *testing.T) {
-	tc := scheduler.TelemetryConfig{Rule: idleRule, Action: scheduler.IdleCancel, Grace: 2 * time.Minute}
+	tc := scheduler.TelemetryConfig{Rule: actionRule, Action: scheduler.IdleCancel, Grace: 2 * time.Minute}
 	s, id, node := idleCluster(t, tc, scheduler.JobSpec{})
 	for k := 1; k <= 5; k++ { // idle to 2.5 min
 		read(t, s, node, time.Duration(30*k)*time.Second, 0)
@@ -166,7 +166,7 @@ func TestTelemetryBusyReadingBeforeGraceCancelsTheAction(t *testing.T) {
 }
 
 func TestTelemetryIdleRequeueOfANoRequeueJobEndsIt(t *testing.T) {
-	tc := scheduler.TelemetryConfig{Rule: idleRule, Action: scheduler.IdleRequeue}
+	tc := scheduler.TelemetryConfig{Rule: actionRule, Action: scheduler.IdleRequeue}
 	s, id, node := idleCluster(t, tc, scheduler.JobSpec{Requeue: scheduler.RequeueNo})
 	read(t, s, node, 30*time.Second, 0)
 	assert.Equal(t, []scheduler.JobID{id}, read(t, s, node, time.Minute, 0))
@@ -180,12 +180,12 @@ func TestTelemetryIdleRequeueOfANoRequeueJobEndsIt(t *testing.T) {
 }
 
 func TestUpdateTelemetryEventChangesTheActionOrNothing(t *testing.T) {
-	s, id, node := idleCluster(t, scheduler.TelemetryConfig{Rule: idleRule}, scheduler.JobSpec{})
+	s, id, node := idleCluster(t, scheduler.TelemetryConfig{Rule: actionRule}, scheduler.JobSpec{})
 	before := s.Telemetry()
 	for name, bad := range map[string]scheduler.TelemetryConfig{
 		"action without a threshold": {Action: scheduler.IdleCancel},
-		"negative grace":             {Rule: idleRule, Grace: -time.Second},
-		"unknown action":             {Rule: idleRule, Action: scheduler.IdleAction(9)},
+		"negative grace":             {Rule: actionRule, Grace: -time.Second},
+		"unknown action":             {Rule: actionRule, Action: scheduler.IdleAction(9)},
 		"threshold above 100":        {Rule: telemetry.Rule{IdleBelow: 101}},
 	} {
 		err := s.SetTelemetry(clustertest.Epoch.Add(time.Second), bad)
@@ -195,7 +195,7 @@ func TestUpdateTelemetryEventChangesTheActionOrNothing(t *testing.T) {
 	for k := 1; k <= 4; k++ {
 		assert.Empty(t, read(t, s, node, time.Duration(30*k)*time.Second, 0))
 	}
-	tc := scheduler.TelemetryConfig{Rule: idleRule, Action: scheduler.IdleCancel}
+	tc := scheduler.TelemetryConfig{Rule: actionRule, Action: scheduler.IdleCancel}
 	require.NoError(t, s.SetTelemetry(clustertest.Epoch.Add(2*time.Minute+time.Second), tc))
 	assert.Equal(t, tc, s.Telemetry())
 	j, _ := s.Job(id)
