@@ -203,6 +203,9 @@ type fzGen struct {
 	// readings mostly go.
 	reads     int
 	startedOn []int
+	// noTelemetry leaves telemetry out of the draw (and the draw's
+	// randomness as it was before telemetry ops existed).
+	noTelemetry bool
 }
 
 func newFzGen(src *fzSource, c fzCluster) *fzGen {
@@ -690,7 +693,7 @@ func (g *fzGen) next() fzOp {
 			}
 		}
 	}
-	if s.chance(9) {
+	if !g.noTelemetry && s.chance(9) {
 		// Telemetry, drawn apart as node administration is.
 		g.telemetry(&op)
 	}

@@ -38,12 +38,22 @@ func (g *fzGen) telemetry(op *fzOp) {
 	if s.chance(15) {
 		ev.Node, ng = g.node(), g.gpus
 	}
-	n := s.intn(ng + 1)
+	n := ng
+	if s.chance(3) {
+		n = s.intn(ng + 1)
+	}
 	if s.chance(30) {
 		n = ng + 1 // a device past the node's
 	}
+	// Mostly one utilisation for the whole node (an idle or a busy
+	// phase), so that idle runs of jobs happen.
+	util := fzPick[float64](s, 0, 1, 3, 80, -2)
 	for i := range n {
-		d := gres.DeviceSample{Index: i, Utilization: fzPick(s, 0, 1, 3, 50, 99.5, 100, -1), MemoryUsedMiB: fzPick[int64](s, -1, 0, 1024, 80000),
+		u := util
+		if u == -2 {
+			u = fzPick(s, 0, 1, 3, 50, 99.5, 100, -1)
+		}
+		d := gres.DeviceSample{Index: i, Utilization: u, MemoryUsedMiB: fzPick[int64](s, -1, 0, 1024, 80000),
 			PowerWatts: fzPick(s, -1, 0, 350.5), EnergyJoules: fzPick(s, -1, float64(100*g.reads+i), float64(100*g.reads+i), 5)}
 		switch s.intn(120) {
 		case 0:

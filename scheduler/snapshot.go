@@ -126,8 +126,8 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // suspendedBy, remaining, suspendedCPUs, preemptFirst, awaitingVictims,
 // preemptedFor, preempting, preemptAction, usageTotal, usageEnd, tel (the
 // telemetry: past runs' usage, the current run's usage and last CPU
-// counter per allocation node, whether its idle spell was recorded; see
-// snapshot_telemetry.go), and Job's counters Starts, LaunchFailures,
+// counter per allocation node, the current run's steps, whether its idle
+// spell was recorded; see snapshot_telemetry.go), and Job's counters Starts, LaunchFailures,
 // LostWorkGPUSeconds (Job.Usage is filled from tel by Job's copy).
 // job (derived): subject (Resolve of user, account, partition and the
 // resolved QOS, which gives the same plan), dep (parsed from
