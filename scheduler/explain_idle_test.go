@@ -36,8 +36,8 @@ func idleScene(t *testing.T, bf bool, rule telemetry.Rule, firstUtil, secondUtil
 	require.Equal(t, scheduler.JobRunning, js.State)
 	for k := 1; k <= 12; k++ {
 		at := t0.Add(time.Duration(k) * time.Minute)
-		require.NoError(t, s.ReportTelemetry(at, scheduler.TelemetryEvent{Node: jf.Alloc.Nodes[0].Name, Devices: uniform(firstUtil)}))
-		require.NoError(t, s.ReportTelemetry(at, scheduler.TelemetryEvent{Node: js.Alloc.Nodes[0].Name, Devices: uniform(secondUtil)}))
+		require.NoError(t, noJobs(s.ReportTelemetry(at, scheduler.TelemetryEvent{Node: jf.Alloc.Nodes[0].Name, Devices: uniform(firstUtil)})))
+		require.NoError(t, noJobs(s.ReportTelemetry(at, scheduler.TelemetryEvent{Node: js.Alloc.Nodes[0].Name, Devices: uniform(secondUtil)})))
 	}
 	now = t0.Add(12 * time.Minute)
 	waiting = mustSubmit(t, s, now, scheduler.JobSpec{User: "cy", Partition: "h100", TimeLimit: time.Hour, GRESPerNode: gpus(8)})

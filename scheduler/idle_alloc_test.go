@@ -59,7 +59,7 @@ func TestIdleAllocatedFromReadings(t *testing.T) {
 		t.Helper()
 		for last < to {
 			last += time.Minute
-			require.NoError(t, s.ReportTelemetry(t0.Add(last), scheduler.TelemetryEvent{Node: node, Devices: uniform(util)}))
+			require.NoError(t, noJobs(s.ReportTelemetry(t0.Add(last), scheduler.TelemetryEvent{Node: node, Devices: uniform(util)})))
 		}
 		return s.IdleCapacity(t0.Add(to))
 	}
@@ -107,7 +107,7 @@ func TestIdleAllocatedEmptyWithTheRuleOff(t *testing.T) {
 	mustSchedule(t, s, t0)
 	j, _ := s.Job(id)
 	for k := 1; k <= 6; k++ {
-		require.NoError(t, s.ReportTelemetry(t0.Add(time.Duration(k)*5*time.Minute), scheduler.TelemetryEvent{Node: j.Alloc.Nodes[0].Name, Devices: uniform(0)}))
+		require.NoError(t, noJobs(s.ReportTelemetry(t0.Add(time.Duration(k)*5*time.Minute), scheduler.TelemetryEvent{Node: j.Alloc.Nodes[0].Name, Devices: uniform(0)})))
 	}
 	j, _ = s.Job(id)
 	require.NotNil(t, j.Usage)
@@ -141,7 +141,7 @@ func TestIdleAllocatedSharedGPUCountedOncePerDevice(t *testing.T) {
 	total := s.IdleCapacity(t0).GPUs.Total()
 
 	for k := 1; k <= 10; k++ {
-		require.NoError(t, s.ReportTelemetry(t0.Add(time.Duration(k)*time.Minute), scheduler.TelemetryEvent{Node: "dgx01", Devices: uniform(1)}))
+		require.NoError(t, noJobs(s.ReportTelemetry(t0.Add(time.Duration(k)*time.Minute), scheduler.TelemetryEvent{Node: "dgx01", Devices: uniform(1)})))
 	}
 	rep := s.IdleCapacity(t0.Add(10 * time.Minute))
 	assert.Equal(t, int64(2), rep.GPUs[scheduler.IdleAllocated], "two shared GPUs, each once: %s", rep)
@@ -151,7 +151,7 @@ func TestIdleAllocatedSharedGPUCountedOncePerDevice(t *testing.T) {
 	// c works on the shared GPU (its own process utilisation): the GPU
 	// is in use by c, so it is not allocated-idle though a idles on it.
 	own := []scheduler.JobReading{{Job: c, CPUSeconds: -1, MemoryPeakBytes: -1, GPUs: []scheduler.JobGPUReading{{Index: dev(c), Utilization: 80}}}}
-	require.NoError(t, s.ReportTelemetry(t0.Add(11*time.Minute), scheduler.TelemetryEvent{Node: "dgx01", Devices: uniform(1), Jobs: own}))
+	require.NoError(t, noJobs(s.ReportTelemetry(t0.Add(11*time.Minute), scheduler.TelemetryEvent{Node: "dgx01", Devices: uniform(1), Jobs: own})))
 	rep = s.IdleCapacity(t0.Add(11 * time.Minute))
 	assert.Equal(t, int64(1), rep.GPUs[scheduler.IdleAllocated], "only b's GPU: %s", rep)
 	assert.Equal(t, int64(2), rep.CPUs[scheduler.IdleAllocated], "a's and b's CPUs: %s", rep)
@@ -178,7 +178,7 @@ func TestIdleAllocatedSharedCPUsCountedOnce(t *testing.T) {
 	util[jb.Alloc.Nodes[0].Devices[0]] = 70
 	read := func(from, to int) {
 		for k := from; k <= to; k++ {
-			require.NoError(t, s.ReportTelemetry(t0.Add(time.Duration(k)*time.Minute), scheduler.TelemetryEvent{Node: "n0", Devices: devSamples(util, -1)}))
+			require.NoError(t, noJobs(s.ReportTelemetry(t0.Add(time.Duration(k)*time.Minute), scheduler.TelemetryEvent{Node: "n0", Devices: devSamples(util, -1)})))
 		}
 	}
 	read(1, 10)

@@ -75,7 +75,7 @@ func TestIdleCapacityCountsEveryIdleUnitOnce(t *testing.T) {
 						if idle {
 							util = 1
 						}
-						require.NoError(t, s.ReportTelemetry(now, scheduler.TelemetryEvent{Node: name, Devices: uniform(util)}))
+						require.NoError(t, noJobs(s.ReportTelemetry(now, scheduler.TelemetryEvent{Node: name, Devices: uniform(util)})))
 						tel.read(name, now, idle)
 					}
 					rep := s.IdleCapacity(now)

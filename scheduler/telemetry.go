@@ -109,13 +109,13 @@ func (e TelemetryEvent) apply(s *Scheduler, now time.Time) (Result, error) {
 	return Result{Jobs: ids}, err
 }
 
-// ReportTelemetry applies a TelemetryEvent (see there). With an idle
-// action configured (TelemetryConfig.Action), apply the event with Apply
-// instead: its Result.Jobs lists the jobs the action requeued or ended,
-// which the caller kills on their nodes, as after DownNode.
-func (s *Scheduler) ReportTelemetry(now time.Time, ev TelemetryEvent) error {
-	_, err := s.Apply(now, ev)
-	return err
+// ReportTelemetry applies a TelemetryEvent (see there) and returns the
+// jobs an idle action (TelemetryConfig.Action) requeued or ended, which
+// the caller kills on their nodes, as after DownNode; none under the
+// default IdleNotify.
+func (s *Scheduler) ReportTelemetry(now time.Time, ev TelemetryEvent) ([]JobID, error) {
+	res, err := s.Apply(now, ev)
+	return res.Jobs, err
 }
 
 // jobTelemetry is what the scheduler keeps of one job's readings: the

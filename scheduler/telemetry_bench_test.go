@@ -76,7 +76,7 @@ func BenchmarkTelemetry(b *testing.B) {
 				for i, id := range jobs {
 					ev.Jobs[i] = scheduler.JobReading{Job: id, CPUSeconds: float64(k), MemoryPeakBytes: 1 << 33}
 				}
-				if err := s.ReportTelemetry(now, ev); err != nil {
+				if _, err := s.ReportTelemetry(now, ev); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -79,8 +79,8 @@ func TestTelemetryJobAndConfigJSONRoundTrip(t *testing.T) {
 	node := j.Alloc.Nodes[0].Name
 	for k := 1; k <= 3; k++ {
 		u := []float64{90, 80.5, 70, 0, 1, 2, 3, 99.9}
-		require.NoError(t, s.ReportTelemetry(t0.Add(time.Duration(7*k)*time.Second+time.Duration(k)*time.Millisecond), scheduler.TelemetryEvent{Node: node,
-			Devices: devSamples(u, 1000.5*float64(k)), Jobs: []scheduler.JobReading{{Job: id, CPUSeconds: 3.25 * float64(k), MemoryPeakBytes: 1 << 33}}}))
+		require.NoError(t, noJobs(s.ReportTelemetry(t0.Add(time.Duration(7*k)*time.Second+time.Duration(k)*time.Millisecond), scheduler.TelemetryEvent{Node: node,
+			Devices: devSamples(u, 1000.5*float64(k)), Jobs: []scheduler.JobReading{{Job: id, CPUSeconds: 3.25 * float64(k), MemoryPeakBytes: 1 << 33}}})))
 	}
 	j, _ = s.Job(id)
 	require.NotNil(t, j.Usage)

@@ -33,10 +33,10 @@ func telemetryRun(t *testing.T) (s *scheduler.Scheduler, node string, ids []sche
 	node = ja.Alloc.Nodes[0].Name
 	readAt := func(k int) {
 		util := []float64{90, 91, 92, 93, 1, 2, 0, 1}
-		require.NoError(t, s.ReportTelemetry(t0.Add(time.Duration(30*k)*time.Second), scheduler.TelemetryEvent{Node: node,
+		require.NoError(t, noJobs(s.ReportTelemetry(t0.Add(time.Duration(30*k)*time.Second), scheduler.TelemetryEvent{Node: node,
 			Devices: devSamples(util, 1000*float64(k)+0.5),
 			Jobs: []scheduler.JobReading{{Job: a, CPUSeconds: 7.5 * float64(k), MemoryPeakBytes: 1 << 30},
-				{Job: b, CPUSeconds: 2 * float64(k), MemoryPeakBytes: -1}}}))
+				{Job: b, CPUSeconds: 2 * float64(k), MemoryPeakBytes: -1}}})))
 	}
 	for k := 1; k <= 2; k++ {
 		readAt(k)

@@ -25,12 +25,12 @@ func TestTelemetryStepsKeepTheirOwnUsage(t *testing.T) {
 	j, _ := s.Job(id)
 	node, dev := j.Alloc.Nodes[0].Name, j.Alloc.Nodes[0].Devices
 	for k := 1; k <= 3; k++ {
-		require.NoError(t, s.ReportTelemetry(t0.Add(time.Duration(30*k)*time.Second), scheduler.TelemetryEvent{Node: node, Jobs: []scheduler.JobReading{
+		require.NoError(t, noJobs(s.ReportTelemetry(t0.Add(time.Duration(30*k)*time.Second), scheduler.TelemetryEvent{Node: node, Jobs: []scheduler.JobReading{
 			{Job: id, CPUSeconds: 10 * float64(k), MemoryPeakBytes: 1 << 30},
 			{Job: id, Step: "batch", CPUSeconds: float64(k), MemoryPeakBytes: 1 << 20},
 			{Job: id, Step: "0", CPUSeconds: 8 * float64(k), MemoryPeakBytes: 1 << 29,
 				GPUs: []scheduler.JobGPUReading{{Index: dev[0], Utilization: 80}, {Index: dev[1], Utilization: 60}}},
-		}}))
+		}})))
 	}
 	j, _ = s.Job(id)
 	require.Len(t, j.Steps, 2)
@@ -62,14 +62,14 @@ func TestTelemetryStepsKeepTheirOwnUsage(t *testing.T) {
 
 	// A step read twice in one event is refused; steps beyond MaxSteps
 	// are not kept.
-	err = s.ReportTelemetry(t0.Add(2*time.Minute), scheduler.TelemetryEvent{Node: node, Jobs: []scheduler.JobReading{
+	_, err = s.ReportTelemetry(t0.Add(2*time.Minute), scheduler.TelemetryEvent{Node: node, Jobs: []scheduler.JobReading{
 		{Job: id, Step: "0", CPUSeconds: -1, MemoryPeakBytes: -1}, {Job: id, Step: "0", CPUSeconds: -1, MemoryPeakBytes: -1}}})
 	assert.ErrorIs(t, err, scheduler.ErrInvalidEvent)
 	var many []scheduler.JobReading
 	for k := range scheduler.MaxSteps + 5 {
 		many = append(many, scheduler.JobReading{Job: id, Step: strconv.Itoa(k + 1), CPUSeconds: -1, MemoryPeakBytes: -1})
 	}
-	require.NoError(t, s.ReportTelemetry(t0.Add(3*time.Minute), scheduler.TelemetryEvent{Node: node, Jobs: many}))
+	require.NoError(t, noJobs(s.ReportTelemetry(t0.Add(3*time.Minute), scheduler.TelemetryEvent{Node: node, Jobs: many})))
 	j, _ = s.Job(id)
 	assert.Len(t, j.Steps, scheduler.MaxSteps)
 

@@ -66,7 +66,7 @@ func allocatedIdle(w io.Writer) error {
 				samples = append(samples, gres.DeviceSample{Index: d, Utilization: util[id], MemoryUsedMiB: 30 * gib,
 					PowerWatts: watts, EnergyJoules: watts * now.Sub(j.StartTime).Seconds()})
 			}
-			if err := s.ReportTelemetry(now, scheduler.TelemetryEvent{Node: na.Name, Devices: samples}); err != nil {
+			if _, err := s.ReportTelemetry(now, scheduler.TelemetryEvent{Node: na.Name, Devices: samples}); err != nil {
 				return err
 			}
 		}
