@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 
@@ -85,7 +86,7 @@ func processes(h gonvml.Device, seen uint64) ([]gres.ProcessSample, bool, error)
 	var raw []gonvml.ProcessUtilizationSample
 	ret := gonvml.ERROR_INSUFFICIENT_SIZE
 	for try := 0; try < processRetries && ret == gonvml.ERROR_INSUFFICIENT_SIZE; try++ {
-		raw, ret = h.GetProcessUtilization(seen)
+		raw, ret = getProcessUtilization(h, seen)
 		if ret == gonvml.ERROR_INSUFFICIENT_SIZE && raw != nil && len(raw) == 0 {
 			// go-nvml's answer when NVML's size query counts no
 			// process: nothing to read.
@@ -101,7 +102,11 @@ func processes(h gonvml.Device, seen uint64) ([]gres.ProcessSample, bool, error)
 	default:
 		return nil, false, fmt.Errorf("GetProcessUtilization: %w", ret)
 	}
-	raw = slices.Clone(raw)
+	// NVML answers only the samples after lastSeen; drop any other, as
+	// Sample does, so that no reading is counted twice.
+	raw = slices.DeleteFunc(slices.Clone(raw), func(p gonvml.ProcessUtilizationSample) bool {
+		return seen > 0 && p.TimeStamp <= seen
+	})
 	slices.SortFunc(raw, func(a, b gonvml.ProcessUtilizationSample) int { return cmp.Compare(a.Pid, b.Pid) })
 	var out []gres.ProcessSample
 	for k := 0; k < len(raw); {
@@ -125,4 +130,21 @@ func processes(h gonvml.Device, seen uint64) ([]gres.ProcessSample, bool, error)
 		out = append(out, p)
 	}
 	return out, true, nil
+}
+
+// getProcessUtilization is h.GetProcessUtilization(seen), answering
+// ERROR_INSUFFICIENT_SIZE where go-nvml panics: when processes start
+// between its size query and its read, NVML's second call reports the
+// larger count it needs and go-nvml (v0.13.4-1) slices its buffer to that
+// count, past the buffer's capacity.
+func getProcessUtilization(h gonvml.Device, seen uint64) (raw []gonvml.ProcessUtilizationSample, ret gonvml.Return) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(runtime.Error); !ok {
+				panic(r)
+			}
+			raw, ret = nil, gonvml.ERROR_INSUFFICIENT_SIZE
+		}
+	}()
+	return h.GetProcessUtilization(seen)
 }

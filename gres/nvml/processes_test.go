@@ -146,3 +146,51 @@ func TestSampleProcessesErrors(t *testing.T) {
 	_, err = d.SampleProcesses(context.Background(), time.Time{})
 	require.ErrorIs(t, err, ErrNotInitialized)
 }
+
+// TestSampleProcessesSizeRace: go-nvml slices its buffer past its
+// capacity when NVML's second call asks for more room (a process started
+// between the size query and the read); that panic is retried as the
+// ERROR_INSUFFICIENT_SIZE it is, and other panics are not swallowed.
+func TestSampleProcessesSizeRace(t *testing.T) {
+	srv := nvmltest.DGXH100()
+	d := newDriver(t, srv, Options{})
+	busy := []gonvml.ProcessUtilizationSample{{Pid: 7, TimeStamp: 10, SmUtil: 30}}
+	tries := 0
+	srv.GPUs[3].GetProcessUtilizationFunc = func(uint64) ([]gonvml.ProcessUtilizationSample, gonvml.Return) {
+		if tries++; tries == 1 {
+			buf, count := make([]gonvml.ProcessUtilizationSample, 1), 2 // NVML: "2 needed"
+			return buf[:count], gonvml.ERROR_INSUFFICIENT_SIZE          // go-nvml's utilization[:processSamplesCount]
+		}
+		return busy, gonvml.SUCCESS
+	}
+	got, err := d.SampleProcesses(context.Background(), time.Time{})
+	require.NoError(t, err)
+	assert.Equal(t, 2, tries)
+	assert.Equal(t, []gres.ProcessSample{{PID: 7, SMUtil: 30, Time: time.UnixMicro(10)}}, got[3].Processes)
+
+	srv.GPUs[3].GetProcessUtilizationFunc = func(uint64) ([]gonvml.ProcessUtilizationSample, gonvml.Return) {
+		panic("not a runtime error")
+	}
+	assert.PanicsWithValue(t, "not a runtime error", func() { _, _ = d.SampleProcesses(context.Background(), time.Time{}) })
+}
+
+// TestSampleProcessesDropsStale: an entry NVML returns although it is not
+// after lastSeen is not reported (CheckProcesses: nothing read twice).
+func TestSampleProcessesDropsStale(t *testing.T) {
+	srv := nvmltest.DGXH100()
+	d := newDriver(t, srv, Options{})
+	disc, err := d.Discover(context.Background())
+	require.NoError(t, err)
+	srv.GPUs[1].GetProcessUtilizationFunc = func(uint64) ([]gonvml.ProcessUtilizationSample, gonvml.Return) {
+		return []gonvml.ProcessUtilizationSample{
+			{Pid: 5, TimeStamp: 1000, SmUtil: 90},
+			{Pid: 5, TimeStamp: 3000, SmUtil: 10},
+			{Pid: 6, TimeStamp: 2000, SmUtil: 50},
+		}, gonvml.SUCCESS
+	}
+	since := time.UnixMicro(2000)
+	got, err := d.SampleProcesses(context.Background(), since)
+	require.NoError(t, err)
+	require.NoError(t, gresdriver.CheckProcesses(disc.Inventory, since, got))
+	assert.Equal(t, []gres.ProcessSample{{PID: 5, SMUtil: 10, Time: time.UnixMicro(3000)}}, got[1].Processes)
+}
