@@ -100,11 +100,14 @@ type DeviceShare struct {
 
 // AttributeProcesses sums per-process device activity per job: jobOf maps
 // a PID to the job whose cgroup holds it (false for a process of no job:
-// it is left out). The result has one DeviceShare per job and device
+// it is left out; a nil jobOf holds none). The result has one DeviceShare per job and device
 // with at least one of the job's processes, ordered by device (as in
 // devs) then job. Devices whose attribution is not Known contribute
 // nothing: their activity is reported per device only (DeviceSample).
 func AttributeProcesses(devs []DeviceProcesses, jobOf func(pid int) (job string, ok bool)) []DeviceShare {
+	if jobOf == nil {
+		return nil
+	}
 	var out []DeviceShare
 	for _, d := range devs {
 		if !d.Known {

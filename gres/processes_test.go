@@ -60,4 +60,5 @@ func TestAttributeProcesses(t *testing.T) {
 	}, got)
 	assert.Empty(t, AttributeProcesses(devs, func(int) (string, bool) { return "", false }))
 	assert.Empty(t, AttributeProcesses(nil, jobOf))
+	assert.Empty(t, AttributeProcesses(devs, nil), "a nil jobOf holds no process")
 }
