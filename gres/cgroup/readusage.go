@@ -98,7 +98,9 @@ func readUsage(dir string) (Usage, error) {
 // cgroup.procs of the cgroup and every cgroup below it. An agent maps
 // the PIDs a device driver reports (gres.ProcessSampler) to the job
 // holding them with it. The list is a snapshot: processes start and exit
-// meanwhile. Errors are Usage's, a garbled cgroup.procs naming its line.
+// meanwhile. Processes outside the caller's PID namespace, which the
+// kernel lists as 0, are left out. Errors are Usage's, a garbled
+// cgroup.procs naming its line.
 func (e *Enforcer) PIDs(ctx context.Context, job, step string) ([]int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

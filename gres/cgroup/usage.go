@@ -22,13 +22,19 @@ const maxFileBytes = 64 << 10
 // processes.
 const maxProcsBytes = 4 << 20
 
-// parsePIDs appends the PIDs of a cgroup.procs file to pids: one positive
-// decimal number a line.
+// parsePIDs appends the PIDs of a cgroup.procs file to pids: one decimal
+// number a line. The kernel writes 0 for a process outside the reader's
+// PID namespace (an agent in a container reading a cgroup that also
+// holds host processes); such a process has no PID the reader could
+// name, so 0 is skipped rather than refused.
 func parsePIDs(pids []int, b []byte) ([]int, error) {
 	for n, line := range numberedLines(b) {
 		v, err := parseCounter(line)
-		if err != nil || v == 0 || v > math.MaxInt32 {
+		if err != nil || v > math.MaxInt32 {
 			return pids, fmt.Errorf("%w: cgroup.procs line %d: %q is not a process id", ErrMalformedFile, n, clip(line))
+		}
+		if v == 0 {
+			continue // not in the reader's PID namespace
 		}
 		pids = append(pids, int(v))
 	}

@@ -217,6 +217,11 @@ func TestPIDs(t *testing.T) {
 	pids, err = e.PIDs(ctx, "42", "1")
 	require.NoError(t, err)
 	assert.Empty(t, pids)
+	write(t, filepath.Join(dir, "step_1"), "cgroup.procs", "0\n0\n44\n")
+	pids, err = e.PIDs(ctx, "42", "1")
+	require.NoError(t, err)
+	assert.Equal(t, []int{44}, pids, "0: a process outside the reader's PID namespace, skipped")
+	write(t, filepath.Join(dir, "step_1"), "cgroup.procs", "")
 
 	_, err = e.PIDs(ctx, "43", "")
 	require.ErrorIs(t, err, gres.ErrJobNotApplied)
@@ -229,7 +234,6 @@ func TestPIDs(t *testing.T) {
 
 	for content, want := range map[string]string{
 		"7\nabc\n":     `cgroup.procs line 2: "abc" is not a process id`,
-		"0\n":          `cgroup.procs line 1: "0" is not a process id`,
 		"-3\n":         `cgroup.procs line 1: "-3" is not a process id`,
 		"1\n\n2\n":     `cgroup.procs line 2: "" is not a process id`,
 		"4294967296\n": `cgroup.procs line 1: "4294967296" is not a process id`,
