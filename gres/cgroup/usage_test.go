@@ -4,6 +4,7 @@ package cgroup
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,6 +169,26 @@ func FuzzParseSingle(f *testing.F) {
 			return
 		}
 		require.GreaterOrEqual(t, v, int64(0))
+	})
+}
+
+// FuzzParsePIDs: no input panics; every PID parsed is positive and fits
+// a pid_t, and an error wraps ErrMalformedFile.
+func FuzzParsePIDs(f *testing.F) {
+	f.Add([]byte("12\n7\n"))
+	f.Add([]byte("0\n0\n44\n"))
+	f.Add([]byte("2147483648\n"))
+	f.Add([]byte("1\r\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		pids, err := parsePIDs(nil, b)
+		if err != nil {
+			require.ErrorIs(t, err, ErrMalformedFile)
+			return
+		}
+		for _, p := range pids {
+			require.Greater(t, p, 0)
+			require.LessOrEqual(t, p, math.MaxInt32)
+		}
 	})
 }
 
