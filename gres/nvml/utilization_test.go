@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -210,4 +211,59 @@ func TestUtilizationSourceString(t *testing.T) {
 	assert.Equal(t, "instant", UtilizationInstant.String())
 	assert.Equal(t, "interval", UtilizationInterval.String())
 	assert.Equal(t, "UtilizationSource(9)", UtilizationSource(9).String())
+}
+
+// TestSampleConcurrent: concurrent SampleWindows and SampleProcesses
+// calls, while the GPU buffers new samples and the
+// driver rediscovers, share the per-GPU interval state without a race
+// (run with -race) and average each buffered sample exactly once between
+// them.
+func TestSampleConcurrent(t *testing.T) {
+	srv := nvmltest.DGXH100()
+	d := newDriver(t, srv, Options{})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	counted := make([]int, 4)
+	for g := range counted {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				_, w, err := d.SampleWindows(ctx)
+				if !assert.NoError(t, err) {
+					return
+				}
+				counted[g] += w[4].Samples
+				if g == 0 {
+					_, err = d.SampleProcesses(ctx, time.Time{})
+					assert.NoError(t, err)
+				}
+			}
+		}()
+	}
+	var buf []nvmltest.UtilizationSample
+	for k := range 100 {
+		buf = append(buf, utilSamples(uint64(1000+k*10000), 1, 2, 3)...)
+		srv.SetTelemetry(4, nvmltest.Telemetry{UtilizationSamples: buf})
+		if k%10 == 0 {
+			_, err := d.Discover(ctx)
+			require.NoError(t, err)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	close(done)
+	wg.Wait()
+	_, w, err := d.SampleWindows(ctx) // what no worker read
+	require.NoError(t, err)
+	total := w[4].Samples
+	for _, c := range counted {
+		total += c
+	}
+	assert.Equal(t, len(buf), total, "each sample averaged by exactly one call")
 }
