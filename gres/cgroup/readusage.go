@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -54,8 +55,15 @@ func (e *Enforcer) Usage(ctx context.Context, job, step string) (Usage, error) {
 // memory.current, memory.peak) as Enforcer.Usage does for a job's: for
 // an agent that reads cgroups the Enforcer did not create (a container
 // runtime's, say). A missing file leaves its readings unknown (-1); a
-// garbled one fails with ErrMalformedFile naming the file and the line.
+// garbled one fails with ErrMalformedFile naming the file and the line;
+// a dir that does not exist, or is not a directory, fails (wrapping
+// fs.ErrNotExist in the first case) rather than reading as all unknown.
 func ReadUsage(dir string) (Usage, error) {
+	if fi, err := os.Stat(dir); err != nil {
+		return unknownUsage, fmt.Errorf("cgroup: usage of %s: %w", dir, err)
+	} else if !fi.IsDir() {
+		return unknownUsage, fmt.Errorf("cgroup: usage of %s: not a directory", dir)
+	}
 	u, err := readUsage(dir)
 	if err != nil {
 		return unknownUsage, fmt.Errorf("cgroup: usage of %s: %w", dir, err)

@@ -4,6 +4,7 @@ package cgroup
 
 import (
 	"context"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -280,4 +281,10 @@ func TestReadUsage(t *testing.T) {
 	_, err = ReadUsage(dir)
 	require.ErrorIs(t, err, ErrMalformedFile)
 	assert.ErrorContains(t, err, "memory.peak")
+
+	u, err = ReadUsage(filepath.Join(dir, "gone")) // a typo'd or removed cgroup
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	assert.Equal(t, unknownUsage, u)
+	_, err = ReadUsage(filepath.Join(dir, "cpu.stat"))
+	assert.ErrorContains(t, err, "not a directory")
 }
