@@ -1,8 +1,8 @@
 // Package gresdriver is a conformance suite for node drivers behind the
 // gres driver interfaces (gres.Discoverer, gres.HealthWatcher,
-// gres.TelemetrySampler, gres.ProcessSampler, gres.Enforcer). A driver for other hardware (AMD
-// ROCm SMI, Intel Level Zero …) or another confinement mechanism runs it
-// against itself from its own tests:
+// gres.TelemetrySampler, gres.ProcessSampler, gres.Enforcer). A driver
+// for other hardware (AMD ROCm SMI, Intel Level Zero …) or another
+// confinement mechanism runs it against itself from its own tests:
 //
 //	func TestConformance(t *testing.T) {
 //		d := myDriver(t)                      // over a mock of the vendor library

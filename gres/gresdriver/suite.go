@@ -24,9 +24,10 @@ type Driver struct {
 
 // Run runs TestDiscoverer, then TestTelemetrySampler, TestProcessSampler
 // and TestHealthWatcher for the seams drv has, as subtests "Discoverer",
-// "Telemetry", "Processes" and "Health" (telemetry first, so that the
-// health subtests' injected faults do not disturb the samples). A seam drv lacks is reported as a skipped
-// subtest, so a missing seam is visible in the test output.
+// "Telemetry", "Processes" and "Health" (telemetry and processes first,
+// so that the health subtests' injected faults do not disturb the
+// samples). A seam drv lacks is reported as a skipped subtest, so a
+// missing seam is visible in the test output.
 func Run(t *testing.T, drv Driver) {
 	t.Helper()
 	if drv.Discoverer == nil {
