@@ -49,8 +49,10 @@ func fillGoodput(rec *accounting.JobRecord, j scheduler.Job, stored *accounting.
 	rec.LaunchAttempts, rec.LaunchFailures = j.Starts, min(j.LaunchFailures, j.Starts)
 	if stored != nil && !stored.Start.IsZero() {
 		switch {
-		case stored.Start.Equal(rec.Start):
-			rec.PriorGPUSeconds = stored.PriorGPUSeconds // the same run, recorded again
+		case stored.Start.Equal(rec.Start.Truncate(time.Second)):
+			// The same run, recorded again (the ledger keeps whole
+			// seconds: the scheduler's start may have a fraction).
+			rec.PriorGPUSeconds = stored.PriorGPUSeconds
 		case stored.State == accounting.StateRequeued && !stored.End.IsZero():
 			rec.PriorGPUSeconds = stored.PriorGPUSeconds + gpuSeconds(stored, stored.Start, stored.End)
 		default:
