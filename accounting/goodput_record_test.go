@@ -205,8 +205,8 @@ func TestGoodputValidation(t *testing.T) {
 		mod   func(*JobRecord)
 		field string
 	}{
-		"negative attempts":   {func(j *JobRecord) { j.LaunchAttempts = -1 }, "launch_attempts"},
-		"negative failures":   {func(j *JobRecord) { j.LaunchFailures = -1 }, "launch_failures"},
+		"negative attempts": {func(j *JobRecord) { j.LaunchAttempts = -1 }, "launch_attempts"},
+		"negative failures": {func(j *JobRecord) { j.LaunchFailures = -1 }, "launch_failures"},
 		// The codec reads counts up to MaxInt32: a larger one written would
 		// make the record unreadable.
 		"attempts > MaxInt32": {func(j *JobRecord) { j.LaunchAttempts = math.MaxInt32 + 1 }, "launch_attempts"},
