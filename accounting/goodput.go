@@ -42,8 +42,7 @@ type GPUHours struct {
 	Measured   float64 `json:"measured"`
 	Unmeasured float64 `json:"unmeasured"`
 	// Busy is the measured jobs' busy GPU-hours (each job's at most its
-	// allocated); Useful the busy GPU-hours
-	// of the work they kept.
+	// allocated); Useful the busy GPU-hours of the work they kept.
 	Busy   float64 `json:"busy"`
 	Useful float64 `json:"useful"`
 	// Lost is the GPU-hours of work not kept, over all the jobs.
