@@ -54,14 +54,18 @@ func FormatUsageMax(u telemetry.Usage) string {
 // mebibytes formats a size in MiB as Slurm prints memory: a whole number
 // of mebibytes with the suffix "M" (rounded; at least 1M when non-zero).
 func mebibytes(mib float64) string {
-	return strconv.FormatInt(max(int64(math.Round(mib)), 1), 10) + "M"
+	return whole(max(mib, 1)) + "M"
 }
 
 // percent formats a utilisation as a whole percent.
-func percent(p float64) string { return strconv.FormatInt(int64(math.Round(p)), 10) }
+func percent(p float64) string { return whole(p) }
 
 // joules formats energy as whole joules (rounded).
-func joules(j float64) string { return strconv.FormatInt(int64(math.Round(j)), 10) }
+func joules(j float64) string { return whole(j) }
+
+// whole formats x rounded to a whole number, however large (no int64
+// conversion that would wrap).
+func whole(x float64) string { return strconv.FormatFloat(math.Round(x), 'f', 0, 64) }
 
 // usageJobFields are the sacct fields on a job's usage and path.
 var usageJobFields = map[string]func(j *JobRecord, o *ExportOptions) string{

@@ -54,3 +54,10 @@ func TestFormatUsagePartial(t *testing.T) {
 	assert.Equal(t, "gres/gpumem=1M", FormatUsageAve(telemetry.Usage{MemoryMiBSeconds: 0.2, CoveredSeconds: 1}))
 	assert.Equal(t, "mem=2M", FormatUsageMax(telemetry.Usage{MemoryPeakBytes: 3 << 19}))
 }
+
+// Numbers beyond int64 print as numbers, never wrapped negative.
+func TestFormatUsageHugeNumbers(t *testing.T) {
+	u := telemetry.Usage{EnergyJoules: 1e20, MemoryMiBSeconds: 1e25, CoveredSeconds: 1}
+	assert.Equal(t, "energy=100000000000000000000", FormatUsageMax(u))
+	assert.Equal(t, "gres/gpumem=10000000000000000905969664M", FormatUsageAve(u))
+}

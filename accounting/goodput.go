@@ -22,12 +22,12 @@ import (
 //     jobs are "unmeasured" and left out of goodput's numerator and
 //     denominator;
 //   - busy GPU-seconds: Usage.BusyGPUSeconds, the sum over readings of
-//     interval × utilisation / 100;
+//     interval × utilisation / 100, at most the allocated GPU-seconds;
 //   - lost GPU-seconds: LostGPUSeconds, the work not kept;
 //   - useful GPU-seconds: the busy GPU-seconds of the work kept, busy
 //     minus the busy part of the lost work, taken pro rata of the job's
 //     busy fraction (busy / covered device time): busy × (1 − lost /
-//     Usage.GPUSeconds), never below 0;
+//     Usage.GPUSeconds), at most allocated − lost, never below 0;
 //   - goodput: useful / allocated GPU-seconds, over the measured jobs.
 
 // GPUHours sums the allocated and used GPU-hours of a set of jobs.
@@ -41,8 +41,8 @@ type GPUHours struct {
 	Allocated  float64 `json:"allocated"`
 	Measured   float64 `json:"measured"`
 	Unmeasured float64 `json:"unmeasured"`
-	// Busy is the measured jobs' busy GPU-hours; Useful the busy GPU-hours
-	// of the work they kept.
+	// Busy is the measured jobs' busy GPU-hours (each job's at most its
+	// allocated); Useful the busy GPU-hours of the work they kept.
 	Busy   float64 `json:"busy"`
 	Useful float64 `json:"useful"`
 	// Lost is the GPU-hours of work not kept, over all the jobs.
@@ -65,7 +65,8 @@ func (h GPUHours) Goodput() float64 {
 // add counts job j (finished; now is its End).
 func (h *GPUHours) add(j *JobRecord) {
 	const hour = 3600.0
-	alloc := j.AllocGPUSeconds(j.End) / hour
+	allocSec := j.AllocGPUSeconds(j.End)
+	alloc := allocSec / hour
 	h.Jobs++
 	h.Allocated += alloc
 	h.Lost += j.LostGPUSeconds / hour
@@ -76,20 +77,23 @@ func (h *GPUHours) add(j *JobRecord) {
 	}
 	h.MeasuredJobs++
 	h.Measured += alloc
-	h.Busy += j.Usage.BusyGPUSeconds / hour
-	h.Useful += usefulGPUSeconds(j) / hour
+	h.Busy += min(j.Usage.BusyGPUSeconds, allocSec) / hour
+	h.Useful += usefulGPUSeconds(j, allocSec) / hour
 }
 
 // usefulGPUSeconds is the busy GPU-seconds of the work j kept: its busy
 // GPU-seconds less the busy part of its lost work, the lost GPU-seconds
-// at the job's busy fraction.
-func usefulGPUSeconds(j *JobRecord) float64 {
+// at the job's busy fraction; at most the allocated GPU-seconds alloc
+// less the lost ones (readings may cover GPU time the record does not
+// count: shards or MPS shares of a GPU, a second of rounding), never
+// below 0.
+func usefulGPUSeconds(j *JobRecord, alloc float64) float64 {
 	u := j.Usage
 	if !u.Measured() {
 		return 0
 	}
 	lostBusy := j.LostGPUSeconds * u.BusyGPUSeconds / u.GPUSeconds
-	return max(0, u.BusyGPUSeconds-lostBusy)
+	return max(0, min(u.BusyGPUSeconds-lostBusy, alloc-j.LostGPUSeconds))
 }
 
 // GPUUsageRow is one group's GPU-hours: an account, user, QOS or

@@ -21,8 +21,8 @@ func (j JobRecord) AllocGPUSeconds(now time.Time) float64 {
 	return float64(j.AllocTRES[gpuTRES])*j.Elapsed(now).Seconds() + j.PriorGPUSeconds
 }
 
-// validGoodput checks j's goodput fields: counts non-negative, failures
-// at most attempts, GPU-seconds finite and non-negative, lost work at
+// validGoodput checks j's goodput fields: counts non-negative and at
+// most maxCount, failures at most attempts, GPU-seconds finite and non-negative, lost work at
 // most what a finished job was allocated, quality 0 or in (0, 1], and a
 // valid Usage.
 func (j *JobRecord) validGoodput() error {
@@ -33,6 +33,8 @@ func (j *JobRecord) validGoodput() error {
 		return fmt.Errorf("%w: launch_failures %d is negative", ErrInvalid, j.LaunchFailures)
 	case j.LaunchFailures > j.LaunchAttempts:
 		return fmt.Errorf("%w: launch_failures %d exceed launch_attempts %d", ErrInvalid, j.LaunchFailures, j.LaunchAttempts)
+	case j.LaunchAttempts > maxCount:
+		return fmt.Errorf("%w: launch_attempts %d is over %d", ErrInvalid, j.LaunchAttempts, maxCount)
 	}
 	for _, c := range []struct {
 		field string
@@ -44,8 +46,9 @@ func (j *JobRecord) validGoodput() error {
 	}
 	if !j.End.IsZero() {
 		// Times are kept in whole seconds: allow each GPU one second of
-		// rounding.
-		alloc := j.AllocGPUSeconds(j.End)
+		// rounding, on the times as stored (the check a read makes).
+		stored := JobRecord{Start: normTime(j.Start), End: normTime(j.End), AllocTRES: j.AllocTRES, PriorGPUSeconds: j.PriorGPUSeconds}
+		alloc := stored.AllocGPUSeconds(stored.End)
 		if j.LostGPUSeconds > alloc+float64(j.AllocTRES[gpuTRES]) {
 			return fmt.Errorf("%w: lost_gpu_seconds %v exceed the %v GPU-seconds allocated", ErrInvalid, j.LostGPUSeconds, alloc)
 		}
@@ -133,6 +136,10 @@ func normUsage(u *telemetry.Usage) {
 // that carry them, appended after the version-1 fields.
 const goodputVersion = codecVersion + 1
 
+// maxCount is the largest launch count a record holds (what the codec
+// reads back).
+const maxCount = math.MaxInt32
+
 // Goodput tail of a job record: a presence byte, then the fields present.
 const (
 	gfAttempts = 1 << iota
@@ -189,7 +196,7 @@ func decodeJobTail(key string, d *dec, j *JobRecord) error {
 	}
 	count := func() int {
 		v := d.u()
-		if v > math.MaxInt32 {
+		if v > maxCount {
 			d.fail("count out of range")
 			return 0
 		}

@@ -205,8 +205,11 @@ func TestGoodputValidation(t *testing.T) {
 		mod   func(*JobRecord)
 		field string
 	}{
-		"negative attempts":   {func(j *JobRecord) { j.LaunchAttempts = -1 }, "launch_attempts"},
-		"negative failures":   {func(j *JobRecord) { j.LaunchFailures = -1 }, "launch_failures"},
+		"negative attempts": {func(j *JobRecord) { j.LaunchAttempts = -1 }, "launch_attempts"},
+		"negative failures": {func(j *JobRecord) { j.LaunchFailures = -1 }, "launch_failures"},
+		// The codec reads counts up to MaxInt32: a larger one written would
+		// make the record unreadable.
+		"attempts > MaxInt32": {func(j *JobRecord) { j.LaunchAttempts = math.MaxInt32 + 1 }, "launch_attempts"},
 		"failures > attempts": {func(j *JobRecord) { j.LaunchAttempts, j.LaunchFailures = 1, 2 }, "launch_failures"},
 		"NaN lost":            {func(j *JobRecord) { j.LostGPUSeconds = math.NaN() }, "lost_gpu_seconds"},
 		"Inf lost":            {func(j *JobRecord) { j.LostGPUSeconds = math.Inf(1) }, "lost_gpu_seconds"},
@@ -249,4 +252,28 @@ func TestGoodputValidation(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.Contains(t, err.Error(), "usage.busy_gpu_seconds")
 	require.NoError(t, base.Validate(), "the base case is valid")
+}
+
+// The ledger stores whole seconds and checks the records it reads: a
+// record PutJob accepts must read back. 1 GPU from 00:05:00.0 to
+// 00:06:59.9 holds 119.9 GPU-seconds, but the stored record spans 119 s,
+// so 120.5 lost GPU-seconds pass a check on the given times (119.9 + 1 s
+// of rounding) and not on the stored ones (119 + 1).
+func TestPutJobChecksLostWorkOnStoredTimes(t *testing.T) {
+	l := goldenLedger(t)
+	j := goldenV1Job
+	j.Start, j.End = goldenT0.Add(5*time.Minute), goldenT0.Add(7*time.Minute-100*time.Millisecond)
+	j.AllocTRES = TRES{"cpu": 8, "gres/gpu": 1, "mem": 32768, "node": 1}
+	j.GPUs = []NodeGPUs{{Node: "gpu01", Indices: []int{0}}}
+	j.LostGPUSeconds = 120.5
+	err := l.Update(func(tx Tx) error { return tx.PutJob(j) })
+	if err == nil {
+		require.NoError(t, l.View(func(tx Tx) error {
+			_, err := tx.Job(42)
+			return err
+		}), "a record PutJob accepted reads back")
+		return
+	}
+	assert.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "lost_gpu_seconds")
 }

@@ -299,3 +299,52 @@ func TestWriteGoodputReports(t *testing.T) {
 	assert.Equal(t, []string{"phys", "3", "2", "2", "1", "75.00%", "00:45:00", "00:30:00", "01:00:00", "01:00:00",
 		"0.700", "0.500", "0.900", "0.900", "0.667", "0.000", "2.000", "2.000"}, strings.Fields(lines[7]))
 }
+
+// Readings can cover GPU time the record does not count as allocated: a
+// job on shards of a GPU (gres/shard, no gres/gpu) is read on that GPU,
+// and a job's readings may cover a second more than its whole-second
+// record. Goodput stays at most 100 %: a job's busy and useful
+// GPU-hours are at most its allocated ones. By hand: job 1, 1 GPU for
+// an hour at 10 % (0.1 busy GPU-h); job 2, shard:2 for an hour read at
+// 100 % (1 GPU-h of readings, 0 allocated: 0 busy, 0 useful); job 3, 1
+// GPU for an hour whose readings cover 3700 s at 100 % (1 useful GPU-h,
+// not 1.03). Goodput (0.1 + 0 + 1) / (1 + 0 + 1) = 55 %.
+func TestGoodputAtMostAllocated(t *testing.T) {
+	l, err := accounting.NewMemory(accounting.Config{})
+	require.NoError(t, err)
+	defer l.Close()
+	T := time.Date(2024, 3, 4, 0, 0, 0, 0, time.UTC)
+	read := func(gpuSec, busy float64) telemetry.Usage {
+		return telemetry.Usage{Samples: 120, First: T.Add(30 * time.Second), Last: T.Add(time.Hour), GPUSeconds: gpuSec,
+			BusyGPUSeconds: busy, CoveredSeconds: 3600}
+	}
+	require.NoError(t, l.Update(func(tx accounting.Tx) error {
+		for _, k := range []accounting.AssocKey{{Cluster: "c", Account: "a"}, {Cluster: "c", Account: "a", User: "u"}} {
+			if _, err := tx.PutAssoc(T, accounting.Assoc{AssocKey: k}); err != nil {
+				return err
+			}
+		}
+		for _, j := range []accounting.JobRecord{
+			{ID: 1, AllocTRES: accounting.TRES{"gres/gpu": 1}, Usage: read(3600, 360)},
+			{ID: 2, AllocTRES: accounting.TRES{"gres/shard": 2}, Usage: read(3600, 3600)},
+			{ID: 3, AllocTRES: accounting.TRES{"gres/gpu": 1}, Usage: read(3700, 3700)},
+		} {
+			j.Cluster, j.User, j.Account, j.Submit, j.Start, j.End, j.State = "c", "u", "a", T, T, T.Add(time.Hour), accounting.StateCompleted
+			if err := tx.PutJob(j); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	require.NoError(t, l.View(func(tx accounting.Tx) error {
+		g, h, err := accounting.Goodput(tx, "c", T, T.Add(2*time.Hour))
+		require.NoError(t, err)
+		assert.Equal(t, 3, h.MeasuredJobs)
+		assert.InDelta(t, 2, h.Measured, 1e-12)
+		assert.InDelta(t, 1.1, h.Busy, 1e-12)
+		assert.InDelta(t, 1.1, h.Useful, 1e-12)
+		assert.InDelta(t, 0.55, g, 1e-12)
+		assert.LessOrEqual(t, h.Busy, h.Measured)
+		return nil
+	}))
+}

@@ -2,16 +2,19 @@ package ledger
 
 import (
 	"errors"
+	"math"
 	"time"
 
 	"github.com/sluicehq/sluice/accounting"
 	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // The goodput fields of a job record span every run of the job, while the
 // ledger keeps one record per job, the latest run's:
 //
-//   - Usage is the scheduler's Job.Usage (all runs merged);
+//   - Usage is the scheduler's Job.Usage (all runs merged), made finite
+//     (finiteUsage);
 //   - LaunchAttempts is Job.Starts, LaunchFailures Job.LaunchFailures;
 //   - LostGPUSeconds is Job.LostWorkGPUSeconds: a run requeued, or ended
 //     in any state but COMPLETED or CANCELLED by its user, lost its GPU
@@ -41,7 +44,7 @@ func priorOf(tx accounting.Tx, id accounting.JobID) (*accounting.JobRecord, erro
 // the requeue decision's time.
 func fillGoodput(rec *accounting.JobRecord, j scheduler.Job, stored *accounting.JobRecord, prevEnd time.Time) {
 	if j.Usage != nil {
-		rec.Usage = *j.Usage
+		rec.Usage = finiteUsage(*j.Usage)
 	}
 	if len(j.Alloc.Nodes) > 0 && j.Alloc.Quality > 0 {
 		rec.Quality = min(j.Alloc.Quality, 1)
@@ -49,8 +52,10 @@ func fillGoodput(rec *accounting.JobRecord, j scheduler.Job, stored *accounting.
 	rec.LaunchAttempts, rec.LaunchFailures = j.Starts, min(j.LaunchFailures, j.Starts)
 	if stored != nil && !stored.Start.IsZero() {
 		switch {
-		case stored.Start.Equal(rec.Start):
-			rec.PriorGPUSeconds = stored.PriorGPUSeconds // the same run, recorded again
+		case stored.Start.Equal(rec.Start.Truncate(time.Second)):
+			// The same run, recorded again (the ledger keeps whole
+			// seconds: the scheduler's start may have a fraction).
+			rec.PriorGPUSeconds = stored.PriorGPUSeconds
 		case stored.State == accounting.StateRequeued && !stored.End.IsZero():
 			rec.PriorGPUSeconds = stored.PriorGPUSeconds + gpuSeconds(stored, stored.Start, stored.End)
 		default:
@@ -70,10 +75,28 @@ func fillGoodput(rec *accounting.JobRecord, j scheduler.Job, stored *accounting.
 func requeuedRun(run *accounting.JobRecord, j scheduler.Job) {
 	run.State = accounting.StateRequeued
 	if j.Usage != nil {
-		run.Usage = *j.Usage
+		run.Usage = finiteUsage(*j.Usage)
 	}
 	run.LaunchAttempts, run.LaunchFailures = max(j.Starts, 1), min(j.LaunchFailures, max(j.Starts, 1))
 	setLost(run, j)
+}
+
+// finiteUsage returns u with every sum and maximum made finite: a reading
+// the scheduler accepts may be +Inf (a device's power or energy counter),
+// and sums of huge finite readings overflow, but the ledger refuses a
+// non-finite number, and one refused record would fail every later
+// Observe. +Inf becomes the largest float64, NaN 0.
+func finiteUsage(u telemetry.Usage) telemetry.Usage {
+	for _, f := range []*float64{&u.GPUSeconds, &u.BusyGPUSeconds, &u.UtilizationMax, &u.MemoryMiBSeconds,
+		&u.CoveredSeconds, &u.PowerMaxWatts, &u.EnergyJoules, &u.IdleSeconds, &u.CPUSeconds} {
+		switch {
+		case math.IsNaN(*f):
+			*f = 0
+		case math.IsInf(*f, 0):
+			*f = math.Copysign(math.MaxFloat64, *f)
+		}
+	}
+	return u
 }
 
 // setLost sets rec's lost work from the job's, at most the GPU-seconds the

@@ -176,6 +176,15 @@ func (r *Recorder) Observe(now time.Time, cyc scheduler.Cycle) error {
 			if at, ok := requeuedAt[j.ID]; ok && at.Before(prevEnd) {
 				prevEnd = at
 			}
+			if from, ok := running[j.ID]; ok && stored != nil && stored.End.IsZero() {
+				// Requeued and started again since the last call: the
+				// earlier run, tracked since from, is charged up to its end.
+				run := *stored
+				run.End = prevEnd
+				if err := chargeRun(tx, run, from, prevEnd); err != nil {
+					return err
+				}
+			}
 			fillGoodput(&rec, j, stored, prevEnd)
 			if err := tx.PutJob(rec); err != nil {
 				return fmt.Errorf("ledger: job %d: %w", j.ID, err)
@@ -279,11 +288,8 @@ func (r *Recorder) endRun(tx accounting.Tx, j scheduler.Job, from, end time.Time
 	}
 	run := stored
 	run.End = end
-	c := accounting.JobCharge(run, from, end)
-	if c.From.Before(c.To) {
-		if err := tx.Charge(c); err != nil && !errors.Is(err, accounting.ErrNotFound) {
-			return fmt.Errorf("ledger: charging job %d: %w", j.ID, err)
-		}
+	if err := chargeRun(tx, run, from, end); err != nil {
+		return err
 	}
 	rec := r.record(j)
 	if j.State == scheduler.JobPending {
@@ -297,6 +303,19 @@ func (r *Recorder) endRun(tx accounting.Tx, j scheduler.Job, from, end time.Time
 	}
 	if err := tx.PutJob(rec); err != nil {
 		return fmt.Errorf("ledger: job %d: %w", j.ID, err)
+	}
+	return nil
+}
+
+// chargeRun charges run, ended at end, from from (what is charged
+// already) to end.
+func chargeRun(tx accounting.Tx, run accounting.JobRecord, from, end time.Time) error {
+	c := accounting.JobCharge(run, from, end)
+	if !c.From.Before(c.To) {
+		return nil
+	}
+	if err := tx.Charge(c); err != nil && !errors.Is(err, accounting.ErrNotFound) {
+		return fmt.Errorf("ledger: charging job %d: %w", run.ID, err)
 	}
 	return nil
 }
