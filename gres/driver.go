@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"slices"
 	"strconv"
@@ -286,8 +287,8 @@ type DeviceSample struct {
 }
 
 // Validate checks the sample: a non-negative index, utilisation in
-// [0, 100] and every other reading non-negative, each unknown reading
-// exactly -1. Errors wrap ErrInvalidRequest and name the field.
+// [0, 100] and every other reading non-negative and finite, each unknown
+// reading exactly -1. Errors wrap ErrInvalidRequest and name the field.
 func (s DeviceSample) Validate() error {
 	bad := func(field string, v any) error {
 		return fmt.Errorf("%w: sample of device %d: %s %v (want >= 0, or -1 for unknown)", ErrInvalidRequest, s.Index, field, v)
@@ -299,9 +300,9 @@ func (s DeviceSample) Validate() error {
 		return fmt.Errorf("%w: sample of device %d: utilization %v outside [0, 100] (or -1 for unknown)", ErrInvalidRequest, s.Index, s.Utilization)
 	case s.MemoryUsedMiB < -1:
 		return bad("memory used", s.MemoryUsedMiB)
-	case s.PowerWatts != -1 && !(s.PowerWatts >= 0):
+	case s.PowerWatts != -1 && !(s.PowerWatts >= 0 && s.PowerWatts <= math.MaxFloat64):
 		return bad("power", s.PowerWatts)
-	case s.EnergyJoules != -1 && !(s.EnergyJoules >= 0):
+	case s.EnergyJoules != -1 && !(s.EnergyJoules >= 0 && s.EnergyJoules <= math.MaxFloat64):
 		return bad("energy", s.EnergyJoules)
 	}
 	return nil

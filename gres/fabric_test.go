@@ -3,6 +3,7 @@ package gres
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,6 +57,9 @@ func TestDeviceSampleValidate(t *testing.T) {
 		"memory":      {MemoryUsedMiB: -2},
 		"power":       {PowerWatts: -0.5},
 		"energy":      {EnergyJoules: -3},
+		"power inf":   {PowerWatts: math.Inf(1)},
+		"energy inf":  {EnergyJoules: math.Inf(1)},
+		"energy nan":  {EnergyJoules: math.NaN()},
 	} {
 		err := s.Validate()
 		assert.True(t, errors.Is(err, ErrInvalidRequest), "%s: %v", name, err)
