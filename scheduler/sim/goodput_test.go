@@ -118,6 +118,7 @@ func TestRunGoodputPreemption(t *testing.T) {
 		name                      string
 		mode                      policy.PreemptMode
 		ckpt                      time.Duration
+		exit                      int
 		profile                   sim.Profile
 		busy, useful, lost, alloc float64 // A's, GPU-seconds
 	}{
@@ -156,6 +157,15 @@ func TestRunGoodputPreemption(t *testing.T) {
 			profile: sim.ConstantProfile(50),
 			busy:    2000, useful: 2000, lost: 0, alloc: 4 * 1300,
 		},
+		{
+			// Suspended 100–400, then fails at 1300 without a
+			// checkpoint: a suspension is no checkpoint, the whole
+			// run is lost (as the scheduler's LostWorkGPUSeconds
+			// counts it).
+			name: "suspend then fail", mode: policy.PreemptSuspend, exit: 1,
+			profile: sim.ConstantProfile(50),
+			busy:    2000, useful: 0, lost: 4 * 1300, alloc: 4 * 1300,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,6 +176,7 @@ func TestRunGoodputPreemption(t *testing.T) {
 				QOS: []policy.QOS{{Name: "urgent", Priority: 100, Preempt: []string{"standby"}}, {Name: "standby"}}}
 			a := gpuJob("A", 0, 4, 100, 1000, 3600, tt.profile)
 			a.Spec.QOS, a.Spec.Requeue, a.Spec.CheckpointInterval = "standby", scheduler.RequeueYes, tt.ckpt
+			a.ExitCode = tt.exit
 			u := gpuJob("U", 100, 4, 50, 300, 3600, sim.ConstantProfile(100))
 			u.Spec.QOS = "urgent"
 			res := run(t, cfg, []sim.Job{a, u}, sim.Options{})

@@ -592,15 +592,19 @@ func (r *runner) preempted(now time.Time, p scheduler.Preemption) error {
 	case lj.gpus > 0:
 		lost = time.Duration(p.LostGPUSeconds / float64(lj.gpus) * float64(time.Second))
 	}
-	lj.keep = min(max(run-lost, 0), run)
-	switch {
-	case p.Action == policy.ActionSuspend:
+	if p.Action == policy.ActionSuspend {
+		// A suspension loses nothing and is no checkpoint: keep stays
+		// what it was (0 unless an earlier preemption of the run set
+		// it), so that a later end that loses the run's work (a time
+		// limit, a failure) keeps no more than its last checkpoint.
 		lj.gen++ // drop the queued end event
 		lj.ran = run
 		lj.suspendedAt = now
 		r.release(now, p.Victim, lj.cpus, 0) // it keeps its GPUs
 		return nil
-	case p.KillAt.After(now):
+	}
+	lj.keep = min(max(run-lost, 0), run)
+	if p.KillAt.After(now) {
 		lj.killAt = p.KillAt
 		r.q.push(event{at: p.KillAt, id: p.Victim, kind: evKill, gen: lj.gen})
 		return nil
