@@ -211,3 +211,22 @@ func TestRunRejectsInvalid(t *testing.T) {
 	require.ErrorIs(t, err, sim.ErrInvalidOptions)
 	require.ErrorIs(t, err, sim.ErrInvalidProfile)
 }
+
+// TestRunGoodputAtMostOne: a job busy 100 % of the time in four phases
+// is busy (and useful) exactly its allocated GPU-hours, never more: the
+// phases' integral, summed in floating point, may round one ulp above the
+// run time, which the figures must not show as a goodput above 1.
+func TestRunGoodputAtMostOne(t *testing.T) {
+	full := sim.Profile{Phases: [sim.MaxPhases]sim.Phase{{End: 2842, Util: sim.ProfileScale}, {End: 5098, Util: sim.ProfileScale},
+		{End: 6305, Util: sim.ProfileScale}, {End: sim.ProfileScale, Util: sim.ProfileScale}}}
+	j := gpuJob("A", 0, 5, 1, 37944, 86400, full)
+	res := run(t, dgx(t), []sim.Job{j}, sim.Options{})
+	r := res.Jobs[0]
+	require.Equal(t, scheduler.JobCompleted, r.State)
+	assert.LessOrEqual(t, r.BusyGPUHours, r.GPUHours())
+	assert.LessOrEqual(t, r.UsefulGPUHours, r.GPUHours())
+	g := res.Summary.Goodput
+	assert.LessOrEqual(t, g.Goodput, 1.0)
+	assert.LessOrEqual(t, g.BusyFraction, 1.0)
+	assert.InDelta(t, 1.0, g.Goodput, 1e-12)
+}
