@@ -581,9 +581,9 @@ func (r *runner) preempted(now time.Time, p scheduler.Preemption) error {
 	lj.preemptions++
 	lj.lostGPUSecs += p.LostGPUSeconds
 	lj.lostCPUSecs += p.LostCPUSeconds
-	// The scheduler counts the lost work as resources × the time since
-	// the last checkpoint: the rest of the run so far is kept if it is
-	// requeued (work in a grace time is lost).
+	// The scheduler counts the lost work as resources × the time from
+	// the last checkpoint to KillAt: the rest of the run is kept if it is
+	// requeued (work in a grace time after the last checkpoint is lost).
 	run := lj.ran + now.Sub(lj.ranSince)
 	lost := run
 	switch {
@@ -603,7 +603,14 @@ func (r *runner) preempted(now time.Time, p scheduler.Preemption) error {
 		r.release(now, p.Victim, lj.cpus, 0) // it keeps its GPUs
 		return nil
 	}
-	lj.keep = min(max(run-lost, 0), run)
+	// The lost work runs up to KillAt (the grace time included), so the
+	// work kept is the run up to then less the lost part: the run up to
+	// its last checkpoint at or before KillAt.
+	atKill := run
+	if p.KillAt.After(now) {
+		atKill += p.KillAt.Sub(now)
+	}
+	lj.keep = min(max(atKill-lost, 0), atKill)
 	if p.KillAt.After(now) {
 		lj.killAt = p.KillAt
 		r.q.push(event{at: p.KillAt, id: p.Victim, kind: evKill, gen: lj.gen})
