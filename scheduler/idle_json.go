@@ -26,8 +26,9 @@ func (c IdleCounts) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// UnmarshalJSON reads what MarshalJSON writes (a class left out is 0),
-// and the older array form (one count per class, in class order).
+// UnmarshalJSON reads what MarshalJSON writes (a class left out is 0;
+// names case-insensitive, each class at most once), and the older array
+// form (one count per class, in class order).
 func (c *IdleCounts) UnmarshalJSON(b []byte) error {
 	var out IdleCounts
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
@@ -46,11 +47,18 @@ func (c *IdleCounts) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return fmt.Errorf("scheduler: idle counts: %w", err)
 	}
+	var seen [NumIdleClasses]bool
 	for name, v := range m {
 		var k IdleClass
 		if err := k.UnmarshalText([]byte(name)); err != nil {
 			return fmt.Errorf("scheduler: idle counts: %w", err)
 		}
+		// Names are read case-insensitively: two keys may name one
+		// class, and which the map gives last is random.
+		if seen[k] {
+			return fmt.Errorf("scheduler: idle counts: class %s given twice", k)
+		}
+		seen[k] = true
 		out[k] = v
 	}
 	*c = out

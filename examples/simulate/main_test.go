@@ -318,6 +318,7 @@ func TestRunErrors(t *testing.T) {
 			require.NoError(t, os.WriteFile(c.gpuWorkload, []byte("job,util\njob0,50\njob1,x\n"), 0o644))
 		}, `bad.csv: sim: invalid GPU workload file: line 3, field 2 (util): "x"`},
 		{"power model", func(c *config) { c.gpuIdleWatts = 800 }, "-gpu-idle-watts 800 / -gpu-max-watts 700"},
+		{"zero power model", func(c *config) { c.gpuIdleWatts, c.gpuMaxWatts = 0, 0 }, "-gpu-idle-watts 0 / -gpu-max-watts 0"},
 		{"GPUs per node without a trace", func(c *config) { c.gpusPerNode = 2 }, "-gpus-per-node 2: for a -trace only"},
 		{"synthetic profiles without a trace", func(c *config) { c.syntheticProfiles = true }, "-synthetic-profiles: for a -trace only"},
 		{"negative GPUs per node", func(c *config) { c.trace = writeTrace(t, tiny); c.gpusPerNode = -1 }, "GPUsPerNode -1 out of range"},

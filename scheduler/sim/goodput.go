@@ -101,14 +101,19 @@ func (lj *live) runGoodput(end time.Time, lost bool) {
 }
 
 // fill sets jr's goodput figures from a, the bookkeeping of its runs,
-// and its energy under power m.
+// and its energy under power m. Busy and useful GPU-hours are at most the
+// allocated ones (the figure addGoodput sums): the profile's integral,
+// summed in floating point, may round a hair above a run at 100 %, and
+// goodput must never exceed 1.
 func (a goodputAcc) fill(jr *JobResult, m PowerModel) {
 	if jr.GPUs == 0 || !jr.Job.Profile.Known() {
 		return
 	}
-	jr.BusyGPUHours, jr.UsefulGPUHours, jr.LostWorkGPUHours = a.busy/3600, a.useful/3600, a.lost/3600
-	alloc := (gpuHours(jr.GPUs, jr.RunTime()) + jr.RequeuedGPUHours) * 3600
-	jr.EnergyKWh = m.EnergyKWh(alloc, a.busy)
+	alloc := gpuHours(jr.GPUs, jr.RunTime()) + jr.RequeuedGPUHours
+	jr.BusyGPUHours = min(a.busy/3600, alloc)
+	jr.UsefulGPUHours = min(a.useful/3600, jr.BusyGPUHours)
+	jr.LostWorkGPUHours = a.lost / 3600
+	jr.EnergyKWh = m.EnergyKWh(alloc*3600, jr.BusyGPUHours*3600)
 }
 
 // addGoodput counts job r in the goodput figures g.

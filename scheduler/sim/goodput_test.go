@@ -118,6 +118,7 @@ func TestRunGoodputPreemption(t *testing.T) {
 		name                      string
 		mode                      policy.PreemptMode
 		ckpt                      time.Duration
+		exit                      int
 		profile                   sim.Profile
 		busy, useful, lost, alloc float64 // A's, GPU-seconds
 	}{
@@ -156,6 +157,15 @@ func TestRunGoodputPreemption(t *testing.T) {
 			profile: sim.ConstantProfile(50),
 			busy:    2000, useful: 2000, lost: 0, alloc: 4 * 1300,
 		},
+		{
+			// Suspended 100–400, then fails at 1300 without a
+			// checkpoint: a suspension is no checkpoint, the whole
+			// run is lost (as the scheduler's LostWorkGPUSeconds
+			// counts it).
+			name: "suspend then fail", mode: policy.PreemptSuspend, exit: 1,
+			profile: sim.ConstantProfile(50),
+			busy:    2000, useful: 0, lost: 4 * 1300, alloc: 4 * 1300,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,6 +176,7 @@ func TestRunGoodputPreemption(t *testing.T) {
 				QOS: []policy.QOS{{Name: "urgent", Priority: 100, Preempt: []string{"standby"}}, {Name: "standby"}}}
 			a := gpuJob("A", 0, 4, 100, 1000, 3600, tt.profile)
 			a.Spec.QOS, a.Spec.Requeue, a.Spec.CheckpointInterval = "standby", scheduler.RequeueYes, tt.ckpt
+			a.ExitCode = tt.exit
 			u := gpuJob("U", 100, 4, 50, 300, 3600, sim.ConstantProfile(100))
 			u.Spec.QOS = "urgent"
 			res := run(t, cfg, []sim.Job{a, u}, sim.Options{})
@@ -199,4 +210,23 @@ func TestRunRejectsInvalid(t *testing.T) {
 	_, err = sim.Run(s, &sim.SliceSource{}, sim.Options{Power: sim.PowerModel{IdleWatts: 10}})
 	require.ErrorIs(t, err, sim.ErrInvalidOptions)
 	require.ErrorIs(t, err, sim.ErrInvalidProfile)
+}
+
+// TestRunGoodputAtMostOne: a job busy 100 % of the time in four phases
+// is busy (and useful) exactly its allocated GPU-hours, never more: the
+// phases' integral, summed in floating point, may round one ulp above the
+// run time, which the figures must not show as a goodput above 1.
+func TestRunGoodputAtMostOne(t *testing.T) {
+	full := sim.Profile{Phases: [sim.MaxPhases]sim.Phase{{End: 2842, Util: sim.ProfileScale}, {End: 5098, Util: sim.ProfileScale},
+		{End: 6305, Util: sim.ProfileScale}, {End: sim.ProfileScale, Util: sim.ProfileScale}}}
+	j := gpuJob("A", 0, 5, 1, 37944, 86400, full)
+	res := run(t, dgx(t), []sim.Job{j}, sim.Options{})
+	r := res.Jobs[0]
+	require.Equal(t, scheduler.JobCompleted, r.State)
+	assert.LessOrEqual(t, r.BusyGPUHours, r.GPUHours())
+	assert.LessOrEqual(t, r.UsefulGPUHours, r.GPUHours())
+	g := res.Summary.Goodput
+	assert.LessOrEqual(t, g.Goodput, 1.0)
+	assert.LessOrEqual(t, g.BusyFraction, 1.0)
+	assert.InDelta(t, 1.0, g.Goodput, 1e-12)
 }

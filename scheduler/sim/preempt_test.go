@@ -88,6 +88,15 @@ func TestRunPreemption(t *testing.T) {
 			wantU: [2]int{150, 450}, cpuHrs: 4 * (150 + 300 + 1000) / 3600.0,
 		},
 		{
+			// Checkpoints every 60 s and a grace time of 50 s: requeued at
+			// 150, it keeps the work up to its checkpoint at 120 (the
+			// scheduler counts 30 s lost) and needs 880 s more.
+			name: "requeue with grace time and checkpoints", mode: policy.PreemptRequeue, grace: 50 * time.Second, ckpt: 60 * time.Second,
+			a:     qosJob("A", "standby", 0, 1000, 2000),
+			wantA: want{start: 450, end: 1330, state: scheduler.JobCompleted, restarts: 1, lostCPUSecs: 120, requeuedCPU: 600.0 / 3600},
+			wantU: [2]int{150, 450}, cpuHrs: 4 * (150 + 300 + 880) / 3600.0,
+		},
+		{
 			name: "cancel", mode: policy.PreemptCancel,
 			a:     qosJob("A", "standby", 0, 1000, 2000),
 			wantA: want{start: 0, end: 100, state: scheduler.JobPreempted, lostCPUSecs: 400},

@@ -210,10 +210,13 @@ func DefaultPowerModel() PowerModel {
 	return PowerModel{IdleWatts: DefaultGPUIdleWatts, MaxWatts: DefaultGPUMaxWatts}
 }
 
-// Validate checks the model: 0 ≤ IdleWatts ≤ MaxWatts, both finite.
+// Validate checks the model: 0 ≤ IdleWatts ≤ MaxWatts, MaxWatts
+// positive and finite. (The zero model, which Options.Power reads as
+// DefaultPowerModel, is invalid here, so that a caller asking for 0 W is
+// told rather than given the default.)
 func (m PowerModel) Validate() error {
-	if !(m.IdleWatts >= 0 && m.IdleWatts <= m.MaxWatts && !math.IsInf(m.MaxWatts, 1)) {
-		return fmt.Errorf("%w: power model idle %v W, max %v W (want 0 ≤ idle ≤ max, finite)", ErrInvalidProfile, m.IdleWatts, m.MaxWatts)
+	if !(m.IdleWatts >= 0 && m.IdleWatts <= m.MaxWatts && m.MaxWatts > 0 && !math.IsInf(m.MaxWatts, 1)) {
+		return fmt.Errorf("%w: power model idle %v W, max %v W (want 0 ≤ idle ≤ max, max > 0, finite)", ErrInvalidProfile, m.IdleWatts, m.MaxWatts)
 	}
 	return nil
 }

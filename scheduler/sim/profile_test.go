@@ -74,7 +74,7 @@ func TestPowerModel(t *testing.T) {
 	assert.Equal(t, sim.PowerModel{IdleWatts: 70, MaxWatts: 700}, m)
 	// One GPU for an hour at 50 %: 70 W + 0.5 × 630 W = 385 Wh.
 	assert.InDelta(t, 0.385, m.EnergyKWh(3600, 1800), 1e-12)
-	for _, bad := range []sim.PowerModel{{IdleWatts: -1, MaxWatts: 1}, {IdleWatts: 2, MaxWatts: 1}, {MaxWatts: math.Inf(1)}, {IdleWatts: math.NaN(), MaxWatts: 1}} {
+	for _, bad := range []sim.PowerModel{{IdleWatts: -1, MaxWatts: 1}, {IdleWatts: 2, MaxWatts: 1}, {MaxWatts: math.Inf(1)}, {IdleWatts: math.NaN(), MaxWatts: 1}, {}} {
 		assert.ErrorIs(t, bad.Validate(), sim.ErrInvalidProfile, "%+v", bad)
 	}
 }
