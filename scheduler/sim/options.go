@@ -57,4 +57,22 @@ type Options struct {
 	// Power is the GPU power model of the energy figures
 	// (JobResult.EnergyKWh, Goodput.EnergyKWh). Zero: DefaultPowerModel.
 	Power PowerModel
+	// TelemetryEvery, when positive, makes the scheduler's
+	// allocated-but-idle policy act in the simulation: on the grid of
+	// instants Start + k × TelemetryEvery, every node running a job with
+	// a Profile gets one scheduler.TelemetryEvent with a device sample
+	// per device (see TelemetrySummary), and the runs the scheduler's
+	// idle action (its Config.Telemetry: scheduler.TelemetryConfig) takes
+	// back end there: requeued runs lose their work and run again later,
+	// cancelled jobs end CANCELLED. Only nodes with a device inventory can
+	// be sampled. It must not exceed the telemetry rule's MaxGap. A grid
+	// instant with nothing else due runs no scheduling cycle unless the
+	// idle action ended a run, so that IdleNotify changes no result but
+	// Summary.Telemetry. Zero (the default) sends no telemetry.
+	TelemetryEvery time.Duration
+	// IdleRequeueLimit is how many times the idle action may requeue one
+	// job: the simulator cancels a job requeued once more (a job whose
+	// work hangs at the same point would otherwise run forever), as
+	// Slurm's MaxBatchRequeue holds one. Zero: DefaultIdleRequeueLimit.
+	IdleRequeueLimit int
 }

@@ -174,6 +174,9 @@ func Run(s *scheduler.Scheduler, src Source, opt Options) (Result, error) {
 	case opt.ExplainEvery < 0:
 		return Result{}, fmt.Errorf("%w: ExplainEvery %v is negative", ErrInvalidOptions, opt.ExplainEvery)
 	}
+	if err := checkTelemetryOptions(s, opt); err != nil {
+		return Result{}, err
+	}
 	if opt.Power == (PowerModel{}) {
 		opt.Power = DefaultPowerModel()
 	} else if err := opt.Power.Validate(); err != nil {
@@ -186,6 +189,9 @@ func Run(s *scheduler.Scheduler, src Source, opt Options) (Result, error) {
 		r.res.Explain, r.res.Summary.Explain = r.exp.finish(r.res.End)
 	}
 	r.res.Series = r.series.finish(r.res.End)
+	if r.tel != nil {
+		r.res.Summary.Telemetry = r.tel.sum
+	}
 	return r.res, err
 }
 
@@ -234,6 +240,13 @@ type live struct {
 	requeuedCPUHs, requeuedGPUHs float64
 	// goodput bookkeeping of the runs ended so far (see runGoodput)
 	gp goodputAcc
+	// telemetry (Options.TelemetryEvery): the nodes of the current run
+	// the sampler holds it on (a buffer kept across reuse), whether any
+	// run of the job was sampled, and how many times the idle action
+	// requeued it
+	telNodes     []int
+	telSampled   bool
+	idleRequeues int
 }
 
 type runner struct {
@@ -253,7 +266,8 @@ type runner struct {
 	hasGPU bool
 	col    collector
 	series seriesRecorder
-	exp    *explainer // nil unless Options.ExplainEvery
+	exp    *explainer  // nil unless Options.ExplainEvery
+	tel    *telSampler // nil unless Options.TelemetryEvery
 
 	next     Job
 	haveNext bool
@@ -309,13 +323,38 @@ func (r *runner) run() error {
 	if r.opt.ExplainEvery > 0 {
 		r.exp = newExplainer(r.opt.ExplainEvery, r.res.Start, r.res.Capacity.GPUs > 0)
 	}
+	if r.opt.TelemetryEvery > 0 {
+		r.tel = newTelSampler(r.s, r.opt, r.res.Start)
+	}
 	for r.haveNext || r.q.Len() > 0 {
 		now := r.nextInstant()
+		if r.tel.due(now) && !r.otherDue(now) {
+			// A telemetry instant only: a cycle only if a run ended.
+			acted, err := r.sampleTelemetry(now)
+			if err != nil || !acted {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if r.exp != nil {
+				r.exp.sample(r.s, now)
+			}
+			if err := r.cycle(now); err != nil {
+				return err
+			}
+			continue
+		}
 		if r.exp != nil {
 			r.exp.sample(r.s, now)
 		}
 		if err := r.complete(now); err != nil {
 			return err
+		}
+		if r.tel.due(now) {
+			if _, err := r.sampleTelemetry(now); err != nil {
+				return err
+			}
 		}
 		if err := r.arrive(now); err != nil {
 			return err
@@ -339,9 +378,20 @@ func (r *runner) nextInstant() time.Time {
 		now, set = r.q[0].at, true
 	}
 	if !r.nextTick.IsZero() && (!set || r.nextTick.Before(now)) {
-		now = r.nextTick
+		now, set = r.nextTick, true
+	}
+	if r.tel != nil && !r.tel.next.IsZero() && (!set || r.tel.next.Before(now)) {
+		now = r.tel.next
 	}
 	return now
+}
+
+// otherDue reports whether anything but telemetry is due at now: an
+// arrival, a queued event or a periodic tick.
+func (r *runner) otherDue(now time.Time) bool {
+	return (r.haveNext && !r.next.Submit.After(now)) ||
+		(r.q.Len() > 0 && !r.q[0].at.After(now)) ||
+		(!r.nextTick.IsZero() && !r.nextTick.After(now))
 }
 
 // complete applies the completions due at now (by job ID) and discards
@@ -409,7 +459,7 @@ func (r *runner) admit(index int, j *Job) *live {
 	} else {
 		lj = new(live)
 	}
-	*lj = live{index: index, job: *j}
+	*lj = live{index: index, job: *j, telNodes: lj.telNodes[:0]}
 	return lj
 }
 
@@ -467,6 +517,9 @@ func (r *runner) cycle(now time.Time) error {
 	if r.exp != nil {
 		r.exp.observe(now, cyc.Pending)
 	}
+	if r.tel != nil {
+		r.tel.countIdleNotices(cyc.Decisions)
+	}
 	smp := sampleOf(now, r.res.Capacity, r.pending, r.running, r.busyCPUs, r.busyGPUs)
 	r.col.observe(smp)
 	r.series.observe(smp)
@@ -504,6 +557,9 @@ func (r *runner) started(now time.Time, st scheduler.Start) error {
 		lj.eta, lj.pendingETA = lj.pendingETA, time.Time{}
 	}
 	r.occupy(now, st.Job, &lj.job.Spec, cpus, gpus)
+	if r.tel != nil && gpus > 0 {
+		r.tel.hold(now, st.Job, lj, st.Alloc)
+	}
 	if need := lj.job.Runtime - lj.done; need <= limit {
 		lj.evAt, lj.evKind = now.Add(max(need, 0)), evFinish
 	} else {
@@ -571,6 +627,9 @@ func (r *runner) requeued(id scheduler.JobID, lj *live, end time.Time) {
 	lj.restarts++
 	lj.gen++
 	lj.inRun, lj.keep, lj.killAt = false, 0, time.Time{}
+	if r.tel != nil {
+		r.tel.drop(id, lj)
+	}
 	r.release(end, id, lj.cpus, lj.gpus)
 }
 
@@ -638,8 +697,12 @@ func (r *runner) ended(id scheduler.JobID, lj *live, end time.Time, st scheduler
 		LostGPUSeconds: lj.lostGPUSecs, LostCPUSeconds: lj.lostCPUSecs,
 		RequeuedCPUHours: lj.requeuedCPUHs, RequeuedGPUHours: lj.requeuedGPUHs, Suspended: lj.suspended}
 	lj.gp.fill(&jr, r.opt.Power)
+	if r.tel != nil {
+		r.telemetryEnded(id, lj)
+	}
 	delete(r.jobs, id)
-	*lj = live{} // drop its references (the job's Data) before reuse
+	buf := lj.telNodes[:0]
+	*lj = live{telNodes: buf} // drop its references (the job's Data) before reuse
 	r.free = append(r.free, lj)
 	r.release(end, id, jr.CPUs, jr.GPUs)
 	r.col.add(&jr)
