@@ -315,6 +315,10 @@ func (r *runner) idleEnded(now time.Time, id scheduler.JobID) error {
 		r.tel.sum.IdleRequeues++
 		lj.idleRequeues++
 		r.requeued(id, lj, now)
+		if b := j.Spec.BeginTime; b.After(now) {
+			// the requeue delay (Config.RequeueDelay): a cycle then
+			r.q.push(event{at: b, id: id, kind: evWake})
+		}
 		return nil
 	}
 	// Requeued once more than the limit: the simulator cancels the job,

@@ -116,12 +116,7 @@ func TestTelemetryNotifyChangesNothing(t *testing.T) {
 // one requeue the simulator cancels it at its second idle requeue. Its
 // two runs lose all their work; Q still waits less than under notify.
 func TestTelemetryIdleRequeue(t *testing.T) {
-	cfg := idleCfg(t, scheduler.IdleRequeue)
-	cfg.MinJobAge = 0
-	s, err := scheduler.New(cfg)
-	require.NoError(t, err)
-	res, err := sim.Run(s, &sim.SliceSource{Jobs: hungAndQueued()}, sim.Options{TelemetryEvery: time.Minute, IdleRequeueLimit: 1})
-	require.NoError(t, err)
+	s, res := runDirect(t, idleCfg(t, scheduler.IdleRequeue), hungAndQueued(), sim.Options{TelemetryEvery: time.Minute, IdleRequeueLimit: 1})
 	got := byName(res)
 	h, q := got["H"], got["Q"]
 	assert.Equal(t, scheduler.JobCancelled, h.State)
@@ -138,11 +133,16 @@ func TestTelemetryIdleRequeue(t *testing.T) {
 	assert.Equal(t, 1, tel.LimitCancels)
 	assert.Zero(t, tel.IdleCancels)
 	assert.Equal(t, 2, tel.IdleNotices)
-	// Each run of H lasts 5340 s (idle since 1800 s before its end), in
-	// whichever order the two jobs ran; both runs are lost.
+	// Each run of H lasts 5340 s (idle since 1800 s before its end);
+	// both runs are lost.
 	assert.InDelta(t, 2*8*5340.0/3600, h.LostWorkGPUHours, 1e-9)
 	assert.Equal(t, scheduler.JobCompleted, q.State)
-	assert.Less(t, q.Start.Sub(q.Job.Submit), 35940*time.Second)
+	// Requeued at once (no RequeueDelay) and first in line again (its
+	// submit time is earlier), H runs again from 5340 to 10,680; Q
+	// starts then (wait 10,620 s against 35,940 under notify).
+	assert.Equal(t, at(5340), h.Start)
+	assert.Equal(t, at(10680), h.End)
+	assert.Equal(t, at(10680), q.Start)
 	assert.InDelta(t, 23040.0/(2*8*5340+8*3600), res.Summary.Goodput.Goodput, 1e-12)
 	assert.InDelta(t, 2*8*5340.0/3600+8, res.Summary.GPUHours, 1e-9, "no run counted twice")
 }
@@ -163,6 +163,35 @@ func TestTelemetryUnprofiled(t *testing.T) {
 	assert.Equal(t, at(20000), got["U"].End)
 	// Readings stop with H: U alone has no profile.
 	assert.Equal(t, 89, res.Summary.Telemetry.Events)
+}
+
+// TestTelemetryIdleRequeueAlone: a hung job alone is requeued, waits out
+// the requeue delay (a cycle must happen then: the simulator queues one)
+// and runs again, until the limit cancels it.
+func TestTelemetryIdleRequeueAlone(t *testing.T) {
+	cfg := idleCfg(t, scheduler.IdleRequeue)
+	cfg.RequeueDelay = scheduler.DefaultRequeueDelay
+	_, res := runDirect(t, cfg, hungAndQueued()[:1], sim.Options{TelemetryEvery: time.Minute, IdleRequeueLimit: 2})
+	h := byName(res)["H"]
+	assert.Equal(t, scheduler.JobCancelled, h.State)
+	assert.Equal(t, 2, h.Restarts)
+	// Runs of 5340 s, each after a 120 s requeue delay.
+	assert.Equal(t, at(2*(5340+120)), h.Start)
+	assert.Equal(t, at(3*5340+2*120), h.End)
+	assert.Equal(t, 2, res.Summary.Telemetry.IdleRequeues)
+	assert.Equal(t, 1, res.Summary.Telemetry.LimitCancels)
+}
+
+// runDirect replays jobs on a fresh scheduler of cfg (no purge of ended
+// jobs) and returns both.
+func runDirect(t *testing.T, cfg scheduler.Config, jobs []sim.Job, opt sim.Options) (*scheduler.Scheduler, sim.Result) {
+	t.Helper()
+	cfg.MinJobAge = 0
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	res, err := sim.Run(s, &sim.SliceSource{Jobs: jobs}, opt)
+	require.NoError(t, err)
+	return s, res
 }
 
 func TestTelemetryOptionsRejected(t *testing.T) {
