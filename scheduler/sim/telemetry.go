@@ -80,11 +80,16 @@ type telSampler struct {
 	// since: compacted at each instant); order is the scratch copy.
 	active, order []int
 	samples       []gres.DeviceSample
-	sum           TelemetrySummary
+	// ev is the event applied, reused: passed by pointer, it is not
+	// boxed anew for each Apply (the journal encodes a pointer to an
+	// event as the event).
+	ev  *scheduler.TelemetryEvent
+	sum TelemetrySummary
 }
 
 func newTelSampler(s *scheduler.Scheduler, opt Options, start time.Time) *telSampler {
-	t := &telSampler{every: opt.TelemetryEvery, start: start, limit: opt.IdleRequeueLimit, power: opt.Power}
+	t := &telSampler{every: opt.TelemetryEvery, start: start, limit: opt.IdleRequeueLimit, power: opt.Power,
+		ev: new(scheduler.TelemetryEvent)}
 	if t.limit == 0 {
 		t.limit = DefaultIdleRequeueLimit
 	}
@@ -269,7 +274,8 @@ func (r *runner) sampleTelemetry(now time.Time) (bool, error) {
 				sm.PowerWatts = t.power.IdleWatts + sm.Utilization/100*(t.power.MaxWatts-t.power.IdleWatts)
 			}
 		}
-		res, err := r.s.Apply(now, scheduler.TelemetryEvent{Node: n.name, Devices: t.samples})
+		*t.ev = scheduler.TelemetryEvent{Node: n.name, Devices: t.samples}
+		res, err := r.s.Apply(now, t.ev)
 		if err != nil {
 			return acted, fmt.Errorf("sim: telemetry of node %s at %s: %w", n.name, now.Format(time.RFC3339), err)
 		}
