@@ -434,3 +434,19 @@ func TestRunTelemetryErrors(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.want, tc.args)
 	}
 }
+
+// TestRunTelemetryCountOnlyGPUs: a trace's count-only GPUs
+// (-gpus-per-node) have no devices to sample; the report says how many
+// profiled runs got no reading.
+func TestRunTelemetryCountOnlyGPUs(t *testing.T) {
+	out, err := runArgs(t, "-trace", writeTrace(t, tiny), "-gpus-per-node", "1", "-synthetic-profiles", "-telemetry-every", "1m", "-json")
+	require.NoError(t, err)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	assert.Positive(t, got["measured_jobs"])
+	assert.GreaterOrEqual(t, got["unsampled_runs"], got["measured_jobs"], "every run, once per node")
+	assert.Nil(t, got["telemetry_events"], "no event sent")
+	text, err := runArgs(t, "-trace", writeTrace(t, tiny), "-gpus-per-node", "1", "-synthetic-profiles", "-telemetry-every", "1m")
+	require.NoError(t, err)
+	assert.Contains(t, text, "profiled runs on nodes without a device inventory got no reading")
+}

@@ -43,8 +43,8 @@ type TelemetrySummary struct {
 	// job's GPUs per node, over the jobs that ended: the "idle GPU-hours"
 	// a report would show.
 	IdleGPUHours float64
-	// UnsampledRuns counts the profiled runs on GPUs that got no reading:
-	// on nodes without a device inventory (count-only GPUs, as the swf
+	// UnsampledRuns counts the profiled runs on GPUs that got no reading
+	// (once per node of the run): on nodes without a device inventory (count-only GPUs, as the swf
 	// package's GPUsPerNode gives), which a device sample cannot name.
 	UnsampledRuns int
 }
@@ -144,13 +144,13 @@ func (t *telSampler) hold(now time.Time, id scheduler.JobID, lj *live, a schedul
 	prof := lj.job.Profile.Known()
 	for _, na := range a.Nodes {
 		n := &t.nodes[na.Node]
-		if len(na.Devices) == 0 && len(na.Shares) == 0 {
-			continue
-		}
 		if n.ndev == 0 {
 			if prof {
-				t.sum.UnsampledRuns++
+				t.sum.UnsampledRuns++ // GPUs by count only
 			}
+			continue
+		}
+		if len(na.Devices) == 0 && len(na.Shares) == 0 {
 			continue
 		}
 		k := len(n.held)
