@@ -207,3 +207,24 @@ func TestTelemetryOptionsRejected(t *testing.T) {
 		assert.True(t, errors.Is(err, sim.ErrInvalidOptions), name)
 	}
 }
+
+// TestTelemetrySchedulerMeasures checks what the scheduler folded from
+// the simulated readings of the hung job under notify: 599 readings a
+// minute apart cover [0, 35,940) on 8 GPUs; the 59 at 60 … 3540 read 90 %
+// (a reading gives the profile at its own instant, standing for the
+// minute before it: the scheduler's busy figure lags the profile's
+// 8 × 3600 × 0.9 = 25,920 GPU-s by one reading, 8 × 60 × 0.9).
+func TestTelemetrySchedulerMeasures(t *testing.T) {
+	s, res := runDirect(t, idleCfg(t, scheduler.IdleNotify), hungAndQueued(), sim.Options{TelemetryEvery: time.Minute})
+	h := byName(res)["H"]
+	j, ok := s.Job(h.ID)
+	require.True(t, ok)
+	require.NotNil(t, j.Usage)
+	assert.Equal(t, int64(599), j.Usage.Samples)
+	assert.InDelta(t, 35940, j.Usage.CoveredSeconds, 1e-9)
+	assert.InDelta(t, 8*35940, j.Usage.GPUSeconds, 1e-9)
+	assert.InDelta(t, 59*60*8*0.9, j.Usage.BusyGPUSeconds, 1e-6)
+	assert.InDelta(t, 25920-8*60*0.9, j.Usage.BusyGPUSeconds, 1e-6)
+	assert.InDelta(t, 25920.0/3600, h.BusyGPUHours, 1e-12, "the simulator's own figure integrates the profile")
+	assert.InDelta(t, 32400, j.Usage.IdleSeconds, 1e-9)
+}
