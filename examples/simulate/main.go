@@ -66,6 +66,17 @@
 // does not cover a profile drawn from the synthetic workload's mix
 // (sim.SyntheticProfiles, seeded by -seed).
 //
+// -telemetry-every D makes the scheduler's allocated-but-idle policy act
+// (sim.Options.TelemetryEvery): every D of virtual time each node running
+// a profiled job reports its GPUs' utilisation from the profiles; a job
+// below -idle-below percent for -idle-after is allocated-but-idle, and
+// -idle-action notify (the default) only reports it, requeue or cancel
+// take its GPUs back after -idle-grace more (a job the idle action
+// requeued more than -idle-requeue-limit times is cancelled). The text
+// report gets a telemetry line; JSON telemetry_every_s, idle_notices,
+// idle_requeues, idle_cancels, idle_limit_cancels, idle_gpu_hours (the
+// allocated-but-idle GPU-hours the scheduler measured), telemetry_events.
+//
 // A replay is a short batch run whose live heap is small, so the command
 // lets the heap grow to five times the live data between collections
 // (GOGC=400) unless the GOGC environment variable says otherwise: on
@@ -92,6 +103,7 @@ import (
 	"github.com/sluicehq/sluice/scheduler/sim"
 	"github.com/sluicehq/sluice/scheduler/sim/simplot"
 	"github.com/sluicehq/sluice/scheduler/sim/swf"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // config is the parsed command line.
@@ -114,6 +126,14 @@ type config struct {
 	syntheticProfiles        bool
 	gpuIdleWatts             float64
 	gpuMaxWatts              float64
+	// the allocated-but-idle policy (-telemetry-every and -idle-*)
+	telemetryEvery   time.Duration
+	idleBelow        float64
+	idleAfter        time.Duration
+	idleAction       string
+	idleGrace        time.Duration
+	idleRequeueLimit int
+	idleSet          []string // the -idle-* flags given
 }
 
 // batchGCPercent is the GOGC the command runs with by default.
@@ -177,6 +197,12 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.syntheticProfiles, "synthetic-profiles", false, "trace: give jobs without a profile (from -gpu-workload) one drawn from the synthetic workload's mix, seeded by -seed")
 	fs.Float64Var(&c.gpuIdleWatts, "gpu-idle-watts", sim.DefaultGPUIdleWatts, "power model: watts of an allocated GPU running no kernel")
 	fs.Float64Var(&c.gpuMaxWatts, "gpu-max-watts", sim.DefaultGPUMaxWatts, "power model: watts of a GPU at 100 % utilisation (its TDP)")
+	fs.DurationVar(&c.telemetryEvery, "telemetry-every", 0, "feed the jobs' utilisation profiles to the scheduler as GPU telemetry every `duration` of virtual time, so that its allocated-but-idle policy (-idle-*) acts (0: off; at most 2m30s, the telemetry rule's MaxGap)")
+	fs.Float64Var(&c.idleBelow, "idle-below", 5, "with -telemetry-every: a job whose GPUs' mean utilisation stays below this `percent` is idle")
+	fs.DurationVar(&c.idleAfter, "idle-after", 30*time.Minute, "with -telemetry-every: idle this long, a job is allocated-but-idle (reported)")
+	fs.StringVar(&c.idleAction, "idle-action", "notify", "with -telemetry-every: what the scheduler does with an allocated-but-idle job: notify (report only), requeue or cancel")
+	fs.DurationVar(&c.idleGrace, "idle-grace", 0, "with -telemetry-every: how long an allocated-but-idle job may stay so before -idle-action is taken")
+	fs.IntVar(&c.idleRequeueLimit, "idle-requeue-limit", sim.DefaultIdleRequeueLimit, "with -idle-action requeue: cancel a job the idle action requeues more often than this")
 	c.estimateEvery = -1
 	fs.Func("estimate-every", "recompute a waiting job's expected start at most once per `duration` (0: in every cycle; default: the policy's, once per job under easy)", func(v string) error {
 		d, err := time.ParseDuration(v)
@@ -192,6 +218,11 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Name, "idle-") {
+			c.idleSet = append(c.idleSet, "-"+f.Name)
+		}
+	})
 	if fs.NArg() > 0 {
 		err := fmt.Errorf("unexpected argument %q", fs.Arg(0))
 		fmt.Fprintln(stderr, "simulate:", err)
@@ -213,6 +244,10 @@ func run(c config, stdout, stderr io.Writer) error {
 	}
 	if c.syntheticProfiles && c.trace == "" {
 		return errors.New("-synthetic-profiles: for a -trace only (the synthetic workload has its own profiles)")
+	}
+	tel, err := telemetryConfig(c)
+	if err != nil {
+		return err
 	}
 	if c.explain && c.explainEvery <= 0 {
 		return fmt.Errorf("-explain-every %v: must be positive", c.explainEvery)
@@ -313,6 +348,10 @@ func run(c config, stdout, stderr io.Writer) error {
 	if c.estimateEvery >= 0 {
 		cfg.EstimateInterval = c.estimateEvery
 	}
+	if c.telemetryEvery > 0 {
+		cfg.Telemetry = tel
+		opt.TelemetryEvery, opt.IdleRequeueLimit = c.telemetryEvery, c.idleRequeueLimit
+	}
 	src = sim.Window(src, c.skip, c.jobs)
 	if c.estimates == "exact" {
 		src = sim.ExactEstimates(src)
@@ -336,6 +375,9 @@ func run(c config, stdout, stderr io.Writer) error {
 	res, err := sim.Run(s, src, opt)
 	elapsed := time.Since(t0)
 	bar.done()
+	if errors.Is(err, sim.ErrInvalidOptions) && c.telemetryEvery > 0 {
+		return fmt.Errorf("-telemetry-every %v: %w", c.telemetryEvery, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -488,4 +530,30 @@ func (b *progressBar) done() {
 	if b != nil && b.drawn {
 		fmt.Fprintf(b.w, "\r%s\r", strings.Repeat(" ", 50))
 	}
+}
+
+// telemetryConfig checks the -telemetry-every and -idle-* flags and
+// returns the scheduler's telemetry configuration they give.
+func telemetryConfig(c config) (scheduler.TelemetryConfig, error) {
+	if c.telemetryEvery < 0 {
+		return scheduler.TelemetryConfig{}, fmt.Errorf("-telemetry-every %v: must not be negative", c.telemetryEvery)
+	}
+	if c.telemetryEvery == 0 {
+		if len(c.idleSet) > 0 {
+			return scheduler.TelemetryConfig{}, fmt.Errorf("%s: need -telemetry-every (the idle policy acts on telemetry)", strings.Join(c.idleSet, ", "))
+		}
+		return scheduler.TelemetryConfig{}, nil
+	}
+	act, err := scheduler.ParseIdleAction(c.idleAction)
+	if err != nil {
+		return scheduler.TelemetryConfig{}, fmt.Errorf("-idle-action %q: want notify, requeue or cancel", c.idleAction)
+	}
+	if c.idleRequeueLimit < 0 {
+		return scheduler.TelemetryConfig{}, fmt.Errorf("-idle-requeue-limit %d: must not be negative", c.idleRequeueLimit)
+	}
+	tc := scheduler.TelemetryConfig{Rule: telemetry.Rule{IdleBelow: c.idleBelow, IdleAfter: c.idleAfter}, Action: act, Grace: c.idleGrace}
+	if err := tc.Validate(); err != nil {
+		return scheduler.TelemetryConfig{}, fmt.Errorf("-idle-below %v / -idle-after %v / -idle-grace %v: %w", c.idleBelow, c.idleAfter, c.idleGrace, err)
+	}
+	return tc, nil
 }

@@ -365,3 +365,89 @@ func TestCLIHelpExitsZero(t *testing.T) {
 	assert.Equal(t, 0, cli([]string{"-policy", "fcfs", "-nodes", "64", "-jobs", "50", "-json"}, &stdout, &stderr, false))
 	assert.Contains(t, stdout.String(), `"jobs":50`)
 }
+
+// runArgs parses args as the command line and runs it, returning stdout.
+func runArgs(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	c, err := parseArgs(args, &stderr)
+	require.NoError(t, err, stderr.String())
+	err = run(c, &stdout, &stderr)
+	return stdout.String(), err
+}
+
+// TestRunTelemetry: -telemetry-every with the default notify changes no
+// figure but the idle-policy ones; -idle-action cancel kills the jobs it
+// reports (the synthetic workload's hung and idle-tail jobs) and shows
+// them in the text report.
+func TestRunTelemetry(t *testing.T) {
+	base := []string{"-nodes", "64", "-jobs", "600", "-json"}
+	decode := func(args ...string) map[string]any {
+		out, err := runArgs(t, append(base, args...)...)
+		require.NoError(t, err)
+		var got map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &got))
+		delete(got, "sim_seconds")
+		return got
+	}
+	off := decode()
+	notify := decode("-telemetry-every", "2m", "-idle-after", "20m")
+	cancel := decode("-telemetry-every", "2m", "-idle-after", "20m", "-idle-action", "cancel")
+	assert.Positive(t, notify["idle_notices"])
+	assert.Positive(t, notify["idle_gpu_hours"])
+	assert.Equal(t, 120.0, notify["telemetry_every_s"])
+	assert.Equal(t, "notify", notify["idle_action"])
+	for _, k := range []string{"telemetry_every_s", "idle_action", "telemetry_events", "idle_notices", "idle_gpu_hours"} {
+		delete(notify, k)
+	}
+	assert.Equal(t, off, notify)
+
+	n := cancel["idle_cancels"].(float64)
+	assert.Positive(t, n)
+	assert.Equal(t, n, cancel["idle_notices"], "every job reported is cancelled (no grace)")
+	assert.Equal(t, off["killed"].(float64)+n, cancel["killed"])
+	assert.Less(t, cancel["idle_gpu_hours"], off["gpu_hours"])
+	assert.Less(t, cancel["energy_kwh"], off["energy_kwh"])
+
+	text, err := runArgs(t, "-nodes", "64", "-jobs", "600", "-telemetry-every", "2m", "-idle-action", "requeue", "-idle-requeue-limit", "1")
+	require.NoError(t, err)
+	assert.Regexp(t, `idle policy:  requeue; \d+ jobs reported allocated-but-idle, [0-9.]+ idle GPU-hours measured; \d+ requeued, 0 cancelled, \d+ cancelled after too many requeues \(\d+ telemetry events, every 2m0s\)`, text)
+}
+
+func TestRunTelemetryErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-idle-after", "10m"}, "-idle-after: need -telemetry-every"},
+		{[]string{"-idle-action", "cancel", "-idle-grace", "1m"}, "-idle-action, -idle-grace: need -telemetry-every"},
+		{[]string{"-telemetry-every", "-1m"}, "-telemetry-every -1m0s: must not be negative"},
+		{[]string{"-telemetry-every", "5m"}, "-telemetry-every 5m0s: sim: invalid options: TelemetryEvery 5m0s is longer than the scheduler's telemetry MaxGap 2m30s"},
+		{[]string{"-telemetry-every", "1m", "-idle-action", "kill"}, `-idle-action "kill": want notify, requeue or cancel`},
+		{[]string{"-telemetry-every", "1m", "-idle-below", "120"}, "-idle-below 120 / -idle-after 30m0s / -idle-grace 0s: invalid scheduler config: telemetry: "},
+		{[]string{"-telemetry-every", "1m", "-idle-below", "120"}, "idle threshold 120% outside [0, 100]"},
+		{[]string{"-telemetry-every", "1m", "-idle-action", "cancel", "-idle-below", "0"}, "idle action CANCEL without an idle threshold"},
+		{[]string{"-telemetry-every", "1m", "-idle-grace", "-1s"}, "negative grace time -1s"},
+		{[]string{"-telemetry-every", "1m", "-idle-requeue-limit", "-1"}, "-idle-requeue-limit -1: must not be negative"},
+	} {
+		_, err := runArgs(t, append([]string{"-nodes", "20", "-jobs", "10"}, tc.args...)...)
+		require.Error(t, err, tc.args)
+		assert.Contains(t, err.Error(), tc.want, tc.args)
+	}
+}
+
+// TestRunTelemetryCountOnlyGPUs: a trace's count-only GPUs
+// (-gpus-per-node) have no devices to sample; the report says how many
+// profiled runs got no reading.
+func TestRunTelemetryCountOnlyGPUs(t *testing.T) {
+	out, err := runArgs(t, "-trace", writeTrace(t, tiny), "-gpus-per-node", "1", "-synthetic-profiles", "-telemetry-every", "1m", "-json")
+	require.NoError(t, err)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	assert.Positive(t, got["measured_jobs"])
+	assert.GreaterOrEqual(t, got["unsampled_runs"], got["measured_jobs"], "every run, once per node")
+	assert.Nil(t, got["telemetry_events"], "no event sent")
+	text, err := runArgs(t, "-trace", writeTrace(t, tiny), "-gpus-per-node", "1", "-synthetic-profiles", "-telemetry-every", "1m")
+	require.NoError(t, err)
+	assert.Contains(t, text, "profiled runs on nodes without a device inventory got no reading")
+}

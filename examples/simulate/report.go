@@ -100,6 +100,17 @@ type report struct {
 	IdleEnergyKWh       float64 `json:"idle_gpu_energy_kwh"`
 	GPUIdleWatts        float64 `json:"gpu_idle_watts"`
 	GPUMaxWatts         float64 `json:"gpu_max_watts"`
+	// The allocated-but-idle policy (-telemetry-every only; see
+	// sim.TelemetrySummary).
+	TelemetryEvery   float64 `json:"telemetry_every_s,omitempty"`
+	IdleAction       string  `json:"idle_action,omitempty"`
+	TelemetryEvents  int     `json:"telemetry_events,omitempty"`
+	IdleNotices      int     `json:"idle_notices,omitempty"`
+	IdleRequeues     int     `json:"idle_requeues,omitempty"`
+	IdleCancels      int     `json:"idle_cancels,omitempty"`
+	IdleLimitCancels int     `json:"idle_limit_cancels,omitempty"`
+	IdleGPUHours     float64 `json:"idle_gpu_hours,omitempty"`
+	UnsampledRuns    int     `json:"unsampled_runs,omitempty"`
 	// The GPU workload file (-gpu-workload only): its profiles and how
 	// many of the jobs read got one.
 	GPUWorkload *gpuWorkload `json:"gpu_workload,omitempty"`
@@ -156,6 +167,11 @@ func makeReport(res sim.Result, elapsed time.Duration, name string, c config, rd
 	r.BusyGPUHours, r.UsefulGPUHours, r.GoodputLostGPUHours = g.BusyGPUHours, g.UsefulGPUHours, g.LostGPUHours
 	r.EnergyKWh, r.KWhPerUsefulGPUHour, r.IdleEnergyKWh = g.EnergyKWh, g.KWhPerUsefulGPUHour, g.IdleEnergyKWh
 	r.GPUIdleWatts, r.GPUMaxWatts = c.gpuIdleWatts, c.gpuMaxWatts
+	if t := s.Telemetry; t.Every > 0 {
+		r.TelemetryEvery, r.IdleAction, r.TelemetryEvents = t.Every.Seconds(), c.idleAction, t.Events
+		r.IdleNotices, r.IdleRequeues, r.IdleCancels, r.IdleLimitCancels = t.IdleNotices, t.IdleRequeues, t.IdleCancels, t.LimitCancels
+		r.IdleGPUHours, r.UnsampledRuns = t.IdleGPUHours, t.UnsampledRuns
+	}
 	if ex := s.Explain; ex.Every > 0 {
 		r.ExplainEvery, r.ExplainSamples, r.PendingJobHours = ex.Every.Seconds(), ex.Samples, ex.PendingJobHours
 		r.ReasonMix = map[string]float64{}
@@ -296,4 +312,11 @@ func printGoodput(w io.Writer, r report) {
 	}
 	fmt.Fprintf(w, "energy:       %s%s kWh on GPUs no job held (%g W idle, %g W at 100 %% per GPU)\n",
 		energy, hours(r.IdleEnergyKWh), r.GPUIdleWatts, r.GPUMaxWatts)
+	if r.TelemetryEvery > 0 {
+		fmt.Fprintf(w, "idle policy:  %s; %d jobs reported allocated-but-idle, %s idle GPU-hours measured; %d requeued, %d cancelled, %d cancelled after too many requeues (%d telemetry events, every %s)\n",
+			r.IdleAction, r.IdleNotices, hours(r.IdleGPUHours), r.IdleRequeues, r.IdleCancels, r.IdleLimitCancels, r.TelemetryEvents, time.Duration(r.TelemetryEvery*float64(time.Second)))
+		if r.UnsampledRuns > 0 {
+			fmt.Fprintf(w, "              %d profiled runs on nodes without a device inventory got no reading\n", r.UnsampledRuns)
+		}
+	}
 }

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/scheduler/sim"
 	"github.com/sluicehq/sluice/scheduler/sim/swf"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // BenchmarkSimulate replays whole workloads: the KTH-SP2 trace of the
@@ -28,7 +30,10 @@ import (
 // same results, at the cost of refreshing estimates nobody reads.
 // The synthetic jobs carry utilisation profiles (the goodput and energy
 // metrics); synthetic-gpu/small/<policy>-no-profiles replays the same
-// jobs without them (SyntheticConfig.NoProfiles), the cost of profiles.
+// jobs without them (SyntheticConfig.NoProfiles), the cost of profiles;
+// synthetic-gpu/small/easy-telemetry-<action> feeds the profiles to the
+// scheduler every minute (Options.TelemetryEvery) with an idle rule of
+// 5 % for 30 minutes and that idle action, the cost of -telemetry-every.
 func BenchmarkSimulate(b *testing.B) {
 	for _, p := range sim.Policies() {
 		b.Run("KTH-SP2/"+string(p), func(b *testing.B) { benchTrace(b, "KTH-SP2/log.swf", p, nil) })
@@ -44,12 +49,20 @@ func BenchmarkSimulate(b *testing.B) {
 		nodes, jobs int
 	}{{"small", sim.StandardNodes / 10, sim.StandardJobs / 10}, {"standard", sim.StandardNodes, sim.StandardJobs}} {
 		for _, p := range []sim.Policy{sim.FCFS, sim.EASY} {
-			b.Run("synthetic-gpu/"+sc.name+"/"+string(p), func(b *testing.B) { benchSynthetic(b, sc.nodes, sc.jobs, p, false) })
+			b.Run("synthetic-gpu/"+sc.name+"/"+string(p), func(b *testing.B) { benchSynthetic(b, sc.nodes, sc.jobs, p, false, nil) })
 		}
 	}
 	for _, p := range []sim.Policy{sim.FCFS, sim.EASY} {
 		b.Run("synthetic-gpu/small/"+string(p)+"-no-profiles", func(b *testing.B) {
-			benchSynthetic(b, sim.StandardNodes/10, sim.StandardJobs/10, p, true)
+			benchSynthetic(b, sim.StandardNodes/10, sim.StandardJobs/10, p, true, nil)
+		})
+	}
+	for _, a := range []scheduler.IdleAction{scheduler.IdleNotify, scheduler.IdleRequeue, scheduler.IdleCancel} {
+		b.Run("synthetic-gpu/small/easy-telemetry-"+strings.ToLower(a.String()), func(b *testing.B) {
+			benchSynthetic(b, sim.StandardNodes/10, sim.StandardJobs/10, sim.EASY, false, func(cfg *scheduler.Config, opt *sim.Options) {
+				cfg.Telemetry = scheduler.TelemetryConfig{Rule: telemetry.Rule{IdleBelow: 5, IdleAfter: 30 * time.Minute}, Action: a}
+				opt.TelemetryEvery = time.Minute
+			})
 		})
 	}
 }
@@ -97,7 +110,7 @@ func benchTrace(b *testing.B, name string, p sim.Policy, tweak func(*scheduler.C
 	report(b, res)
 }
 
-func benchSynthetic(b *testing.B, nodes, jobs int, p sim.Policy, noProfiles bool) {
+func benchSynthetic(b *testing.B, nodes, jobs int, p sim.Policy, noProfiles bool, tweak func(*scheduler.Config, *sim.Options)) {
 	cfg, err := sim.SyntheticCluster(nodes)
 	if err != nil {
 		b.Fatal(err)
@@ -105,6 +118,9 @@ func benchSynthetic(b *testing.B, nodes, jobs int, p sim.Policy, noProfiles bool
 	opt := sim.Options{DiscardJobs: true, DiscardSeries: true}
 	if err := p.Apply(&cfg, &opt); err != nil {
 		b.Fatal(err)
+	}
+	if tweak != nil {
+		tweak(&cfg, &opt)
 	}
 	c := sim.SyntheticFor(nodes, jobs, 1)
 	c.NoProfiles = noProfiles
@@ -136,6 +152,10 @@ func report(b *testing.B, res sim.Result) {
 	if g := res.Summary.Goodput; g.MeasuredJobs > 0 {
 		b.ReportMetric(g.Goodput, "goodput")
 		b.ReportMetric(g.EnergyKWh, "energy-kWh")
+	}
+	if t := res.Summary.Telemetry; t.Every > 0 {
+		b.ReportMetric(float64(t.Events), "telemetry-events")
+		b.ReportMetric(float64(t.IdleRequeues+t.IdleCancels+t.LimitCancels), "idle-ends")
 	}
 	if n := res.Summary.Explain.Samples; n > 0 {
 		b.ReportMetric(float64(n), "explain-samples")

@@ -10,13 +10,18 @@
 //
 // Time advances to the earliest of: the next arrival, the next completion,
 // the next time-limit expiry, the begin time of a job submitted with one,
-// and (with Options.Interval) the next periodic cycle. Everything that
-// happens at that instant is applied in a fixed order:
+// (with Options.Interval) the next periodic cycle, and (with
+// Options.TelemetryEvery, while a profiled job runs) the next telemetry
+// reading. Everything that happens at that instant is applied in a fixed
+// order:
 //
 //  1. completions of jobs whose run time is over, by scheduler job ID
 //     (a run time equal to the time limit completes normally);
-//  2. arrivals, in workload order;
-//  3. one scheduling cycle, which first ends the jobs whose time limit has
+//  2. with Options.TelemetryEvery, on its grid, the telemetry readings of
+//     the nodes running profiled jobs, in node order (the runs the
+//     scheduler's idle action takes back end or are requeued here);
+//  3. arrivals, in workload order;
+//  4. one scheduling cycle, which first ends the jobs whose time limit has
 //     passed (TIMEOUT, at their deadline) and then starts what it decides.
 //
 // A job that starts at t with run time r therefore frees its resources for
@@ -25,12 +30,15 @@
 // are submitted in workload order and so get increasing job IDs, which is
 // how the scheduler's queue order (priority, then submit time, then job
 // ID) breaks their tie: a trace replays in its own order. A periodic tick
-// or a wake-up that falls on an event's instant shares its cycle. The
+// or a wake-up that falls on an event's instant shares its cycle; a
+// telemetry reading alone makes a cycle only when the idle action ended a
+// run. The
 // order is deterministic: the same workload and configuration give the
 // same result, bit for bit.
 //
 // Only the scheduler decides: the simulator never reorders, delays or
-// starts a job itself. The per-job results it reports (start, end, state,
+// starts a job itself (it cancels one only past Options.IdleRequeueLimit,
+// as a site's limit on requeues would). The per-job results it reports (start, end, state,
 // allocation) are the scheduler's own records.
 //
 // # Workloads

@@ -215,6 +215,9 @@ type Summary struct {
 	// Explain aggregates the explanation statistics, when
 	// Options.ExplainEvery is set (Run only; Summarize leaves it zero).
 	Explain ExplainSummary
+	// Telemetry is what the simulated telemetry and the scheduler's
+	// allocated-but-idle policy did (zero unless Options.TelemetryEvery).
+	Telemetry TelemetrySummary
 }
 
 // Sample is the cluster's state over one stretch of virtual time, from At

@@ -80,6 +80,9 @@ func (r *runner) requeued(id scheduler.JobID, lj *live, end time.Time) {
 	lj.restarts++
 	lj.gen++
 	lj.inRun, lj.keep, lj.killAt = false, 0, time.Time{}
+	if r.tel != nil {
+		r.tel.drop(id, lj)
+	}
 	r.release(end, id, lj.cpus, lj.gpus)
 }
 

@@ -93,3 +93,31 @@ func (q eventQueue) down(i int) {
 		i = j
 	}
 }
+
+// nextInstant is the earliest pending event: arrival, completion, expiry,
+// wake-up or periodic tick.
+func (r *runner) nextInstant() time.Time {
+	var now time.Time
+	set := false
+	if r.haveNext {
+		now, set = r.next.Submit, true
+	}
+	if r.q.Len() > 0 && (!set || r.q[0].at.Before(now)) {
+		now, set = r.q[0].at, true
+	}
+	if !r.nextTick.IsZero() && (!set || r.nextTick.Before(now)) {
+		now, set = r.nextTick, true
+	}
+	if r.tel != nil && !r.tel.next.IsZero() && (!set || r.tel.next.Before(now)) {
+		now = r.tel.next
+	}
+	return now
+}
+
+// otherDue reports whether anything but telemetry is due at now: an
+// arrival, a queued event or a periodic tick.
+func (r *runner) otherDue(now time.Time) bool {
+	return (r.haveNext && !r.next.Submit.After(now)) ||
+		(r.q.Len() > 0 && !r.q[0].at.After(now)) ||
+		(!r.nextTick.IsZero() && !r.nextTick.After(now))
+}

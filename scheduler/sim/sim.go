@@ -74,59 +74,6 @@ func (s *SliceSource) Next() (Job, bool, error) {
 // job: its outcome, kept for dependencies.
 const PurgeAge = 5 * time.Minute
 
-// Options tune a run. The zero value runs the whole workload, scheduling
-// on events only, and keeps every job result and an exact time series.
-type Options struct {
-	// OnCycle, when set, is called after every scheduling cycle with the
-	// scheduler (for snapshots) and the cycle's decisions. It must not
-	// mutate the scheduler.
-	OnCycle func(s *scheduler.Scheduler, c scheduler.Cycle)
-	// OnSubmitError, when set, decides what to do with a job the scheduler
-	// rejects: return nil to skip it (it is counted in Result.Rejected),
-	// or an error to stop. When unset, rejected jobs are skipped.
-	OnSubmitError func(j Job, err error) error
-	// OnJobEnd, when set, is called with every job's result as it ends, in
-	// completion order; an error stops the simulation.
-	OnJobEnd func(r JobResult) error
-	// DiscardJobs leaves Result.Jobs empty, so that memory does not grow
-	// with the workload (the Summary is still computed; use OnJobEnd to
-	// stream the results).
-	DiscardJobs bool
-	// Interval, when positive, also runs a scheduling cycle every Interval
-	// of virtual time while jobs are pending, like Slurm's periodic
-	// scheduler (sched_interval). Policies whose order changes with time
-	// alone (the age factor of multifactor priority) need it; event-driven
-	// FCFS and backfill do not. Zero schedules on events only.
-	Interval time.Duration
-	// SeriesStep, when positive, records Result.Series as one sample per
-	// SeriesStep of virtual time holding time-weighted means, so that its
-	// size is bounded by the span rather than by the number of cycles.
-	// Zero records the exact step function: one sample per change.
-	SeriesStep time.Duration
-	// DiscardSeries leaves Result.Series empty.
-	DiscardSeries bool
-	// ExplainEvery, when positive, gathers explanation statistics
-	// (Result.Explain, Summary.Explain): why jobs wait and why capacity is
-	// idle, over time. The pending reasons of every cycle are counted
-	// (cheap: a pass over Cycle.Pending), so their shares of the
-	// pending-job-time are exact. The idle capacity is classified
-	// (Scheduler.IdleCapacity, which walks every node, the pending queue
-	// and the backfill plan: costly at scale) only on a grid of instants
-	// Start + k × ExplainEvery, from the state the last cycle left, and
-	// at most once between two cycles; its shares are the samples'
-	// time-weighted estimate. The number of classifications is thus at
-	// most min(span / ExplainEvery, cycles): an hour on a year-long trace
-	// is under 9,000. Zero gathers nothing.
-	ExplainEvery time.Duration
-	// FairShare, when set, is told of every submission, start and end so
-	// that it can serve the scheduler's fair-share tree (give the same
-	// value to the scheduler's PriorityConfig.FairShare).
-	FairShare *FairShare
-	// Power is the GPU power model of the energy figures
-	// (JobResult.EnergyKWh, Goodput.EnergyKWh). Zero: DefaultPowerModel.
-	Power PowerModel
-}
-
 // JobResult is what happened to one workload job.
 type JobResult struct {
 	// Index is the job's position among the jobs Run read from the source
@@ -227,6 +174,9 @@ func Run(s *scheduler.Scheduler, src Source, opt Options) (Result, error) {
 	case opt.ExplainEvery < 0:
 		return Result{}, fmt.Errorf("%w: ExplainEvery %v is negative", ErrInvalidOptions, opt.ExplainEvery)
 	}
+	if err := checkTelemetryOptions(s, opt); err != nil {
+		return Result{}, err
+	}
 	if opt.Power == (PowerModel{}) {
 		opt.Power = DefaultPowerModel()
 	} else if err := opt.Power.Validate(); err != nil {
@@ -239,6 +189,9 @@ func Run(s *scheduler.Scheduler, src Source, opt Options) (Result, error) {
 		r.res.Explain, r.res.Summary.Explain = r.exp.finish(r.res.End)
 	}
 	r.res.Series = r.series.finish(r.res.End)
+	if r.tel != nil {
+		r.res.Summary.Telemetry = r.tel.sum
+	}
 	return r.res, err
 }
 
@@ -287,6 +240,13 @@ type live struct {
 	requeuedCPUHs, requeuedGPUHs float64
 	// goodput bookkeeping of the runs ended so far (see runGoodput)
 	gp goodputAcc
+	// telemetry (Options.TelemetryEvery): the nodes of the current run
+	// the sampler holds it on (a buffer kept across reuse), whether any
+	// run of the job was sampled, and how many times the idle action
+	// requeued it
+	telNodes     []int
+	telSampled   bool
+	idleRequeues int
 }
 
 type runner struct {
@@ -306,7 +266,8 @@ type runner struct {
 	hasGPU bool
 	col    collector
 	series seriesRecorder
-	exp    *explainer // nil unless Options.ExplainEvery
+	exp    *explainer  // nil unless Options.ExplainEvery
+	tel    *telSampler // nil unless Options.TelemetryEvery
 
 	next     Job
 	haveNext bool
@@ -362,13 +323,38 @@ func (r *runner) run() error {
 	if r.opt.ExplainEvery > 0 {
 		r.exp = newExplainer(r.opt.ExplainEvery, r.res.Start, r.res.Capacity.GPUs > 0)
 	}
+	if r.opt.TelemetryEvery > 0 {
+		r.tel = newTelSampler(r.s, r.opt, r.res.Start)
+	}
 	for r.haveNext || r.q.Len() > 0 {
 		now := r.nextInstant()
+		if r.tel.due(now) && !r.otherDue(now) {
+			// A telemetry instant only: a cycle only if a run ended.
+			acted, err := r.sampleTelemetry(now)
+			if err != nil || !acted {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if r.exp != nil {
+				r.exp.sample(r.s, now)
+			}
+			if err := r.cycle(now); err != nil {
+				return err
+			}
+			continue
+		}
 		if r.exp != nil {
 			r.exp.sample(r.s, now)
 		}
 		if err := r.complete(now); err != nil {
 			return err
+		}
+		if r.tel.due(now) {
+			if _, err := r.sampleTelemetry(now); err != nil {
+				return err
+			}
 		}
 		if err := r.arrive(now); err != nil {
 			return err
@@ -378,23 +364,6 @@ func (r *runner) run() error {
 		}
 	}
 	return nil
-}
-
-// nextInstant is the earliest pending event: arrival, completion, expiry,
-// wake-up or periodic tick.
-func (r *runner) nextInstant() time.Time {
-	var now time.Time
-	set := false
-	if r.haveNext {
-		now, set = r.next.Submit, true
-	}
-	if r.q.Len() > 0 && (!set || r.q[0].at.Before(now)) {
-		now, set = r.q[0].at, true
-	}
-	if !r.nextTick.IsZero() && (!set || r.nextTick.Before(now)) {
-		now = r.nextTick
-	}
-	return now
 }
 
 // complete applies the completions due at now (by job ID) and discards
@@ -462,7 +431,7 @@ func (r *runner) admit(index int, j *Job) *live {
 	} else {
 		lj = new(live)
 	}
-	*lj = live{index: index, job: *j}
+	*lj = live{index: index, job: *j, telNodes: lj.telNodes[:0]}
 	return lj
 }
 
@@ -520,6 +489,9 @@ func (r *runner) cycle(now time.Time) error {
 	if r.exp != nil {
 		r.exp.observe(now, cyc.Pending)
 	}
+	if r.tel != nil {
+		r.tel.countIdleNotices(cyc.Decisions)
+	}
 	smp := sampleOf(now, r.res.Capacity, r.pending, r.running, r.busyCPUs, r.busyGPUs)
 	r.col.observe(smp)
 	r.series.observe(smp)
@@ -557,6 +529,9 @@ func (r *runner) started(now time.Time, st scheduler.Start) error {
 		lj.eta, lj.pendingETA = lj.pendingETA, time.Time{}
 	}
 	r.occupy(now, st.Job, &lj.job.Spec, cpus, gpus)
+	if r.tel != nil && gpus > 0 {
+		r.tel.hold(now, st.Job, lj, st.Alloc)
+	}
 	if need := lj.job.Runtime - lj.done; need <= limit {
 		lj.evAt, lj.evKind = now.Add(max(need, 0)), evFinish
 	} else {
@@ -611,8 +586,12 @@ func (r *runner) ended(id scheduler.JobID, lj *live, end time.Time, st scheduler
 		LostGPUSeconds: lj.lostGPUSecs, LostCPUSeconds: lj.lostCPUSecs,
 		RequeuedCPUHours: lj.requeuedCPUHs, RequeuedGPUHours: lj.requeuedGPUHs, Suspended: lj.suspended}
 	lj.gp.fill(&jr, r.opt.Power)
+	if r.tel != nil {
+		r.telemetryEnded(id, lj)
+	}
 	delete(r.jobs, id)
-	*lj = live{} // drop its references (the job's Data) before reuse
+	buf := lj.telNodes[:0]
+	*lj = live{telNodes: buf} // drop its references (the job's Data) before reuse
 	r.free = append(r.free, lj)
 	r.release(end, id, jr.CPUs, jr.GPUs)
 	r.col.add(&jr)
