@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -116,4 +117,39 @@ func gpuSeconds(run *accounting.JobRecord, from, to time.Time) float64 {
 		return 0
 	}
 	return float64(run.AllocTRES["gres/gpu"]) * to.Sub(from).Seconds()
+}
+
+// putStepUsage writes the usage of the steps of j's run that just ended
+// (Job.Steps, from readings of the steps' cgroups) into their step
+// records: a step the caller recorded keeps its own fields and gains the
+// usage; one it did not gets a record spanning the run, in the run's
+// state, with its CPU time and memory peak from the readings.
+func putStepUsage(tx accounting.Tx, j scheduler.Job, run accounting.JobRecord) error {
+	if len(j.Steps) == 0 {
+		return nil
+	}
+	have, err := tx.Steps(run.ID)
+	if err != nil {
+		return err
+	}
+	for _, su := range j.Steps {
+		st := accounting.StepRecord{Job: run.ID, Step: su.Step, Start: run.Start, End: run.End, State: run.State,
+			NodeList: run.NodeList}
+		for _, h := range have {
+			if h.Step == su.Step {
+				st = h
+			}
+		}
+		st.Usage = finiteUsage(su.Usage)
+		if st.CPUTime == 0 && su.Usage.CPUSeconds > 0 {
+			st.CPUTime = time.Duration(min(su.Usage.CPUSeconds, float64(math.MaxInt64/int64(time.Second))) * float64(time.Second))
+		}
+		if st.MaxRSS == 0 && su.Usage.MemoryPeakBytes > 0 {
+			st.MaxRSS = su.Usage.MemoryPeakBytes
+		}
+		if err := tx.PutStep(st); err != nil {
+			return fmt.Errorf("step %s: %w", su.Step, err)
+		}
+	}
+	return nil
 }

@@ -304,6 +304,9 @@ func (r *Recorder) endRun(tx accounting.Tx, j scheduler.Job, from, end time.Time
 	if err := tx.PutJob(rec); err != nil {
 		return fmt.Errorf("ledger: job %d: %w", j.ID, err)
 	}
+	if err := putStepUsage(tx, j, rec); err != nil {
+		return fmt.Errorf("ledger: job %d: %w", j.ID, err)
+	}
 	return nil
 }
 
