@@ -54,7 +54,9 @@ type JobReading struct {
 	MemoryPeakBytes int64
 	// GPUs lists the job's own utilisation of devices of the node (the
 	// SM utilisation of its processes), replacing the device samples'
-	// utilisation for this job.
+	// utilisation for this job; each device at most once (an event
+	// naming one twice fails). Devices the job does not hold there are
+	// ignored.
 	GPUs []JobGPUReading `json:",omitempty"`
 }
 
@@ -276,7 +278,7 @@ func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) ([]JobID, error) 
 			nu.AddHost(h)
 		}
 		if steps {
-			j.tel.foldSteps(id, pos, e.Jobs, j.StartTime, now, rule)
+			j.tel.foldSteps(id, pos, &j.Alloc.Nodes[pos], e.Jobs, j.StartTime, now, rule)
 		}
 		if rule.IdleBelow > 0 {
 			sc.idle = append(sc.idle, j)
@@ -451,7 +453,10 @@ func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 				return fmt.Errorf("%w: reading %d: job %d read twice", ErrInvalidEvent, k, r.Job)
 			}
 		}
-		for _, g := range r.GPUs {
+		for i, g := range r.GPUs {
+			if slices.ContainsFunc(r.GPUs[:i], func(o JobGPUReading) bool { return o.Index == g.Index }) {
+				return fmt.Errorf("%w: reading %d (job %d): device %d read twice", ErrInvalidEvent, k, r.Job, g.Index)
+			}
 			if g.Index < 0 || g.Index >= ndev {
 				return fmt.Errorf("%w: reading %d (job %d): device %d, the node has %d", ErrInvalidEvent, k, r.Job, g.Index, ndev)
 			}
