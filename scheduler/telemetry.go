@@ -1,9 +1,11 @@
 package scheduler
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
@@ -299,7 +301,13 @@ type telScratch struct {
 	rise    []float64 // per device: the energy counter's rise (-1: unknown)
 	holders []int32   // per device: the running jobs holding it (at least 1)
 	idle    []*job    // the jobs read, for the idle rule
+	order   []int32   // the readings' positions, by (job, step), for the duplicate check
 }
+
+// MaxReadings bounds the job readings (TelemetryEvent.Jobs) of one
+// event, so that a hostile event costs a bounded amount: room for 1,000
+// jobs on a node, each with its own reading and MaxSteps step readings.
+const MaxReadings = 1000 * (MaxSteps + 1)
 
 // fill returns buf resized to n, every element v.
 func fill[T any](buf []T, n int, v T) []T {
@@ -435,6 +443,9 @@ func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 			}
 		}
 	}
+	if len(e.Jobs) > MaxReadings {
+		return fmt.Errorf("%w: %d job readings (at most %d)", ErrInvalidEvent, len(e.Jobs), MaxReadings)
+	}
 	for k, r := range e.Jobs {
 		if r.CPUSeconds != -1 && !(r.CPUSeconds >= 0 && !math.IsInf(r.CPUSeconds, 1)) {
 			return fmt.Errorf("%w: reading %d (job %d): CPU time %v s (want >= 0, or -1 for unknown)", ErrInvalidEvent, k, r.Job, r.CPUSeconds)
@@ -444,14 +455,6 @@ func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 		}
 		if len(r.Step) > maxStepName {
 			return fmt.Errorf("%w: reading %d (job %d): step name of %d bytes (at most %d)", ErrInvalidEvent, k, r.Job, len(r.Step), maxStepName)
-		}
-		for _, o := range e.Jobs[:k] {
-			if o.Job == r.Job && o.Step == r.Step {
-				if r.Step != "" {
-					return fmt.Errorf("%w: reading %d: step %s of job %d read twice", ErrInvalidEvent, k, r.Step, r.Job)
-				}
-				return fmt.Errorf("%w: reading %d: job %d read twice", ErrInvalidEvent, k, r.Job)
-			}
 		}
 		for i, g := range r.GPUs {
 			if slices.ContainsFunc(r.GPUs[:i], func(o JobGPUReading) bool { return o.Index == g.Index }) {
@@ -464,6 +467,33 @@ func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 				return fmt.Errorf("%w: reading %d (job %d): device %d utilization %v outside [0, 100]", ErrInvalidEvent, k, r.Job, g.Index, g.Utilization)
 			}
 		}
+	}
+	return s.checkReadingsOnce(e.Jobs)
+}
+
+// checkReadingsOnce fails when a (job, step) is read twice in rs, naming
+// the later reading; it sorts positions (O(n log n)), not pairs.
+func (s *Scheduler) checkReadingsOnce(rs []JobReading) error {
+	if len(rs) < 2 {
+		return nil
+	}
+	ord := s.telScratch.order[:0]
+	for k := range rs {
+		ord = append(ord, int32(k))
+	}
+	s.telScratch.order = ord
+	slices.SortStableFunc(ord, func(a, b int32) int {
+		return cmp.Or(cmp.Compare(rs[a].Job, rs[b].Job), strings.Compare(rs[a].Step, rs[b].Step))
+	})
+	for i := 1; i < len(ord); i++ {
+		p, r := &rs[ord[i-1]], &rs[ord[i]]
+		if p.Job != r.Job || p.Step != r.Step {
+			continue
+		}
+		if r.Step != "" {
+			return fmt.Errorf("%w: reading %d: step %s of job %d read twice", ErrInvalidEvent, ord[i], r.Step, r.Job)
+		}
+		return fmt.Errorf("%w: reading %d: job %d read twice", ErrInvalidEvent, ord[i], r.Job)
 	}
 	return nil
 }

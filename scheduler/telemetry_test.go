@@ -93,3 +93,23 @@ func TestTelemetryRejectsMalformedSamplesAndChangesNothing(t *testing.T) {
 // noJobs drops ReportTelemetry's jobs, for tests that expect no idle
 // action.
 func noJobs(_ []scheduler.JobID, err error) error { return err }
+
+// An event with more than MaxReadings job readings is refused (a hostile
+// event costs a bounded amount); one at the bound is read.
+func TestTelemetryReadingsAreBounded(t *testing.T) {
+	s, err := scheduler.New(clustertest.Mixed4())
+	require.NoError(t, err)
+	node := clustertest.Mixed4().Nodes[0].Name
+	rs := make([]scheduler.JobReading, scheduler.MaxReadings+1)
+	for k := range rs {
+		rs[k] = scheduler.JobReading{Job: scheduler.JobID(k + 1), CPUSeconds: -1, MemoryPeakBytes: -1}
+	}
+	_, err = s.ReportTelemetry(clustertest.Epoch, scheduler.TelemetryEvent{Node: node, Jobs: rs})
+	require.ErrorIs(t, err, scheduler.ErrInvalidEvent)
+	_, err = s.ReportTelemetry(clustertest.Epoch, scheduler.TelemetryEvent{Node: node, Jobs: rs[:scheduler.MaxReadings]})
+	require.NoError(t, err)
+	rs[scheduler.MaxReadings-1].Job = 1 // the first reading's job, far apart
+	_, err = s.ReportTelemetry(clustertest.Epoch, scheduler.TelemetryEvent{Node: node, Jobs: rs[:scheduler.MaxReadings]})
+	require.ErrorIs(t, err, scheduler.ErrInvalidEvent)
+	assert.Contains(t, err.Error(), "reading 64999: job 1 read twice")
+}
