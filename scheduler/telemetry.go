@@ -419,6 +419,10 @@ func allocPos(j *job, ni int) int {
 	return -1
 }
 
+// maxDeviceMiB bounds a device sample's memory in use (an exbibyte), so
+// that a job's sum over its devices cannot overflow.
+const maxDeviceMiB = 1 << 40
+
 // checkTelemetry validates e against node n, changing nothing.
 func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 	ndev := 0
@@ -430,6 +434,16 @@ func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 	for k, d := range e.Devices {
 		if err := d.Validate(); err != nil {
 			return fmt.Errorf("%w: sample %d: %w", ErrInvalidEvent, k, err)
+		}
+		// Beyond gres's check: finite power and energy (an infinite one
+		// would make the job's usage unencodable and the node's energy
+		// counter unrestorable), and a memory whose sum over a node's
+		// devices cannot overflow.
+		if math.IsInf(d.PowerWatts, 1) || math.IsInf(d.EnergyJoules, 1) {
+			return fmt.Errorf("%w: sample %d: device %d: infinite power or energy", ErrInvalidEvent, k, d.Index)
+		}
+		if d.MemoryUsedMiB > maxDeviceMiB {
+			return fmt.Errorf("%w: sample %d: device %d: memory used %d MiB (at most %d)", ErrInvalidEvent, k, d.Index, d.MemoryUsedMiB, int64(maxDeviceMiB))
 		}
 		if d.Index >= ndev {
 			return fmt.Errorf("%w: sample %d: device %d, the node has %d", ErrInvalidEvent, k, d.Index, ndev)

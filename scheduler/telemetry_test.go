@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -82,9 +83,19 @@ func TestTelemetryRejectsMalformedSamplesAndChangesNothing(t *testing.T) {
 		"utilisation":   {Node: node, Devices: []gres.DeviceSample{{Index: 0, Utilization: 140, MemoryUsedMiB: -1, PowerWatts: -1, EnergyJoules: -1}}},
 		"cpu":           {Node: node, Jobs: []scheduler.JobReading{{Job: a, CPUSeconds: -3, MemoryPeakBytes: -1}}},
 		"job gpu":       {Node: node, Jobs: []scheduler.JobReading{{Job: a, CPUSeconds: -1, MemoryPeakBytes: -1, GPUs: []scheduler.JobGPUReading{{Index: 9, Utilization: 3}}}}},
+		// Infinite power or energy would make the usage unencodable (JSON)
+		// and the node's counters unrestorable; a memory beyond an exbibyte
+		// would overflow the sum over the job's devices.
+		"power inf":  {Node: node, Devices: []gres.DeviceSample{{Index: 0, Utilization: 5, MemoryUsedMiB: -1, PowerWatts: math.Inf(1), EnergyJoules: -1}}},
+		"energy inf": {Node: node, Devices: []gres.DeviceSample{{Index: 0, Utilization: 5, MemoryUsedMiB: -1, PowerWatts: -1, EnergyJoules: math.Inf(1)}}},
+		"memory":     {Node: node, Devices: []gres.DeviceSample{{Index: 0, Utilization: 5, MemoryUsedMiB: math.MaxInt64, PowerWatts: -1, EnergyJoules: -1}}},
 	} {
 		_, err := s.ReportTelemetry(t0.Add(time.Minute), ev)
-		assert.Error(t, err, name)
+		if name == "unknown node" {
+			assert.ErrorIs(t, err, scheduler.ErrUnknownNode)
+		} else {
+			assert.ErrorIs(t, err, scheduler.ErrInvalidEvent, name)
+		}
 		ja, _ = s.Job(a)
 		assert.Nil(t, ja.Usage, "%s changed the job", name)
 	}
