@@ -50,7 +50,9 @@ type JobReading struct {
 	Step string `json:",omitempty"`
 	// CPUSeconds is the CPU time (user+system) the job's cgroup on the
 	// node has used since it was created (cpu.stat usage_usec / 1e6): a
-	// counter; the scheduler folds its rise since the previous reading.
+	// counter; the scheduler folds its rise since the previous reading
+	// (from 0 at the run's start, so the first reading counts whole; a
+	// counter that fell is a new baseline).
 	CPUSeconds float64
 	// MemoryPeakBytes is the cgroup's memory high-water mark (memory.peak).
 	MemoryPeakBytes int64
@@ -140,7 +142,10 @@ type jobTelemetry struct {
 // nodeUsage is one job's current-run usage on one of its nodes.
 type nodeUsage struct {
 	telemetry.Usage
-	// cpuLast is the last CPU counter read (-1: none yet).
+	// cpuLast is the last CPU counter read: 0 before the run's first
+	// reading (the cgroup's counter starts at 0 when the run creates it,
+	// so the first reading's counter is all the run's); -1 (from an
+	// earlier snapshot): unknown, the next reading sets it.
 	cpuLast float64
 }
 
@@ -260,10 +265,7 @@ func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) ([]JobID, error) 
 			j.tel = &jobTelemetry{}
 		}
 		if len(j.tel.nodes) != len(j.Alloc.Nodes) {
-			j.tel.nodes = make([]nodeUsage, len(j.Alloc.Nodes))
-			for k := range j.tel.nodes {
-				j.tel.nodes[k].cpuLast = -1
-			}
+			j.tel.nodes = make([]nodeUsage, len(j.Alloc.Nodes)) // CPU counters from 0
 		}
 		nu := &j.tel.nodes[pos]
 		if g, ok := jobGPUReading(now, &j.Alloc.Nodes[pos], e.Devices, sc.rise, sc.holders, own); ok {

@@ -29,7 +29,7 @@ type stepUsage struct {
 	step string
 	pos  int // the node's position in Alloc.Nodes
 	telemetry.Usage
-	cpuLast float64 // the last CPU counter read (-1: none yet)
+	cpuLast float64 // the last CPU counter read (0 before the first, as nodeUsage's)
 }
 
 // foldSteps folds the step readings of job id in rs, read on the job's
@@ -47,7 +47,7 @@ func (t *jobTelemetry) foldSteps(id JobID, pos int, a *NodeAlloc, rs []JobReadin
 			if !slices.ContainsFunc(t.steps, func(u stepUsage) bool { return u.step == r.Step }) && t.stepCount() >= MaxSteps {
 				continue
 			}
-			t.steps = append(t.steps, stepUsage{step: r.Step, pos: pos, cpuLast: -1})
+			t.steps = append(t.steps, stepUsage{step: r.Step, pos: pos})
 			i = len(t.steps) - 1
 		}
 		u := &t.steps[i]

@@ -58,7 +58,7 @@ func TestTelemetryFoldsIntoTheJobHoldingTheDevices(t *testing.T) {
 	assert.InDelta(t, 90, ja.Usage.MeanUtilization(), 1e-9)
 	assert.InDelta(t, 2*120*0.9, ja.Usage.BusyGPUSeconds, 1e-9) // 2 GPUs × 120 s × 90 %
 	assert.InDelta(t, 2*3*1000, ja.Usage.EnergyJoules, 1e-9)    // 3 rises of 1000 J on each of 2 devices
-	assert.InDelta(t, 30, ja.Usage.CPUSeconds, 1e-9)            // counter 10→40
+	assert.InDelta(t, 40, ja.Usage.CPUSeconds, 1e-9)            // counter 0 (the start)→40
 	assert.Equal(t, int64(1<<30), ja.Usage.MemoryPeakBytes)
 	assert.Equal(t, int64(2000), ja.Usage.MemoryMaxMiB)
 	assert.InDelta(t, 1, jb.Usage.MeanUtilization(), 1e-9)
