@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/backfill"
+	"github.com/sluicehq/sluice/internal/clustertest"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
 )
@@ -51,4 +53,45 @@ func TestLostWorkOfAPreemptionVictimOnADownNodeCountsOnce(t *testing.T) {
 	v, _ = s.Job(victim)
 	assert.Equal(t, scheduler.JobPending, v.State)
 	assert.InDelta(t, lost, v.LostWorkGPUSeconds, 1e-9, "counted by the preemption, not again by the node failure")
+}
+
+// When one component of a heterogeneous job is preempted (REQUEUE), its
+// other components are requeued with its reason (Preempted) to start
+// again whole: they lose their own work, which the preemption did not
+// count.
+func TestLostWorkOfAHetJobsOtherComponentsOnPreemption(t *testing.T) {
+	cfg := clustertest.Mixed4()
+	cfg.Backfill = &backfill.Config{Mode: backfill.EASY, Resolution: time.Second} // het jobs need it
+	cfg.Policy = &policy.Config{PreemptType: policy.PreemptQOS, PreemptMode: policy.PreemptRequeue,
+		QOS: []policy.QOS{{Name: "urgent", Priority: 100, Preempt: []string{"standby"}}, {Name: "standby"}}}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	spec := scheduler.JobSpec{User: "bob", QOS: "standby", Exclusive: true, Requeue: scheduler.RequeueYes, TimeLimit: 10 * time.Hour}
+	var comps []scheduler.JobID
+	for range 2 {
+		ids, err := s.SubmitHet(t0, []scheduler.JobSpec{spec, spec})
+		require.NoError(t, err)
+		comps = append(comps, ids...)
+	}
+	mustSchedule(t, s, t0)
+	for _, id := range comps {
+		require.Equal(t, scheduler.JobRunning, mustJob(t, s, id).State)
+	}
+	mustSubmit(t, s, t0.Add(time.Hour), scheduler.JobSpec{User: "ann", QOS: "urgent", Exclusive: true, TimeLimit: time.Hour})
+	cyc := mustSchedule(t, s, t0.Add(time.Hour))
+	require.Len(t, cyc.Preemptions, 1)
+	victim := cyc.Preemptions[0].Victim
+	mustSchedule(t, s, t0.Add(time.Hour)) // the het job is regrouped
+	var total float64
+	requeued := 0
+	for _, id := range comps {
+		j := mustJob(t, s, id)
+		if j.State == scheduler.JobPending {
+			requeued++
+			assert.Positive(t, j.LostWorkGPUSeconds, "component %d (victim %d) lost its hour", id, victim)
+			total += j.LostWorkGPUSeconds
+		}
+	}
+	require.Equal(t, 2, requeued, "the victim's het job starts again whole")
+	assert.InDelta(t, 2*cyc.Preemptions[0].LostGPUSeconds, total, 1e-9, "the same GPUs × hour each")
 }
