@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/sluicehq/sluice/telemetry"
@@ -45,12 +47,16 @@ func (c TelemetryConfig) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes what MarshalJSON writes; durations may also be
-// Go's ("90s"). The configuration is not validated here (New and
+// Go's ("90s"). A field it does not know fails (a misspelt "IdleAfter"
+// must not become a zero idle time under a REQUEUE action), as the
+// journal's events do. The configuration is not validated here (New and
 // UpdateTelemetryEvent do).
 func (c *TelemetryConfig) UnmarshalJSON(b []byte) error {
 	var x telemetryConfigJSON
-	if err := json.Unmarshal(b, &x); err != nil {
-		return err
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&x); err != nil {
+		return fmt.Errorf("telemetry configuration: %w", err)
 	}
 	*c = TelemetryConfig{
 		Rule:   telemetry.Rule{IdleBelow: x.Rule.IdleBelow, IdleAfter: time.Duration(x.Rule.IdleAfter), MaxGap: time.Duration(x.Rule.MaxGap)},

@@ -138,18 +138,21 @@ func (s *Scheduler) tryPreempt(now time.Time, j *job, cyc *Cycle) bool {
 // endPreempted ends (CANCEL) or requeues (REQUEUE) a preempted job now.
 func (s *Scheduler) endPreempted(now time.Time, r *job, action policy.PreemptAction) {
 	s.touch(r)
-	r.preempting = false
 	if p, ok := s.jobs[r.preemptedFor]; ok && p.awaitingVictims > 0 {
 		s.touch(p)
 		p.awaitingVictims--
 	}
 	r.preemptedFor = 0
+	// preempting stays set through the requeue or end, so that its loss,
+	// counted by the preemption, is not counted again (noteLostRun).
+	r.preempting = true
 	if action == policy.ActionRequeue {
 		s.requeue(now, r, policy.ReasonPreempted)
-		return
+	} else {
+		s.endJob(r, JobPreempted, now)
+		r.Reason = policy.ReasonPreempted
 	}
-	s.endJob(r, JobPreempted, now)
-	r.Reason = policy.ReasonPreempted
+	r.preempting = false
 }
 
 // fitsWithout reports whether j could start on allowed if the given

@@ -1059,7 +1059,7 @@ func (s *Scheduler) requeueJob(now time.Time, id JobID) error {
 // not before the delay).
 func (s *Scheduler) requeue(now time.Time, j *job, r policy.Reason) {
 	s.touch(j)
-	s.lostOnRequeue(j, now, r)
+	s.lostOnRequeue(j, now)
 	s.release(j, false)
 	s.delayRequeued(now, j)
 	j.State = JobPending

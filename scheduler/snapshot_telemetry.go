@@ -96,15 +96,16 @@ func (d *sdec) jobTelemetry() *jobTelemetry {
 }
 
 // validUsage says what is wrong with a restored usage ("" if nothing):
-// negative or non-finite sums, which no fold of valid readings gives.
+// negative or non-finite sums and maxima, which no fold of valid readings
+// gives.
 func validUsage(u *telemetry.Usage) string {
 	for _, x := range [...]float64{u.GPUSeconds, u.BusyGPUSeconds, u.UtilizationMax, u.MemoryMiBSeconds, u.CoveredSeconds,
-		u.EnergyJoules, u.IdleSeconds, u.CPUSeconds} {
+		u.EnergyJoules, u.IdleSeconds, u.CPUSeconds, u.PowerMaxWatts} {
 		if !(x >= 0 && !math.IsInf(x, 1)) {
 			return "a sum out of range"
 		}
 	}
-	if u.Samples < 0 || u.HostSamples < 0 {
+	if u.Samples < 0 || u.HostSamples < 0 || u.MemoryMaxMiB < 0 || u.MemoryPeakBytes < 0 {
 		return "a negative count"
 	}
 	return ""

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/gres/gpuserver"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // TestSnapshotNodeTelemetryExtension checks the nodes section's minor-4
@@ -73,3 +75,21 @@ func TestSnapshotNodeTelemetryExtension(t *testing.T) {
 // noJobs drops ReportTelemetry's jobs, for tests that expect no idle
 // action.
 func noJobs(_ []JobID, err error) error { return err }
+
+// TestValidUsageRefusesWhatNoFoldGives checks the restore check of a
+// usage: every sum and maximum a fold of valid readings keeps finite and
+// non-negative, power and memory maxima included (a NaN or infinite one
+// would make the restored job's JSON unencodable).
+func TestValidUsageRefusesWhatNoFoldGives(t *testing.T) {
+	require.Empty(t, validUsage(&telemetry.Usage{PowerMaxWatts: 700, MemoryMaxMiB: 80 << 10, MemoryPeakBytes: 1 << 30}))
+	for name, u := range map[string]telemetry.Usage{
+		"power NaN":   {PowerMaxWatts: math.NaN()},
+		"power inf":   {PowerMaxWatts: math.Inf(1)},
+		"power neg":   {PowerMaxWatts: -1},
+		"memory max":  {MemoryMaxMiB: -1},
+		"memory peak": {MemoryPeakBytes: -2},
+		"busy NaN":    {BusyGPUSeconds: math.NaN()},
+	} {
+		require.NotEmpty(t, validUsage(&u), name)
+	}
+}

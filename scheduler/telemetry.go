@@ -1,9 +1,11 @@
 package scheduler
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
@@ -48,13 +50,17 @@ type JobReading struct {
 	Step string `json:",omitempty"`
 	// CPUSeconds is the CPU time (user+system) the job's cgroup on the
 	// node has used since it was created (cpu.stat usage_usec / 1e6): a
-	// counter; the scheduler folds its rise since the previous reading.
+	// counter; the scheduler folds its rise since the previous reading
+	// (from 0 at the run's start, so the first reading counts whole; a
+	// counter that fell is a new baseline).
 	CPUSeconds float64
 	// MemoryPeakBytes is the cgroup's memory high-water mark (memory.peak).
 	MemoryPeakBytes int64
 	// GPUs lists the job's own utilisation of devices of the node (the
 	// SM utilisation of its processes), replacing the device samples'
-	// utilisation for this job.
+	// utilisation for this job; each device at most once (an event
+	// naming one twice fails). Devices the job does not hold there are
+	// ignored.
 	GPUs []JobGPUReading `json:",omitempty"`
 }
 
@@ -136,7 +142,10 @@ type jobTelemetry struct {
 // nodeUsage is one job's current-run usage on one of its nodes.
 type nodeUsage struct {
 	telemetry.Usage
-	// cpuLast is the last CPU counter read (-1: none yet).
+	// cpuLast is the last CPU counter read: 0 before the run's first
+	// reading (the cgroup's counter starts at 0 when the run creates it,
+	// so the first reading's counter is all the run's); -1 (from an
+	// earlier snapshot): unknown, the next reading sets it.
 	cpuLast float64
 }
 
@@ -256,10 +265,7 @@ func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) ([]JobID, error) 
 			j.tel = &jobTelemetry{}
 		}
 		if len(j.tel.nodes) != len(j.Alloc.Nodes) {
-			j.tel.nodes = make([]nodeUsage, len(j.Alloc.Nodes))
-			for k := range j.tel.nodes {
-				j.tel.nodes[k].cpuLast = -1
-			}
+			j.tel.nodes = make([]nodeUsage, len(j.Alloc.Nodes)) // CPU counters from 0
 		}
 		nu := &j.tel.nodes[pos]
 		if g, ok := jobGPUReading(now, &j.Alloc.Nodes[pos], e.Devices, sc.rise, sc.holders, own); ok {
@@ -276,7 +282,7 @@ func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) ([]JobID, error) 
 			nu.AddHost(h)
 		}
 		if steps {
-			j.tel.foldSteps(id, pos, e.Jobs, j.StartTime, now, rule)
+			j.tel.foldSteps(id, pos, &j.Alloc.Nodes[pos], e.Jobs, j.StartTime, now, rule)
 		}
 		if rule.IdleBelow > 0 {
 			sc.idle = append(sc.idle, j)
@@ -297,7 +303,13 @@ type telScratch struct {
 	rise    []float64 // per device: the energy counter's rise (-1: unknown)
 	holders []int32   // per device: the running jobs holding it (at least 1)
 	idle    []*job    // the jobs read, for the idle rule
+	order   []int32   // the readings' positions, by (job, step), for the duplicate check
 }
+
+// MaxReadings bounds the job readings (TelemetryEvent.Jobs) of one
+// event, so that a hostile event costs a bounded amount: room for 1,000
+// jobs on a node, each with its own reading and MaxSteps step readings.
+const MaxReadings = 1000 * (MaxSteps + 1)
 
 // fill returns buf resized to n, every element v.
 func fill[T any](buf []T, n int, v T) []T {
@@ -409,6 +421,10 @@ func allocPos(j *job, ni int) int {
 	return -1
 }
 
+// maxDeviceMiB bounds a device sample's memory in use (an exbibyte), so
+// that a job's sum over its devices cannot overflow.
+const maxDeviceMiB = 1 << 40
+
 // checkTelemetry validates e against node n, changing nothing.
 func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 	ndev := 0
@@ -420,6 +436,16 @@ func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 	for k, d := range e.Devices {
 		if err := d.Validate(); err != nil {
 			return fmt.Errorf("%w: sample %d: %w", ErrInvalidEvent, k, err)
+		}
+		// Beyond gres's check: finite power and energy (an infinite one
+		// would make the job's usage unencodable and the node's energy
+		// counter unrestorable), and a memory whose sum over a node's
+		// devices cannot overflow.
+		if math.IsInf(d.PowerWatts, 1) || math.IsInf(d.EnergyJoules, 1) {
+			return fmt.Errorf("%w: sample %d: device %d: infinite power or energy", ErrInvalidEvent, k, d.Index)
+		}
+		if d.MemoryUsedMiB > maxDeviceMiB {
+			return fmt.Errorf("%w: sample %d: device %d: memory used %d MiB (at most %d)", ErrInvalidEvent, k, d.Index, d.MemoryUsedMiB, int64(maxDeviceMiB))
 		}
 		if d.Index >= ndev {
 			return fmt.Errorf("%w: sample %d: device %d, the node has %d", ErrInvalidEvent, k, d.Index, ndev)
@@ -433,6 +459,9 @@ func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 			}
 		}
 	}
+	if len(e.Jobs) > MaxReadings {
+		return fmt.Errorf("%w: %d job readings (at most %d)", ErrInvalidEvent, len(e.Jobs), MaxReadings)
+	}
 	for k, r := range e.Jobs {
 		if r.CPUSeconds != -1 && !(r.CPUSeconds >= 0 && !math.IsInf(r.CPUSeconds, 1)) {
 			return fmt.Errorf("%w: reading %d (job %d): CPU time %v s (want >= 0, or -1 for unknown)", ErrInvalidEvent, k, r.Job, r.CPUSeconds)
@@ -443,15 +472,10 @@ func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 		if len(r.Step) > maxStepName {
 			return fmt.Errorf("%w: reading %d (job %d): step name of %d bytes (at most %d)", ErrInvalidEvent, k, r.Job, len(r.Step), maxStepName)
 		}
-		for _, o := range e.Jobs[:k] {
-			if o.Job == r.Job && o.Step == r.Step {
-				if r.Step != "" {
-					return fmt.Errorf("%w: reading %d: step %s of job %d read twice", ErrInvalidEvent, k, r.Step, r.Job)
-				}
-				return fmt.Errorf("%w: reading %d: job %d read twice", ErrInvalidEvent, k, r.Job)
+		for i, g := range r.GPUs {
+			if slices.ContainsFunc(r.GPUs[:i], func(o JobGPUReading) bool { return o.Index == g.Index }) {
+				return fmt.Errorf("%w: reading %d (job %d): device %d read twice", ErrInvalidEvent, k, r.Job, g.Index)
 			}
-		}
-		for _, g := range r.GPUs {
 			if g.Index < 0 || g.Index >= ndev {
 				return fmt.Errorf("%w: reading %d (job %d): device %d, the node has %d", ErrInvalidEvent, k, r.Job, g.Index, ndev)
 			}
@@ -459,6 +483,33 @@ func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 				return fmt.Errorf("%w: reading %d (job %d): device %d utilization %v outside [0, 100]", ErrInvalidEvent, k, r.Job, g.Index, g.Utilization)
 			}
 		}
+	}
+	return s.checkReadingsOnce(e.Jobs)
+}
+
+// checkReadingsOnce fails when a (job, step) is read twice in rs, naming
+// the later reading; it sorts positions (O(n log n)), not pairs.
+func (s *Scheduler) checkReadingsOnce(rs []JobReading) error {
+	if len(rs) < 2 {
+		return nil
+	}
+	ord := s.telScratch.order[:0]
+	for k := range rs {
+		ord = append(ord, int32(k))
+	}
+	s.telScratch.order = ord
+	slices.SortStableFunc(ord, func(a, b int32) int {
+		return cmp.Or(cmp.Compare(rs[a].Job, rs[b].Job), strings.Compare(rs[a].Step, rs[b].Step))
+	})
+	for i := 1; i < len(ord); i++ {
+		p, r := &rs[ord[i-1]], &rs[ord[i]]
+		if p.Job != r.Job || p.Step != r.Step {
+			continue
+		}
+		if r.Step != "" {
+			return fmt.Errorf("%w: reading %d: step %s of job %d read twice", ErrInvalidEvent, ord[i], r.Step, r.Job)
+		}
+		return fmt.Errorf("%w: reading %d: job %d read twice", ErrInvalidEvent, ord[i], r.Job)
 	}
 	return nil
 }

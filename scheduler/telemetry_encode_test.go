@@ -49,6 +49,13 @@ func TestTelemetryEntryJSONRoundTrip(t *testing.T) {
 	var e scheduler.Entry
 	assert.ErrorIs(t, json.Unmarshal([]byte(`{"at":"2026-12-01T10:00:00Z","kind":"telemetry","event":{"Node":"n","Bogus":1}}`), &e), scheduler.ErrInvalidEvent)
 	assert.Error(t, json.Unmarshal([]byte(`{"at":"2026-12-01T10:00:00Z","kind":"update_telemetry","event":{"Config":{"Action":"EXPLODE"}}}`), &e))
+	// A misspelt field of the configuration, at any depth, is refused,
+	// not read as a zero idle time.
+	for _, bad := range []string{`{"Rule":{"IdleBelow":5,"IdleAftr":"00:30:00"},"Action":"REQUEUE"}`, `{"Rul":{"IdleBelow":5}}`, `{"Grace":"00:10:00","Actoin":"CANCEL"}`} {
+		assert.ErrorIs(t, json.Unmarshal([]byte(`{"at":"2026-12-01T10:00:00Z","kind":"update_telemetry","event":{"Config":`+bad+`}}`), &e), scheduler.ErrInvalidEvent, bad)
+		var c scheduler.TelemetryConfig
+		assert.Error(t, json.Unmarshal([]byte(bad), &c), bad)
+	}
 }
 
 func TestIdleActionTextRoundTrip(t *testing.T) {

@@ -2,16 +2,18 @@ package scheduler
 
 import (
 	"time"
-
-	"github.com/sluicehq/sluice/policy"
 )
 
 // noteLostRun counts in Job.LostWorkGPUSeconds the work of running (or
 // suspended) job j's current run, ended at now without its work kept:
 // its GPUs × the time since its last checkpoint in this run (or its
-// start). The caller has touched j (or is outside a cycle).
+// start). The caller has touched j (or is outside a cycle). A
+// preemption victim (j.preempting, in its grace time or being ended by
+// endPreempted) is skipped: the preemption plan counted its loss, grace
+// time included, so a failure, node failure or requeue in its grace time
+// does not count it again.
 func (s *Scheduler) noteLostRun(j *job, now time.Time) {
-	if j.State != JobRunning && j.State != JobSuspended {
+	if (j.State != JobRunning && j.State != JobSuspended) || j.preempting {
 		return
 	}
 	from := j.StartTime
@@ -40,13 +42,14 @@ func (s *Scheduler) allocGPUs(j *job) int {
 	return c
 }
 
-// lostOnRequeue notes the loss of a run requeued for reason r (see
-// requeue): every cause but preemption, whose loss the preemption plan
-// counted (with its grace time) in LostGPUSeconds and LostWorkGPUSeconds.
-func (s *Scheduler) lostOnRequeue(j *job, now time.Time, r policy.Reason) {
-	if r != policy.ReasonPreempted {
-		s.noteLostRun(j, now)
-	}
+// lostOnRequeue notes the loss of a run requeued (see requeue), for any
+// reason: a preempted job's loss, which the preemption plan counted
+// (with its grace time) in LostGPUSeconds and LostWorkGPUSeconds, is
+// skipped by noteLostRun (j.preempting), not by the reason, since a
+// heterogeneous job's other components are requeued with the preempted
+// component's reason (regroupHets) and lose their own work.
+func (s *Scheduler) lostOnRequeue(j *job, now time.Time) {
+	s.noteLostRun(j, now)
 }
 
 // lostOnEnd notes the loss of a run ended in state st (see endJob): a

@@ -29,12 +29,14 @@ type stepUsage struct {
 	step string
 	pos  int // the node's position in Alloc.Nodes
 	telemetry.Usage
-	cpuLast float64 // the last CPU counter read (-1: none yet)
+	cpuLast float64 // the last CPU counter read (0 before the first, as nodeUsage's)
 }
 
 // foldSteps folds the step readings of job id in rs, read on the job's
-// pos-th node at now, into the steps' usage (since: the run's start).
-func (t *jobTelemetry) foldSteps(id JobID, pos int, rs []JobReading, since, now time.Time, rule telemetry.Rule) {
+// pos-th node (where it holds a) at now, into the steps' usage (since:
+// the run's start). A step's GPU reading counts only the devices a
+// holds, as the job's own reading does (jobGPUReading).
+func (t *jobTelemetry) foldSteps(id JobID, pos int, a *NodeAlloc, rs []JobReading, since, now time.Time, rule telemetry.Rule) {
 	for k := range rs {
 		r := &rs[k]
 		if r.Job != id || r.Step == "" {
@@ -45,16 +47,18 @@ func (t *jobTelemetry) foldSteps(id JobID, pos int, rs []JobReading, since, now 
 			if !slices.ContainsFunc(t.steps, func(u stepUsage) bool { return u.step == r.Step }) && t.stepCount() >= MaxSteps {
 				continue
 			}
-			t.steps = append(t.steps, stepUsage{step: r.Step, pos: pos, cpuLast: -1})
+			t.steps = append(t.steps, stepUsage{step: r.Step, pos: pos})
 			i = len(t.steps) - 1
 		}
 		u := &t.steps[i]
-		if len(r.GPUs) > 0 {
-			g := telemetry.GPUReading{Time: now, MemoryUsedMiB: -1, PowerWatts: -1, EnergyJoules: -1}
-			for _, x := range r.GPUs {
+		g := telemetry.GPUReading{Time: now, MemoryUsedMiB: -1, PowerWatts: -1, EnergyJoules: -1}
+		for _, x := range r.GPUs {
+			if holdsDevice(a, x.Index) {
 				g.Devices++
 				g.UtilizationSum += x.Utilization
 			}
+		}
+		if g.Devices > 0 {
 			u.AddGPU(g, since, rule)
 		}
 		h := telemetry.HostReading{CPUSeconds: -1, MemoryPeakBytes: r.MemoryPeakBytes}

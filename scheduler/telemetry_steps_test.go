@@ -35,14 +35,14 @@ func TestTelemetryStepsKeepTheirOwnUsage(t *testing.T) {
 	j, _ = s.Job(id)
 	require.Len(t, j.Steps, 2)
 	assert.Equal(t, "batch", j.Steps[0].Step, "in the order first read")
-	assert.InDelta(t, 2, j.Steps[0].Usage.CPUSeconds, 1e-9)
+	assert.InDelta(t, 3, j.Steps[0].Usage.CPUSeconds, 1e-9, "the counter from 0 at the step's start")
 	assert.Equal(t, int64(1<<20), j.Steps[0].Usage.MemoryPeakBytes)
 	assert.False(t, j.Steps[0].Usage.Measured(), "no GPU reading of its own")
 	st := j.Steps[1].Usage
-	assert.InDelta(t, 16, st.CPUSeconds, 1e-9)
+	assert.InDelta(t, 24, st.CPUSeconds, 1e-9)
 	assert.InDelta(t, 70, st.MeanUtilization(), 1e-9)
 	assert.InDelta(t, 2*90*0.7, st.BusyGPUSeconds, 1e-9)
-	assert.InDelta(t, 20, j.Usage.CPUSeconds, 1e-9, "the job's cgroup, not the sum of its steps")
+	assert.InDelta(t, 30, j.Usage.CPUSeconds, 1e-9, "the job's cgroup, not the sum of its steps")
 	assert.False(t, j.Usage.Measured(), "a step's GPU reading is the step's")
 
 	// JSON and snapshots carry the steps.
@@ -78,5 +78,34 @@ func TestTelemetryStepsKeepTheirOwnUsage(t *testing.T) {
 	mustSchedule(t, s, t0.Add(5*time.Minute))
 	j, _ = s.Job(id)
 	assert.Empty(t, j.Steps)
-	assert.InDelta(t, 20, j.Usage.CPUSeconds, 1e-9, "the job's usage keeps its past runs")
+	assert.InDelta(t, 30, j.Usage.CPUSeconds, 1e-9, "the job's usage keeps its past runs")
+}
+
+// A step's GPU reading counts only the devices its job holds on the node,
+// as the job's own reading does; a reading naming a device twice is
+// refused, and the refused event changes nothing.
+func TestTelemetryStepGPUsAreTheJobsDevicesOnce(t *testing.T) {
+	s, err := scheduler.New(clustertest.Mixed4())
+	require.NoError(t, err)
+	t0 := clustertest.Epoch
+	id := mustSubmit(t, s, t0, scheduler.JobSpec{Partition: "h100", TimeLimit: time.Hour, GRESPerNode: []gres.Request{{Name: "gpu", Count: 1}}})
+	mustSchedule(t, s, t0)
+	j, _ := s.Job(id)
+	node, dev := j.Alloc.Nodes[0].Name, j.Alloc.Nodes[0].Devices[0]
+	other := (dev + 1) % 8
+	_, err = s.ReportTelemetry(t0.Add(30*time.Second), scheduler.TelemetryEvent{Node: node, Jobs: []scheduler.JobReading{
+		{Job: id, Step: "0", CPUSeconds: -1, MemoryPeakBytes: -1,
+			GPUs: []scheduler.JobGPUReading{{Index: dev, Utilization: 50}, {Index: dev, Utilization: 50}}}}})
+	require.ErrorIs(t, err, scheduler.ErrInvalidEvent)
+	j, _ = s.Job(id)
+	assert.Empty(t, j.Steps, "the refused event changed nothing")
+
+	require.NoError(t, noJobs(s.ReportTelemetry(t0.Add(time.Minute), scheduler.TelemetryEvent{Node: node, Jobs: []scheduler.JobReading{
+		{Job: id, Step: "0", CPUSeconds: -1, MemoryPeakBytes: -1,
+			GPUs: []scheduler.JobGPUReading{{Index: dev, Utilization: 50}, {Index: other, Utilization: 100}}}}})))
+	j, _ = s.Job(id)
+	require.Len(t, j.Steps, 1)
+	st := j.Steps[0].Usage
+	assert.InDelta(t, 60, st.GPUSeconds, 1e-9, "one device (the job's) × one minute")
+	assert.InDelta(t, 50, st.MeanUtilization(), 1e-9, "the device the job does not hold is not the step's")
 }

@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -57,7 +58,7 @@ func TestTelemetryFoldsIntoTheJobHoldingTheDevices(t *testing.T) {
 	assert.InDelta(t, 90, ja.Usage.MeanUtilization(), 1e-9)
 	assert.InDelta(t, 2*120*0.9, ja.Usage.BusyGPUSeconds, 1e-9) // 2 GPUs × 120 s × 90 %
 	assert.InDelta(t, 2*3*1000, ja.Usage.EnergyJoules, 1e-9)    // 3 rises of 1000 J on each of 2 devices
-	assert.InDelta(t, 30, ja.Usage.CPUSeconds, 1e-9)            // counter 10→40
+	assert.InDelta(t, 40, ja.Usage.CPUSeconds, 1e-9)            // counter 0 (the start)→40
 	assert.Equal(t, int64(1<<30), ja.Usage.MemoryPeakBytes)
 	assert.Equal(t, int64(2000), ja.Usage.MemoryMaxMiB)
 	assert.InDelta(t, 1, jb.Usage.MeanUtilization(), 1e-9)
@@ -82,9 +83,19 @@ func TestTelemetryRejectsMalformedSamplesAndChangesNothing(t *testing.T) {
 		"utilisation":   {Node: node, Devices: []gres.DeviceSample{{Index: 0, Utilization: 140, MemoryUsedMiB: -1, PowerWatts: -1, EnergyJoules: -1}}},
 		"cpu":           {Node: node, Jobs: []scheduler.JobReading{{Job: a, CPUSeconds: -3, MemoryPeakBytes: -1}}},
 		"job gpu":       {Node: node, Jobs: []scheduler.JobReading{{Job: a, CPUSeconds: -1, MemoryPeakBytes: -1, GPUs: []scheduler.JobGPUReading{{Index: 9, Utilization: 3}}}}},
+		// Infinite power or energy would make the usage unencodable (JSON)
+		// and the node's counters unrestorable; a memory beyond an exbibyte
+		// would overflow the sum over the job's devices.
+		"power inf":  {Node: node, Devices: []gres.DeviceSample{{Index: 0, Utilization: 5, MemoryUsedMiB: -1, PowerWatts: math.Inf(1), EnergyJoules: -1}}},
+		"energy inf": {Node: node, Devices: []gres.DeviceSample{{Index: 0, Utilization: 5, MemoryUsedMiB: -1, PowerWatts: -1, EnergyJoules: math.Inf(1)}}},
+		"memory":     {Node: node, Devices: []gres.DeviceSample{{Index: 0, Utilization: 5, MemoryUsedMiB: math.MaxInt64, PowerWatts: -1, EnergyJoules: -1}}},
 	} {
 		_, err := s.ReportTelemetry(t0.Add(time.Minute), ev)
-		assert.Error(t, err, name)
+		if name == "unknown node" {
+			assert.ErrorIs(t, err, scheduler.ErrUnknownNode)
+		} else {
+			assert.ErrorIs(t, err, scheduler.ErrInvalidEvent, name)
+		}
 		ja, _ = s.Job(a)
 		assert.Nil(t, ja.Usage, "%s changed the job", name)
 	}
@@ -93,3 +104,23 @@ func TestTelemetryRejectsMalformedSamplesAndChangesNothing(t *testing.T) {
 // noJobs drops ReportTelemetry's jobs, for tests that expect no idle
 // action.
 func noJobs(_ []scheduler.JobID, err error) error { return err }
+
+// An event with more than MaxReadings job readings is refused (a hostile
+// event costs a bounded amount); one at the bound is read.
+func TestTelemetryReadingsAreBounded(t *testing.T) {
+	s, err := scheduler.New(clustertest.Mixed4())
+	require.NoError(t, err)
+	node := clustertest.Mixed4().Nodes[0].Name
+	rs := make([]scheduler.JobReading, scheduler.MaxReadings+1)
+	for k := range rs {
+		rs[k] = scheduler.JobReading{Job: scheduler.JobID(k + 1), CPUSeconds: -1, MemoryPeakBytes: -1}
+	}
+	_, err = s.ReportTelemetry(clustertest.Epoch, scheduler.TelemetryEvent{Node: node, Jobs: rs})
+	require.ErrorIs(t, err, scheduler.ErrInvalidEvent)
+	_, err = s.ReportTelemetry(clustertest.Epoch, scheduler.TelemetryEvent{Node: node, Jobs: rs[:scheduler.MaxReadings]})
+	require.NoError(t, err)
+	rs[scheduler.MaxReadings-1].Job = 1 // the first reading's job, far apart
+	_, err = s.ReportTelemetry(clustertest.Epoch, scheduler.TelemetryEvent{Node: node, Jobs: rs[:scheduler.MaxReadings]})
+	require.ErrorIs(t, err, scheduler.ErrInvalidEvent)
+	assert.Contains(t, err.Error(), "reading 64999: job 1 read twice")
+}

@@ -18,13 +18,17 @@ type Rule struct {
 	// which a reading counts as idle; 0 turns idle detection off.
 	IdleBelow float64 `json:",omitempty"`
 	// IdleAfter is how long a job's readings must stay below IdleBelow,
-	// without a break, before the job is allocated-but-idle (IsIdle).
+	// without a break, before the job is allocated-but-idle (IsIdle): a
+	// busy reading, or a silence longer than MaxGap, is a break.
 	// Zero with IdleBelow > 0: idle from its first idle reading.
 	IdleAfter time.Duration `json:",omitempty"`
 	// MaxGap caps the time one reading covers: a reading stands for the
 	// interval since the job's previous reading (or its start), but never
 	// more than MaxGap, so an agent that starts late or stalls does not
-	// have one reading speak for hours. Zero: DefaultMaxGap.
+	// have one reading speak for hours — of use, or of idleness: an
+	// idle streak restarts at the MaxGap the reading covers, so an
+	// agent must poll more often than MaxGap for a streak to reach an
+	// IdleAfter longer than it. Zero: DefaultMaxGap.
 	MaxGap time.Duration `json:",omitempty"`
 }
 
@@ -167,10 +171,11 @@ func (u *Usage) AddGPU(g GPUReading, since time.Time, rule Rule) {
 		from = u.Last
 	}
 	iv := 0.0
+	gapped := false // the interval was capped: no evidence before from
 	if g.Time.After(from) {
 		d := g.Time.Sub(from)
 		if gap := rule.maxGap(); d > gap {
-			d = gap
+			d, gapped = gap, true
 			from = g.Time.Add(-gap)
 		}
 		iv = d.Seconds()
@@ -200,7 +205,9 @@ func (u *Usage) AddGPU(g GPUReading, since time.Time, rule Rule) {
 	u.BusyGPUSeconds += iv * g.UtilizationSum / 100
 	if rule.IdleBelow > 0 && mean < rule.IdleBelow {
 		u.IdleSeconds += iv
-		if u.IdleSince.IsZero() {
+		if u.IdleSince.IsZero() || gapped {
+			// A stall longer than MaxGap breaks the streak: the time
+			// no reading covers is not idle time (IdleFor).
 			u.IdleSince = from
 		}
 	} else {

@@ -150,3 +150,21 @@ func BenchmarkAddGPU(b *testing.B) {
 		u.AddGPU(g, t0, rule)
 	}
 }
+
+// A stall longer than MaxGap breaks an idle streak: the time no reading
+// covers is not idle time, so one idle reading after hours of silence
+// does not make the job idle for hours (as it does not cover them).
+func TestIdleStreakBrokenByAStall(t *testing.T) {
+	var u Usage
+	rule := Rule{IdleBelow: 5, IdleAfter: 30 * time.Minute, MaxGap: time.Minute}
+	for s := 30; s <= 300; s += 30 { // five minutes of idle readings
+		u.AddGPU(gpu(s, 1, 1), t0, rule)
+	}
+	require.Equal(t, 5*time.Minute, u.IdleFor())
+	u.AddGPU(gpu(300+2*3600, 1, 1), t0, rule) // the agent was silent for two hours
+	assert.Equal(t, time.Minute, u.IdleFor(), "the streak restarts at the one gap-capped minute the reading covers")
+	assert.False(t, u.IsIdle(rule))
+	assert.InDelta(t, 300+60, u.IdleSeconds, 1e-9)
+	u.AddGPU(gpu(300+2*3600+30, 1, 1), t0, rule)
+	assert.Equal(t, 90*time.Second, u.IdleFor(), "and grows again with readings")
+}
