@@ -70,8 +70,8 @@ func (d *sdec) jobTelemetry() *jobTelemetry {
 			u.cpuLast = d.f64()
 			switch {
 			case d.err != nil:
-			case u.step == "" || len(u.step) > maxStepName:
-				d.fail("telemetry: step name %q", u.step)
+			case badStepName(u.step) != "":
+				d.fail("telemetry: %s", badStepName(u.step))
 			case u.cpuLast != -1 && !(u.cpuLast >= 0 && !math.IsInf(u.cpuLast, 1)):
 				d.fail("telemetry: step %s: CPU counter %v", u.step, u.cpuLast)
 			case validUsage(&u.Usage) != "":

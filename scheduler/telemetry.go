@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/gres"
 	"github.com/sluicehq/sluice/telemetry"
@@ -388,10 +389,10 @@ func jobGPUReading(now time.Time, a *NodeAlloc, devs []gres.DeviceSample, rise [
 			g.MemoryUsedMiB = max(g.MemoryUsedMiB, 0) + d.MemoryUsedMiB
 		}
 		if d.PowerWatts >= 0 {
-			g.PowerWatts = max(g.PowerWatts, 0) + d.PowerWatts/sharers
+			g.PowerWatts = min(max(g.PowerWatts, 0)+d.PowerWatts/sharers, math.MaxFloat64)
 		}
 		if r := rise[d.Index]; r >= 0 {
-			g.EnergyJoules = max(g.EnergyJoules, 0) + r/sharers
+			g.EnergyJoules = min(max(g.EnergyJoules, 0)+r/sharers, math.MaxFloat64)
 		}
 	}
 	g.UtilizationSum = min(g.UtilizationSum, 100*float64(g.Devices))
@@ -469,8 +470,10 @@ func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 		if r.MemoryPeakBytes < -1 {
 			return fmt.Errorf("%w: reading %d (job %d): memory peak %d (want >= 0, or -1 for unknown)", ErrInvalidEvent, k, r.Job, r.MemoryPeakBytes)
 		}
-		if len(r.Step) > maxStepName {
-			return fmt.Errorf("%w: reading %d (job %d): step name of %d bytes (at most %d)", ErrInvalidEvent, k, r.Job, len(r.Step), maxStepName)
+		if r.Step != "" {
+			if msg := badStepName(r.Step); msg != "" {
+				return fmt.Errorf("%w: reading %d (job %d): %s", ErrInvalidEvent, k, r.Job, msg)
+			}
 		}
 		for i, g := range r.GPUs {
 			if slices.ContainsFunc(r.GPUs[:i], func(o JobGPUReading) bool { return o.Index == g.Index }) {
@@ -512,4 +515,24 @@ func (s *Scheduler) checkReadingsOnce(rs []JobReading) error {
 		return fmt.Errorf("%w: reading %d: job %d read twice", ErrInvalidEvent, ord[i], r.Job)
 	}
 	return nil
+}
+
+// badStepName says what is wrong with a step name ("" when nothing): at
+// most maxStepName bytes of valid UTF-8, without blanks, control
+// characters, '|' or ',' (the names sacct lists: "batch", "extern", "0").
+func badStepName(step string) string {
+	switch {
+	case step == "":
+		return "empty step name"
+	case len(step) > maxStepName:
+		return fmt.Sprintf("step name of %d bytes (at most %d)", len(step), maxStepName)
+	case !utf8.ValidString(step):
+		return fmt.Sprintf("step name %q is not valid UTF-8", step)
+	}
+	for _, r := range step {
+		if r <= ' ' || r == 0x7f || r == '|' || r == ',' {
+			return fmt.Sprintf("step name %q contains %q", step, r)
+		}
+	}
+	return ""
 }

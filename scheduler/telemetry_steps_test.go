@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +66,12 @@ func TestTelemetryStepsKeepTheirOwnUsage(t *testing.T) {
 	_, err = s.ReportTelemetry(t0.Add(2*time.Minute), scheduler.TelemetryEvent{Node: node, Jobs: []scheduler.JobReading{
 		{Job: id, Step: "0", CPUSeconds: -1, MemoryPeakBytes: -1}, {Job: id, Step: "0", CPUSeconds: -1, MemoryPeakBytes: -1}}})
 	assert.ErrorIs(t, err, scheduler.ErrInvalidEvent)
+	// So is a step name the ledger could not store.
+	for _, bad := range []string{"a b", "0,1", "x|y", "tab\t", strings.Repeat("s", 65), "\xff"} {
+		_, err = s.ReportTelemetry(t0.Add(2*time.Minute), scheduler.TelemetryEvent{Node: node, Jobs: []scheduler.JobReading{
+			{Job: id, Step: bad, CPUSeconds: 1, MemoryPeakBytes: -1}}})
+		assert.ErrorIs(t, err, scheduler.ErrInvalidEvent, "step %q", bad)
+	}
 	var many []scheduler.JobReading
 	for k := range scheduler.MaxSteps + 5 {
 		many = append(many, scheduler.JobReading{Job: id, Step: strconv.Itoa(k + 1), CPUSeconds: -1, MemoryPeakBytes: -1})

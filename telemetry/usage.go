@@ -188,12 +188,12 @@ func (u *Usage) AddGPU(g GPUReading, since time.Time, rule Rule) {
 		u.Last = g.Time
 	}
 	if g.EnergyJoules > 0 {
-		u.EnergyJoules += g.EnergyJoules
+		u.EnergyJoules = sat(u.EnergyJoules + g.EnergyJoules)
 	}
 	u.PowerMaxWatts = max(u.PowerMaxWatts, g.PowerWatts)
 	if g.MemoryUsedMiB > 0 {
 		u.MemoryMaxMiB = max(u.MemoryMaxMiB, g.MemoryUsedMiB)
-		u.MemoryMiBSeconds += iv * float64(g.MemoryUsedMiB)
+		u.MemoryMiBSeconds = sat(u.MemoryMiBSeconds + iv*float64(g.MemoryUsedMiB))
 	}
 	u.CoveredSeconds += iv
 	if g.Devices == 0 {
@@ -219,7 +219,7 @@ func (u *Usage) AddGPU(g GPUReading, since time.Time, rule Rule) {
 func (u *Usage) AddHost(h HostReading) {
 	u.HostSamples++
 	if h.CPUSeconds > 0 {
-		u.CPUSeconds += h.CPUSeconds
+		u.CPUSeconds = sat(u.CPUSeconds + h.CPUSeconds)
 	}
 	u.MemoryPeakBytes = max(u.MemoryPeakBytes, h.MemoryPeakBytes)
 }
@@ -240,16 +240,16 @@ func (u *Usage) Merge(o Usage) {
 	}
 	u.Samples += o.Samples
 	u.HostSamples += o.HostSamples
-	u.GPUSeconds += o.GPUSeconds
-	u.BusyGPUSeconds += o.BusyGPUSeconds
+	u.GPUSeconds = sat(u.GPUSeconds + o.GPUSeconds)
+	u.BusyGPUSeconds = sat(u.BusyGPUSeconds + o.BusyGPUSeconds)
 	u.UtilizationMax = max(u.UtilizationMax, o.UtilizationMax)
 	u.MemoryMaxMiB = max(u.MemoryMaxMiB, o.MemoryMaxMiB)
-	u.MemoryMiBSeconds += o.MemoryMiBSeconds
-	u.CoveredSeconds += o.CoveredSeconds
+	u.MemoryMiBSeconds = sat(u.MemoryMiBSeconds + o.MemoryMiBSeconds)
+	u.CoveredSeconds = sat(u.CoveredSeconds + o.CoveredSeconds)
 	u.PowerMaxWatts = max(u.PowerMaxWatts, o.PowerMaxWatts)
-	u.EnergyJoules += o.EnergyJoules
-	u.IdleSeconds += o.IdleSeconds
-	u.CPUSeconds += o.CPUSeconds
+	u.EnergyJoules = sat(u.EnergyJoules + o.EnergyJoules)
+	u.IdleSeconds = sat(u.IdleSeconds + o.IdleSeconds)
+	u.CPUSeconds = sat(u.CPUSeconds + o.CPUSeconds)
 	u.MemoryPeakBytes = max(u.MemoryPeakBytes, o.MemoryPeakBytes)
 }
 
@@ -292,3 +292,7 @@ func (u Usage) IdleFor() time.Duration {
 func (u Usage) IsIdle(rule Rule) bool {
 	return rule.IdleBelow > 0 && !u.IdleSince.IsZero() && u.IdleFor() >= rule.IdleAfter
 }
+
+// sat is x, or the largest float where a sum of finite readings
+// overflowed: a Usage stays finite (and so encodable) whatever it folds.
+func sat(x float64) float64 { return min(x, math.MaxFloat64) }

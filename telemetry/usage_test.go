@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -167,4 +168,22 @@ func TestIdleStreakBrokenByAStall(t *testing.T) {
 	assert.InDelta(t, 300+60, u.IdleSeconds, 1e-9)
 	u.AddGPU(gpu(300+2*3600+30, 1, 1), t0, rule)
 	assert.Equal(t, 90*time.Second, u.IdleFor(), "and grows again with readings")
+}
+
+// TestSumsSaturate: readings each finite whose sums overflow leave the
+// usage at the largest float, never at +Inf (which no encoding carries).
+func TestSumsSaturate(t *testing.T) {
+	var u Usage
+	big := GPUReading{Time: at(1), Devices: 1, UtilizationSum: 50, MemoryUsedMiB: -1, PowerWatts: -1, EnergyJoules: math.MaxFloat64}
+	u.AddGPU(big, t0, Rule{})
+	big.Time = at(2)
+	u.AddGPU(big, t0, Rule{})
+	u.AddHost(HostReading{CPUSeconds: math.MaxFloat64, MemoryPeakBytes: -1})
+	u.AddHost(HostReading{CPUSeconds: math.MaxFloat64, MemoryPeakBytes: -1})
+	assert.Equal(t, math.MaxFloat64, u.EnergyJoules)
+	assert.Equal(t, math.MaxFloat64, u.CPUSeconds)
+	m := u
+	m.Merge(u)
+	assert.Equal(t, math.MaxFloat64, m.EnergyJoules)
+	assert.Equal(t, math.MaxFloat64, m.CPUSeconds)
 }
