@@ -34,6 +34,8 @@ type telemetryConfigJSON struct {
 	Rule   ruleJSON   `json:",omitzero"`
 	Action IdleAction `json:",omitzero"`
 	Grace  dur        `json:",omitzero"`
+	// MaxIdleRequeues is TelemetryConfig.MaxIdleRequeues.
+	MaxIdleRequeues int `json:",omitzero"`
 }
 
 // MarshalJSON encodes the configuration with its durations in Slurm's
@@ -42,7 +44,7 @@ type telemetryConfigJSON struct {
 func (c TelemetryConfig) MarshalJSON() ([]byte, error) {
 	return json.Marshal(telemetryConfigJSON{
 		Rule:   ruleJSON{IdleBelow: c.Rule.IdleBelow, IdleAfter: dur(c.Rule.IdleAfter), MaxGap: dur(c.Rule.MaxGap)},
-		Action: c.Action, Grace: dur(c.Grace),
+		Action: c.Action, Grace: dur(c.Grace), MaxIdleRequeues: c.MaxIdleRequeues,
 	})
 }
 
@@ -60,7 +62,7 @@ func (c *TelemetryConfig) UnmarshalJSON(b []byte) error {
 	}
 	*c = TelemetryConfig{
 		Rule:   telemetry.Rule{IdleBelow: x.Rule.IdleBelow, IdleAfter: time.Duration(x.Rule.IdleAfter), MaxGap: time.Duration(x.Rule.MaxGap)},
-		Action: x.Action, Grace: time.Duration(x.Grace),
+		Action: x.Action, Grace: time.Duration(x.Grace), MaxIdleRequeues: x.MaxIdleRequeues,
 	}
 	return nil
 }

@@ -370,6 +370,10 @@ type Job struct {
 	// RequeueExcluding: reason launch_failed_requeued), a part of
 	// Restarts.
 	LaunchFailures int `json:",omitempty"`
+	// IdleRequeues counts the requeues of the allocated-but-idle action
+	// (TelemetryConfig.Action IdleRequeue; at most MaxIdleRequeues; a
+	// part of Restarts).
+	IdleRequeues int `json:",omitempty"`
 	// Alloc is the job's allocation while running (and the last one after it
 	// ended).
 	Alloc Allocation

@@ -88,6 +88,24 @@ type TelemetryConfig struct {
 	// Rule.IdleAfter) may stay so before Action is taken: the time its
 	// owner has to react to the notification.
 	Grace time.Duration `json:",omitzero"`
+	// MaxIdleRequeues is how many times IdleRequeue may requeue one job:
+	// a hung job usually hangs again, so the next time it is idle for
+	// Rule.IdleAfter + Grace it is ended as by IdleCancel. Zero means
+	// DefaultMaxIdleRequeues. Job.IdleRequeues counts them.
+	MaxIdleRequeues int `json:",omitzero"`
+}
+
+// DefaultMaxIdleRequeues is the MaxIdleRequeues of a TelemetryConfig that
+// names none: 5, the bound Slurm's MaxBatchRequeue puts on the requeues
+// of a job whose launch keeps failing by default.
+const DefaultMaxIdleRequeues = 5
+
+// maxIdleRequeues returns MaxIdleRequeues, defaulted.
+func (c TelemetryConfig) maxIdleRequeues() int {
+	if c.MaxIdleRequeues == 0 {
+		return DefaultMaxIdleRequeues
+	}
+	return c.MaxIdleRequeues
 }
 
 // Validate checks the configuration: a valid rule, a known action, a
@@ -102,6 +120,8 @@ func (c TelemetryConfig) Validate() error {
 		return fmt.Errorf("%w: telemetry: unknown idle action %d", ErrInvalidConfig, uint8(c.Action))
 	case c.Grace < 0:
 		return fmt.Errorf("%w: telemetry: negative grace time %v", ErrInvalidConfig, c.Grace)
+	case c.MaxIdleRequeues < 0:
+		return fmt.Errorf("%w: telemetry: negative MaxIdleRequeues %d", ErrInvalidConfig, c.MaxIdleRequeues)
 	case c.Action != IdleNotify && c.Rule.IdleBelow <= 0:
 		return fmt.Errorf("%w: telemetry: idle action %s without an idle threshold (Rule.IdleBelow)", ErrInvalidConfig, c.Action)
 	}

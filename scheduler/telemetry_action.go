@@ -22,7 +22,8 @@ const (
 	// IdleRequeue requeues the job once it has been idle for
 	// Rule.IdleAfter + Grace, as RequeueEvent does (pending with reason
 	// AllocatedIdle); a job that may not be requeued (--no-requeue,
-	// JobSpec.Requeue or Config.JobRequeue) is ended as by IdleCancel.
+	// JobSpec.Requeue or Config.JobRequeue), or one requeued
+	// MaxIdleRequeues times already, is ended as by IdleCancel.
 	IdleRequeue
 	// IdleCancel ends the job once it has been idle for Rule.IdleAfter +
 	// Grace: CANCELLED (the state Slurm shows for a job the system or an
@@ -123,13 +124,14 @@ func (s *Scheduler) idleAction(now time.Time, read []*job) []JobID {
 			continue
 		}
 		act := policy.ActionCancel
-		if cfg.Action == IdleRequeue && s.requeueable(j) {
+		if cfg.Action == IdleRequeue && s.requeueable(j) && j.IdleRequeues < cfg.maxIdleRequeues() {
 			act = policy.ActionRequeue
 		}
 		s.eventDecisions = append(s.eventDecisions, s.idleRecord(j, now, d, act))
 		if act == policy.ActionRequeue {
 			s.requeue(now, j, policy.ReasonAllocatedIdle) // counts the lost run
 			s.logRequeue(now, j)
+			j.IdleRequeues++
 		} else {
 			s.noteLostRun(j, now)
 			s.endJob(j, JobCancelled, now)

@@ -225,3 +225,36 @@ func TestRequeueCountsLaunchFailuresAndLostWork(t *testing.T) {
 	assert.InDelta(t, 4*10.0+4*60, j.LostWorkGPUSeconds, 1e-9)
 	assert.Zero(t, j.LostGPUSeconds, "preemption only")
 }
+
+// TestTelemetryIdleRequeuesAtMostMaxIdleRequeues: a job that hangs again
+// after every requeue is requeued MaxIdleRequeues times, then ended.
+func TestTelemetryIdleRequeuesAtMostMaxIdleRequeues(t *testing.T) {
+	tc := scheduler.TelemetryConfig{Rule: actionRule, Action: scheduler.IdleRequeue, MaxIdleRequeues: 2}
+	s, id, node := idleCluster(t, tc, scheduler.JobSpec{})
+	at := time.Duration(0)
+	for run := 1; run <= 3; run++ {
+		var got []scheduler.JobID
+		for k := 0; k < 3 && got == nil; k++ { // idle from the run's start: acted on at its second reading
+			at += 30 * time.Second
+			got = read(t, s, node, at, 0)
+		}
+		require.Equal(t, []scheduler.JobID{id}, got, "run %d", run)
+		j, _ := s.Job(id)
+		if run <= 2 {
+			require.Equal(t, scheduler.JobPending, j.State, "run %d", run)
+			assert.Equal(t, run, j.IdleRequeues)
+			at += 30 * time.Second
+			mustSchedule(t, s, clustertest.Epoch.Add(at))
+			j, _ = s.Job(id)
+			require.Equal(t, scheduler.JobRunning, j.State, "run %d starts again", run+1)
+			node = j.Alloc.Nodes[0].Name
+			continue
+		}
+		assert.Equal(t, scheduler.JobCancelled, j.State, "the third idle spell ends it")
+		assert.Equal(t, policy.ReasonAllocatedIdle, j.Reason)
+		assert.Equal(t, 2, j.IdleRequeues)
+		assert.Equal(t, 2, j.Restarts)
+	}
+	_, err := s.Apply(clustertest.Epoch.Add(at), scheduler.UpdateTelemetryEvent{Config: scheduler.TelemetryConfig{Rule: actionRule, Action: scheduler.IdleRequeue, MaxIdleRequeues: -1}})
+	assert.ErrorIs(t, err, scheduler.ErrInvalidConfig)
+}

@@ -32,8 +32,8 @@ func TestTelemetryEntryJSONRoundTrip(t *testing.T) {
 			[]string{`"kind":"telemetry"`, `"PowerWatts":-1`, `"EnergyJoules":0`, `"Utilization":-1`, `"CPUSeconds":-1`, `"MemoryPeakBytes":0`}},
 		{scheduler.TelemetryEvent{Node: "a100-01"}, []string{`"event":{"Node":"a100-01"}`}},
 		{scheduler.UpdateTelemetryEvent{Config: scheduler.TelemetryConfig{Rule: telemetry.Rule{IdleBelow: 5, IdleAfter: 30 * time.Minute, MaxGap: 1500 * time.Millisecond},
-			Action: scheduler.IdleRequeue, Grace: 10 * time.Minute}},
-			[]string{`"kind":"update_telemetry"`, `"IdleAfter":"00:30:00"`, `"MaxGap":"1.5s"`, `"Action":"REQUEUE"`, `"Grace":"00:10:00"`}},
+			Action: scheduler.IdleRequeue, Grace: 10 * time.Minute, MaxIdleRequeues: 3}},
+			[]string{`"kind":"update_telemetry"`, `"IdleAfter":"00:30:00"`, `"MaxGap":"1.5s"`, `"Action":"REQUEUE"`, `"Grace":"00:10:00"`, `"MaxIdleRequeues":3`}},
 		{scheduler.UpdateTelemetryEvent{}, []string{`"event":{"Config":{}}`}},
 	} {
 		b, err := json.Marshal(scheduler.Entry{At: at, Event: c.ev})
