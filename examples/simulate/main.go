@@ -202,7 +202,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.idleAfter, "idle-after", 30*time.Minute, "with -telemetry-every: idle this long, a job is allocated-but-idle (reported)")
 	fs.StringVar(&c.idleAction, "idle-action", "notify", "with -telemetry-every: what the scheduler does with an allocated-but-idle job: notify (report only), requeue or cancel")
 	fs.DurationVar(&c.idleGrace, "idle-grace", 0, "with -telemetry-every: how long an allocated-but-idle job may stay so before -idle-action is taken")
-	fs.IntVar(&c.idleRequeueLimit, "idle-requeue-limit", sim.DefaultIdleRequeueLimit, "with -idle-action requeue: cancel a job the idle action requeues more often than this")
+	fs.IntVar(&c.idleRequeueLimit, "idle-requeue-limit", scheduler.DefaultMaxIdleRequeues, "with -idle-action requeue: end a job the idle action requeued this often already (TelemetryConfig.MaxIdleRequeues)")
 	c.estimateEvery = -1
 	fs.Func("estimate-every", "recompute a waiting job's expected start at most once per `duration` (0: in every cycle; default: the policy's, once per job under easy)", func(v string) error {
 		d, err := time.ParseDuration(v)
@@ -350,7 +350,7 @@ func run(c config, stdout, stderr io.Writer) error {
 	}
 	if c.telemetryEvery > 0 {
 		cfg.Telemetry = tel
-		opt.TelemetryEvery, opt.IdleRequeueLimit = c.telemetryEvery, c.idleRequeueLimit
+		opt.TelemetryEvery = c.telemetryEvery
 	}
 	src = sim.Window(src, c.skip, c.jobs)
 	if c.estimates == "exact" {
@@ -551,7 +551,8 @@ func telemetryConfig(c config) (scheduler.TelemetryConfig, error) {
 	if c.idleRequeueLimit < 0 {
 		return scheduler.TelemetryConfig{}, fmt.Errorf("-idle-requeue-limit %d: must not be negative", c.idleRequeueLimit)
 	}
-	tc := scheduler.TelemetryConfig{Rule: telemetry.Rule{IdleBelow: c.idleBelow, IdleAfter: c.idleAfter}, Action: act, Grace: c.idleGrace}
+	tc := scheduler.TelemetryConfig{Rule: telemetry.Rule{IdleBelow: c.idleBelow, IdleAfter: c.idleAfter}, Action: act, Grace: c.idleGrace,
+		MaxIdleRequeues: c.idleRequeueLimit}
 	if err := tc.Validate(); err != nil {
 		return scheduler.TelemetryConfig{}, fmt.Errorf("-idle-below %v / -idle-after %v / -idle-grace %v: %w", c.idleBelow, c.idleAfter, c.idleGrace, err)
 	}

@@ -37,9 +37,8 @@
 // same result, bit for bit.
 //
 // Only the scheduler decides: the simulator never reorders, delays or
-// starts a job itself (it cancels one only past Options.IdleRequeueLimit,
-// as a site's limit on requeues would). The per-job results it reports (start, end, state,
-// allocation) are the scheduler's own records.
+// starts a job itself. The per-job results it reports (start, end,
+// state, allocation) are the scheduler's own records.
 //
 // # Workloads
 //

@@ -70,9 +70,4 @@ type Options struct {
 	// idle action ended a run, so that IdleNotify changes no result but
 	// Summary.Telemetry. Zero (the default) sends no telemetry.
 	TelemetryEvery time.Duration
-	// IdleRequeueLimit is how many times the idle action may requeue one
-	// job: the simulator cancels a job requeued once more (a job whose
-	// work hangs at the same point would otherwise run forever), as
-	// Slurm's MaxBatchRequeue holds one. Zero: DefaultIdleRequeueLimit.
-	IdleRequeueLimit int
 }

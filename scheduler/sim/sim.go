@@ -242,11 +242,9 @@ type live struct {
 	gp goodputAcc
 	// telemetry (Options.TelemetryEvery): the nodes of the current run
 	// the sampler holds it on (a buffer kept across reuse), whether any
-	// run of the job was sampled, and how many times the idle action
-	// requeued it
-	telNodes     []int
-	telSampled   bool
-	idleRequeues int
+	// run of the job was sampled
+	telNodes   []int
+	telSampled bool
 }
 
 type runner struct {

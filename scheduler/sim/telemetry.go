@@ -11,11 +11,6 @@ import (
 	"github.com/sluicehq/sluice/telemetry"
 )
 
-// DefaultIdleRequeueLimit is the IdleRequeueLimit of Options that name
-// none: Slurm's default MaxBatchRequeue, the number of automatic requeues
-// of a batch job after which Slurm holds it.
-const DefaultIdleRequeueLimit = 5
-
 // TelemetrySummary is what the simulated telemetry did
 // (Options.TelemetryEvery): how many readings the scheduler got and what
 // its allocated-but-idle policy (scheduler.TelemetryConfig, the
@@ -33,10 +28,10 @@ type TelemetrySummary struct {
 	// IdleRequeues and IdleCancels count the runs the idle action ended:
 	// requeued (the job ran again later) and ended CANCELLED.
 	IdleRequeues, IdleCancels int
-	// LimitCancels counts the jobs the simulator cancelled when the idle
-	// action requeued them once more than Options.IdleRequeueLimit times
-	// (that last requeue is not in IdleRequeues; their JobResult shows
-	// the run cancelled at that instant, State CANCELLED).
+	// LimitCancels counts the runs the requeue action (IdleRequeue)
+	// ended instead of requeueing them, the job requeued
+	// TelemetryConfig.MaxIdleRequeues times already or not requeueable
+	// (ended CANCELLED; not in IdleCancels).
 	LimitCancels int
 	// IdleGPUHours is the allocated-but-idle time the scheduler measured
 	// (Job.Usage.IdleSeconds, all runs, every node that reported) × the
@@ -73,7 +68,6 @@ type telSampler struct {
 	every time.Duration
 	start time.Time
 	next  time.Time // the next grid instant due (zero: none)
-	limit int
 	power PowerModel
 	nodes []telNode // by scheduler node index
 	// active lists the nodes with a profiled run (some may have lost it
@@ -88,11 +82,7 @@ type telSampler struct {
 }
 
 func newTelSampler(s *scheduler.Scheduler, opt Options, start time.Time) *telSampler {
-	t := &telSampler{every: opt.TelemetryEvery, start: start, limit: opt.IdleRequeueLimit, power: opt.Power,
-		ev: new(scheduler.TelemetryEvent)}
-	if t.limit == 0 {
-		t.limit = DefaultIdleRequeueLimit
-	}
+	t := &telSampler{every: opt.TelemetryEvery, start: start, power: opt.Power, ev: new(scheduler.TelemetryEvent)}
 	t.sum.Every = opt.TelemetryEvery
 	for _, n := range s.Nodes() {
 		for len(t.nodes) <= n.Index {
@@ -116,8 +106,6 @@ func checkTelemetryOptions(s *scheduler.Scheduler, opt Options) error {
 	switch {
 	case opt.TelemetryEvery < 0:
 		return fmt.Errorf("%w: TelemetryEvery %v is negative", ErrInvalidOptions, opt.TelemetryEvery)
-	case opt.IdleRequeueLimit < 0:
-		return fmt.Errorf("%w: IdleRequeueLimit %d is negative", ErrInvalidOptions, opt.IdleRequeueLimit)
 	case opt.TelemetryEvery == 0:
 		return nil
 	}
@@ -300,9 +288,9 @@ func (r *runner) sampleTelemetry(now time.Time) (bool, error) {
 // idleEnded applies the idle action's decision on job id at now: a
 // requeued job's run ends (all its work since its start is lost, as the
 // scheduler counts it: the simulator sends no checkpoints) and it waits
-// to run again, unless it was already requeued IdleRequeueLimit times,
-// when the simulator cancels it; a job the action ended ends in the
-// scheduler's state (CANCELLED).
+// to run again; a job the action ended (IdleCancel, or IdleRequeue past
+// TelemetryConfig.MaxIdleRequeues) ends in the scheduler's state
+// (CANCELLED).
 func (r *runner) idleEnded(now time.Time, id scheduler.JobID) error {
 	lj, ok := r.jobs[id]
 	if !ok || !lj.inRun {
@@ -312,29 +300,22 @@ func (r *runner) idleEnded(now time.Time, id scheduler.JobID) error {
 	if !ok {
 		return fmt.Errorf("sim: telemetry at %s took back job %d, which the scheduler does not know", now.Format(time.RFC3339), id)
 	}
+	lj.keep = 0
 	if j.State != scheduler.JobPending {
-		r.tel.sum.IdleCancels++
+		if r.s.Telemetry().Action == scheduler.IdleRequeue {
+			r.tel.sum.LimitCancels++
+		} else {
+			r.tel.sum.IdleCancels++
+		}
 		return r.ended(id, lj, now, j.State)
 	}
-	lj.keep = 0
-	if lj.idleRequeues < r.tel.limit {
-		r.tel.sum.IdleRequeues++
-		lj.idleRequeues++
-		r.requeued(id, lj, now)
-		if b := j.Spec.BeginTime; b.After(now) {
-			// the requeue delay (Config.RequeueDelay): a cycle then
-			r.q.push(event{at: b, id: id, kind: evWake})
-		}
-		return nil
+	r.tel.sum.IdleRequeues++
+	r.requeued(id, lj, now)
+	if b := j.Spec.BeginTime; b.After(now) {
+		// the requeue delay (Config.RequeueDelay): a cycle then
+		r.q.push(event{at: b, id: id, kind: evWake})
 	}
-	// Requeued once more than the limit: the simulator cancels the job,
-	// and its result shows the run as cancelled at now (the scheduler's
-	// record shows it requeued, then cancelled while pending).
-	if err := r.s.Cancel(now, id); err != nil {
-		return fmt.Errorf("sim: cancelling job %d after %d idle requeues at %s: %w", id, lj.idleRequeues, now.Format(time.RFC3339), err)
-	}
-	r.tel.sum.LimitCancels++
-	return r.ended(id, lj, now, scheduler.JobCancelled)
+	return nil
 }
 
 // telemetryEnded folds what the scheduler measured of job id's idle time

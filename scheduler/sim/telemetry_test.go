@@ -113,10 +113,13 @@ func TestTelemetryNotifyChangesNothing(t *testing.T) {
 
 // TestTelemetryIdleRequeue: the hung job, requeued, hangs again at the
 // same point of its work (its profile is its work's); with a limit of
-// one requeue the simulator cancels it at its second idle requeue. Its
+// one requeue (TelemetryConfig.MaxIdleRequeues) the scheduler ends it at
+// its second idle spell. Its
 // two runs lose all their work; Q still waits less than under notify.
 func TestTelemetryIdleRequeue(t *testing.T) {
-	s, res := runDirect(t, idleCfg(t, scheduler.IdleRequeue), hungAndQueued(), sim.Options{TelemetryEvery: time.Minute, IdleRequeueLimit: 1})
+	cfg := idleCfg(t, scheduler.IdleRequeue)
+	cfg.Telemetry.MaxIdleRequeues = 1
+	s, res := runDirect(t, cfg, hungAndQueued(), sim.Options{TelemetryEvery: time.Minute})
 	got := byName(res)
 	h, q := got["H"], got["Q"]
 	assert.Equal(t, scheduler.JobCancelled, h.State)
@@ -127,7 +130,8 @@ func TestTelemetryIdleRequeue(t *testing.T) {
 	sh, ok := s.Job(h.ID)
 	require.True(t, ok)
 	assert.Equal(t, scheduler.JobCancelled, sh.State)
-	assert.Equal(t, 2, sh.Restarts, "the scheduler requeued it twice")
+	assert.Equal(t, 1, sh.Restarts, "the scheduler requeued it once, then ended it")
+	assert.Equal(t, 1, sh.IdleRequeues)
 	tel := res.Summary.Telemetry
 	assert.Equal(t, 1, tel.IdleRequeues)
 	assert.Equal(t, 1, tel.LimitCancels)
@@ -171,7 +175,8 @@ func TestTelemetryUnprofiled(t *testing.T) {
 func TestTelemetryIdleRequeueAlone(t *testing.T) {
 	cfg := idleCfg(t, scheduler.IdleRequeue)
 	cfg.RequeueDelay = scheduler.DefaultRequeueDelay
-	_, res := runDirect(t, cfg, hungAndQueued()[:1], sim.Options{TelemetryEvery: time.Minute, IdleRequeueLimit: 2})
+	cfg.Telemetry.MaxIdleRequeues = 2
+	_, res := runDirect(t, cfg, hungAndQueued()[:1], sim.Options{TelemetryEvery: time.Minute})
 	h := byName(res)["H"]
 	assert.Equal(t, scheduler.JobCancelled, h.State)
 	assert.Equal(t, 2, h.Restarts)
@@ -198,7 +203,6 @@ func TestTelemetryOptionsRejected(t *testing.T) {
 	for name, opt := range map[string]sim.Options{
 		"negative every": {TelemetryEvery: -time.Second},
 		"beyond max gap": {TelemetryEvery: 151 * time.Second},
-		"negative limit": {TelemetryEvery: time.Minute, IdleRequeueLimit: -1},
 	} {
 		s, err := scheduler.New(dgx(t))
 		require.NoError(t, err)
