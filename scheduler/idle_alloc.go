@@ -50,15 +50,7 @@ func (s *Scheduler) allocatedIdle(i int) (gpus, cpus, shared int64) {
 	// Per device and CPU id: held by an idle job, by a busy one, whole.
 	idleDev, busyDev, whole := map[int]bool{}, map[int]bool{}, map[int]bool{}
 	idleCPU, busyCPU := map[int]bool{}, map[int]bool{}
-	for _, id := range n.jobs {
-		j := s.jobs[id]
-		if j == nil || j.State != JobRunning {
-			continue
-		}
-		pos := allocPos(j, i)
-		if pos < 0 {
-			continue
-		}
+	for j, pos := range s.runningOn(n, i) {
 		na := &j.Alloc.Nodes[pos]
 		dev, cpu := busyDev, busyCPU
 		if ok, _ := s.idleOn(j, pos); ok {

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -259,15 +260,8 @@ func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) ([]JobID, error) 
 	}
 	rule := s.telCfg.Rule
 	sc.idle = sc.idle[:0]
-	for _, id := range n.jobs {
-		j := s.jobs[id]
-		if j == nil || j.State != JobRunning {
-			continue
-		}
-		pos := allocPos(j, ni)
-		if pos < 0 {
-			continue
-		}
+	for j, pos := range s.runningOn(n, ni) {
+		id := j.ID
 		var own *JobReading
 		steps := false
 		for k := range e.Jobs {
@@ -293,14 +287,7 @@ func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) ([]JobID, error) 
 			nu.AddGPU(g, j.StartTime, rule)
 		}
 		if own != nil {
-			h := telemetry.HostReading{CPUSeconds: -1, MemoryPeakBytes: own.MemoryPeakBytes}
-			if own.CPUSeconds >= 0 {
-				if nu.cpuLast >= 0 && own.CPUSeconds >= nu.cpuLast {
-					h.CPUSeconds = own.CPUSeconds - nu.cpuLast
-				}
-				nu.cpuLast = own.CPUSeconds
-			}
-			nu.AddHost(h)
+			nu.AddHost(hostReading(&nu.cpuLast, own))
 		}
 		if steps {
 			j.tel.foldSteps(id, pos, &j.Alloc.Nodes[pos], e.Jobs, j.StartTime, now, rule)
@@ -349,15 +336,7 @@ func fill[T any](buf []T, n int, v T) []T {
 // 1 each): what a shared device's power and energy are split by.
 func (s *Scheduler) countHolders(n *node, ni, ndev int) {
 	h := fill(s.telScratch.holders, ndev, 0)
-	for _, id := range n.jobs {
-		j := s.jobs[id]
-		if j == nil || j.State != JobRunning {
-			continue
-		}
-		pos := allocPos(j, ni)
-		if pos < 0 {
-			continue
-		}
+	for j, pos := range s.runningOn(n, ni) {
 		a := &j.Alloc.Nodes[pos]
 		for _, d := range a.Devices {
 			if d >= 0 && d < ndev {
@@ -430,6 +409,36 @@ func holdsDevice(a *NodeAlloc, idx int) bool {
 		}
 	}
 	return false
+}
+
+// runningOn iterates over the running jobs on node n (index ni) with
+// the position of the node in each one's allocation.
+func (s *Scheduler) runningOn(n *node, ni int) iter.Seq2[*job, int] {
+	return func(yield func(*job, int) bool) {
+		for _, id := range n.jobs {
+			j := s.jobs[id]
+			if j == nil || j.State != JobRunning {
+				continue
+			}
+			if pos := allocPos(j, ni); pos >= 0 && !yield(j, pos) {
+				return
+			}
+		}
+	}
+}
+
+// hostReading is job reading r as a host reading: its CPU counter's rise
+// since *last (the counter starts at 0 with the run's cgroup), *last
+// moved on; a counter that fell (a new cgroup) starts again from there.
+func hostReading(last *float64, r *JobReading) telemetry.HostReading {
+	h := telemetry.HostReading{CPUSeconds: -1, MemoryPeakBytes: r.MemoryPeakBytes}
+	if r.CPUSeconds >= 0 {
+		if *last >= 0 && r.CPUSeconds >= *last {
+			h.CPUSeconds = r.CPUSeconds - *last
+		}
+		*last = r.CPUSeconds
+	}
+	return h
 }
 
 // allocPos returns the position of node ni in j's allocation, or -1.

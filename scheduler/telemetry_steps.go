@@ -61,14 +61,7 @@ func (t *jobTelemetry) foldSteps(id JobID, pos int, a *NodeAlloc, rs []JobReadin
 		if g.Devices > 0 {
 			u.AddGPU(g, since, rule)
 		}
-		h := telemetry.HostReading{CPUSeconds: -1, MemoryPeakBytes: r.MemoryPeakBytes}
-		if r.CPUSeconds >= 0 {
-			if u.cpuLast >= 0 && r.CPUSeconds >= u.cpuLast {
-				h.CPUSeconds = r.CPUSeconds - u.cpuLast
-			}
-			u.cpuLast = r.CPUSeconds
-		}
-		u.AddHost(h)
+		u.AddHost(hostReading(&u.cpuLast, r))
 	}
 }
 
