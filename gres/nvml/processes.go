@@ -93,14 +93,11 @@ func processes(h gonvml.Device, seen uint64) ([]gres.ProcessSample, bool, error)
 			return nil, true, nil
 		}
 	}
-	switch ret {
-	case gonvml.SUCCESS:
-	case gonvml.ERROR_NOT_FOUND:
+	if ret == gonvml.ERROR_NOT_FOUND {
 		return nil, true, nil
-	case gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_GPU_IS_LOST:
-		return nil, false, nil
-	default:
-		return nil, false, fmt.Errorf("GetProcessUtilization: %w", ret)
+	}
+	if ret != gonvml.SUCCESS {
+		return nil, false, reading(ret, "GetProcessUtilization")
 	}
 	// NVML answers only the samples after lastSeen; drop any other, as
 	// Sample does, so that no reading is counted twice.

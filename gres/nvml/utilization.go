@@ -64,12 +64,11 @@ type UtilizationWindow struct {
 // error.
 func intervalUtilization(g *physGPU, seen uint64, s *gres.DeviceSample, w *UtilizationWindow) error {
 	typ, samples, ret := g.h.GetSamples(gonvml.GPU_UTILIZATION_SAMPLES, seen)
-	switch ret {
-	case gonvml.SUCCESS:
-	case gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_GPU_IS_LOST, gonvml.ERROR_NOT_FOUND:
+	if ret == gonvml.ERROR_NOT_FOUND {
 		return nil
-	default:
-		return fmt.Errorf("GetSamples(GPU_UTILIZATION_SAMPLES): %w", ret)
+	}
+	if ret != gonvml.SUCCESS {
+		return reading(ret, "GetSamples(GPU_UTILIZATION_SAMPLES)")
 	}
 	var sum float64
 	var n int
