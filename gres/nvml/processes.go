@@ -54,7 +54,7 @@ func (d *Driver) SampleProcesses(ctx context.Context, since time.Time) ([]gres.D
 		return nil, err
 	}
 	var seen uint64
-	if us := since.UnixMicro(); !since.IsZero() && us > 0 {
+	if us := since.UnixMicro(); us > 0 {
 		seen = uint64(us)
 	}
 	devs := snap.disc.Inventory.Devices
