@@ -18,24 +18,40 @@ import (
 // (gres.DeviceSample.Validate), each naming its device by Index and by
 // UUID when the inventory has one.
 func CheckSamples(inv gres.Inventory, samples []gres.DeviceSample) error {
-	var errs []error
-	if len(samples) != len(inv.Devices) {
-		errs = append(errs, fmt.Errorf("%d samples for %d devices", len(samples), len(inv.Devices)))
-	}
-	for k, s := range samples {
+	return checkPerDevice(inv, samples, "sample", "samples", func(s gres.DeviceSample) (int, string, []error) {
 		if err := s.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("sample %d: %w", k, err))
+			return s.Index, s.UUID, []error{err}
+		}
+		return s.Index, s.UUID, nil
+	})
+}
+
+// checkPerDevice returns the violations of a batch of per-device entries
+// for inventory inv that CheckSamples and CheckProcesses share: exactly
+// one entry per device, in the inventory's index order, each naming its
+// device by Index and by UUID when the inventory has one. entry gives an
+// entry's Index, UUID and its own violations (validity …), reported
+// first. one names an entry in the errors ("sample"), many several.
+func checkPerDevice[E any](inv gres.Inventory, batch []E, one, many string, entry func(E) (index int, uuid string, errs []error)) error {
+	var errs []error
+	if len(batch) != len(inv.Devices) {
+		errs = append(errs, fmt.Errorf("%d %s for %d devices", len(batch), many, len(inv.Devices)))
+	}
+	for k, e := range batch {
+		index, uuid, own := entry(e)
+		for _, err := range own {
+			errs = append(errs, fmt.Errorf("%s %d: %w", one, k, err))
 		}
 		if k >= len(inv.Devices) {
-			errs = append(errs, fmt.Errorf("sample %d: device %d beyond the inventory's %d devices", k, s.Index, len(inv.Devices)))
+			errs = append(errs, fmt.Errorf("%s %d: device %d beyond the inventory's %d devices", one, k, index, len(inv.Devices)))
 			continue
 		}
 		d := inv.Devices[k]
-		if s.Index != d.Index {
-			errs = append(errs, fmt.Errorf("sample %d: device %d, want device %d (one sample per device, index order)", k, s.Index, d.Index))
+		if index != d.Index {
+			errs = append(errs, fmt.Errorf("%s %d: device %d, want device %d (one %s per device, index order)", one, k, index, d.Index, one))
 		}
-		if s.UUID != d.UUID {
-			errs = append(errs, fmt.Errorf("sample %d: device %d has UUID %q, sample says %q", k, d.Index, d.UUID, s.UUID))
+		if uuid != d.UUID {
+			errs = append(errs, fmt.Errorf("%s %d: device %d has UUID %q, %s says %q", one, k, d.Index, d.UUID, one, uuid))
 		}
 	}
 	return errors.Join(errs...)
@@ -89,32 +105,18 @@ func TestTelemetrySampler(t *testing.T, d gres.Discoverer, s gres.TelemetrySampl
 // device by Index and by UUID when the inventory has one, and no process
 // reading timed at or before since (a zero Time is not checked).
 func CheckProcesses(inv gres.Inventory, since time.Time, batch []gres.DeviceProcesses) error {
-	var errs []error
-	if len(batch) != len(inv.Devices) {
-		errs = append(errs, fmt.Errorf("%d process entries for %d devices", len(batch), len(inv.Devices)))
-	}
-	for k, p := range batch {
+	return checkPerDevice(inv, batch, "process entry", "process entries", func(p gres.DeviceProcesses) (int, string, []error) {
+		var errs []error
 		if err := p.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("process entry %d: %w", k, err))
+			errs = append(errs, err)
 		}
 		for _, q := range p.Processes {
 			if !q.Time.IsZero() && !since.IsZero() && !q.Time.After(since) {
-				errs = append(errs, fmt.Errorf("process entry %d: device %d: pid %d read at %v, not after since %v", k, p.Index, q.PID, q.Time, since))
+				errs = append(errs, fmt.Errorf("device %d: pid %d read at %v, not after since %v", p.Index, q.PID, q.Time, since))
 			}
 		}
-		if k >= len(inv.Devices) {
-			errs = append(errs, fmt.Errorf("process entry %d: device %d beyond the inventory's %d devices", k, p.Index, len(inv.Devices)))
-			continue
-		}
-		d := inv.Devices[k]
-		if p.Index != d.Index {
-			errs = append(errs, fmt.Errorf("process entry %d: device %d, want device %d (one entry per device, index order)", k, p.Index, d.Index))
-		}
-		if p.UUID != d.UUID {
-			errs = append(errs, fmt.Errorf("process entry %d: device %d has UUID %q, entry says %q", k, d.Index, d.UUID, p.UUID))
-		}
-	}
-	return errors.Join(errs...)
+		return p.Index, p.UUID, errs
+	})
 }
 
 // TestProcessSampler runs the gres.ProcessSampler contract against s,
