@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/gres/internal/sysfs"
 )
 
 // ErrMalformedFile reports a cgroup file whose contents are not what the
@@ -31,7 +33,7 @@ func parsePIDs(pids []int, b []byte) ([]int, error) {
 	for n, line := range numberedLines(b) {
 		v, err := parseCounter(line)
 		if err != nil || v > math.MaxInt32 {
-			return pids, fmt.Errorf("%w: cgroup.procs line %d: %q is not a process id", ErrMalformedFile, n, clip(line))
+			return pids, fmt.Errorf("%w: cgroup.procs line %d: %q is not a process id", ErrMalformedFile, n, sysfs.Clip(line))
 		}
 		if v == 0 {
 			continue // not in the reader's PID namespace
@@ -80,7 +82,7 @@ func parseCPUStat(b []byte, u *Usage) error {
 	for n, line := range numberedLines(b) {
 		key, val, ok := strings.Cut(line, " ")
 		if !ok || !validKey(key) {
-			return fmt.Errorf("%w: cpu.stat line %d: %q: want \"key value\"", ErrMalformedFile, n, clip(line))
+			return fmt.Errorf("%w: cpu.stat line %d: %q: want \"key value\"", ErrMalformedFile, n, sysfs.Clip(line))
 		}
 		v, err := parseCounter(val)
 		if err != nil {
@@ -148,11 +150,11 @@ func numberedLines(b []byte) iter.Seq2[int, string] {
 // parseCounter parses a non-negative decimal counter that fits an int64.
 func parseCounter(s string) (int64, error) {
 	if s == "" || len(s) > 20 {
-		return 0, fmt.Errorf("%q is not a counter", clip(s))
+		return 0, fmt.Errorf("%q is not a counter", sysfs.Clip(s))
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return 0, fmt.Errorf("%q is not a counter", clip(s))
+			return 0, fmt.Errorf("%q is not a counter", sysfs.Clip(s))
 		}
 	}
 	v, err := strconv.ParseUint(s, 10, 64)
@@ -174,12 +176,4 @@ func validKey(k string) bool {
 		}
 	}
 	return true
-}
-
-// clip shortens s for an error message.
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
 }
