@@ -74,7 +74,7 @@ func ReadUsage(dir string) (Usage, error) {
 // readUsage reads the usage files of the cgroup at dir.
 func readUsage(dir string) (Usage, error) {
 	u := unknownUsage
-	b, err := readCgroupFile(dir, "cpu.stat")
+	b, err := readFileMax(dir, "cpu.stat", maxFileBytes)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return u, err
 	}
@@ -87,7 +87,7 @@ func readUsage(dir string) (Usage, error) {
 		name string
 		to   *int64
 	}{{"memory.current", &u.MemoryBytes}, {"memory.peak", &u.MemoryPeakBytes}} {
-		b, err := readCgroupFile(dir, f.name)
+		b, err := readFileMax(dir, f.name, maxFileBytes)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -155,12 +155,9 @@ func (e *Enforcer) PIDs(ctx context.Context, job, step string) ([]int, error) {
 	return slices.Compact(pids), nil
 }
 
-// readCgroupFile reads dir/name through opencontainers' confined open
-// (openat2 beneath the cgroup mount where the kernel has it), up to
-// maxFileBytes.
-func readCgroupFile(dir, name string) ([]byte, error) { return readFileMax(dir, name, maxFileBytes) }
-
-// readFileMax is readCgroupFile with a limit of limit bytes.
+// readFileMax reads dir/name through opencontainers' confined open
+// (openat2 beneath the cgroup mount where the kernel has it), up to limit
+// bytes: a larger file is malformed.
 func readFileMax(dir, name string, limit int) ([]byte, error) {
 	f, err := cgroups.OpenFile(dir, name, unix.O_RDONLY)
 	if err != nil {
