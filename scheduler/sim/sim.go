@@ -329,10 +329,10 @@ func (r *runner) run() error {
 		if r.tel.due(now) && !r.otherDue(now) {
 			// A telemetry instant only: a cycle only if a run ended.
 			acted, err := r.sampleTelemetry(now)
-			if err != nil || !acted {
-				if err != nil {
-					return err
-				}
+			if err != nil {
+				return err
+			}
+			if !acted {
 				continue
 			}
 			if r.exp != nil {
