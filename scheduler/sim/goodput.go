@@ -80,10 +80,7 @@ func (lj *live) runGoodput(end time.Time, lost bool) {
 	if lj.gpus == 0 || !lj.job.Profile.Known() {
 		return
 	}
-	worked := lj.ran
-	if lj.suspendedAt.IsZero() {
-		worked += end.Sub(lj.ranSince)
-	}
+	worked := lj.worked(end)
 	gpus := float64(lj.gpus)
 	alloc := gpus * end.Sub(lj.start).Seconds()
 	busy := gpus * lj.job.Profile.busy(lj.job.Runtime, lj.done, lj.done+worked)

@@ -236,7 +236,7 @@ func (r *runner) sampleTelemetry(now time.Time) (bool, error) {
 			if lj := n.held[k].lj; lj.job.Profile.Known() {
 				u = 0
 				if lj.suspendedAt.IsZero() {
-					pos := lj.done + lj.ran + now.Sub(lj.ranSince)
+					pos := lj.done + lj.worked(now)
 					u = lj.job.Profile.At(lj.job.Runtime, pos)
 				}
 			}
