@@ -202,7 +202,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.idleAfter, "idle-after", 30*time.Minute, "with -telemetry-every: idle this long, a job is allocated-but-idle (reported)")
 	fs.StringVar(&c.idleAction, "idle-action", "notify", "with -telemetry-every: what the scheduler does with an allocated-but-idle job: notify (report only), requeue or cancel")
 	fs.DurationVar(&c.idleGrace, "idle-grace", 0, "with -telemetry-every: how long an allocated-but-idle job may stay so before -idle-action is taken")
-	fs.IntVar(&c.idleRequeueLimit, "idle-requeue-limit", scheduler.DefaultMaxIdleRequeues, "with -idle-action requeue: end a job the idle action requeued this often already (TelemetryConfig.MaxIdleRequeues)")
+	fs.IntVar(&c.idleRequeueLimit, "idle-requeue-limit", scheduler.DefaultMaxIdleRequeues, "with -idle-action requeue: end a job the idle action requeued this often already, at least 1 (TelemetryConfig.MaxIdleRequeues)")
 	c.estimateEvery = -1
 	fs.Func("estimate-every", "recompute a waiting job's expected start at most once per `duration` (0: in every cycle; default: the policy's, once per job under easy)", func(v string) error {
 		d, err := time.ParseDuration(v)
@@ -548,8 +548,12 @@ func telemetryConfig(c config) (scheduler.TelemetryConfig, error) {
 	if err != nil {
 		return scheduler.TelemetryConfig{}, fmt.Errorf("-idle-action %q: want notify, requeue or cancel", c.idleAction)
 	}
-	if c.idleRequeueLimit < 0 {
+	switch {
+	case c.idleRequeueLimit < 0:
 		return scheduler.TelemetryConfig{}, fmt.Errorf("-idle-requeue-limit %d: must not be negative", c.idleRequeueLimit)
+	case c.idleRequeueLimit == 0:
+		// TelemetryConfig.MaxIdleRequeues 0 is the default (5), not none.
+		return scheduler.TelemetryConfig{}, errors.New("-idle-requeue-limit 0: must be at least 1 (to requeue no job, use -idle-action cancel)")
 	}
 	tc := scheduler.TelemetryConfig{Rule: telemetry.Rule{IdleBelow: c.idleBelow, IdleAfter: c.idleAfter}, Action: act, Grace: c.idleGrace,
 		MaxIdleRequeues: c.idleRequeueLimit}

@@ -429,6 +429,8 @@ func TestRunTelemetryErrors(t *testing.T) {
 		{[]string{"-telemetry-every", "1m", "-idle-action", "cancel", "-idle-below", "0"}, "idle action CANCEL without an idle threshold"},
 		{[]string{"-telemetry-every", "1m", "-idle-grace", "-1s"}, "negative grace time -1s"},
 		{[]string{"-telemetry-every", "1m", "-idle-requeue-limit", "-1"}, "-idle-requeue-limit -1: must not be negative"},
+		// 0 is the scheduler's "default" (5), not "requeue none"
+		{[]string{"-telemetry-every", "1m", "-idle-action", "requeue", "-idle-requeue-limit", "0"}, "-idle-requeue-limit 0: must be at least 1"},
 	} {
 		_, err := runArgs(t, append([]string{"-nodes", "20", "-jobs", "10"}, tc.args...)...)
 		require.Error(t, err, tc.args)

@@ -259,11 +259,7 @@ func printReport(w io.Writer, r report, res sim.Result) {
 		if len(parts) == 0 {
 			parts = append(parts, "no job waited")
 		}
-		hours := strconv.FormatFloat(ex.PendingJobHours, 'f', 0, 64)
-		if ex.PendingJobHours < 100 {
-			hours = strconv.FormatFloat(ex.PendingJobHours, 'g', 3, 64)
-		}
-		fmt.Fprintf(w, "why waiting:  %s (of %s pending job-hours)\n", strings.Join(parts, ", "), hours)
+		fmt.Fprintf(w, "why waiting:  %s (of %s pending job-hours)\n", strings.Join(parts, ", "), fmtHours(ex.PendingJobHours))
 		type share struct {
 			c scheduler.IdleClass
 			v float64
@@ -296,27 +292,30 @@ func printGoodput(w io.Writer, r report) {
 	if r.GPUs == 0 {
 		return
 	}
-	hours := func(h float64) string {
-		if h < 100 {
-			return strconv.FormatFloat(h, 'g', 3, 64)
-		}
-		return strconv.FormatFloat(h, 'f', 0, 64)
-	}
 	energy := ""
 	if r.MeasuredJobs == 0 {
-		fmt.Fprintf(w, "goodput:      no job measured (%s GPU-hours without a utilisation profile)\n", hours(r.UnmeasuredGPUHours))
+		fmt.Fprintf(w, "goodput:      no job measured (%s GPU-hours without a utilisation profile)\n", fmtHours(r.UnmeasuredGPUHours))
 	} else {
 		fmt.Fprintf(w, "goodput:      %.1f %% of %s measured GPU-hours useful (busy %.1f %%, %s GPU-hours of work lost); %s GPU-hours unmeasured\n",
-			100*r.Goodput, hours(r.MeasuredGPUHours), 100*r.BusyFraction, hours(r.GoodputLostGPUHours), hours(r.UnmeasuredGPUHours))
-		energy = fmt.Sprintf("%s kWh on the measured jobs' GPUs, %.3f kWh per useful GPU-hour; ", hours(r.EnergyKWh), r.KWhPerUsefulGPUHour)
+			100*r.Goodput, fmtHours(r.MeasuredGPUHours), 100*r.BusyFraction, fmtHours(r.GoodputLostGPUHours), fmtHours(r.UnmeasuredGPUHours))
+		energy = fmt.Sprintf("%s kWh on the measured jobs' GPUs, %.3f kWh per useful GPU-hour; ", fmtHours(r.EnergyKWh), r.KWhPerUsefulGPUHour)
 	}
 	fmt.Fprintf(w, "energy:       %s%s kWh on GPUs no job held (%g W idle, %g W at 100 %% per GPU)\n",
-		energy, hours(r.IdleEnergyKWh), r.GPUIdleWatts, r.GPUMaxWatts)
+		energy, fmtHours(r.IdleEnergyKWh), r.GPUIdleWatts, r.GPUMaxWatts)
 	if r.TelemetryEvery > 0 {
 		fmt.Fprintf(w, "idle policy:  %s; %d jobs reported allocated-but-idle, %s idle GPU-hours measured; %d requeued, %d cancelled, %d cancelled after too many requeues (%d telemetry events, every %s)\n",
-			r.IdleAction, r.IdleNotices, hours(r.IdleGPUHours), r.IdleRequeues, r.IdleCancels, r.IdleLimitCancels, r.TelemetryEvents, time.Duration(r.TelemetryEvery*float64(time.Second)))
+			r.IdleAction, r.IdleNotices, fmtHours(r.IdleGPUHours), r.IdleRequeues, r.IdleCancels, r.IdleLimitCancels, r.TelemetryEvents, time.Duration(r.TelemetryEvery*float64(time.Second)))
 		if r.UnsampledRuns > 0 {
 			fmt.Fprintf(w, "              %d profiled runs on nodes without a device inventory got no reading\n", r.UnsampledRuns)
 		}
 	}
+}
+
+// fmtHours formats a number of hours (or kilowatt-hours) for the text
+// report: three significant digits under 100, whole numbers from there.
+func fmtHours(h float64) string {
+	if h < 100 {
+		return strconv.FormatFloat(h, 'g', 3, 64)
+	}
+	return strconv.FormatFloat(h, 'f', 0, 64)
 }

@@ -80,10 +80,7 @@ func (lj *live) runGoodput(end time.Time, lost bool) {
 	if lj.gpus == 0 || !lj.job.Profile.Known() {
 		return
 	}
-	worked := lj.ran
-	if lj.suspendedAt.IsZero() {
-		worked += end.Sub(lj.ranSince)
-	}
+	worked := lj.worked(end)
 	gpus := float64(lj.gpus)
 	alloc := gpus * end.Sub(lj.start).Seconds()
 	busy := gpus * lj.job.Profile.busy(lj.job.Runtime, lj.done, lj.done+worked)
@@ -109,16 +106,20 @@ func (a goodputAcc) fill(jr *JobResult, m PowerModel) {
 	if jr.GPUs == 0 || !jr.Job.Profile.Known() {
 		return
 	}
-	alloc := gpuHours(jr.GPUs, jr.RunTime()) + jr.RequeuedGPUHours
+	alloc := allocGPUHours(jr)
 	jr.BusyGPUHours = min(a.busy/3600, alloc)
 	jr.UsefulGPUHours = min(a.useful/3600, jr.BusyGPUHours)
 	jr.LostWorkGPUHours = a.lost / 3600
 	jr.EnergyKWh = m.EnergyKWh(alloc*3600, jr.BusyGPUHours*3600)
 }
 
-// addGoodput counts job r in the goodput figures g.
-func addGoodput(g *Goodput, r *JobResult) {
-	alloc := gpuHours(r.GPUs, r.RunTime()) + r.RequeuedGPUHours
+// allocGPUHours is the GPU-hours allocated to job r over all its runs
+// (the requeued ones included).
+func allocGPUHours(r *JobResult) float64 { return gpuHours(r.GPUs, r.RunTime()) + r.RequeuedGPUHours }
+
+// addGoodput counts job r, allocated alloc GPU-hours (allocGPUHours), in
+// the goodput figures g.
+func addGoodput(g *Goodput, r *JobResult, alloc float64) {
 	switch {
 	case r.GPUs == 0:
 	case !r.Job.Profile.Known():

@@ -230,3 +230,36 @@ func TestRunGoodputAtMostOne(t *testing.T) {
 	assert.LessOrEqual(t, g.BusyFraction, 1.0)
 	assert.InDelta(t, 1.0, g.Goodput, 1e-12)
 }
+
+// TestRunGoodputLostMatchesScheduler: the lost GPU-hours the simulator
+// computes from its own run bookkeeping (JobResult.LostWorkGPUHours) are
+// the scheduler's own count of the job's lost work
+// (Job.LostWorkGPUSeconds), for a completion, a time limit, a failure
+// and a preemption with requeue.
+func TestRunGoodputLostMatchesScheduler(t *testing.T) {
+	cfg := dgx(t)
+	cfg.Priority = &scheduler.PriorityConfig{Engine: priority.Config{Weights: priority.Weights{QOS: 1000}},
+		QOSPriority: map[string]uint32{"urgent": 100}}
+	cfg.Policy = &policy.Config{PreemptType: policy.PreemptQOS, PreemptMode: policy.PreemptRequeue,
+		QOS: []policy.QOS{{Name: "urgent", Priority: 100, Preempt: []string{"standby"}}, {Name: "standby"}}}
+	a := gpuJob("A", 0, 4, 100, 1000, 3600, sim.ConstantProfile(50))
+	a.Spec.QOS, a.Spec.Requeue, a.Spec.CheckpointInterval = "standby", scheduler.RequeueYes, time.Minute
+	u := gpuJob("U", 100, 4, 50, 300, 3600, sim.ConstantProfile(100))
+	u.Spec.QOS = "urgent"
+	f := gpuJob("F", 0, 1, 1, 300, 3600, sim.ConstantProfile(90))
+	f.ExitCode = 1
+	tl := gpuJob("T", 0, 2, 1, 2000, 600, sim.ConstantProfile(50))
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	lost := map[string]float64{}
+	_, err = sim.Run(s, &sim.SliceSource{Jobs: []sim.Job{a, f, tl, u}}, sim.Options{OnJobEnd: func(r sim.JobResult) error {
+		j, ok := s.Job(r.ID)
+		require.True(t, ok, r.Job.Spec.Name)
+		assert.InDelta(t, j.LostWorkGPUSeconds/3600, r.LostWorkGPUHours, 1e-9, r.Job.Spec.Name)
+		lost[r.Job.Spec.Name] = r.LostWorkGPUHours * 3600
+		return nil
+	}})
+	require.NoError(t, err)
+	// (A's first run keeps its 60 s checkpoint: 4 × 40 lost.)
+	assert.InDeltaMapValues(t, map[string]float64{"A": 160, "F": 300, "T": 1200, "U": 0}, lost, 1e-6)
+}

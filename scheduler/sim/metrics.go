@@ -319,14 +319,14 @@ func (c *collector) add(r *JobResult) {
 	} else {
 		c.s.ETA.Unestimated++
 	}
-	cpuH, gpuH := cpuHours(r.CPUs, run, r.Suspended), gpuHours(r.GPUs, run)
-	c.s.CPUHours += cpuH + r.RequeuedCPUHours
-	c.s.GPUHours += gpuH + r.RequeuedGPUHours
+	gpuH := allocGPUHours(r)
+	c.s.CPUHours += cpuHours(r.CPUs, run, r.Suspended) + r.RequeuedCPUHours
+	c.s.GPUHours += gpuH
 	c.s.Preemptions += r.Preemptions
 	c.s.Restarts += r.Restarts
 	c.s.LostCPUHoursPreempted += r.LostCPUSeconds / 3600
 	c.s.LostGPUHoursPreempted += r.LostGPUSeconds / 3600
-	addGoodput(&c.s.Goodput, r)
+	addGoodput(&c.s.Goodput, r, gpuH)
 	lostC, lostG, timeLimit := lostHours(r)
 	c.s.LostCPUHours += lostC
 	c.s.LostGPUHours += lostG

@@ -29,7 +29,7 @@ func (r *runner) preempted(now time.Time, p scheduler.Preemption) error {
 	// The scheduler counts the lost work as resources × the time from
 	// the last checkpoint to KillAt: the rest of the run is kept if it is
 	// requeued (work in a grace time after the last checkpoint is lost).
-	run := lj.ran + now.Sub(lj.ranSince)
+	run := lj.worked(now)
 	lost := run
 	switch {
 	case lj.cpus > 0:

@@ -247,6 +247,15 @@ type live struct {
 	telSampled bool
 }
 
+// worked returns the running time of lj's current run at now, its
+// suspensions aside (a suspended run's is what it ran before).
+func (lj *live) worked(now time.Time) time.Duration {
+	if !lj.suspendedAt.IsZero() {
+		return lj.ran
+	}
+	return lj.ran + now.Sub(lj.ranSince)
+}
+
 type runner struct {
 	s   *scheduler.Scheduler
 	src Source
@@ -329,10 +338,10 @@ func (r *runner) run() error {
 		if r.tel.due(now) && !r.otherDue(now) {
 			// A telemetry instant only: a cycle only if a run ended.
 			acted, err := r.sampleTelemetry(now)
-			if err != nil || !acted {
-				if err != nil {
-					return err
-				}
+			if err != nil {
+				return err
+			}
+			if !acted {
 				continue
 			}
 			if r.exp != nil {

@@ -137,8 +137,7 @@ func NewSyntheticGenerator(c SyntheticConfig) (*SyntheticGenerator, error) {
 	if c.Start.IsZero() {
 		c.Start = SyntheticEpoch()
 	}
-	return &SyntheticGenerator{c: c, rng: rand.New(rand.NewPCG(c.Seed, 0x5113ce)),
-		prof: rand.New(rand.NewPCG(c.Seed, 0x9a0d9e7))}, nil
+	return &SyntheticGenerator{c: c, rng: rand.New(rand.NewPCG(c.Seed, 0x5113ce)), prof: profileRand(c.Seed)}, nil
 }
 
 // Next returns the next job, or false after Jobs jobs.
@@ -210,8 +209,12 @@ func (g *SyntheticGenerator) Next() (Job, bool) {
 // with a profile keep it. Use it to replay a trace that records no
 // utilisation (an SWF trace on a machine with GPUs) with modelled ones.
 func SyntheticProfiles(src Source, seed uint64) Source {
-	return &drawProfiles{src: src, rng: rand.New(rand.NewPCG(seed, 0x9a0d9e7))}
+	return &drawProfiles{src: src, rng: profileRand(seed)}
 }
+
+// profileRand returns the profile stream of seed, the one both the
+// generator and SyntheticProfiles draw from.
+func profileRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x9a0d9e7)) }
 
 type drawProfiles struct {
 	src Source

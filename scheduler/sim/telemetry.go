@@ -71,9 +71,10 @@ type telSampler struct {
 	power PowerModel
 	nodes []telNode // by scheduler node index
 	// active lists the nodes with a profiled run (some may have lost it
-	// since: compacted at each instant); order is the scratch copy.
-	active, order []int
-	samples       []gres.DeviceSample
+	// since: compacted, and sorted, at each instant). Only hold adds to
+	// it, never while an instant's events are applied.
+	active  []int
+	samples []gres.DeviceSample
 	// ev is the event applied, reused: passed by pointer, it is not
 	// boxed anew for each Apply (the journal encodes a pointer to an
 	// event as the event).
@@ -220,9 +221,8 @@ func (r *runner) sampleTelemetry(now time.Time) (bool, error) {
 	}
 	t.active = keep
 	slices.Sort(t.active)
-	t.order = append(t.order[:0], t.active...)
 	acted := false
-	for _, ni := range t.order {
+	for _, ni := range t.active {
 		n := &t.nodes[ni]
 		if n.profiled == 0 {
 			continue // its runs ended at this instant
@@ -236,7 +236,7 @@ func (r *runner) sampleTelemetry(now time.Time) (bool, error) {
 			if lj := n.held[k].lj; lj.job.Profile.Known() {
 				u = 0
 				if lj.suspendedAt.IsZero() {
-					pos := lj.done + lj.ran + now.Sub(lj.ranSince)
+					pos := lj.done + lj.worked(now)
 					u = lj.job.Profile.At(lj.job.Runtime, pos)
 				}
 			}
