@@ -136,6 +136,19 @@ func normUsage(u *telemetry.Usage) {
 // that carry them, appended after the version-1 fields.
 const goodputVersion = codecVersion + 1
 
+// recordVersion is the version byte of a job or step record: goodputVersion
+// when it carries goodput fields.
+func recordVersion(goodput bool) byte {
+	if goodput {
+		return goodputVersion
+	}
+	return codecVersion
+}
+
+// knownRecordVersion reports whether ver is a job or step record version
+// this code reads.
+func knownRecordVersion(ver byte) bool { return ver == codecVersion || ver == goodputVersion }
+
 // maxCount is the largest launch count a record holds (what the codec
 // reads back).
 const maxCount = math.MaxInt32
