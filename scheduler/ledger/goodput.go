@@ -85,11 +85,12 @@ func setCounters(rec *accounting.JobRecord, j scheduler.Job, starts int) {
 	setLost(rec, j)
 }
 
-// finiteUsage returns u with every sum and maximum made finite: a reading
-// the scheduler accepts may be +Inf (a device's power or energy counter),
-// and sums of huge finite readings overflow, but the ledger refuses a
-// non-finite number, and one refused record would fail every later
-// Observe. +Inf becomes the largest float64, NaN 0.
+// finiteUsage returns u with every sum and maximum made finite. The
+// scheduler's usage is finite already (it refuses infinite readings and
+// saturates its sums at the largest float64), but the ledger refuses a
+// non-finite number and one refused record would fail every later
+// Observe, so the bridge does not rely on it: +Inf becomes the largest
+// float64, NaN 0.
 func finiteUsage(u telemetry.Usage) telemetry.Usage {
 	for _, f := range []*float64{&u.GPUSeconds, &u.BusyGPUSeconds, &u.UtilizationMax, &u.MemoryMiBSeconds,
 		&u.CoveredSeconds, &u.PowerMaxWatts, &u.EnergyJoules, &u.IdleSeconds, &u.CPUSeconds} {
