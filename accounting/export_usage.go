@@ -24,7 +24,7 @@ func FormatUsageAve(u telemetry.Usage) string {
 		parts = append(parts, "gres/gpumem="+mebibytes(u.MeanMemoryMiB()))
 	}
 	if u.Measured() {
-		parts = append(parts, "gres/gpuutil="+percent(u.MeanUtilization()))
+		parts = append(parts, "gres/gpuutil="+whole(u.MeanUtilization()))
 	}
 	return strings.Join(parts, ",")
 }
@@ -37,13 +37,13 @@ func FormatUsageAve(u telemetry.Usage) string {
 func FormatUsageMax(u telemetry.Usage) string {
 	var parts []string
 	if u.EnergyJoules > 0 {
-		parts = append(parts, "energy="+joules(u.EnergyJoules))
+		parts = append(parts, "energy="+whole(u.EnergyJoules))
 	}
 	if u.MemoryMaxMiB > 0 {
 		parts = append(parts, "gres/gpumem="+strconv.FormatInt(u.MemoryMaxMiB, 10)+"M")
 	}
 	if u.Measured() {
-		parts = append(parts, "gres/gpuutil="+percent(u.UtilizationMax))
+		parts = append(parts, "gres/gpuutil="+whole(u.UtilizationMax))
 	}
 	if u.MemoryPeakBytes > 0 {
 		parts = append(parts, "mem="+mebibytes(float64(u.MemoryPeakBytes)/(1<<20)))
@@ -57,14 +57,8 @@ func mebibytes(mib float64) string {
 	return whole(max(mib, 1)) + "M"
 }
 
-// percent formats a utilisation as a whole percent.
-func percent(p float64) string { return whole(p) }
-
-// joules formats energy as whole joules (rounded).
-func joules(j float64) string { return whole(j) }
-
 // whole formats x rounded to a whole number, however large (no int64
-// conversion that would wrap).
+// conversion that would wrap): percentages and joules as sacct prints them.
 func whole(x float64) string { return strconv.FormatFloat(math.Round(x), 'f', 0, 64) }
 
 // usageJobFields are the sacct fields on a job's usage and path.
@@ -74,8 +68,8 @@ var usageJobFields = map[string]func(j *JobRecord, o *ExportOptions) string{
 	// ConsumedEnergy is the energy the job's GPUs used, in joules
 	// (ConsumedEnergyRaw prints the same number: the ledger keeps no
 	// unit-scaled form).
-	"ConsumedEnergy":    func(j *JobRecord, _ *ExportOptions) string { return joules(j.Usage.EnergyJoules) },
-	"ConsumedEnergyRaw": func(j *JobRecord, _ *ExportOptions) string { return joules(j.Usage.EnergyJoules) },
+	"ConsumedEnergy":    consumedEnergy,
+	"ConsumedEnergyRaw": consumedEnergy,
 	// Sluice's own fields (Slurm has none for them).
 	"LaunchAttempts": func(j *JobRecord, _ *ExportOptions) string { return strconv.Itoa(j.LaunchAttempts) },
 	"LaunchFailures": func(j *JobRecord, _ *ExportOptions) string { return strconv.Itoa(j.LaunchFailures) },
@@ -101,3 +95,5 @@ var usageJobFields = map[string]func(j *JobRecord, o *ExportOptions) string{
 		return strconv.FormatFloat(j.Quality, 'f', 3, 64)
 	},
 }
+
+func consumedEnergy(j *JobRecord, _ *ExportOptions) string { return whole(j.Usage.EnergyJoules) }

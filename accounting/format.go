@@ -50,7 +50,11 @@ func WriteUtilization(w io.Writer, loc *time.Location, reps ...Utilization) erro
 	return nil
 }
 
-func hours(v int64) string { return strconv.FormatFloat(float64(v)/3600, 'f', 1, 64) }
+// hours formats TRES-seconds v as hours (hoursF).
+func hours(v int64) string { return hoursF(float64(v) / 3600) }
+
+// hoursF formats h hours with one decimal, as sreport prints hours.
+func hoursF(h float64) string { return strconv.FormatFloat(h, 'f', 1, 64) }
 
 // WriteAccountUsage prints AccountUsage rows as a chargeback table: one
 // line per association (accounts indented by depth), its job count, the

@@ -130,8 +130,11 @@ func endedIn(tx Tx, cluster string, from, to time.Time, fn func(j JobRecord) boo
 		return fmt.Errorf("%w: report range [%v, %v) is empty", ErrInvalid, from, to)
 	}
 	// A job that ended in the range was submitted before To and ended
-	// after From: the query's window selects a superset.
-	return tx.Jobs(JobQuery{Cluster: cluster, From: from, To: to}, func(j JobRecord) bool {
+	// at From or after; the query's window keeps jobs that ended after
+	// its From, so it starts a nanosecond earlier to keep those that
+	// ended at From.
+	q := JobQuery{Cluster: cluster, From: from.Add(-time.Nanosecond), To: to}
+	return tx.Jobs(q, func(j JobRecord) bool {
 		if !j.End.IsZero() && !j.End.Before(from) && j.End.Before(to) {
 			return fn(j)
 		}

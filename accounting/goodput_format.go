@@ -43,8 +43,6 @@ func gpuHoursCells(h GPUHours) string {
 		pct(h.Goodput(), h.MeasuredJobs > 0))
 }
 
-func hoursF(h float64) string { return strconv.FormatFloat(h, 'f', 1, 64) }
-
 // pct formats a fraction as a percentage, "-" when it has no meaning.
 func pct(f float64, ok bool) string {
 	if !ok {

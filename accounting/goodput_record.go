@@ -136,6 +136,19 @@ func normUsage(u *telemetry.Usage) {
 // that carry them, appended after the version-1 fields.
 const goodputVersion = codecVersion + 1
 
+// recordVersion is the version byte of a job or step record: goodputVersion
+// when it carries goodput fields.
+func recordVersion(goodput bool) byte {
+	if goodput {
+		return goodputVersion
+	}
+	return codecVersion
+}
+
+// knownRecordVersion reports whether ver is a job or step record version
+// this code reads.
+func knownRecordVersion(ver byte) bool { return ver == codecVersion || ver == goodputVersion }
+
 // maxCount is the largest launch count a record holds (what the codec
 // reads back).
 const maxCount = math.MaxInt32
@@ -228,39 +241,39 @@ func decodeJobTail(key string, d *dec, j *JobRecord) error {
 // seconds (varints), sums as float64.
 const numUsageFields = 16
 
-// usageValue is one field of a Usage as the codec sees it.
-type usageValue struct {
-	i     int64
-	f     float64
-	float bool
+// usageField points at one field of a Usage: exactly one of i, t, f is set.
+type usageField struct {
+	i *int64
+	t *time.Time
+	f *float64
 }
 
-func usageFields(u *telemetry.Usage) [numUsageFields]usageValue {
-	n := func(v int64) usageValue { return usageValue{i: v} }
-	t := func(v time.Time) usageValue { return usageValue{i: unixOrZero(v)} }
-	f := func(v float64) usageValue { return usageValue{f: v, float: true} }
-	return [numUsageFields]usageValue{n(u.Samples), n(u.HostSamples), t(u.First), t(u.Last),
-		f(u.GPUSeconds), f(u.BusyGPUSeconds), f(u.UtilizationMax), n(u.MemoryMaxMiB), f(u.MemoryMiBSeconds),
-		f(u.CoveredSeconds), f(u.PowerMaxWatts), f(u.EnergyJoules), f(u.IdleSeconds), t(u.IdleSince),
-		f(u.CPUSeconds), n(u.MemoryPeakBytes)}
+// usageFields returns u's fields in their encoding order.
+func usageFields(u *telemetry.Usage) [numUsageFields]usageField {
+	return [numUsageFields]usageField{{i: &u.Samples}, {i: &u.HostSamples}, {t: &u.First}, {t: &u.Last},
+		{f: &u.GPUSeconds}, {f: &u.BusyGPUSeconds}, {f: &u.UtilizationMax}, {i: &u.MemoryMaxMiB}, {f: &u.MemoryMiBSeconds},
+		{f: &u.CoveredSeconds}, {f: &u.PowerMaxWatts}, {f: &u.EnergyJoules}, {f: &u.IdleSeconds}, {t: &u.IdleSince},
+		{f: &u.CPUSeconds}, {i: &u.MemoryPeakBytes}}
 }
 
 func (e *enc) usage(u *telemetry.Usage) {
-	vals := usageFields(u)
+	fields := usageFields(u)
 	var mask uint64
-	for k, v := range vals {
-		if v.i != 0 || v.f != 0 {
+	for k, x := range fields {
+		if x.i != nil && *x.i != 0 || x.t != nil && !x.t.IsZero() || x.f != nil && *x.f != 0 {
 			mask |= 1 << k
 		}
 	}
 	e.u(mask)
-	for k, v := range vals {
+	for k, x := range fields {
 		switch {
 		case mask&(1<<k) == 0:
-		case v.float:
-			e.f(v.f)
+		case x.i != nil:
+			e.i(*x.i)
+		case x.t != nil:
+			e.i(x.t.Unix())
 		default:
-			e.i(v.i)
+			e.f(*x.f)
 		}
 	}
 }
@@ -270,32 +283,21 @@ func (d *dec) usage(key string, u *telemetry.Usage) error {
 	if mask >= 1<<numUsageFields {
 		return corruptKey(key, "usage field mask %#x", mask)
 	}
-	vals := usageFields(&telemetry.Usage{}) // the kinds
-	for k := range vals {
+	*u = telemetry.Usage{}
+	for k, x := range usageFields(u) {
 		switch {
 		case mask&(1<<k) == 0:
-		case vals[k].float:
-			vals[k].f = d.f()
+		case x.i != nil:
+			*x.i = d.i()
+		case x.t != nil:
+			*x.t = timeOrZero(d.i())
 		default:
-			vals[k].i = d.i()
+			*x.f = d.f()
 		}
 	}
 	if d.err != "" {
 		return corruptKey(key, "usage: %s", d.err)
 	}
-	var times [3]time.Time
-	for x, k := range [3]int{2, 3, 13} {
-		if v := vals[k].i; v != 0 {
-			if v < 0 || v > maxTime.Unix() {
-				return corruptKey(key, "usage time %d out of range", v)
-			}
-			times[x] = time.Unix(v, 0).UTC()
-		}
-	}
-	*u = telemetry.Usage{Samples: vals[0].i, HostSamples: vals[1].i, First: times[0], Last: times[1],
-		GPUSeconds: vals[4].f, BusyGPUSeconds: vals[5].f, UtilizationMax: vals[6].f, MemoryMaxMiB: vals[7].i,
-		MemoryMiBSeconds: vals[8].f, CoveredSeconds: vals[9].f, PowerMaxWatts: vals[10].f, EnergyJoules: vals[11].f,
-		IdleSeconds: vals[12].f, IdleSince: times[2], CPUSeconds: vals[14].f, MemoryPeakBytes: vals[15].i}
 	if err := validUsage(*u); err != nil {
 		return corruptKey(key, "usage: %v", err)
 	}

@@ -348,3 +348,25 @@ func TestGoodputAtMostAllocated(t *testing.T) {
 		return nil
 	}))
 }
+
+// A job that ended exactly at a range's start ended in [From, To): job 6
+// of goodputLedger ends at T+24h, the end of the day (left out there), so
+// the next day holds it: 8 GPUs for 2 hours, unmeasured. Adjacent ranges
+// count every finished job once.
+func TestGoodputRangeFromIsInclusive(t *testing.T) {
+	l, T := goodputLedger(t)
+	require.NoError(t, l.View(func(tx accounting.Tx) error {
+		_, sums, err := accounting.Goodput(tx, "c", T.Add(24*time.Hour), T.Add(48*time.Hour))
+		require.NoError(t, err)
+		assert.Equal(t, 1, sums.Jobs)
+		assert.InDelta(t, 16, sums.Unmeasured, 1e-9)
+		n := 0
+		err = accounting.JobPaths(tx, "c", T.Add(24*time.Hour), T.Add(48*time.Hour), func(p accounting.JobPath) bool {
+			assert.Equal(t, accounting.JobID(6), p.Job)
+			n++
+			return true
+		})
+		assert.Equal(t, 1, n)
+		return err
+	}))
+}

@@ -185,7 +185,7 @@ func (t *kvTx) Jobs(q JobQuery, fn func(JobRecord) bool) error {
 // full decode reports them).
 func peekJobMatch(v string, want [3]uint64, q JobQuery) bool {
 	d := dec{b: []byte(v)}
-	if ver := d.byte1(); ver != codecVersion && ver != goodputVersion {
+	if !knownRecordVersion(d.byte1()) {
 		return true
 	}
 	fl := d.byte1()
@@ -256,11 +256,7 @@ func (t *kvTx) encodeJob(j *JobRecord, chain []AssocID) (string, error) {
 	e := &t.e
 	e.b = e.b[:0]
 	tail := jobTail(j)
-	if tail != 0 {
-		e.byte1(goodputVersion)
-	} else {
-		e.byte1(codecVersion)
-	}
+	e.byte1(recordVersion(tail != 0))
 	var fl byte
 	if !j.Eligible.IsZero() {
 		fl |= jfEligible
@@ -387,7 +383,7 @@ func (t *kvTx) decodeJob(key, v string) (JobRecord, []AssocID, error) {
 	j.ID = JobID(id)
 	d := dec{b: []byte(v)}
 	ver := d.byte1()
-	if ver != codecVersion && ver != goodputVersion {
+	if !knownRecordVersion(ver) {
 		return j, nil, corruptKey(key, "unknown job record version")
 	}
 	fl := d.byte1()
@@ -510,11 +506,7 @@ func (t *kvTx) PutStep(s StepRecord) error {
 	withUsage := s.Usage != telemetry.Usage{}
 	e := &t.e
 	e.b = e.b[:0]
-	if withUsage {
-		e.byte1(goodputVersion)
-	} else {
-		e.byte1(codecVersion)
-	}
+	e.byte1(recordVersion(withUsage))
 	e.str(s.Name)
 	e.i(s.Start.Unix())
 	e.i(unixOrZero(s.End))
@@ -544,7 +536,7 @@ func (t *kvTx) decodeStep(key, v string) (StepRecord, error) {
 	s := StepRecord{Job: JobID(id), Step: rest[17:]}
 	d := dec{b: []byte(v)}
 	ver := d.byte1()
-	if ver != codecVersion && ver != goodputVersion {
+	if !knownRecordVersion(ver) {
 		return s, corruptKey(key, "unknown step record version")
 	}
 	s.Name = d.str()

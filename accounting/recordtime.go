@@ -21,7 +21,7 @@ func RecordTime(key, val string) (t time.Time, ok bool, err error) {
 	d := dec{b: []byte(val)}
 	switch {
 	case strings.HasPrefix(key, prefixJob):
-		if ver := d.byte1(); ver != codecVersion && ver != goodputVersion {
+		if !knownRecordVersion(d.byte1()) {
 			return time.Time{}, true, corruptKey(key, "unknown job record version")
 		}
 		fl := d.byte1()
@@ -42,7 +42,7 @@ func RecordTime(key, val string) (t time.Time, ok bool, err error) {
 		}
 		u = d.i()
 	case strings.HasPrefix(key, prefixStep):
-		if ver := d.byte1(); ver != codecVersion && ver != goodputVersion {
+		if !knownRecordVersion(d.byte1()) {
 			return time.Time{}, true, corruptKey(key, "unknown step record version")
 		}
 		d.str()

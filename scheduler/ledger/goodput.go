@@ -44,13 +44,9 @@ func priorOf(tx accounting.Tx, id accounting.JobID) (*accounting.JobRecord, erro
 // between two observations) ended at the latest: the new run's start, or
 // the requeue decision's time.
 func fillGoodput(rec *accounting.JobRecord, j scheduler.Job, stored *accounting.JobRecord, prevEnd time.Time) {
-	if j.Usage != nil {
-		rec.Usage = finiteUsage(*j.Usage)
-	}
 	if len(j.Alloc.Nodes) > 0 && j.Alloc.Quality > 0 {
 		rec.Quality = min(j.Alloc.Quality, 1)
 	}
-	rec.LaunchAttempts, rec.LaunchFailures = j.Starts, min(j.LaunchFailures, j.Starts)
 	if stored != nil && !stored.Start.IsZero() {
 		switch {
 		case stored.Start.Equal(rec.Start.Truncate(time.Second)):
@@ -67,7 +63,7 @@ func fillGoodput(rec *accounting.JobRecord, j scheduler.Job, stored *accounting.
 			rec.PriorGPUSeconds = stored.PriorGPUSeconds + gpuSeconds(stored, stored.Start, end)
 		}
 	}
-	setLost(rec, j)
+	setCounters(rec, j, j.Starts)
 }
 
 // requeuedRun turns run, the stored record of a run that went back to the
@@ -75,18 +71,26 @@ func fillGoodput(rec *accounting.JobRecord, j scheduler.Job, stored *accounting.
 // its requeue.
 func requeuedRun(run *accounting.JobRecord, j scheduler.Job) {
 	run.State = accounting.StateRequeued
-	if j.Usage != nil {
-		run.Usage = finiteUsage(*j.Usage)
-	}
-	run.LaunchAttempts, run.LaunchFailures = max(j.Starts, 1), min(j.LaunchFailures, max(j.Starts, 1))
-	setLost(run, j)
+	setCounters(run, j, max(j.Starts, 1))
 }
 
-// finiteUsage returns u with every sum and maximum made finite: a reading
-// the scheduler accepts may be +Inf (a device's power or energy counter),
-// and sums of huge finite readings overflow, but the ledger refuses a
-// non-finite number, and one refused record would fail every later
-// Observe. +Inf becomes the largest float64, NaN 0.
+// setCounters sets rec's usage, launch counts (starts attempts, at most as
+// many failed) and lost work from job j's counters; rec's other fields,
+// PriorGPUSeconds included, must be set already (setLost reads them).
+func setCounters(rec *accounting.JobRecord, j scheduler.Job, starts int) {
+	if j.Usage != nil {
+		rec.Usage = finiteUsage(*j.Usage)
+	}
+	rec.LaunchAttempts, rec.LaunchFailures = starts, min(j.LaunchFailures, starts)
+	setLost(rec, j)
+}
+
+// finiteUsage returns u with every sum and maximum made finite. The
+// scheduler's usage is finite already (it refuses infinite readings and
+// saturates its sums at the largest float64), but the ledger refuses a
+// non-finite number and one refused record would fail every later
+// Observe, so the bridge does not rely on it: +Inf becomes the largest
+// float64, NaN 0.
 func finiteUsage(u telemetry.Usage) telemetry.Usage {
 	for _, f := range []*float64{&u.GPUSeconds, &u.BusyGPUSeconds, &u.UtilizationMax, &u.MemoryMiBSeconds,
 		&u.CoveredSeconds, &u.PowerMaxWatts, &u.EnergyJoules, &u.IdleSeconds, &u.CPUSeconds} {
