@@ -467,13 +467,10 @@ func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 		if err := d.Validate(); err != nil {
 			return fmt.Errorf("%w: sample %d: %w", ErrInvalidEvent, k, err)
 		}
-		// Beyond gres's check: finite power and energy (an infinite one
-		// would make the job's usage unencodable and the node's energy
-		// counter unrestorable), and a memory whose sum over a node's
+		// Beyond gres's check (which refuses an infinite power or energy,
+		// one that would make the job's usage unencodable and the node's
+		// energy counter unrestorable): a memory whose sum over a node's
 		// devices cannot overflow.
-		if math.IsInf(d.PowerWatts, 1) || math.IsInf(d.EnergyJoules, 1) {
-			return fmt.Errorf("%w: sample %d: device %d: infinite power or energy", ErrInvalidEvent, k, d.Index)
-		}
 		if d.MemoryUsedMiB > maxDeviceMiB {
 			return fmt.Errorf("%w: sample %d: device %d: memory used %d MiB (at most %d)", ErrInvalidEvent, k, d.Index, d.MemoryUsedMiB, int64(maxDeviceMiB))
 		}
