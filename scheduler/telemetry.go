@@ -490,11 +490,9 @@ func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 		return fmt.Errorf("%w: %d job readings (at most %d)", ErrInvalidEvent, len(e.Jobs), MaxReadings)
 	}
 	for k, r := range e.Jobs {
-		if r.CPUSeconds != -1 && !(r.CPUSeconds >= 0 && !math.IsInf(r.CPUSeconds, 1)) {
-			return fmt.Errorf("%w: reading %d (job %d): CPU time %v s (want >= 0, or -1 for unknown)", ErrInvalidEvent, k, r.Job, r.CPUSeconds)
-		}
-		if r.MemoryPeakBytes < -1 {
-			return fmt.Errorf("%w: reading %d (job %d): memory peak %d (want >= 0, or -1 for unknown)", ErrInvalidEvent, k, r.Job, r.MemoryPeakBytes)
+		// The counter, not its rise, but the same bounds as a host reading's.
+		if err := (telemetry.HostReading{CPUSeconds: r.CPUSeconds, MemoryPeakBytes: r.MemoryPeakBytes}).Validate(); err != nil {
+			return fmt.Errorf("%w: reading %d (job %d): %w", ErrInvalidEvent, k, r.Job, err)
 		}
 		if r.Step != "" {
 			if msg := badStepName(r.Step); msg != "" {
