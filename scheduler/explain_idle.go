@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/telemetry"
 )
 
 // IdleHolder is a running job that a pending job's expected start waits
@@ -85,7 +84,7 @@ func (s *Scheduler) idleHolders(ends []RunningEnd, nodes []int, maxListed int) (
 		}
 		total++
 		if len(out) < maxListed {
-			h.MeanUtilization = runUsage(j.tel).MeanUtilization()
+			h.MeanUtilization = j.tel.runUsage().MeanUtilization()
 			out = append(out, h)
 		}
 	}
@@ -101,15 +100,6 @@ func heldDevices(a *NodeAlloc) []int {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// runUsage is the usage of the job's current run over its nodes.
-func runUsage(t *jobTelemetry) telemetry.Usage {
-	var u telemetry.Usage
-	for i := range t.nodes {
-		u.Merge(t.nodes[i].Usage)
-	}
-	return u
 }
 
 // writeIdle writes the allocated-but-idle jobs the estimate waits for,

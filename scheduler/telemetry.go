@@ -176,7 +176,14 @@ func (t *jobTelemetry) usage() telemetry.Usage {
 	if t == nil {
 		return telemetry.Usage{}
 	}
-	u := t.past
+	return t.mergeRun(t.past)
+}
+
+// runUsage returns the usage of the job's current run over its nodes.
+func (t *jobTelemetry) runUsage() telemetry.Usage { return t.mergeRun(telemetry.Usage{}) }
+
+// mergeRun returns u with the current run's usage on each node merged in.
+func (t *jobTelemetry) mergeRun(u telemetry.Usage) telemetry.Usage {
 	for i := range t.nodes {
 		u.Merge(t.nodes[i].Usage)
 	}
