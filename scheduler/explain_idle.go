@@ -71,7 +71,7 @@ func (s *Scheduler) idleHolders(ends []RunningEnd, nodes []int, maxListed int) (
 			if !ok {
 				continue
 			}
-			devs := heldDevices(na)
+			devs := slices.Sorted(heldDevs(na)) // whole or shared, each once
 			if len(devs) == 0 {
 				continue
 			}
@@ -89,17 +89,6 @@ func (s *Scheduler) idleHolders(ends []RunningEnd, nodes []int, maxListed int) (
 		}
 	}
 	return out, total
-}
-
-// heldDevices returns the devices a holds, whole or shared, in index
-// order, each once.
-func heldDevices(a *NodeAlloc) []int {
-	out := slices.Clone(a.Devices)
-	for _, sh := range a.Shares {
-		out = append(out, sh.Device)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // writeIdle writes the allocated-but-idle jobs the estimate waits for,

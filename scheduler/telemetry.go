@@ -344,18 +344,9 @@ func fill[T any](buf []T, n int, v T) []T {
 func (s *Scheduler) countHolders(n *node, ni, ndev int) {
 	h := fill(s.telScratch.holders, ndev, 0)
 	for j, pos := range s.runningOn(n, ni) {
-		a := &j.Alloc.Nodes[pos]
-		for _, d := range a.Devices {
+		for d := range heldDevs(&j.Alloc.Nodes[pos]) {
 			if d >= 0 && d < ndev {
 				h[d]++
-			}
-		}
-		for k, sh := range a.Shares {
-			if sh.Device < 0 || sh.Device >= ndev || slices.ContainsFunc(a.Shares[:k], func(o gres.ShareGrant) bool { return o.Device == sh.Device }) {
-				continue // a job holding two shares of one device is one holder
-			}
-			if _, whole := slices.BinarySearch(a.Devices, sh.Device); !whole {
-				h[sh.Device]++
 			}
 		}
 	}
@@ -403,6 +394,31 @@ func jobGPUReading(now time.Time, a *NodeAlloc, devs []gres.DeviceSample, rise [
 	}
 	g.UtilizationSum = min(g.UtilizationSum, 100*float64(g.Devices))
 	return g, found
+}
+
+// heldDevs yields the devices a holds, each once: its whole devices (in
+// index order), then those it holds only through shares (a job holding
+// two shares of one device, or a share of a device it holds whole, holds
+// it once).
+func heldDevs(a *NodeAlloc) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for _, d := range a.Devices {
+			if !yield(d) {
+				return
+			}
+		}
+		for k, sh := range a.Shares {
+			if slices.ContainsFunc(a.Shares[:k], func(o gres.ShareGrant) bool { return o.Device == sh.Device }) {
+				continue
+			}
+			if _, whole := slices.BinarySearch(a.Devices, sh.Device); whole {
+				continue
+			}
+			if !yield(sh.Device) {
+				return
+			}
+		}
+	}
 }
 
 // holdsDevice reports whether a holds device idx, whole or shared.
