@@ -248,10 +248,7 @@ func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) ([]JobID, error) 
 	if len(e.Devices) > 0 {
 		ndev := len(n.devs.Inventory().Devices)
 		if len(n.tel.energy) != ndev {
-			n.tel.energy = make([]float64, ndev)
-			for i := range n.tel.energy {
-				n.tel.energy[i] = -1
-			}
+			n.tel.energy = fill[float64](nil, ndev, -1)
 		}
 		sc.rise = fill(sc.rise, ndev, -1)
 		for _, d := range e.Devices {
