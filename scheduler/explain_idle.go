@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gres"
-	"github.com/sluicehq/sluice/telemetry"
 )
 
 // IdleHolder is a running job that a pending job's expected start waits
@@ -72,7 +71,7 @@ func (s *Scheduler) idleHolders(ends []RunningEnd, nodes []int, maxListed int) (
 			if !ok {
 				continue
 			}
-			devs := heldDevices(na)
+			devs := slices.Sorted(heldDevs(na)) // whole or shared, each once
 			if len(devs) == 0 {
 				continue
 			}
@@ -85,31 +84,11 @@ func (s *Scheduler) idleHolders(ends []RunningEnd, nodes []int, maxListed int) (
 		}
 		total++
 		if len(out) < maxListed {
-			h.MeanUtilization = runUsage(j.tel).MeanUtilization()
+			h.MeanUtilization = j.tel.runUsage().MeanUtilization()
 			out = append(out, h)
 		}
 	}
 	return out, total
-}
-
-// heldDevices returns the devices a holds, whole or shared, in index
-// order, each once.
-func heldDevices(a *NodeAlloc) []int {
-	out := slices.Clone(a.Devices)
-	for _, sh := range a.Shares {
-		out = append(out, sh.Device)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// runUsage is the usage of the job's current run over its nodes.
-func runUsage(t *jobTelemetry) telemetry.Usage {
-	var u telemetry.Usage
-	for i := range t.nodes {
-		u.Merge(t.nodes[i].Usage)
-	}
-	return u
 }
 
 // writeIdle writes the allocated-but-idle jobs the estimate waits for,

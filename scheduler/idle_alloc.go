@@ -36,12 +36,10 @@ func (s *Scheduler) allocatedIdle(i int) (gpus, cpus, shared int64) {
 	}
 	n := &s.nodes[i]
 	some := false
-	for _, id := range n.jobs {
-		if j := s.jobs[id]; j != nil && j.tel != nil {
-			if ok, _ := s.idleOn(j, allocPos(j, i)); ok {
-				some = true
-				break
-			}
+	for j, pos := range s.runningOn(n, i) {
+		if ok, _ := s.idleOn(j, pos); ok {
+			some = true
+			break
 		}
 	}
 	if !some {

@@ -258,13 +258,13 @@ type job struct {
 	// excluded holds the indices of JobSpec.Exclude, ascending
 	// (derived from the spec; part of the job's shape).
 	excluded []int
-	// cons is JobSpec.Constraint parsed (its per-node part is in the
-	// shape) and where the rest of where the job may run (nil: nothing
-	// beyond its shape); see where.go.
 	// tel is the job's telemetry (nil until its first reading; see
 	// telemetry.go). A new run gets a new value (copy on write), so the
 	// undo journal's copy of the job keeps the old one.
-	tel   *jobTelemetry
+	tel *jobTelemetry
+	// cons is JobSpec.Constraint parsed (its per-node part is in the
+	// shape) and where the rest of where the job may run (nil: nothing
+	// beyond its shape); see where.go.
 	cons  feature.Constraint
 	where *whereReq
 	// restoreRequired carries the required nodes from a snapshot's

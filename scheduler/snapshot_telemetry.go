@@ -55,7 +55,7 @@ func (d *sdec) jobTelemetry() *jobTelemetry {
 		for i := range t.nodes {
 			d.decodeValue(reflect.ValueOf(&t.nodes[i].Usage).Elem())
 			t.nodes[i].cpuLast = d.f64()
-			if c := t.nodes[i].cpuLast; d.err == nil && c != -1 && !(c >= 0 && !math.IsInf(c, 1)) {
+			if c := t.nodes[i].cpuLast; d.err == nil && !counterOK(c) {
 				d.fail("telemetry: CPU counter %v", c)
 			}
 		}
@@ -72,7 +72,7 @@ func (d *sdec) jobTelemetry() *jobTelemetry {
 			case d.err != nil:
 			case badStepName(u.step) != "":
 				d.fail("telemetry: %s", badStepName(u.step))
-			case u.cpuLast != -1 && !(u.cpuLast >= 0 && !math.IsInf(u.cpuLast, 1)):
+			case !counterOK(u.cpuLast):
 				d.fail("telemetry: step %s: CPU counter %v", u.step, u.cpuLast)
 			case validUsage(&u.Usage) != "":
 				d.fail("telemetry: step %s: %s", u.step, validUsage(&u.Usage))
@@ -94,6 +94,10 @@ func (d *sdec) jobTelemetry() *jobTelemetry {
 	}
 	return t
 }
+
+// counterOK reports whether x is a restorable last counter (a CPU or
+// energy counter): finite and non-negative, or -1 (none read yet).
+func counterOK(x float64) bool { return x == -1 || (x >= 0 && !math.IsInf(x, 1)) }
 
 // validUsage says what is wrong with a restored usage ("" if nothing):
 // negative or non-finite sums and maxima, which no fold of valid readings
@@ -165,7 +169,7 @@ func (s *Scheduler) loadNodeTelemetry(d *sdec) {
 		en := make([]float64, nd)
 		for i := range en {
 			en[i] = d.f64()
-			if x := en[i]; d.err == nil && x != -1 && !(x >= 0 && !math.IsInf(x, 1)) {
+			if x := en[i]; d.err == nil && !counterOK(x) {
 				d.fail("node %s: energy counter %v", n.cfg.Name, x)
 			}
 		}

@@ -176,7 +176,14 @@ func (t *jobTelemetry) usage() telemetry.Usage {
 	if t == nil {
 		return telemetry.Usage{}
 	}
-	u := t.past
+	return t.mergeRun(t.past)
+}
+
+// runUsage returns the usage of the job's current run over its nodes.
+func (t *jobTelemetry) runUsage() telemetry.Usage { return t.mergeRun(telemetry.Usage{}) }
+
+// mergeRun returns u with the current run's usage on each node merged in.
+func (t *jobTelemetry) mergeRun(u telemetry.Usage) telemetry.Usage {
 	for i := range t.nodes {
 		u.Merge(t.nodes[i].Usage)
 	}
@@ -241,10 +248,7 @@ func (s *Scheduler) telemetry(now time.Time, e TelemetryEvent) ([]JobID, error) 
 	if len(e.Devices) > 0 {
 		ndev := len(n.devs.Inventory().Devices)
 		if len(n.tel.energy) != ndev {
-			n.tel.energy = make([]float64, ndev)
-			for i := range n.tel.energy {
-				n.tel.energy[i] = -1
-			}
+			n.tel.energy = fill[float64](nil, ndev, -1)
 		}
 		sc.rise = fill(sc.rise, ndev, -1)
 		for _, d := range e.Devices {
@@ -337,18 +341,9 @@ func fill[T any](buf []T, n int, v T) []T {
 func (s *Scheduler) countHolders(n *node, ni, ndev int) {
 	h := fill(s.telScratch.holders, ndev, 0)
 	for j, pos := range s.runningOn(n, ni) {
-		a := &j.Alloc.Nodes[pos]
-		for _, d := range a.Devices {
+		for d := range heldDevs(&j.Alloc.Nodes[pos]) {
 			if d >= 0 && d < ndev {
 				h[d]++
-			}
-		}
-		for k, sh := range a.Shares {
-			if sh.Device < 0 || sh.Device >= ndev || slices.ContainsFunc(a.Shares[:k], func(o gres.ShareGrant) bool { return o.Device == sh.Device }) {
-				continue // a job holding two shares of one device is one holder
-			}
-			if _, whole := slices.BinarySearch(a.Devices, sh.Device); !whole {
-				h[sh.Device]++
 			}
 		}
 	}
@@ -396,6 +391,31 @@ func jobGPUReading(now time.Time, a *NodeAlloc, devs []gres.DeviceSample, rise [
 	}
 	g.UtilizationSum = min(g.UtilizationSum, 100*float64(g.Devices))
 	return g, found
+}
+
+// heldDevs yields the devices a holds, each once: its whole devices (in
+// index order), then those it holds only through shares (a job holding
+// two shares of one device, or a share of a device it holds whole, holds
+// it once).
+func heldDevs(a *NodeAlloc) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for _, d := range a.Devices {
+			if !yield(d) {
+				return
+			}
+		}
+		for k, sh := range a.Shares {
+			if slices.ContainsFunc(a.Shares[:k], func(o gres.ShareGrant) bool { return o.Device == sh.Device }) {
+				continue
+			}
+			if _, whole := slices.BinarySearch(a.Devices, sh.Device); whole {
+				continue
+			}
+			if !yield(sh.Device) {
+				return
+			}
+		}
+	}
 }
 
 // holdsDevice reports whether a holds device idx, whole or shared.
@@ -467,13 +487,10 @@ func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 		if err := d.Validate(); err != nil {
 			return fmt.Errorf("%w: sample %d: %w", ErrInvalidEvent, k, err)
 		}
-		// Beyond gres's check: finite power and energy (an infinite one
-		// would make the job's usage unencodable and the node's energy
-		// counter unrestorable), and a memory whose sum over a node's
+		// Beyond gres's check (which refuses an infinite power or energy,
+		// one that would make the job's usage unencodable and the node's
+		// energy counter unrestorable): a memory whose sum over a node's
 		// devices cannot overflow.
-		if math.IsInf(d.PowerWatts, 1) || math.IsInf(d.EnergyJoules, 1) {
-			return fmt.Errorf("%w: sample %d: device %d: infinite power or energy", ErrInvalidEvent, k, d.Index)
-		}
 		if d.MemoryUsedMiB > maxDeviceMiB {
 			return fmt.Errorf("%w: sample %d: device %d: memory used %d MiB (at most %d)", ErrInvalidEvent, k, d.Index, d.MemoryUsedMiB, int64(maxDeviceMiB))
 		}
@@ -493,11 +510,9 @@ func (s *Scheduler) checkTelemetry(n *node, e TelemetryEvent) error {
 		return fmt.Errorf("%w: %d job readings (at most %d)", ErrInvalidEvent, len(e.Jobs), MaxReadings)
 	}
 	for k, r := range e.Jobs {
-		if r.CPUSeconds != -1 && !(r.CPUSeconds >= 0 && !math.IsInf(r.CPUSeconds, 1)) {
-			return fmt.Errorf("%w: reading %d (job %d): CPU time %v s (want >= 0, or -1 for unknown)", ErrInvalidEvent, k, r.Job, r.CPUSeconds)
-		}
-		if r.MemoryPeakBytes < -1 {
-			return fmt.Errorf("%w: reading %d (job %d): memory peak %d (want >= 0, or -1 for unknown)", ErrInvalidEvent, k, r.Job, r.MemoryPeakBytes)
+		// The counter, not its rise, but the same bounds as a host reading's.
+		if err := (telemetry.HostReading{CPUSeconds: r.CPUSeconds, MemoryPeakBytes: r.MemoryPeakBytes}).Validate(); err != nil {
+			return fmt.Errorf("%w: reading %d (job %d): %w", ErrInvalidEvent, k, r.Job, err)
 		}
 		if r.Step != "" {
 			if msg := badStepName(r.Step); msg != "" {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/policy"
-	"github.com/sluicehq/sluice/telemetry"
 )
 
 // IdleAction says what the scheduler does with a running job whose GPUs
@@ -148,11 +147,7 @@ func (s *Scheduler) idleAction(now time.Time, read []*job) []JobID {
 // only).
 func (s *Scheduler) idleRecord(j *job, now time.Time, d time.Duration, act policy.PreemptAction) Decision {
 	rec := s.recordOf(j, DecisionIdle, now, s.PolicyVersion())
-	var run telemetry.Usage
-	for i := range j.tel.nodes {
-		run.Merge(j.tel.nodes[i].Usage)
-	}
-	rec.Utilization, rec.IdleFor, rec.Action, rec.Reason = run.MeanUtilization(), d, act, policy.ReasonAllocatedIdle
+	rec.Utilization, rec.IdleFor, rec.Action, rec.Reason = j.tel.runUsage().MeanUtilization(), d, act, policy.ReasonAllocatedIdle
 	if act != policy.ActionNone {
 		rec.KillAt = now
 	}

@@ -82,6 +82,9 @@ func TestTelemetryRejectsMalformedSamplesAndChangesNothing(t *testing.T) {
 		"twice":         {Node: node, Devices: append(devSamples(make([]float64, 8), 5), good[3])},
 		"utilisation":   {Node: node, Devices: []gres.DeviceSample{{Index: 0, Utilization: 140, MemoryUsedMiB: -1, PowerWatts: -1, EnergyJoules: -1}}},
 		"cpu":           {Node: node, Jobs: []scheduler.JobReading{{Job: a, CPUSeconds: -3, MemoryPeakBytes: -1}}},
+		"cpu inf":       {Node: node, Jobs: []scheduler.JobReading{{Job: a, CPUSeconds: math.Inf(1), MemoryPeakBytes: -1}}},
+		"cpu NaN":       {Node: node, Jobs: []scheduler.JobReading{{Job: a, CPUSeconds: math.NaN(), MemoryPeakBytes: -1}}},
+		"memory peak":   {Node: node, Jobs: []scheduler.JobReading{{Job: a, CPUSeconds: -1, MemoryPeakBytes: -2}}},
 		"job gpu":       {Node: node, Jobs: []scheduler.JobReading{{Job: a, CPUSeconds: -1, MemoryPeakBytes: -1, GPUs: []scheduler.JobGPUReading{{Index: 9, Utilization: 3}}}}},
 		// Infinite power or energy would make the usage unencodable (JSON)
 		// and the node's counters unrestorable; a memory beyond an exbibyte
