@@ -104,12 +104,19 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	if len(j.Alternatives) > 0 {
 		return r.planAlternatives(j, e)
 	}
-	p := r.p
 	r.plan.Stats.Tested++
 	f, err := r.find(j, e, r.latest)
 	if err != nil {
 		return err
 	}
+	return r.place(j, e, f)
+}
+
+// place fills the entry e of plain job j from what find learned of it, f
+// (turning the kept reservation's look-through off when done), booking a
+// start or reservation into the profile.
+func (r *run) place(j *Job, e *Entry, f jobFit) error {
+	p := r.p
 	if f.ghost {
 		defer p.ghostOff(f.q)
 	}
