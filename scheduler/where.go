@@ -535,15 +535,9 @@ func (s *Scheduler) bfWhere(now time.Time, x *job, bj *backfill.Job) {
 		bj.Alternatives = alts
 		return
 	}
-	if base == nil {
-		key = "index" // (chooseIn's lowest indices: base nil)
-		if s.whereC.noNarrow {
-			base = s.anyChoiceFn() // the same choice by chooseIn's set operations
-		}
-	}
 	narrowed, ok := s.narrowAllowed(x, bj.Allowed, len(bj.Spread) > 0 || bj.Tasks > 0, len(bj.Components) > 0)
 	bj.Allowed = narrowed
-	if w := x.where; bj.Chooser == nil && s.graph == nil && len(w.required) > 0 && w.cons.IsZero() && !w.contiguous &&
+	if w := x.where; base == nil && len(w.required) > 0 && w.cons.IsZero() && !w.contiguous &&
 		len(bj.Spread) == 0 && bj.Tasks == 0 && len(bj.Components) == 0 {
 		// Only required nodes, the rest in index order: the where chooser
 		// would take them and the lowest other candidates, which is the
@@ -557,10 +551,14 @@ func (s *Scheduler) bfWhere(now time.Time, x *job, bj *backfill.Job) {
 		// One counted group giving every node (-C "rack1*2" on two
 		// nodes): the narrowed set is that group's nodes, and the where
 		// chooser would make the base choice among them.
-		if bj.Chooser == nil && s.graph != nil {
-			bj.Chooser, bj.ChooserKey = base, key
-		}
+		bj.Chooser, bj.ChooserKey = base, key
 		return
+	}
+	if base == nil {
+		key = "index" // (chooseIn's lowest indices: base nil)
+		if s.whereC.noNarrow {
+			base = s.anyChoiceFn() // the same choice by chooseIn's set operations
+		}
 	}
 	bj.Chooser, bj.ChooserKey = s.whereChooser(x, base, key)
 	// The chooser takes every required node: the plan need not look
