@@ -235,7 +235,7 @@ func (s *Scheduler) chooseWhere(j *job, cand topology.NodeSet, n int, base nodeC
 
 // chooseIn picks n nodes of cand: the required ones, then for each
 // counted group the nodes it still needs, then the rest, each choice made
-// by base (nil: the lowest indices, as anyChoice, read off cand directly);
+// by base (nil: the lowest indices, as anyChoice, read off in one walk);
 // contiguous requests take the lightest window of n consecutive nodes that
 // holds them all (and, with h, whose rooms hold the tasks). ws is the
 // constraint's node sets; the result is a new slice.
@@ -258,24 +258,25 @@ func (s *Scheduler) chooseIn(j *job, ws *whereSets, cand topology.NodeSet, n int
 	// Required nodes count toward the first group they satisfy.
 	need, _ := w.groupNeed(ws, c.need)
 	c.need = need
-	var rest, sub topology.NodeSet // with base: the candidates not taken, scratch
+	rest := scratchSet(&c.rest, cand.Len()) // the candidates not taken
+	rest.CopyFrom(cand)
+	for _, i := range out {
+		rest.Remove(i)
+	}
+	var sub topology.NodeSet // with base: scratch
 	if base != nil {
-		rest = scratchSet(&c.rest, cand.Len())
-		rest.CopyFrom(cand)
-		for _, i := range out {
-			rest.Remove(i)
-		}
 		sub = scratchSet(&c.sub, cand.Len())
 	}
 	// take adds k candidates not taken yet, members of g (any node when g
 	// is the empty set), to out; false when there are too few.
 	take := func(g topology.NodeSet, k int) bool {
 		if base == nil {
-			// The lowest indices (anyChoice), read off cand in one
+			// The lowest indices (anyChoice), read off rest in one
 			// ascending walk instead of set operations over every node.
-			for i := cand.Next(0); i >= 0 && k > 0; i = cand.Next(i + 1) {
-				if (g.Len() == 0 || g.Has(i)) && !slices.Contains(out, i) {
+			for i := rest.Next(0); i >= 0 && k > 0; i = rest.Next(i + 1) {
+				if g.Len() == 0 || g.Has(i) {
 					out = append(out, i)
+					rest.Remove(i)
 					k--
 				}
 			}
