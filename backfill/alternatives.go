@@ -116,9 +116,6 @@ func (r *run) planAlternatives(j *Job, e *Entry) error {
 		var err error
 		f, err = r.find(&alt, &fe, latest)
 		if err != nil {
-			if f.ghost {
-				p.ghostOff(f.q)
-			}
 			return err
 		}
 		rank := 2
