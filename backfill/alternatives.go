@@ -78,12 +78,14 @@ func (p *Profile) earliestAlternative(r Request) (Fit, error) {
 }
 
 // planAlternatives plans plain job j with Alternatives: each alternative
-// is searched as j within Allowed ∩ it (find, with a scratch entry; after
-// a fit, only for a start before it), and j is planned in the best one —
+// is searched as j within Allowed ∩ it (find, into a copy of e; after a
+// fit, only for a start before it), and j is planned in the best one —
 // the earliest start, the first listed on equal starts; when none fits,
-// the first with the best failure. The winner's search is asked again by
-// planJob and answered from the shape cache where the job's shape is
-// cached.
+// the first with the best failure. A winner searched last (a start now,
+// or the last alternative) is placed from its own search; one that a
+// later alternative's search came after (the query is reused) is asked
+// again through planJob, answered from the shape cache where the job's
+// shape is cached.
 func (r *run) planAlternatives(j *Job, e *Entry) error {
 	p := r.p
 	if err := checkAlternatives(j.Alternatives, j.Allowed, p.n); err != nil {
@@ -93,9 +95,15 @@ func (r *run) planAlternatives(j *Job, e *Entry) error {
 	alt.Alternatives = nil
 	var best topology.NodeSet
 	bestRank, bestT := 3, int64(0)
+	var f jobFit     // the last alternative's search
+	var fe Entry     // e as that search left it
+	lastWon := false // whether that alternative is the best
 	for _, a := range j.Alternatives {
 		if bestRank == 0 && bestT <= p.origin {
 			break // a start now: no later alternative starts sooner
+		}
+		if f.ghost {
+			p.ghostOff(f.q)
 		}
 		alt.Allowed = r.altSet(j.Allowed, a)
 		// After a fit at bestT, a later alternative only matters if it
@@ -104,11 +112,9 @@ func (r *run) planAlternatives(j *Job, e *Entry) error {
 		if bestRank == 0 {
 			latest = min(latest, bestT-1)
 		}
-		var scratch Entry
-		f, err := r.find(&alt, &scratch, latest)
-		if f.ghost {
-			p.ghostOff(f.q)
-		}
+		fe = *e
+		var err error
+		f, err = r.find(&alt, &fe, latest)
 		if err != nil {
 			return err
 		}
@@ -116,9 +122,20 @@ func (r *run) planAlternatives(j *Job, e *Entry) error {
 		if !f.settled {
 			rank = altRank(f.res.st)
 		}
-		if rank < bestRank || rank == 0 && bestRank == 0 && f.res.t < bestT {
+		lastWon = rank < bestRank || rank == 0 && bestRank == 0 && f.res.t < bestT
+		if lastWon {
 			best, bestRank, bestT = alt.Allowed, rank, f.res.t
 		}
+	}
+	if lastWon {
+		// The query still holds the winner's search: place it as planJob
+		// would after asking it again.
+		r.plan.Stats.Tested++
+		*e = fe
+		return r.place(&alt, e, f)
+	}
+	if f.ghost {
+		p.ghostOff(f.q)
 	}
 	alt.Allowed = best
 	return r.planJob(&alt, e)

@@ -148,3 +148,20 @@ func TestAlternativesInvalid(t *testing.T) {
 	require.Equal(t, StatusStart, plan.Entries[0].Status)
 	require.Equal(t, []int{1}, plan.Entries[0].Nodes)
 }
+
+// TestPlanAlternativesSearchOnce plans a job with a Spread (whose shape
+// the cache does not keep) and a matching OR whose first alternative
+// starts now: the winner's search is placed as it is, not searched again.
+func TestPlanAlternativesSearchOnce(t *testing.T) {
+	p, err := NewProfile(time.Unix(1_700_000_000, 0), []NodeState{{Capacity: gres.Vector{4}}, {Capacity: gres.Vector{4}}}, nil, ProfileOptions{})
+	require.NoError(t, err)
+	pl, err := NewPlanner(Config{Mode: Conservative, Window: time.Hour})
+	require.NoError(t, err)
+	alts := []topology.NodeSet{topology.NodeSetOf(2, 1), topology.NodeSetOf(2, 0)}
+	plan, err := pl.Plan(p, []Job{{ID: 1, Nodes: 1, PerNode: gres.Vector{1}, Spread: gres.Vector{1}, TimeLimit: time.Minute, Alternatives: alts}})
+	require.NoError(t, err)
+	require.Equal(t, StatusStart, plan.Entries[0].Status)
+	require.Equal(t, []int{1}, plan.Entries[0].Nodes)
+	require.Equal(t, 1, plan.Stats.Tested)
+	require.Equal(t, 1, plan.Stats.Searches)
+}

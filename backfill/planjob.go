@@ -25,10 +25,11 @@ type jobFit struct {
 // find searches the earliest start of plain job j (no components, no
 // alternatives) at or before latest on the plan's profile, through the
 // shape cache, and where j takes counters the earliest at which they have
-// room too; an entry that never fits is settled in e.
-func (r *run) find(j *Job, e *Entry, latest int64) (jobFit, error) {
+// room too; an entry that never fits is settled in e. On error the kept
+// reservation is no longer looked through.
+func (r *run) find(j *Job, e *Entry, latest int64) (f jobFit, err error) {
 	p := r.p
-	f := jobFit{noResv: r.reserveReason(j), planned: j.TimeLimit}
+	f = jobFit{noResv: r.reserveReason(j), planned: j.TimeLimit}
 	if j.TimeMin > 0 && j.TimeMin < j.TimeLimit {
 		f.planned = j.TimeMin
 	}
@@ -48,6 +49,12 @@ func (r *run) find(j *Job, e *Entry, latest int64) (jobFit, error) {
 	if r.kept != nil && r.kept.id == j.ID {
 		p.ghostOn(q, r.kept)
 		f.ghost = true
+		defer func() {
+			if err != nil {
+				p.ghostOff(q)
+				f.ghost = false
+			}
+		}()
 	}
 
 	sh := r.cachedShape(j, q)
@@ -104,12 +111,19 @@ func (r *run) planJob(j *Job, e *Entry) error {
 	if len(j.Alternatives) > 0 {
 		return r.planAlternatives(j, e)
 	}
-	p := r.p
 	r.plan.Stats.Tested++
 	f, err := r.find(j, e, r.latest)
 	if err != nil {
 		return err
 	}
+	return r.place(j, e, f)
+}
+
+// place fills the entry e of plain job j from what find learned of it, f
+// (turning the kept reservation's look-through off when done), booking a
+// start or reservation into the profile.
+func (r *run) place(j *Job, e *Entry, f jobFit) error {
+	p := r.p
 	if f.ghost {
 		defer p.ghostOff(f.q)
 	}

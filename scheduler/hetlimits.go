@@ -55,7 +55,9 @@ func (s *Scheduler) hetLimits(comps []*job, withRunning bool) (held, never hetEx
 	}
 	if len(s.lic.names) > 0 {
 		held, never = s.hetLicenseExcess(comps, withRunning)
-		if never.ok && (held.ok || !withRunning) {
+		if never.ok {
+			// (With the running jobs counted, a pool exceeded with
+			// nothing running is exceeded now too: held is set.)
 			return held, never
 		}
 	}

@@ -235,7 +235,7 @@ func (s *Scheduler) chooseWhere(j *job, cand topology.NodeSet, n int, base nodeC
 
 // chooseIn picks n nodes of cand: the required ones, then for each
 // counted group the nodes it still needs, then the rest, each choice made
-// by base (nil: the lowest indices, as anyChoice, read off cand directly);
+// by base (nil: the lowest indices, as anyChoice, read off in one walk);
 // contiguous requests take the lightest window of n consecutive nodes that
 // holds them all (and, with h, whose rooms hold the tasks). ws is the
 // constraint's node sets; the result is a new slice.
@@ -258,24 +258,25 @@ func (s *Scheduler) chooseIn(j *job, ws *whereSets, cand topology.NodeSet, n int
 	// Required nodes count toward the first group they satisfy.
 	need, _ := w.groupNeed(ws, c.need)
 	c.need = need
-	var rest, sub topology.NodeSet // with base: the candidates not taken, scratch
+	rest := scratchSet(&c.rest, cand.Len()) // the candidates not taken
+	rest.CopyFrom(cand)
+	for _, i := range out {
+		rest.Remove(i)
+	}
+	var sub topology.NodeSet // with base: scratch
 	if base != nil {
-		rest = scratchSet(&c.rest, cand.Len())
-		rest.CopyFrom(cand)
-		for _, i := range out {
-			rest.Remove(i)
-		}
 		sub = scratchSet(&c.sub, cand.Len())
 	}
 	// take adds k candidates not taken yet, members of g (any node when g
 	// is the empty set), to out; false when there are too few.
 	take := func(g topology.NodeSet, k int) bool {
 		if base == nil {
-			// The lowest indices (anyChoice), read off cand in one
+			// The lowest indices (anyChoice), read off rest in one
 			// ascending walk instead of set operations over every node.
-			for i := cand.Next(0); i >= 0 && k > 0; i = cand.Next(i + 1) {
-				if (g.Len() == 0 || g.Has(i)) && !slices.Contains(out, i) {
+			for i := rest.Next(0); i >= 0 && k > 0; i = rest.Next(i + 1) {
+				if g.Len() == 0 || g.Has(i) {
 					out = append(out, i)
+					rest.Remove(i)
 					k--
 				}
 			}
@@ -535,15 +536,9 @@ func (s *Scheduler) bfWhere(now time.Time, x *job, bj *backfill.Job) {
 		bj.Alternatives = alts
 		return
 	}
-	if base == nil {
-		key = "index" // (chooseIn's lowest indices: base nil)
-		if s.whereC.noNarrow {
-			base = s.anyChoiceFn() // the same choice by chooseIn's set operations
-		}
-	}
 	narrowed, ok := s.narrowAllowed(x, bj.Allowed, len(bj.Spread) > 0 || bj.Tasks > 0, len(bj.Components) > 0)
 	bj.Allowed = narrowed
-	if w := x.where; bj.Chooser == nil && s.graph == nil && len(w.required) > 0 && w.cons.IsZero() && !w.contiguous &&
+	if w := x.where; base == nil && len(w.required) > 0 && w.cons.IsZero() && !w.contiguous &&
 		len(bj.Spread) == 0 && bj.Tasks == 0 && len(bj.Components) == 0 {
 		// Only required nodes, the rest in index order: the where chooser
 		// would take them and the lowest other candidates, which is the
@@ -557,10 +552,14 @@ func (s *Scheduler) bfWhere(now time.Time, x *job, bj *backfill.Job) {
 		// One counted group giving every node (-C "rack1*2" on two
 		// nodes): the narrowed set is that group's nodes, and the where
 		// chooser would make the base choice among them.
-		if bj.Chooser == nil && s.graph != nil {
-			bj.Chooser, bj.ChooserKey = base, key
-		}
+		bj.Chooser, bj.ChooserKey = base, key
 		return
+	}
+	if base == nil {
+		key = "index" // (chooseIn's lowest indices: base nil)
+		if s.whereC.noNarrow {
+			base = s.anyChoiceFn() // the same choice by chooseIn's set operations
+		}
 	}
 	bj.Chooser, bj.ChooserKey = s.whereChooser(x, base, key)
 	// The chooser takes every required node: the plan need not look
