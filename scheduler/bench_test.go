@@ -252,5 +252,8 @@ func churn(b *testing.B, s *scheduler.Scheduler, now time.Time, perStep int, sub
 	b.ReportMetric(float64(p), "pending")
 	b.ReportMetric(float64(r), "running")
 	b.ReportMetric(float64(starts)/float64(b.N), "starts/cycle")
+	if el := b.Elapsed().Seconds(); el > 0 {
+		b.ReportMetric(float64(starts)/el, "starts/s")
+	}
 	b.ReportMetric(float64(scheduler.SettlePasses(s)-settled)/float64(b.N), "settle-passes/cycle")
 }
