@@ -149,7 +149,7 @@ func (r *run) altSet(allowed, alt topology.NodeSet) topology.NodeSet {
 		r.altTmp = topology.NewNodeSet(r.p.n)
 	}
 	intersectInto(r.altTmp, allowed, alt)
-	if k := r.setIndex(r.altTmp); k >= 0 {
+	if k := r.setByContent(r.altTmp); k >= 0 { // scratch storage: by content
 		return r.sets[k]
 	}
 	return r.altTmp.Clone()

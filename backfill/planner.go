@@ -698,6 +698,7 @@ type planScratch struct {
 	ids     map[JobID]struct{}
 	shapes  map[string]*shape
 	setIdx  map[setFP][]int
+	setRefs map[topology.SetRef]int // setIndex's sets by storage
 	counts  map[countKey]int
 	partRes map[string]int
 	sets    []topology.NodeSet
@@ -719,7 +720,8 @@ func (p *Profile) planScratch() *planScratch {
 	sc := p.scratch()
 	if sc.plan == nil {
 		sc.plan = &planScratch{ids: map[JobID]struct{}{}, shapes: map[string]*shape{}, setIdx: map[setFP][]int{},
-			counts: map[countKey]int{}, partRes: map[string]int{}, capSets: map[string]topology.NodeSet{}}
+			setRefs: map[topology.SetRef]int{},
+			counts:  map[countKey]int{}, partRes: map[string]int{}, capSets: map[string]topology.NodeSet{}}
 	}
 	ps := sc.plan
 	ps.pass++
@@ -728,6 +730,7 @@ func (p *Profile) planScratch() *planScratch {
 		clear(ps.shapes)
 	}
 	clear(ps.setIdx)
+	clear(ps.setRefs)
 	clear(ps.counts)
 	clear(ps.partRes)
 	clear(ps.capSets)

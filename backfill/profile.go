@@ -181,6 +181,8 @@ type Profile struct {
 	n      int
 	a      int       // number of active dimensions
 	active []gres.ID // active dimension → TRES ID
+	// isAct[id] says TRES id is active (id < width).
+	isAct []bool
 	width  int       // longest capacity vector
 	caps   []int64   // n*a, immutable, shared by clones
 	tls    []*timeline
@@ -408,10 +410,12 @@ func (p *Profile) initDims(nodes []NodeState) error {
 			}
 		}
 	}
+	p.isAct = make([]bool, p.width)
 	for j := range p.width {
 		for _, ns := range nodes {
 			if ns.Capacity.At(gres.ID(j)) > 0 {
 				p.active = append(p.active, gres.ID(j))
+				p.isAct[j] = true
 				break
 			}
 		}
@@ -429,26 +433,23 @@ func (p *Profile) initDims(nodes []NodeState) error {
 // project copies v's active dimensions into dst. ok is false when v asks
 // for a resource no node has; err reports negative or oversized counts.
 func (p *Profile) project(v gres.Vector, dst []int64) (ok bool, err error) {
+	ok = true
 	for j, x := range v {
 		if x < 0 || x > gres.MaxCount {
 			return false, fmt.Errorf("TRES %d count %d out of [0, %d]", j, x, gres.MaxCount)
+		}
+		if x != 0 && !p.isActive(gres.ID(j)) {
+			ok = false
 		}
 	}
 	for x, id := range p.active {
 		dst[x] = v.At(id)
 	}
-	ok = true
-	for j, x := range v {
-		if x != 0 && !p.isActive(gres.ID(j)) {
-			ok = false
-		}
-	}
 	return ok, nil
 }
 
 func (p *Profile) isActive(id gres.ID) bool {
-	_, found := slices.BinarySearch(p.active, id)
-	return found
+	return int(id) < len(p.isAct) && p.isAct[id]
 }
 
 // expand turns an active-dimension slice back into a gres.Vector.

@@ -91,7 +91,25 @@ func (r *run) shapeFor(j *Job, q *query) *shape {
 
 // setIndex returns the index of a set equal to s, registering it; -1 when
 // too many distinct sets were seen.
+//
+// A set seen before in the pass through the same storage (the caller's
+// shared allowed set of many jobs: topology.SetRef) is found without
+// hashing it; its members cannot have changed, since the caller may not
+// change a job's Allowed during the call.
 func (r *run) setIndex(s topology.NodeSet) int {
+	ref := s.Ref()
+	if x, ok := r.setRefs[ref]; ok {
+		return x
+	}
+	x := r.setByContent(s)
+	if x >= 0 {
+		r.setRefs[ref] = x
+	}
+	return x
+}
+
+// setByContent is setIndex for a set not seen through its storage.
+func (r *run) setByContent(s topology.NodeSet) int {
 	fp := setFP(s.Hash())
 	for _, x := range r.setIdx[fp] {
 		if r.sets[x].Equal(s) {

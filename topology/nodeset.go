@@ -162,6 +162,26 @@ func (s NodeSet) Hash() uint64 {
 	return h
 }
 
+// SetRef identifies a NodeSet's storage: two sets with equal non-zero
+// refs are copies of one NodeSet value, which share their words, and so
+// hold the same members at any moment (a change through one is seen
+// through the other). It is comparable and serves as a map key, letting a
+// caller that sees the same set many times (a planner given one allowed
+// set per job) recognise it without hashing or comparing its words. Sets
+// of length 0 have the zero ref.
+type SetRef struct {
+	w *uint64
+	n int
+}
+
+// Ref returns s's storage ref (see SetRef).
+func (s NodeSet) Ref() SetRef {
+	if len(s.words) == 0 {
+		return SetRef{}
+	}
+	return SetRef{w: &s.words[0], n: s.n}
+}
+
 // IntersectionCount returns |s ∩ o| without allocating.
 func (s NodeSet) IntersectionCount(o NodeSet) int {
 	c := 0
