@@ -183,10 +183,10 @@ type Profile struct {
 	active []gres.ID // active dimension → TRES ID
 	// isAct[id] says TRES id is active (id < width).
 	isAct []bool
-	width  int       // longest capacity vector
-	caps   []int64   // n*a, immutable, shared by clones
-	tls    []*timeline
-	cps    *btree.BTreeG[*changePoint]
+	width int     // longest capacity vector
+	caps  []int64 // n*a, immutable, shared by clones
+	tls   []*timeline
+	cps   *btree.BTreeG[*changePoint]
 	// sums are the summaries, one per grid slot holding a change point
 	// (at least), see summary.
 	sums *btree.BTreeG[*summary]
