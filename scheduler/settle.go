@@ -73,7 +73,9 @@ func mergeCycles(a, b Cycle) Cycle {
 // before them that holds others back — one waiting for resources (it
 // holds its partition back in the main pass) or holding a backfill
 // reservation — would now be held by its own policy instead (a limit its
-// user or account reached through those starts, its array's throttle), or
+// user or account reached through those starts, its array's throttle; a
+// reserved job already held by a limit only if the limit that holds it
+// changed), or
 // a job waiting on a dependency now has it satisfied (after: a start),
 // or, with preemption, a job that may preempt still waits (the jobs
 // started after it may be ones it preempts).
@@ -101,7 +103,11 @@ func (s *Scheduler) unsettled(now time.Time, cyc Cycle) bool {
 		case preempt && j.preemptRank > 0 && j.Hold == HoldNone:
 			return true // a job started after it may be one it can preempt
 		case p.Reason == policy.ReasonResources || j.reserved:
-			if s.checkPolicy(now, j) != policy.ReasonNone {
+			// A reserved job the pass already found held by a limit
+			// (limit-aware planning reserves it where the limit frees)
+			// was planned with the pass's starts counted against that
+			// limit: only a reason that changed is news.
+			if r := s.checkPolicy(now, j); r != policy.ReasonNone && r != p.Reason {
 				return true
 			}
 		}
