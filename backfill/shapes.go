@@ -204,8 +204,10 @@ func (sh *shape) insert(q *query, e0 int64, res result, gen int) {
 // about per-node requests alone), with its count of capable nodes filled
 // in, and sets q.allCapable from it.
 func (r *run) cachedShape(j *Job, q *query) *shape {
-	sh := &shape{capable: -1}
-	if !q.hasSpread() {
+	var sh *shape
+	if q.hasSpread() {
+		sh = &shape{capable: -1}
+	} else {
 		sh = r.shapeFor(j, q)
 	}
 	if sh.capable < 0 {
