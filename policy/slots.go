@@ -65,9 +65,37 @@ func (c Constraint) Concurrent() bool {
 // none). Limits on a TRES the job does not ask for are left out, as
 // CheckStart skips them. A Subject not resolved by p gives none.
 func (p *Policy) Slots(r *Request, u *Usage, dst []Slot) []Slot {
-	pl := r.Subject.pl
-	if pl == nil || pl.owner != p || (u != nil && u.p != p) {
+	if u != nil && u.p != p {
 		return dst
+	}
+	p.eachSlot(r, func(e *entry, k CounterKey, add int64) {
+		var used int64
+		if c := u.counterFor(e, r); c != nil {
+			if e.tres >= 0 {
+				used = c.tres[e.tres]
+			} else {
+				used = c.jobs
+			}
+		}
+		dst = append(dst, Slot{Key: k, Limit: e.limit, Used: used, Add: add, Blocker: p.blocker(e, r, used, add)})
+	})
+	return dst
+}
+
+// SlotKeys appends to dst the keys of the slots Slots gives for r, in
+// the same order, without reading any usage: what a caller that only
+// asks which counters a start counts against needs.
+func (p *Policy) SlotKeys(r *Request, dst []CounterKey) []CounterKey {
+	p.eachSlot(r, func(_ *entry, k CounterKey, _ int64) { dst = append(dst, k) })
+	return dst
+}
+
+// eachSlot calls f for every concurrent limit r's start counts against,
+// in hierarchy order, with its counter's key and what the start adds.
+func (p *Policy) eachSlot(r *Request, f func(e *entry, k CounterKey, add int64)) {
+	pl := r.Subject.pl
+	if pl == nil || pl.owner != p {
+		return
 	}
 	for i := range pl.entries {
 		e := &pl.entries[i]
@@ -80,14 +108,6 @@ func (p *Policy) Slots(r *Request, u *Usage, dst []Slot) []Slot {
 				continue
 			}
 		}
-		var used int64
-		if c := u.counterFor(e, r); c != nil {
-			if e.tres >= 0 {
-				used = c.tres[e.tres]
-			} else {
-				used = c.jobs
-			}
-		}
 		k := CounterKey{scope: e.scope, ctr: e.ctr, tres: e.tres}
 		switch e.scope {
 		case scQOSUser:
@@ -95,9 +115,8 @@ func (p *Policy) Slots(r *Request, u *Usage, dst []Slot) []Slot {
 		case scQOSAcct:
 			k.name = r.Subject.ref.Account
 		}
-		dst = append(dst, Slot{Key: k, Limit: e.limit, Used: used, Add: add, Blocker: p.blocker(e, r, used, add)})
+		f(e, k, add)
 	}
-	return dst
 }
 
 // WithTRES returns the key of TRES t's count on the counter k names

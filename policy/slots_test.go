@@ -45,7 +45,8 @@ func ExamplePolicy_Slots() {
 }
 
 // Every concurrent blocker CheckStartAll reports is a Slot over its limit,
-// and every Slot over its limit is a concurrent blocker.
+// and every Slot over its limit is a concurrent blocker; SlotKeys lists
+// the slots' keys.
 func TestSlotsMatchCheckStart(t *testing.T) {
 	reg, _ := gres.NewRegistry("gres/gpu")
 	gpus, _ := policy.ParseTRESLimits(reg, "gres/gpu=4")
@@ -81,6 +82,13 @@ func TestSlotsMatchCheckStart(t *testing.T) {
 			if sl.Used+sl.Add > sl.Limit {
 				over[sl.Blocker.String()] = true
 			}
+		}
+		var keys []policy.CounterKey
+		for _, sl := range p.Slots(r, u, nil) {
+			keys = append(keys, sl.Key)
+		}
+		if sk := p.SlotKeys(r, nil); fmt.Sprint(sk) != fmt.Sprint(keys) || len(keys) == 0 {
+			t.Errorf("%v: SlotKeys %v, want the keys of Slots %v", r.TRES, sk, keys)
 		}
 		got := map[string]bool{}
 		for _, b := range p.CheckStartAll(now, r, u, nil) {

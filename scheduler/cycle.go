@@ -406,8 +406,12 @@ func (s *Scheduler) endExpired(now time.Time, cyc *Cycle) {
 type passBlocks struct {
 	parts []bool
 	resv  map[string]bool
-	// keys are the limit counters held back for the plan (limithold.go).
-	keys map[policy.CounterKey]bool
+	// keys are the limit counters held back for the plan (limithold.go):
+	// those of holders[:keyed], the jobs that hold them, read on demand.
+	keys    map[policy.CounterKey]bool
+	holders []*job
+	keyed   int
+	buf     []policy.CounterKey // scratch
 }
 
 // magneticJobs returns the pending jobs that name no reservation but

@@ -48,14 +48,26 @@ func (s *Scheduler) holdCounters(now time.Time, j *job, r policy.Reason, blocked
 	default:
 		return
 	}
-	req := s.policyRequest(j)
-	s.bf.ctr.slots = s.pol.p.Slots(&req, s.pol.usage, s.bf.ctr.slots[:0])
-	for _, sl := range s.bf.ctr.slots {
-		if blocked.keys == nil {
-			blocked.keys = map[policy.CounterKey]bool{}
+	// Its counters are read only when a later job could start in the
+	// main pass (countersHeld): most cycles start few jobs there, and a
+	// job's counters (keys, not use) cannot change during the pass.
+	blocked.holders = append(blocked.holders, j)
+}
+
+// heldKeys adds the counters of the jobs holdCounters recorded since the
+// last call to blocked.keys.
+func (s *Scheduler) heldKeys(blocked *passBlocks) {
+	for _, j := range blocked.holders[blocked.keyed:] {
+		req := s.policyRequest(j)
+		blocked.buf = s.pol.p.SlotKeys(&req, blocked.buf[:0])
+		for _, k := range blocked.buf {
+			if blocked.keys == nil {
+				blocked.keys = map[policy.CounterKey]bool{}
+			}
+			blocked.keys[k] = true
 		}
-		blocked.keys[sl.Key] = true
 	}
+	blocked.keyed = len(blocked.holders)
 }
 
 // countersHeld reports whether job j counts against a limit counter that
@@ -63,15 +75,19 @@ func (s *Scheduler) holdCounters(now time.Time, j *job, r policy.Reason, blocked
 // the main pass then leaves it to the backfill pass. A job of an advance
 // reservation is never held: the plan has counted its use already.
 func (s *Scheduler) countersHeld(j *job, blocked *passBlocks) bool {
-	if len(blocked.keys) == 0 || s.pol == nil || j.Spec.Reservation != "" {
+	if len(blocked.holders) == 0 || s.pol == nil || j.Spec.Reservation != "" {
 		// A reservation job starts in the main pass only; the plan holds
 		// what it may take (holdReservationJobs).
 		return false
 	}
+	s.heldKeys(blocked)
+	if len(blocked.keys) == 0 {
+		return false
+	}
 	req := s.policyRequest(j)
-	s.bf.ctr.slots = s.pol.p.Slots(&req, s.pol.usage, s.bf.ctr.slots[:0])
-	for _, sl := range s.bf.ctr.slots {
-		if blocked.keys[sl.Key] {
+	blocked.buf = s.pol.p.SlotKeys(&req, blocked.buf[:0])
+	for _, k := range blocked.buf {
+		if blocked.keys[k] {
 			return true
 		}
 	}
