@@ -37,9 +37,9 @@ import (
 // advance reservations, on a 48-node GPU cluster with a switch tree and
 // an NVLink domain.
 func TestIncrementalPlanMatchesFull(t *testing.T) {
-	seeds, steps := 6, 160
+	seeds, steps := 7, 200
 	if testing.Short() {
-		seeds, steps = 2, 120
+		seeds, steps = 3, 150
 	}
 	for _, mode := range []backfill.Mode{backfill.EASY, backfill.Conservative} {
 		for _, pol := range []bool{false, true} {
@@ -81,9 +81,10 @@ type incrementalCase struct {
 
 // churnStats counts what the sequences exercised.
 type churnStats struct {
-	cycles, quiet, sameInstant, extendable int
-	starts, backfilled, reserved, ended    int
-	events, refused                        int
+	cycles, quiet, light, sameInstant, extendable int
+	pending, maxPending                           int
+	starts, backfilled, reserved, ended           int
+	events, refused                               int
 }
 
 // incrementalCluster is the test's cluster: sim.SyntheticCluster(48)
@@ -230,10 +231,21 @@ func runIncremental(t *testing.T, c incrementalCase, st *churnStats) {
 			ids = append(ids, id)
 		}
 	}
-	event := func(step int) {
-		switch k := rng.IntN(100); {
+	// event applies one random event; a light one is a submit, a pending
+	// job's update, hold or release, or (with reservations) a reservation
+	// added or removed: no job starts or ends, no node changes.
+	event := func(step int, light bool) {
+		k := rng.IntN(100)
+		if light {
+			opts := []int{100, 45 + rng.IntN(10), 60 + rng.IntN(6), 66 + rng.IntN(6), 88}
+			if !c.resv {
+				opts = opts[:4]
+			}
+			k = opts[rng.IntN(len(opts))]
+		}
+		switch {
 		case k < 35:
-			for range 1 + rng.IntN(4) {
+			for range 1 + rng.IntN(6) {
 				submit(step)
 			}
 		case k < 45:
@@ -250,7 +262,7 @@ func runIncremental(t *testing.T, c incrementalCase, st *churnStats) {
 				case 1:
 					u.ResetPriority = true
 				case 2:
-					l := time.Duration(5+rng.IntN(24*12)) * 5 * time.Minute
+					l := time.Duration(1+rng.IntN(48)) * 5 * time.Minute
 					u.TimeLimit = &l
 				default:
 					n := rng.IntN(2000) - 1000
@@ -300,6 +312,12 @@ func runIncremental(t *testing.T, c incrementalCase, st *churnStats) {
 		case k < 83:
 			n := names[rng.IntN(len(names))]
 			both(step, "fail "+n, func(s *scheduler.Scheduler) (string, error) { return "", s.FailNode(now, n, "test") })
+		case k < 85:
+			// A GPU fails (or comes back) under the jobs that hold it.
+			n, dev, ok := names[rng.IntN(len(names))], rng.IntN(4), rng.IntN(3) == 0
+			both(step, fmt.Sprintf("health %s %d %t", n, dev, ok), func(s *scheduler.Scheduler) (string, error) {
+				return "", s.SetDeviceHealth(now, n, dev, ok, "xid 79")
+			})
 		case k < 88:
 			var off []string
 			for _, n := range inc.Nodes() {
@@ -342,16 +360,30 @@ func runIncremental(t *testing.T, c incrementalCase, st *churnStats) {
 	}
 
 	for step := range c.steps {
-		quiet := step > 0 && rng.IntN(4) == 0
+		// A quiet step changes nothing; a light one applies one light
+		// event (see event) a few seconds later, without processing ends; the others move the clock up
+		// to 10 minutes, end the jobs that ran their course and apply a
+		// few events of any kind.
+		var quiet, light bool
+		if step > 0 {
+			switch rng.IntN(8) {
+			case 0, 1:
+				quiet = true
+			case 2, 3:
+				light = true
+			}
+		}
 		switch {
-		case quiet && rng.IntN(2) == 0:
+		case (quiet || light) && rng.IntN(2) == 0:
 			// the same instant
-		case quiet:
+		case quiet || light:
 			now = now.Add(time.Duration(1+rng.IntN(20)) * time.Second)
 		default:
-			now = now.Add(time.Duration(rng.IntN(900)) * time.Second)
+			now = now.Add(time.Duration(rng.IntN(600)) * time.Second)
 		}
-		if !quiet {
+		if light {
+			event(step, true)
+		} else if !quiet {
 			// Jobs that ran their course end; then the step's events.
 			var done []scheduler.JobID
 			for id, end := range ends {
@@ -367,12 +399,15 @@ func runIncremental(t *testing.T, c incrementalCase, st *churnStats) {
 				}
 			}
 			for range 1 + rng.IntN(3) {
-				event(step)
+				event(step, false)
 			}
 		}
 		st.cycles++
 		if quiet {
 			st.quiet++
+		}
+		if light {
+			st.light++
 		}
 		if now.Equal(last) {
 			st.sameInstant++
@@ -402,6 +437,8 @@ func runIncremental(t *testing.T, c incrementalCase, st *churnStats) {
 			}
 		}
 		st.ended += len(ca.Ended)
+		st.pending += len(ca.Pending)
+		st.maxPending = max(st.maxPending, len(ca.Pending))
 		for _, p := range ca.Pending {
 			if scheduler.BackfillReserved(inc, p.Job) {
 				st.reserved++
@@ -440,25 +477,36 @@ func cycleDigest(s *scheduler.Scheduler, c scheduler.Cycle) []string {
 	return out
 }
 
-// digestDiff shows the lines of two digests that differ, want (from
-// scratch) then got (incremental), with a few lines of context.
+// digestDiff shows how two digests differ: the lines only the one from
+// scratch (want) has, then those only the incremental one (got) has, each
+// in order, at most 12 of each.
 func digestDiff(want, got []string) string {
-	var b strings.Builder
-	shown := 0
-	for i := 0; i < max(len(want), len(got)) && shown < 20; i++ {
-		w, g := "", ""
-		if i < len(want) {
-			w = want[i]
+	count := func(lines []string) map[string]int {
+		m := map[string]int{}
+		for _, l := range lines {
+			m[l]++
 		}
-		if i < len(got) {
-			g = got[i]
-		}
-		if w == g {
-			continue
-		}
-		fmt.Fprintf(&b, "line %d\n  from scratch: %s\n  incremental:  %s\n", i, w, g)
-		shown++
+		return m
 	}
+	only := func(b *strings.Builder, title string, lines []string, other map[string]int) {
+		fmt.Fprintf(b, "%s:\n", title)
+		shown := 0
+		for _, l := range lines {
+			if other[l] > 0 {
+				other[l]--
+				continue
+			}
+			if shown++; shown <= 12 {
+				fmt.Fprintf(b, "  %s\n", l)
+			}
+		}
+		if shown > 12 {
+			fmt.Fprintf(b, "  … %d more\n", shown-12)
+		}
+	}
+	var b strings.Builder
+	only(&b, "only from scratch", want, count(got))
+	only(&b, "only incremental", got, count(want))
 	fmt.Fprintf(&b, "(%d lines from scratch, %d incremental)", len(want), len(got))
 	return b.String()
 }
