@@ -48,7 +48,10 @@ func BackfillReserved(s *Scheduler, id JobID) bool {
 // next cycle's jobs and windows): there is a last plan, it started
 // nothing, no job started or ended since, node capacity did not change
 // and s plans incrementally. Tests count such cycles to show that the
-// extension path ran.
+// extension path can run. It does not say that the pass will extend:
+// canExtend also needs the same jobs at the head of the queue and the
+// same reservation windows, and a pass with limit counters (QOS or
+// association limits in force, see attachCounters) never extends.
 func MayExtendPlan(s *Scheduler) bool {
 	b := s.bf
 	return b != nil && b.plan != nil && !b.rebuild && !b.noExtend && !b.dirty &&

@@ -22,22 +22,28 @@ import (
 // the next (the kept profile, the extended plan, and every cache added
 // later, each switched off by scheduler.PlanFromScratch) must decide
 // exactly as planning from scratch. Two schedulers built from the same
-// configuration get the same random churn — submits, finishes, cancels,
-// holds and releases, priority, time-limit and nice updates, requeues,
-// nodes drained, failed, downed and resumed, advance reservations added
-// and removed — at the same times, with quiet cycles (nothing changed,
-// some at the same instant) in between, and after every cycle their
-// decisions are compared: starts (job, nodes, time limit, backfill),
-// timeouts, audit records, the pending list (job, reason, priority,
-// expected start), each pending job's planned nodes and whether it holds
-// a backfill reservation, and the next wake.
+// configuration get the same random churn — submits (some with
+// --time-min, a begin time, a dependency or a user reservation, some
+// throttled arrays), finishes, cancels, holds and releases, priority,
+// time-limit and nice updates of pending jobs, time-limit updates of
+// running ones, requeues, nodes drained, failed, downed and resumed, GPUs
+// failing, advance reservations added and removed — at the same times,
+// with quiet cycles (nothing changed, some at the same instant) and light
+// ones (one pending job or reservation changed, nothing ended) in
+// between, and after every cycle their decisions are compared: starts
+// (job, nodes with CPUs and GPUs, time limit, backfill), timeouts, audit
+// records, the pending list (job, reason, priority, expected start), each
+// pending job's planned nodes and whether it holds a backfill
+// reservation, and the next wake. A mismatch names the mode, seed, step
+// and time, and lists the lines only one side has.
 //
 // The matrix is EASY and conservative backfill × without and with policy
 // (multifactor priority and QOS per-user GPU limits) × without and with
 // advance reservations, on a 48-node GPU cluster with a switch tree and
-// an NVLink domain.
+// an NVLink domain. A scheduler planning from scratch also recomputes
+// every running job's profile use each cycle (ForgetProfileUse).
 func TestIncrementalPlanMatchesFull(t *testing.T) {
-	seeds, steps := 7, 200
+	seeds, steps := 7, 180
 	if testing.Short() {
 		seeds, steps = 3, 150
 	}
@@ -84,7 +90,7 @@ type churnStats struct {
 	cycles, quiet, light, sameInstant, extendable int
 	pending, maxPending                           int
 	starts, backfilled, reserved, ended           int
-	events, refused                               int
+	events, refused, settles                      int
 }
 
 // incrementalCluster is the test's cluster: sim.SyntheticCluster(48)
@@ -220,6 +226,20 @@ func runIncremental(t *testing.T, c incrementalCase, st *churnStats) {
 			spec.BeginTime = now.Add(time.Duration(rng.IntN(3600)) * time.Second)
 		case k < 5 && c.resv:
 			spec.User, spec.Reservation = "u0001", "team"
+		case k < 6 && len(ids) > 0:
+			// A dependency: the settle pass decides it on the start.
+			spec.Dependency = fmt.Sprintf("%s:%d", []string{"after", "afterok", "afterany"}[rng.IntN(3)], ids[len(ids)-1-rng.IntN(min(len(ids), 8))])
+		case k < 7:
+			// A small throttled array (JobArrayTaskLimit).
+			var got []scheduler.JobID
+			array := fmt.Sprintf("0-%d%%%d", 1+rng.IntN(5), 1+rng.IntN(2))
+			both(step, "submit array "+array, func(s *scheduler.Scheduler) (string, error) {
+				x, err := s.SubmitArray(now, spec, array)
+				got = x
+				return fmt.Sprint(x), err
+			})
+			ids = append(ids, got...)
+			return
 		}
 		var id scheduler.JobID
 		both(step, "submit", func(s *scheduler.Scheduler) (string, error) {
@@ -445,6 +465,7 @@ func runIncremental(t *testing.T, c incrementalCase, st *churnStats) {
 			}
 		}
 	}
+	st.settles += int(scheduler.SettlePasses(inc))
 }
 
 // cycleDigest is what TestIncrementalPlanMatchesFull compares of a
