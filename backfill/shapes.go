@@ -184,15 +184,25 @@ func (sh *shape) insert(q *query, e0 int64, res result, gen int) {
 	// it only replaces entries that searched no further (as lookup skips
 	// it for a job that may start later; every limit is at most the
 	// window's end, so one searched to it replaces all).
-	out := sh.ents[:0]
-	for _, x := range sh.ents {
-		if x.n >= ne.n && x.d >= ne.d && x.e >= ne.e && (x.t < ne.t || (x.t == ne.t && x.upTo <= ne.upTo)) &&
-			(ne.st != FitBeyondLatest || x.lim <= ne.lim) {
-			continue
-		}
-		out = append(out, x)
+	useless := func(x *shapeEntry) bool {
+		return x.n >= ne.n && x.d >= ne.d && x.e >= ne.e && (x.t < ne.t || (x.t == ne.t && x.upTo <= ne.upTo)) &&
+			(ne.st != FitBeyondLatest || x.lim <= ne.lim)
 	}
-	sh.ents = out
+	// Entries move only from the first one dropped on: most inserts drop
+	// none, and an entry is large.
+	k := 0
+	for k < len(sh.ents) && !useless(&sh.ents[k]) {
+		k++
+	}
+	if k < len(sh.ents) {
+		out := sh.ents[:k]
+		for x := k + 1; x < len(sh.ents); x++ {
+			if !useless(&sh.ents[x]) {
+				out = append(out, sh.ents[x])
+			}
+		}
+		sh.ents = out
+	}
 	if len(sh.ents) >= maxShapeEntries {
 		sh.ents = append(sh.ents[:0], sh.ents[1:]...)
 	}
