@@ -562,6 +562,7 @@ func (r *run) planHet(j *Job, e *Entry) error {
 			return err
 		}
 		booked = true
+		r.barrier = r.gen // its searches booked and released: no earlier answer holds
 		if hasUses(uses) {
 			p.ctr.bookCo(uses, res.t, coEnds(p, qs, res.t))
 		}
@@ -581,7 +582,7 @@ func (r *run) soloFit(c *Job, q *query) (res result, capacity bool, err error) {
 		return result{st: FitNever}, true, nil
 	}
 	e0 := q.t0
-	if en := sh.same(q.n, q.d, e0, r.gen); en != nil {
+	if en := r.same(sh, q, e0); en != nil {
 		if en.t > q.latest {
 			return result{st: FitBeyondLatest}, false, nil
 		}

@@ -65,7 +65,7 @@ func (r *run) find(j *Job, e *Entry, latest int64) (f jobFit, err error) {
 	}
 	e0 := q.t0
 	res := result{st: FitBeyondLatest}
-	if en := sh.same(q.n, q.d, e0, r.gen); en != nil && q.ghost == nil {
+	if en := r.same(sh, q, e0); en != nil && q.ghost == nil {
 		// The same question on the same profile: the same answer.
 		if en.t <= q.latest {
 			res = result{st: FitFound, t: en.t, nodes: append(q.nodeList(len(en.nodes)), en.nodes...)}
@@ -222,6 +222,7 @@ func (r *run) book(j *Job, q *query, t, end int64, nodes []int) error {
 		return err
 	}
 	r.gen++
+	r.noteBooked(nodes)
 	if err := p.insertReserved(ent); err != nil {
 		// The search said these nodes fit; this is a bug, not bad input.
 		return fmt.Errorf("internal: booking a found fit failed: %w", err)
@@ -252,6 +253,7 @@ func (r *run) dropKept() error {
 	}
 	r.kept = nil
 	r.gen++
+	r.barrier = r.gen // room comes back: no earlier answer holds
 	if err := r.p.Release(k.id); err != nil {
 		return fmt.Errorf("internal: releasing the kept reservation: %w", err)
 	}

@@ -513,10 +513,17 @@ func (pl *Planner) plan(dst *Plan, prof *Profile, prev *Plan, jobs []Job) (*Plan
 	}
 	r := &ps.run
 	q, keyBuf := r.q, r.keyBuf // buffers kept from pass to pass
+	booked := r.booked
+	if len(booked) != prof.n {
+		booked = make([]int, prof.n)
+	} else {
+		clear(booked)
+	}
 	*r = run{
 		planScratch: ps,
 		q:           q,
 		keyBuf:      keyBuf,
+		booked:      booked,
 		pl:          pl,
 		p:           prof,
 		latest:      prof.origin + int64(cfg.Window/time.Second),
@@ -757,9 +764,12 @@ type run struct {
 	kept *entry
 	// gen counts the changes this pass made to the profile (bookings,
 	// the kept reservation's release): a shape cache entry found at the
-	// current gen answers the same question exactly.
-	gen int
-	q   query // reused from job to job
+	// current gen answers the same question exactly. barrier is the gen
+	// of the last change that may have added room, and booked[i] the
+	// gen of node i's last booking (see stillHolds).
+	gen, barrier int
+	booked       []int
+	q            query // reused from job to job
 	// altTmp is the scratch set of an alternative within a job's allowed
 	// nodes (altSet).
 	altTmp topology.NodeSet

@@ -14,7 +14,9 @@ import (
 // allowed set, at least as many nodes, at least as long, and an earliest
 // start no earlier. The cache keeps, per shape, a few such facts (the
 // start found, or "none within the window"), and the lowest node chosen
-// then, below which no node was feasible at that time.
+// then, below which no node was feasible at that time. An answer itself
+// (start and nodes) is given again to a job asking exactly the same while
+// the bookings made since touch none of its nodes (stillHolds).
 
 // setFP buckets the pass's sets by content (NodeSet.Hash).
 type setFP uint64
@@ -159,16 +161,48 @@ func (sh *shape) lookup(n int, d, e, latest int64) (h hint, st FitStatus) {
 	return h, FitFound
 }
 
-// same returns the entry found for exactly this question (n nodes, raw
-// duration d, earliest start e) at profile generation gen, or nil.
-func (sh *shape) same(n int, d, e int64, gen int) *shapeEntry {
+// same returns the entry found for exactly query q's question (n nodes,
+// raw duration d, earliest start e) whose answer still holds on the
+// profile now (see stillHolds), or nil.
+func (r *run) same(sh *shape, q *query, e int64) *shapeEntry {
 	for x := range sh.ents {
 		en := &sh.ents[x]
-		if en.n == n && en.d == d && en.e == e && en.gen == gen && en.st == FitFound {
+		if en.n == q.n && en.d == q.d && en.e == e && en.st == FitFound && r.stillHolds(en, q) {
 			return en
 		}
 	}
 	return nil
+}
+
+// stillHolds reports whether entry en, found for a query like q, answers
+// q on the profile now: found at the pass's current generation, or — for
+// the default chooser's plain choice, the lowest feasible nodes — found
+// since the last change that may have added room (the kept
+// reservation's release, a heterogeneous job's bookings) and with none of
+// its nodes booked since. A booking elsewhere only takes room away: no
+// earlier start appears, the nodes chosen stay feasible, and every lower
+// node stays infeasible, so the search would answer the same.
+func (r *run) stillHolds(en *shapeEntry, q *query) bool {
+	if en.gen == r.gen {
+		return true
+	}
+	if en.gen < r.barrier || q.chooser != nil || q.preferBusy || q.taskReq || len(q.required) > 0 || q.hasSpread() {
+		return false
+	}
+	for _, i := range en.nodes {
+		if r.booked[i] > en.gen {
+			return false
+		}
+	}
+	return true
+}
+
+// noteBooked records that the pass booked nodes at its current generation
+// (see stillHolds).
+func (r *run) noteBooked(nodes []int) {
+	for _, i := range nodes {
+		r.booked[i] = r.gen
+	}
 }
 
 // insert records the outcome of a search for q whose job's own earliest
