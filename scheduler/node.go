@@ -271,8 +271,11 @@ func (n *node) freeDevices() []int {
 		return nil
 	}
 	var out []int
-	for _, d := range n.cfg.Devices.Devices {
+	for k, d := range n.cfg.Devices.Devices {
 		if !n.devs.InUse(d.Index) && n.devs.IsHealthy(d.Index) {
+			if out == nil {
+				out = make([]int, 0, len(n.cfg.Devices.Devices)-k) // one allocation
+			}
 			out = append(out, d.Index)
 		}
 	}
