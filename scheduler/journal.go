@@ -321,6 +321,7 @@ func (s *Scheduler) mutRunning() *btree.BTreeG[*job] {
 
 // saveNode saves node i before the cycle first changes it.
 func (s *Scheduler) saveNode(i int) {
+	s.fits.touched(i) // the pass's placement summaries judge it again (placesum.go)
 	jr := &s.jr
 	n := &s.nodes[i]
 	if !jr.on || n.touched == jr.epoch {

@@ -1,12 +1,15 @@
 package scheduler_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/clustertest"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
+	"github.com/sluicehq/sluice/topology"
 )
 
 // placeQOS is the policy of BenchmarkPlace: the standard four QOS
@@ -51,6 +54,7 @@ func BenchmarkPlace(b *testing.B) {
 		{"single-gpu", 1000, func(s scheduler.JobSpec) bool { return !s.Exclusive && s.Nodes <= 1 }},
 		{"whole-node", 1000, func(s scheduler.JobSpec) bool { return s.Exclusive && s.Nodes <= 1 }},
 		{"multi-node", 64, func(s scheduler.JobSpec) bool { return s.Nodes >= 2 }},
+		{"multi-node/tree", 64, func(s scheduler.JobSpec) bool { return s.Nodes >= 2 }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var specs []scheduler.JobSpec
@@ -67,6 +71,9 @@ func BenchmarkPlace(b *testing.B) {
 					// Finished jobs are forgotten (two cycles after
 					// they end), so the heap stays the size of one op.
 					c.MinJobAge = time.Second
+					if strings.HasSuffix(bc.name, "/tree") {
+						standardTree(c)
+					}
 					return placeQOS(c)
 				}})
 			if err != nil {
@@ -115,4 +122,23 @@ func placeLoop(b *testing.B, s *scheduler.Scheduler, now time.Time, specs []sche
 	if el := b.Elapsed().Seconds(); el > 0 {
 		b.ReportMetric(float64(starts)/el, "starts/s")
 	}
+}
+
+// standardTree gives the standard cluster DESIGN.md's fabric: leaf
+// switches of clustertest.StandardLeafSize consecutive nodes under one
+// spine.
+func standardTree(c *scheduler.Config) {
+	const per = clustertest.StandardLeafSize
+	t := &topology.Config{}
+	var leaves []string
+	for l := 0; l*per < len(c.Nodes); l++ {
+		sw := topology.SwitchConfig{Name: fmt.Sprintf("leaf%d", l)}
+		for i := l * per; i < min(l*per+per, len(c.Nodes)); i++ {
+			sw.Nodes = append(sw.Nodes, c.Nodes[i].Name)
+		}
+		t.Switches = append(t.Switches, sw)
+		leaves = append(leaves, sw.Name)
+	}
+	t.Switches = append(t.Switches, topology.SwitchConfig{Name: "spine", Switches: leaves})
+	c.Topology = t
 }
