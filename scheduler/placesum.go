@@ -17,10 +17,11 @@ import (
 // jobs on (or frees, preempting). fitMemo keeps, per class, the nodes of
 // the shape that fit now by counts and those whose answer depends on more
 // than the class (the device or CPU choice, shared CPUs, --exclusive=user
-// jobs on the node, a reboot), which are asked again each time. Every
+// jobs on the node, a reboot), which are asked again each time; a node is
+// judged for a class when a job of it first asks about the node. Every
 // node change of the pass goes through saveNode (the journal must see it
-// to take it back), which notes the node as dirty; a class re-judges its
-// dirty nodes before it is used. The memo lives for one pass of
+// to take it back), which notes the node as dirty; a class forgets its
+// judgement of its dirty nodes before it is used. The memo lives for one pass of
 // Schedule: begun empty when the pass starts and not used after it, it is
 // a pure cache, and a rollback has nothing of it to restore.
 
@@ -50,10 +51,11 @@ type fitClass struct {
 	oneThread bool
 	devs      bool
 	perNode   gres.Vector
-	// fit holds the capable nodes that fit by counts, recheck those that
-	// fitsNow must judge for each job; a capable node in neither does not
-	// fit.
-	fit, recheck topology.NodeSet
+	// judged holds the capable nodes judged since they last changed (a
+	// node is judged when a job of the class first asks about it): of
+	// them, fit holds those that fit by counts, recheck those that fitsNow
+	// must judge for each job; a judged node in neither does not fit.
+	judged, fit, recheck topology.NodeSet
 	// seen is how many of the memo's dirty nodes the sets reflect.
 	seen int
 }
@@ -86,9 +88,7 @@ func (s *Scheduler) fitClassOf(j *job) *fitClass {
 	for _, c := range m.classes[:m.n] {
 		if c.sh == j.shape && c.exclusive == j.Spec.Exclusive && c.oneThread == one && c.devs == devs && slices.Equal(c.perNode, j.perNode) {
 			for _, i := range m.dirty[c.seen:] {
-				if c.sh.capable.Has(i) {
-					s.judgeFit(j, c, i)
-				}
+				c.judged.Remove(i) // judged again when asked about
 			}
 			c.seen = len(m.dirty)
 			m.served++
@@ -101,15 +101,13 @@ func (s *Scheduler) fitClassOf(j *job) *fitClass {
 	c := m.classes[m.n]
 	m.n++
 	*c = fitClass{sh: j.shape, exclusive: j.Spec.Exclusive, oneThread: one, devs: devs,
-		perNode: append(c.perNode[:0], j.perNode...), fit: c.fit, recheck: c.recheck, seen: len(m.dirty)}
-	if c.fit.Len() != len(s.nodes) {
-		c.fit, c.recheck = topology.NewNodeSet(len(s.nodes)), topology.NewNodeSet(len(s.nodes))
+		perNode: append(c.perNode[:0], j.perNode...), judged: c.judged, fit: c.fit, recheck: c.recheck, seen: len(m.dirty)}
+	if c.judged.Len() != len(s.nodes) {
+		c.judged, c.fit, c.recheck = topology.NewNodeSet(len(s.nodes)), topology.NewNodeSet(len(s.nodes)), topology.NewNodeSet(len(s.nodes))
 	} else {
+		c.judged.Reset()
 		c.fit.Reset()
 		c.recheck.Reset()
-	}
-	for i := c.sh.capable.Next(0); i >= 0; i = c.sh.capable.Next(i + 1) {
-		s.judgeFit(j, c, i)
 	}
 	m.served++
 	return c
@@ -121,6 +119,7 @@ func (s *Scheduler) fitClassOf(j *job) *fitClass {
 // than the class, in neither when it cannot hold j. The tests are
 // fitsNow's, in its order, for a job of the class.
 func (s *Scheduler) judgeFit(j *job, c *fitClass, i int) {
+	c.judged.Add(i)
 	c.fit.Remove(i)
 	c.recheck.Remove(i)
 	n := &s.nodes[i]
@@ -145,6 +144,9 @@ func (s *Scheduler) judgeFit(j *job, c *fitClass, i int) {
 // fitsNowIn reports fitsNow(j, i) for a node i of cand, through the
 // class c of job j.
 func (s *Scheduler) fitsNowIn(j *job, c *fitClass, i int) bool {
+	if !c.judged.Has(i) && c.sh.capable.Has(i) {
+		s.judgeFit(j, c, i)
+	}
 	if c.fit.Has(i) {
 		return true
 	}
@@ -160,6 +162,13 @@ func (s *Scheduler) fitSet(j *job, c *fitClass, cand topology.NodeSet) int {
 	m := &s.fits
 	if m.extra.Len() != cand.Len() {
 		m.extra, m.tmp = topology.NewNodeSet(cand.Len()), topology.NewNodeSet(cand.Len())
+	}
+	// Judge the capable nodes of cand not judged yet.
+	m.tmp.CopyFrom(cand)
+	m.tmp.IntersectWith(c.sh.capable)
+	m.tmp.Subtract(c.judged)
+	for i := m.tmp.Next(0); i >= 0; i = m.tmp.Next(i + 1) {
+		s.judgeFit(j, c, i)
 	}
 	s.fit.CopyFrom(cand)
 	s.fit.IntersectWith(c.fit)
