@@ -329,12 +329,18 @@ func (s *Scheduler) recordOf(j *job, kind DecisionKind, at time.Time, version st
 		d.Nodes[k] = na.Name
 		n := &s.nodes[na.Node]
 		var g []int
-		for _, dev := range na.Devices {
+		for x, dev := range na.Devices {
 			if n.isGPU(dev) {
+				if g == nil {
+					g = make([]int, 0, len(na.Devices)-x) // one allocation
+				}
 				g = append(g, dev)
 			}
 		}
 		if len(g) > 0 {
+			if d.GPUs == nil {
+				d.GPUs = make([]NodeGPUs, 0, len(j.Alloc.Nodes)-k)
+			}
 			d.GPUs = append(d.GPUs, NodeGPUs{Node: na.Name, Indices: g})
 		}
 	}
@@ -343,6 +349,9 @@ func (s *Scheduler) recordOf(j *job, kind DecisionKind, at time.Time, version st
 
 // isGPU reports whether device index dev of the node is a GPU.
 func (n *node) isGPU(dev int) bool {
+	if ds := n.cfg.Devices.Devices; dev >= 0 && dev < len(ds) && ds[dev].Index == dev {
+		return strings.EqualFold(ds[dev].Name, "gpu") // indices are usually positions
+	}
 	for k := range n.cfg.Devices.Devices {
 		if d := &n.cfg.Devices.Devices[k]; d.Index == dev {
 			return strings.EqualFold(d.Name, "gpu")

@@ -292,6 +292,7 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 	cyc.Pending = make([]Pending, 0, s.pending.Len())
 	wake := s.newWakeSet(now) // the pending jobs' wakes (see NextWake)
 	s.inPass = true
+	s.fits.begin(true) // placement summaries for this pass (placesum.go)
 	s.pending.Ascend(func(j *job) bool {
 		for len(mags) > 0 && queueKeyLess(mags[0], true, j, j.Spec.Reservation != "") {
 			m := mags[0]
@@ -328,6 +329,7 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 		return true
 	})
 	s.inPass = false
+	s.fits.begin(false)
 	for _, j := range started {
 		s.mutPending().Delete(j)
 		s.mutRunning().ReplaceOrInsert(j)
@@ -680,9 +682,16 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 	}
 	if s.graph == nil && len(j.extra) == 0 {
 		// First fit, lightest nodes first (Weight), then by index; the
-		// hot case, every node of one weight, walks the set directly.
+		// hot case, every node of one weight, walks the set directly
+		// (asking the pass's summaries, when they serve the job).
 		out := s.placed[:0]
-		if s.tiers == nil {
+		if c := s.fitClassOf(j); c != nil && s.tiers == nil {
+			for i := cand.Next(0); i >= 0 && len(out) < j.nodes; i = cand.Next(i + 1) {
+				if s.fitsNowIn(j, c, i) {
+					out = append(out, i)
+				}
+			}
+		} else if s.tiers == nil {
 			for i := cand.Next(0); i >= 0 && len(out) < j.nodes; i = cand.Next(i + 1) {
 				if s.fitsNow(j, i) {
 					out = append(out, i)
@@ -718,12 +727,16 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 		}
 		return s.placed, 1
 	}
-	s.fit.Reset()
 	k := 0
-	for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
-		if s.fitsNow(j, i) {
-			s.fit.Add(i)
-			k++
+	if c := s.fitClassOf(j); c != nil {
+		k = s.fitSet(j, c, cand) // the same nodes, from the pass's summaries
+	} else {
+		s.fit.Reset()
+		for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
+			if s.fitsNow(j, i) {
+				s.fit.Add(i)
+				k++
+			}
 		}
 	}
 	if k < j.nodes {

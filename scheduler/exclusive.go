@@ -38,7 +38,9 @@ func (s *Scheduler) userShareOK(j *job, n *node) bool {
 // when it fails.
 func (s *Scheduler) noteUse(j *job, i, delta int) {
 	s.countUse(j, i, delta)
-	s.onUndo(func() { s.countUse(j, i, -delta) })
+	if s.jr.on {
+		s.jr.entries = append(s.jr.entries, undoEntry{kind: undoUse, j: j, i: i, sv: -delta})
+	}
 }
 
 // countUse is noteUse without the undo.

@@ -59,6 +59,7 @@ const (
 	undoPending                  // views[i] is a pending job's reason and estimate
 	undoPriority                 // prios[i] is a job's priority and breakdown
 	undoFunc                     // fn takes back a change of state outside jobs and nodes
+	undoUse                      // countUse(j, i, sv) takes back noteUse (without a closure)
 )
 
 // undoEntry is one step of the undo log.
@@ -68,7 +69,7 @@ type undoEntry struct {
 	i    int
 	fn   func()
 	// sv is, for a node, its save in nodes (a node saved again after a
-	// savepoint has several).
+	// savepoint has several); for undoUse, the count to add back.
 	sv int
 }
 
@@ -158,6 +159,7 @@ func (s *Scheduler) undoFrom(from int) {
 		case undoJob:
 			*e.j = jr.jobs[e.i]
 		case undoNode:
+			s.fits.touched(e.i) // a savepoint's rollback in a pass: the summaries judge it again
 			n := &s.nodes[e.i]
 			sv := &jr.nodes[e.sv]
 			copy(n.free, jr.i64[sv.free[0]:sv.free[0]+sv.free[1]]) // a node's vector and CPU mask keep their length
@@ -181,6 +183,8 @@ func (s *Scheduler) undoFrom(from int) {
 			e.j.Priority = p.priority
 		case undoFunc:
 			e.fn()
+		case undoUse:
+			s.countUse(e.j, e.i, e.sv)
 		}
 	}
 }
@@ -321,6 +325,7 @@ func (s *Scheduler) mutRunning() *btree.BTreeG[*job] {
 
 // saveNode saves node i before the cycle first changes it.
 func (s *Scheduler) saveNode(i int) {
+	s.fits.touched(i) // the pass's placement summaries judge it again (placesum.go)
 	jr := &s.jr
 	n := &s.nodes[i]
 	if !jr.on || n.touched == jr.epoch {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -151,6 +152,9 @@ func (n *node) freeCPUs(k int, prefer gres.CoreSet, only bool) []int {
 // it allocates nothing).
 func (n *node) freeCPUsInto(out []int, k int, prefer gres.CoreSet, only bool) []int {
 	out = out[:0]
+	if prefer.IsEmpty() {
+		return n.lowestFreeCPUs(out, k)
+	}
 	for pass := 0; pass < 2 && len(out) < k; pass++ {
 		if pass == 1 && (only || prefer.IsEmpty()) {
 			break
@@ -167,6 +171,33 @@ func (n *node) freeCPUsInto(out []int, k int, prefer gres.CoreSet, only bool) []
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// lowestFreeCPUs appends to out the lowest free CPU ids, ascending, until
+// out holds k: freeCPUsInto without a preference, a word of the used-CPU
+// mask at a time (a whole node's CPUs are listed for every exclusive
+// node an allocation takes).
+func (n *node) lowestFreeCPUs(out []int, k int) []int {
+	cpus := n.cfg.CPUs
+	for w := 0; w*64 < cpus && len(out) < k; w++ {
+		free := ^n.cpuUsed[w]
+		base := w * 64
+		if rest := cpus - base; rest < 64 {
+			free &= 1<<uint(rest) - 1
+		}
+		if free == ^uint64(0) && k-len(out) >= 64 {
+			l := len(out)
+			out = slices.Grow(out, 64)[:l+64]
+			for b, run := 0, out[l:l+64]; b < 64; b++ {
+				run[b] = base + b
+			}
+			continue
+		}
+		for ; free != 0 && len(out) < k; free &= free - 1 {
+			out = append(out, base+bits.TrailingZeros64(free))
+		}
+	}
 	return out
 }
 
@@ -240,8 +271,11 @@ func (n *node) freeDevices() []int {
 		return nil
 	}
 	var out []int
-	for _, d := range n.cfg.Devices.Devices {
+	for k, d := range n.cfg.Devices.Devices {
 		if !n.devs.InUse(d.Index) && n.devs.IsHealthy(d.Index) {
+			if out == nil {
+				out = make([]int, 0, len(n.cfg.Devices.Devices)-k) // one allocation
+			}
 			out = append(out, d.Index)
 		}
 	}

@@ -173,23 +173,18 @@ func (s *Scheduler) fitsFree(j *job, n *node, v gres.Vector) bool {
 	return k <= n.free[gres.CPU]+int64(s.shareableCPUs(j, n, limit))
 }
 
-// heldCPUs counts the CPUs of ids whose bit is set in n's mask.
-func (n *node) heldCPUs(ids []int) int64 {
-	var k int64
-	for _, c := range ids {
-		if n.cpuUsed[c>>6]&(1<<uint(c&63)) != 0 {
-			k++
-		}
-	}
-	return k
-}
-
 // takeCPUs marks the allocation's CPUs held on node n and charges its TRES
 // to the node's free resources, counting only the CPUs no job held
 // before (the others are shared). It returns the charge's error.
 func (n *node) takeCPUs(na *NodeAlloc) error {
-	shared := n.heldCPUs(na.CPUs)
-	n.markCPUs(na.CPUs)
+	var shared int64 // CPUs some job held before; marked in the same walk
+	for _, c := range na.CPUs {
+		w, bit := &n.cpuUsed[c>>6], uint64(1)<<uint(c&63)
+		if *w&bit != 0 {
+			shared++
+		}
+		*w |= bit
+	}
 	k := na.TRES[gres.CPU]
 	na.TRES[gres.CPU] = max(k-shared, 0)
 	err := n.charge(na.TRES)

@@ -123,6 +123,7 @@ type Scheduler struct {
 
 	// scratch sets reused by Schedule
 	avail, cand, fit topology.NodeSet
+	fits             fitMemo // the main pass's placement summaries (placesum.go)
 	// Scratch reused from call to call (see where each is filled): the
 	// nodes place chose, the jobs started by the main pass, the pending
 	// jobs of the cycle being built (parallel to Cycle.Pending), and a
