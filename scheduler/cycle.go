@@ -278,7 +278,7 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 	s.bootBegin(now, &cyc)
 
 	s.avail.CopyFrom(s.usable)
-	blocked := &passBlocks{parts: make([]bool, len(s.parts))}
+	blocked := &passBlocks{parts: make([]bool, len(s.parts)), holders: s.holders[:0]}
 	// Jobs that may run in a MAGNETIC reservation without naming it take
 	// a first turn there, ordered as reservation jobs (Slurm queues them
 	// once per such reservation, ahead of the plain jobs).
@@ -330,6 +330,8 @@ func (s *Scheduler) schedule(now time.Time, fs *FairShareTree) (Cycle, error) {
 	})
 	s.inPass = false
 	s.fits.begin(false)
+	clear(blocked.holders) // scratch: kept for the next pass, holding no job
+	s.holders = blocked.holders[:0]
 	for _, j := range started {
 		s.mutPending().Delete(j)
 		s.mutRunning().ReplaceOrInsert(j)

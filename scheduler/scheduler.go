@@ -126,12 +126,14 @@ type Scheduler struct {
 	fits             fitMemo // the main pass's placement summaries (placesum.go)
 	// Scratch reused from call to call (see where each is filled): the
 	// nodes place chose, the jobs started by the main pass, the pending
-	// jobs of the cycle being built (parallel to Cycle.Pending), and a
-	// TRES sum; AuditRecords' scratch; a shape key being looked up.
+	// jobs of the cycle being built (parallel to Cycle.Pending), the jobs
+	// holding limit counters back (passBlocks.holders), and a TRES sum;
+	// AuditRecords' scratch; a shape key being looked up.
 	keyBuf   []byte
 	placed   []int
 	started  []*job
 	pendJobs []*job
+	holders  []*job
 	sum      gres.Vector
 	audit    auditScratch
 	// jr is the undo journal of the cycle running (see journal).
