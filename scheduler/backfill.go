@@ -54,6 +54,9 @@ type bfState struct {
 	// lastClaim1 is the claim dimension (Scheduler.claim1) the kept
 	// profile was built with.
 	lastClaim1 int
+	// noReuse turns off what the pass keeps on the jobs to build its
+	// inputs (bfinputs.go): tests compare both.
+	noReuse bool
 }
 
 func (s *Scheduler) initBackfill(cfg backfill.Config, estimateEvery time.Duration) error {
@@ -277,19 +280,22 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		// window.
 		// A job that can never start, or waits on a dependency too
 		// (reporting its begin time first), holds nothing in the plan.
-		consider := (plannable(j.Reason) || s.limitHeld(now, j)) && j.Spec.Reservation == "" && !s.outsidePlan(j)
+		// (bfCheckPolicy, bfLimitHeld and bfNeverReason are checkPolicy,
+		// limitHeld and neverBlocker with the job's compiled request,
+		// bfinputs.go.)
+		consider := (plannable(j.Reason) || s.bfLimitHeld(now, j)) && j.Spec.Reservation == "" && !s.outsidePlan(j)
 		if consider && j.Reason == policy.ReasonPriority {
 			// Not evaluated by the main pass (behind a blocked job):
 			// its own limits and dependencies are checked now.
-			if r := s.checkPolicy(now, j); r != policy.ReasonNone {
+			if r := s.bfCheckPolicy(now, j); r != policy.ReasonNone {
 				s.setReason(j, r)
-				consider = s.limitHeld(now, j)
+				consider = s.bfLimitHeld(now, j)
 			}
 		}
 		if consider {
 			// A job no waiting can start gets no plan (limitplan.go).
-			if nb := s.neverBlocker(now, j); nb.Blocked() {
-				s.setReason(j, nb.Reason)
+			if r := s.bfNeverReason(now, j); r != policy.ReasonNone {
+				s.setReason(j, r)
 				consider = false
 			}
 		}

@@ -207,6 +207,22 @@ func (s *Scheduler) appendUses(set *backfill.Counters, licIDs []backfill.Counter
 		return nil
 	}
 	req := s.policyRequest(j)
+	if sc := s.bfRequestCheck(j, &req); sc != nil {
+		// The compiled request's slots: the usage is read (Slot) only
+		// for the counter's first job, which adds it with its use now.
+		for k := range sc.NumSlots() {
+			key, limit, add := sc.SlotKey(k)
+			id, ok := b.ids[key]
+			if !ok {
+				var err error
+				if id, err = b.counter(set, sc.Slot(k)); err != nil {
+					return err
+				}
+			}
+			b.uses = append(b.uses, slotUse(id, policy.Slot{Limit: limit, Add: add}))
+		}
+		return nil
+	}
 	b.slots = s.pol.p.Slots(&req, s.pol.usage, b.slots[:0])
 	for _, sl := range b.slots {
 		id, err := b.counter(set, sl)

@@ -301,6 +301,9 @@ type job struct {
 	// held caches, while the job runs, the limit counters it holds (see
 	// limitplan.go's heldOf).
 	held heldCache
+	// bfCheck is, while the job is pending, its policy request compiled
+	// for the backfill pass (bfinputs.go).
+	bfCheck *policy.StartCheck
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it
