@@ -15,8 +15,9 @@ import (
 //
 // A StartCheck answers exactly as the uncompiled calls would for a request
 // equal to the one it was compiled for (Matches), with the same Policy and
-// Usage, while the usage's counters stay where they were (Valid: a Rebind,
-// or a per-user or per-account counter created since, makes it stale).
+// Usage, while the usage's counters stay where they were (Valid: a Rebind
+// makes it stale). A per-user or per-account counter that did not exist
+// when it was compiled is looked up at each answer.
 // A nil or zero StartCheck is not valid.
 type StartCheck struct {
 	p      *Policy
@@ -42,7 +43,8 @@ type StartCheck struct {
 // reads.
 type startItem struct {
 	e          *entry
-	c          *counter
+	c          *counter // nil: look it up (lookup) or none
+	lookup     bool     // a per-user or per-account counter not made yet
 	g          *group
 	concurrent bool // the entry's Constraint is Concurrent
 	key        CounterKey
@@ -95,6 +97,7 @@ func (p *Policy) CompileStart(r *Request, u *Usage) *StartCheck {
 			continue // eval's skip of a TRES the job asks none of
 		}
 		it := startItem{e: e, c: u.counterFor(e, rr), concurrent: p.constraint(e).Concurrent()}
+		it.lookup = it.c == nil && (e.scope == scQOSUser || e.scope == scQOSAcct)
 		if e.scope == scQOS || e.scope == scAssoc {
 			it.g = u.groupFor(e)
 		}
@@ -147,11 +150,19 @@ func (sc *StartCheck) Reason(now time.Time) Reason {
 	nowSec := now.Unix()
 	for k := range sc.items {
 		it := &sc.items[k]
-		if _, _, bad := sc.p.evalRead(it.e, nowSec, &sc.req, it.c, it.g, false); bad {
+		if _, _, bad := sc.p.evalRead(it.e, nowSec, &sc.req, sc.counter(it), it.g, false); bad {
 			return it.e.reason
 		}
 	}
 	return ReasonNone
+}
+
+// counter returns the counter item it reads (as counterFor gives it).
+func (sc *StartCheck) counter(it *startItem) *counter {
+	if it.lookup {
+		return sc.u.counterFor(it.e, &sc.req)
+	}
+	return it.c
 }
 
 // NeverReason is CheckStart's reason for the compiled request with no
@@ -169,7 +180,7 @@ func (sc *StartCheck) HeldConcurrent(now time.Time) (any, all bool) {
 	nowSec := now.Unix()
 	for k := range sc.items {
 		it := &sc.items[k]
-		if _, _, bad := sc.p.evalRead(it.e, nowSec, &sc.req, it.c, it.g, false); bad {
+		if _, _, bad := sc.p.evalRead(it.e, nowSec, &sc.req, sc.counter(it), it.g, false); bad {
 			any = true
 			if !it.concurrent {
 				return true, false
@@ -194,7 +205,7 @@ func (sc *StartCheck) SlotKey(k int) (key CounterKey, limit, add int64) {
 func (sc *StartCheck) Slot(k int) Slot {
 	it := &sc.items[sc.slots[k]]
 	var used int64
-	if c := it.c; c != nil {
+	if c := sc.counter(it); c != nil {
 		if it.e.tres >= 0 {
 			used = c.tres[it.e.tres]
 		} else {

@@ -81,10 +81,10 @@ type Usage struct {
 	// alike), with one job's names: what Rebind checks instead of every
 	// job.
 	plans map[*plan]*planUse
-	// layout counts the changes of which counter and group structures
-	// exist and where (bind, Rebind's fast path, a per-user or
-	// per-account counter created): what a StartCheck's pointers into
-	// them are valid for.
+	// layout counts the moves of the counter and group structures (bind,
+	// Rebind's fast path): what a StartCheck's pointers into them are
+	// valid for. Per-user and per-account counters, once made, stay
+	// where they are until then.
 	layout uint64
 }
 
@@ -285,7 +285,6 @@ func (u *Usage) mapCounter(m map[string]*counter, k string) *counter {
 	if !ok {
 		c = &counter{tres: make([]int64, u.ntres)}
 		m[k] = c
-		u.layout++
 	}
 	return c
 }

@@ -55,8 +55,12 @@ type bfState struct {
 	// profile was built with.
 	lastClaim1 int
 	// noReuse turns off what the pass keeps on the jobs to build its
-	// inputs (bfinputs.go): tests compare both.
+	// inputs (bfinputs.go): tests compare both. pass counts the passes
+	// (bfinputs.go's stamps), never taken back.
 	noReuse bool
+	pass    uint64
+	// keys numbers the limit counters' keys (bfinputs.go).
+	keys bfKeys
 }
 
 func (s *Scheduler) initBackfill(cfg backfill.Config, estimateEvery time.Duration) error {
@@ -264,6 +268,7 @@ func (s *Scheduler) sharerGensValid(j *job) bool {
 // starts now, and records every other job's expected start and nodes.
 func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	b := s.bf
+	b.pass++
 	s.refreshClaim()
 	windows := b.windows[:0]
 	if err := s.reservationWindows(now, now.Add(b.planner.Config().Window), func(id uint64, w policy.Window, nodes []int) error {

@@ -156,6 +156,11 @@ func bfInputsOp(src *fzSource, g *fzGen, op fzOp) fzOp {
 		if src.chance(4) {
 			sp.Exclusive = true
 		}
+		if !src.chance(3) {
+			// Several partitions: a job waiting in one holds back the
+			// limit counters a job of another would take (limithold.go).
+			sp.Partition = fmt.Sprintf("p%d", src.intn(len(g.c.Parts)))
+		}
 		return fzOp{Kind: fkSubmit, At: at, Spec: sp}
 	case k < 60:
 		return fzOp{Kind: fkSchedule, At: at + time.Duration(src.intn(4))*time.Minute}

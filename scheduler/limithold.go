@@ -49,6 +49,18 @@ func (s *Scheduler) holdCounters(now time.Time, j *job, r policy.Reason, blocked
 		return
 	}
 	req := s.policyRequest(j)
+	if sc := s.mainRequestCheck(j, &req); sc != nil {
+		// The compiled request's slot keys, marked by number
+		// (bfinputs.go) instead of in blocked.keys.
+		no := s.bfKeyNos(j, sc)
+		k := &s.bf.keys
+		k.grow()
+		k.heldPass(blocked)
+		for _, n := range no {
+			k.heldAt[n], k.heldAny = k.heldStamp, true
+		}
+		return
+	}
 	s.bf.ctr.slots = s.pol.p.Slots(&req, s.pol.usage, s.bf.ctr.slots[:0])
 	for _, sl := range s.bf.ctr.slots {
 		if blocked.keys == nil {
@@ -63,16 +75,40 @@ func (s *Scheduler) holdCounters(now time.Time, j *job, r policy.Reason, blocked
 // the main pass then leaves it to the backfill pass. A job of an advance
 // reservation is never held: the plan has counted its use already.
 func (s *Scheduler) countersHeld(j *job, blocked *passBlocks) bool {
-	if len(blocked.keys) == 0 || s.pol == nil || j.Spec.Reservation != "" {
+	// The keys held are in blocked.keys, and, for the jobs with a
+	// compiled request, marked by number (holdCounters).
+	k := &s.bf.keys
+	marked := k.heldBlocks == blocked && k.heldAny
+	if (len(blocked.keys) == 0 && !marked) || s.pol == nil || j.Spec.Reservation != "" {
 		// A reservation job starts in the main pass only; the plan holds
 		// what it may take (holdReservationJobs).
 		return false
 	}
 	req := s.policyRequest(j)
+	if sc := s.mainRequestCheck(j, &req); sc != nil {
+		no := s.bfKeyNos(j, sc)
+		k.grow()
+		for x, n := range no {
+			if marked && k.heldAt[n] == k.heldStamp {
+				return true
+			}
+			if len(blocked.keys) > 0 {
+				if key, _, _ := sc.SlotKey(x); blocked.keys[key] {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	s.bf.ctr.slots = s.pol.p.Slots(&req, s.pol.usage, s.bf.ctr.slots[:0])
 	for _, sl := range s.bf.ctr.slots {
 		if blocked.keys[sl.Key] {
 			return true
+		}
+		if marked {
+			if n, ok := k.no[sl.Key]; ok && k.pol == s.pol.p && int(n) < len(k.heldAt) && k.heldAt[n] == k.heldStamp {
+				return true
+			}
 		}
 	}
 	return false

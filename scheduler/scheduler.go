@@ -302,8 +302,11 @@ type job struct {
 	// limitplan.go's heldOf).
 	held heldCache
 	// bfCheck is, while the job is pending, its policy request compiled
-	// for the backfill pass (bfinputs.go).
-	bfCheck *policy.StartCheck
+	// for the backfill pass, compared last in pass bfCheckPass
+	// (bfinputs.go).
+	bfCheck     *policy.StartCheck
+	bfCheckPass uint64
+	bfKeyNos    keyNos // its slot keys' numbers (bfinputs.go)
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it
