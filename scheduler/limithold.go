@@ -77,8 +77,12 @@ func (s *Scheduler) holdCounters(now time.Time, j *job, r policy.Reason, blocked
 func (s *Scheduler) countersHeld(j *job, blocked *passBlocks) bool {
 	// The keys held are in blocked.keys, and, for the jobs with a
 	// compiled request, marked by number (holdCounters).
-	k := &s.bf.keys
-	marked := k.heldBlocks == blocked && k.heldAny
+	var k *bfKeys
+	marked := false
+	if s.bf != nil {
+		k = &s.bf.keys
+		marked = k.heldBlocks == blocked && k.heldAny
+	}
 	if (len(blocked.keys) == 0 && !marked) || s.pol == nil || j.Spec.Reservation != "" {
 		// A reservation job starts in the main pass only; the plan holds
 		// what it may take (holdReservationJobs).
