@@ -16,8 +16,8 @@ import (
 //
 //   - the policy (s.pol.p: a policy change makes a new one) and the usage
 //     counters (s.pol.usage, and where its counters sit: Usage's layout,
-//     which a Rebind or a new per-user or per-account counter moves):
-//     StartCheck.Valid;
+//     which a Rebind moves; a per-user or per-account counter made after
+//     the compile is looked up at each answer): StartCheck.Valid;
 //   - the job's policy request (policyRequest: its subject, rebased after
 //     a policy change, total TRES with licenses, per-node TRES, node
 //     count, time limit, reservation): StartCheck.Matches compares it by
@@ -33,7 +33,16 @@ import (
 // CheckStartAll (limitHeld) and Slots (appendUses) for the same request
 // (policy's TestStartCheckMatchesUncompiled). A StartCheck is never
 // changed once made, so the journal's copy of a job (touch) may hold the
-// one it had: restored, it is checked as any other.
+// one it had: restored, it is checked as any other. bfState.pass is never
+// taken back (a rolled-back cycle's pass number is not reused), so a
+// stamp can only say "compared in this pass" within the pass that wrote
+// it.
+//
+// Only the backfill pass's walk and counters (backfillPass,
+// attachCounters) and the main pass's held counters (limithold.go) use
+// them; a heterogeneous job's components are checked uncompiled
+// (bfHetJob), and Explain and the final checks before a start
+// (checkPolicy) never read them.
 
 // bfRequestCheck returns job j's compiled policy request, compiling it
 // when the kept one does not hold; nil without a policy, with reuse off,
