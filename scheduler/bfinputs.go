@@ -40,9 +40,9 @@ import (
 //
 // Only the backfill pass's walk and counters (backfillPass,
 // attachCounters) and the main pass's held counters (limithold.go) use
-// them; a heterogeneous job's components are checked uncompiled
-// (bfHetJob), and Explain and the final checks before a start
-// (checkPolicy) never read them.
+// them; bfHetJob checks a heterogeneous job's components uncompiled
+// (their counter uses are compiled as any job's), and Explain and the
+// final checks before a start (checkPolicy) never read them.
 
 // bfRequestCheck returns job j's compiled policy request, compiling it
 // when the kept one does not hold; nil without a policy, with reuse off,
