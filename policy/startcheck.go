@@ -32,8 +32,9 @@ type StartCheck struct {
 	pre []Blocker
 	// items are the entries that apply in start mode, in check order.
 	items []startItem
-	// slots indexes the items Slots lists (concurrent limits).
-	slots []int32
+	// slots are the items Slots lists (concurrent limits), with their
+	// keys and what the job adds.
+	slots []startSlot
 	// never is CheckStart's reason with no usage (nil Usage).
 	never         Reason
 	preConcurrent bool
@@ -47,8 +48,14 @@ type startItem struct {
 	lookup     bool     // a per-user or per-account counter not made yet
 	g          *group
 	concurrent bool // the entry's Constraint is Concurrent
-	key        CounterKey
-	add        int64 // Slots' Add (concurrent limits only)
+}
+
+// startSlot is one slot of a StartCheck: item it's counter key and what
+// the job adds (Slots' Key and Add).
+type startSlot struct {
+	it  int32
+	add int64
+	key CounterKey
 }
 
 // CompileStart compiles r for checks against u (see StartCheck), or
@@ -61,8 +68,13 @@ func (p *Policy) CompileStart(r *Request, u *Usage) *StartCheck {
 		return nil
 	}
 	sc := &StartCheck{p: p, u: u, layout: u.layout, req: *r}
-	var items []startItem
-	var slots []int32
+	// At most one item per entry: no array grown beyond what it holds
+	// (one StartCheck is kept per pending job).
+	items := make([]startItem, 0, len(pl.entries))
+	var slots []startSlot
+	if n := countConcurrent(pl.entries); n > 0 {
+		slots = make([]startSlot, 0, n)
+	}
 	var pre []Blocker
 	if r.TRES != nil {
 		sc.req.TRES = slices.Clone(r.TRES)
@@ -103,19 +115,19 @@ func (p *Policy) CompileStart(r *Request, u *Usage) *StartCheck {
 		}
 		if e.kind.concurrent() {
 			// Slots' entries: the same filter on the TRES asked.
-			it.add = 1
+			sl := startSlot{it: int32(len(items)), add: 1}
 			if e.tres >= 0 {
-				it.add = rr.jobVal(e.tres)
+				sl.add = rr.jobVal(e.tres)
 			}
-			if it.add != 0 {
-				it.key = CounterKey{scope: e.scope, ctr: e.ctr, tres: e.tres}
+			if sl.add != 0 {
+				sl.key = CounterKey{scope: e.scope, ctr: e.ctr, tres: e.tres}
 				switch e.scope {
 				case scQOSUser:
-					it.key.name = rr.Subject.ref.User
+					sl.key.name = rr.Subject.ref.User
 				case scQOSAcct:
-					it.key.name = rr.Subject.ref.Account
+					sl.key.name = rr.Subject.ref.Account
 				}
-				slots = append(slots, int32(len(items)))
+				slots = append(slots, sl)
 			}
 		}
 		items = append(items, it)
@@ -123,6 +135,17 @@ func (p *Policy) CompileStart(r *Request, u *Usage) *StartCheck {
 	sc.items, sc.slots = items, slots
 	sc.never = p.check(time.Time{}, rr, nil, modeStart, nil).Reason
 	return sc
+}
+
+// countConcurrent counts the entries of concurrent limits (Slots' kinds).
+func countConcurrent(es []entry) int {
+	n := 0
+	for i := range es {
+		if es[i].kind.concurrent() {
+			n++
+		}
+	}
+	return n
 }
 
 // Valid reports whether sc still answers for requests against u under p:
@@ -196,14 +219,15 @@ func (sc *StartCheck) NumSlots() int { return len(sc.slots) }
 // SlotKey returns slot k's counter key, limit and what the job adds (as
 // Slots lists them, k in Slots' order), without reading the usage.
 func (sc *StartCheck) SlotKey(k int) (key CounterKey, limit, add int64) {
-	it := &sc.items[sc.slots[k]]
-	return it.key, it.e.limit, it.add
+	sl := &sc.slots[k]
+	return sl.key, sc.items[sl.it].e.limit, sl.add
 }
 
 // Slot returns Slots' slot k for the compiled request, with the counter's
 // use now.
 func (sc *StartCheck) Slot(k int) Slot {
-	it := &sc.items[sc.slots[k]]
+	sl := &sc.slots[k]
+	it := &sc.items[sl.it]
 	var used int64
 	if c := sc.counter(it); c != nil {
 		if it.e.tres >= 0 {
@@ -212,5 +236,5 @@ func (sc *StartCheck) Slot(k int) Slot {
 			used = c.jobs
 		}
 	}
-	return Slot{Key: it.key, Limit: it.e.limit, Used: used, Add: it.add, Blocker: sc.p.blocker(it.e, &sc.req, used, it.add)}
+	return Slot{Key: sl.key, Limit: it.e.limit, Used: used, Add: sl.add, Blocker: sc.p.blocker(it.e, &sc.req, used, sl.add)}
 }
