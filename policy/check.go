@@ -246,65 +246,74 @@ func (p *Policy) eval(e *entry, now int64, r *Request, u *Usage, mode checkMode,
 			g = u.groupFor(e)
 		}
 	}
+	usage, add, bad = p.evalRead(e, now, r, c, g, submit)
+	return usage, add, bad, true
+}
+
+// evalRead is eval past the checks of whether the entry applies: the
+// entry read from counter c and group g (those u.counterFor and
+// u.groupFor give; nil in submit mode or without usage).
+func (p *Policy) evalRead(e *entry, now int64, r *Request, c *counter, g *group, submit bool) (usage, add int64, bad bool) {
+	t := e.tres
 	switch e.kind {
 	case kindGrpTRES, kindMaxTRESPerUser, kindMaxTRESPerAccount:
 		add = r.jobVal(t)
 		if c != nil {
 			usage = c.tres[t]
 		}
-		return usage, add, satAdd(usage, add) > e.limit, true
+		return usage, add, satAdd(usage, add) > e.limit
 	case kindGrpTRESMins:
 		add = satMul(r.jobVal(t), r.minutes())
 		if submit {
-			return 0, add, add > e.limit, true
+			return 0, add, add > e.limit
 		}
 		if g != nil {
 			usage = g.usedMins[t]
 		}
 		if p.cfg.SafeLimits {
-			return usage, add, satAdd(usage, add) > e.limit, true
+			return usage, add, satAdd(usage, add) > e.limit
 		}
-		return usage, add, usage >= e.limit, true
+		return usage, add, usage >= e.limit
 	case kindGrpTRESRunMins:
 		add = satMul(r.jobVal(t), r.minutes())
 		if g != nil {
 			usage = g.runMins(int(t), now)
 		}
-		return usage, add, satAdd(usage, add) > e.limit, true
+		return usage, add, satAdd(usage, add) > e.limit
 	case kindMaxTRESPerJob, kindPartMaxNodes:
 		add = r.jobVal(t)
-		return 0, add, add > e.limit, true
+		return 0, add, add > e.limit
 	case kindMinTRESPerJob, kindPartMinNodes:
 		add = r.jobVal(t)
-		return 0, add, add < e.limit, true
+		return 0, add, add < e.limit
 	case kindMaxTRESPerNode, kindPartMaxCPUsPerNode:
 		add = r.PerNode.At(t)
-		return 0, add, add > e.limit, true
+		return 0, add, add > e.limit
 	case kindMaxTRESMinsPerJob:
 		add = satMul(r.jobVal(t), r.minutes())
-		return 0, add, add > e.limit, true
+		return 0, add, add > e.limit
 	case kindGrpJobs, kindMaxJobsPerUser, kindMaxJobsPerAccount, kindAssocMaxJobs:
 		if c != nil {
 			usage = c.jobs
 		}
-		return usage, 1, usage+1 > e.limit, true
+		return usage, 1, usage+1 > e.limit
 	case kindGrpWall:
 		add = r.seconds()
 		if submit {
-			return 0, add, add > e.limit, true
+			return 0, add, add > e.limit
 		}
 		if g != nil {
 			usage = g.usedWall
 		}
 		if p.cfg.SafeLimits {
-			return usage, add, satAdd(usage, add) > e.limit, true
+			return usage, add, satAdd(usage, add) > e.limit
 		}
-		return usage, add, usage >= e.limit, true
+		return usage, add, usage >= e.limit
 	case kindMaxWall, kindPartMaxTime:
 		add = r.seconds()
-		return 0, add, add > e.limit, true
+		return 0, add, add > e.limit
 	}
-	return 0, 0, false, false
+	return 0, 0, false
 }
 
 // counterFor returns the counter an entry reads, or nil (no usage yet).

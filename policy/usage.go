@@ -81,6 +81,11 @@ type Usage struct {
 	// alike), with one job's names: what Rebind checks instead of every
 	// job.
 	plans map[*plan]*planUse
+	// layout counts the moves of the counter and group structures (bind,
+	// Rebind's fast path): what a StartCheck's pointers into them are
+	// valid for. Per-user and per-account counters, once made, stay
+	// where they are until then.
+	layout uint64
 }
 
 // planUse is how many counted jobs hold a plan, and one job's names.
@@ -97,6 +102,7 @@ func (p *Policy) NewUsage() *Usage {
 }
 
 func (u *Usage) bind(p *Policy) {
+	u.layout++
 	u.p = p
 	u.ntres = p.reg.Len()
 	u.qos = make([]qosUsage, len(p.qos))
@@ -265,8 +271,8 @@ func (u *Usage) each(s Subject, f func(c *counter, g *group)) {
 	for _, q := range s.pl.qosOrder {
 		qu := &u.qos[q]
 		f(&qu.grp.counter, &qu.grp)
-		f(mapCounter(qu.users, s.ref.User, u.ntres), nil)
-		f(mapCounter(qu.accounts, s.ref.Account, u.ntres), nil)
+		f(u.mapCounter(qu.users, s.ref.User), nil)
+		f(u.mapCounter(qu.accounts, s.ref.Account), nil)
 	}
 	for _, a := range s.pl.path {
 		g := &u.assoc[a]
@@ -274,10 +280,10 @@ func (u *Usage) each(s Subject, f func(c *counter, g *group)) {
 	}
 }
 
-func mapCounter(m map[string]*counter, k string, n int) *counter {
+func (u *Usage) mapCounter(m map[string]*counter, k string) *counter {
 	c, ok := m[k]
 	if !ok {
-		c = &counter{tres: make([]int64, n)}
+		c = &counter{tres: make([]int64, u.ntres)}
 		m[k] = c
 	}
 	return c
@@ -435,6 +441,7 @@ func (u *Usage) rebindInPlace(p *Policy) bool {
 		}
 	}
 	u.p = p
+	u.layout++ // the slices below may move
 	for range len(p.qos) - len(o.qos) {
 		u.qos = append(u.qos, qosUsage{grp: u.newGroup(), users: make(map[string]*counter), accounts: make(map[string]*counter)})
 	}

@@ -54,6 +54,13 @@ type bfState struct {
 	// lastClaim1 is the claim dimension (Scheduler.claim1) the kept
 	// profile was built with.
 	lastClaim1 int
+	// noReuse turns off what the pass keeps on the jobs to build its
+	// inputs (bfinputs.go): tests compare both. pass counts the passes
+	// (bfinputs.go's stamps), never taken back.
+	noReuse bool
+	pass    uint64
+	// keys numbers the limit counters' keys (bfinputs.go).
+	keys bfKeys
 }
 
 func (s *Scheduler) initBackfill(cfg backfill.Config, estimateEvery time.Duration) error {
@@ -197,10 +204,11 @@ func (s *Scheduler) profileRunning() []backfill.Running {
 // counts it: its allocation without the node TRES and without devices
 // that failed under it (they never come back free). It is computed once
 // and cached: until a device's health changes, and for a sharer until a
-// sharer on one of its nodes changes (sharersChanged).
+// sharer on one of its nodes changes (sharersChanged); with
+// bfState.noReuse (tests) it is computed every time.
 func (s *Scheduler) profileUse(j *job) []backfill.Alloc {
 	// sharedUse walks j's nodes: asked only when the share generation moved.
-	if j.bfUse != nil && j.bfUseHealthGen == s.healthGen && (j.bfUseShareGen == s.shareGen || !s.sharedUse(j)) && s.sharerGensValid(j) {
+	if j.bfUse != nil && (s.bf == nil || !s.bf.noReuse) && j.bfUseHealthGen == s.healthGen && (j.bfUseShareGen == s.shareGen || !s.sharedUse(j)) && s.sharerGensValid(j) {
 		return j.bfUse
 	}
 	use := make([]backfill.Alloc, len(j.Alloc.Nodes))
@@ -261,6 +269,7 @@ func (s *Scheduler) sharerGensValid(j *job) bool {
 // starts now, and records every other job's expected start and nodes.
 func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 	b := s.bf
+	b.pass++
 	s.refreshClaim()
 	windows := b.windows[:0]
 	if err := s.reservationWindows(now, now.Add(b.planner.Config().Window), func(id uint64, w policy.Window, nodes []int) error {
@@ -277,19 +286,22 @@ func (s *Scheduler) backfillPass(now time.Time, cyc *Cycle) error {
 		// window.
 		// A job that can never start, or waits on a dependency too
 		// (reporting its begin time first), holds nothing in the plan.
-		consider := (plannable(j.Reason) || s.limitHeld(now, j)) && j.Spec.Reservation == "" && !s.outsidePlan(j)
+		// (bfCheckPolicy, bfLimitHeld and bfNeverReason are checkPolicy,
+		// limitHeld and neverBlocker with the job's compiled request,
+		// bfinputs.go.)
+		consider := (plannable(j.Reason) || s.bfLimitHeld(now, j)) && j.Spec.Reservation == "" && !s.outsidePlan(j)
 		if consider && j.Reason == policy.ReasonPriority {
 			// Not evaluated by the main pass (behind a blocked job):
 			// its own limits and dependencies are checked now.
-			if r := s.checkPolicy(now, j); r != policy.ReasonNone {
+			if r := s.bfCheckPolicy(now, j); r != policy.ReasonNone {
 				s.setReason(j, r)
-				consider = s.limitHeld(now, j)
+				consider = s.bfLimitHeld(now, j)
 			}
 		}
 		if consider {
 			// A job no waiting can start gets no plan (limitplan.go).
-			if nb := s.neverBlocker(now, j); nb.Blocked() {
-				s.setReason(j, nb.Reason)
+			if r := s.bfNeverReason(now, j); r != policy.ReasonNone {
+				s.setReason(j, r)
 				consider = false
 			}
 		}

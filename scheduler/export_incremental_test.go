@@ -3,33 +3,22 @@ package scheduler
 // PlanFromScratch makes every later backfill pass of s plan as if it were
 // the scheduler's first: a fresh profile built from the running jobs and
 // the node states (no kept profile brought forward with Advance, releases
-// and AddStarted), and the whole queue planned (the last plan never
-// extended). TestIncrementalPlanMatchesFull compares a scheduler so
-// switched with a normal one, cycle by cycle: whatever the backfill pass
-// keeps from one pass to the next must decide exactly as not keeping it.
+// and AddStarted), with every running job's profile use computed afresh
+// (no job.bfUse), the whole queue planned (the last plan never extended),
+// and every planner input built afresh (no kept policy checks or counter
+// numbers: bfState.noReuse). TestIncrementalPlanMatchesFull compares a
+// scheduler so switched with a normal one, cycle by cycle: whatever the
+// backfill pass keeps from one pass to the next must decide exactly as
+// not keeping it.
 //
 // Every cache that lives across passes must be switched off here, so that
-// the comparison covers it: today the kept profile (bfState.rebuild) and
-// the plan extension (bfState.noExtend). A cache added later (planner
-// inputs kept per job, shape-search results kept across bookings, a
-// cheaper settle pass) gets its own switch, set here.
-//
-// One per-job cache is not a switch: a running job's profile use
-// (profileUse, job.bfUse), computed once when the job starts and checked
-// against generation counters. ForgetProfileUse drops it; the comparison
-// calls it before every cycle of the scheduler planning from scratch.
+// the comparison covers it. (The planner's shape cache, which gives an
+// answer again within a pass, lives for one pass: nothing to switch.)
 func PlanFromScratch(s *Scheduler) {
 	if s.bf != nil {
 		s.bf.rebuild = true
 		s.bf.noExtend = true
-	}
-}
-
-// ForgetProfileUse drops every job's cached profile use (see profileUse),
-// so that the next backfill pass computes each running job's use afresh.
-func ForgetProfileUse(s *Scheduler) {
-	for _, j := range s.jobs {
-		j.bfUse, j.bfUseSharerGens = nil, nil
+		s.bf.noReuse = true
 	}
 }
 

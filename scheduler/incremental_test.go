@@ -40,35 +40,43 @@ import (
 // The matrix is EASY and conservative backfill × without and with policy
 // (multifactor priority and QOS per-user GPU limits) × without and with
 // advance reservations, on a 48-node GPU cluster with a switch tree and
-// an NVLink domain. A scheduler planning from scratch also recomputes
-// every running job's profile use each cycle (ForgetProfileUse).
+// an NVLink domain (the planner choosing nodes through the topology), and
+// again with fewer seeds on the same cluster without them ("+flat": the
+// planner's own lowest-nodes choice, as on the standard cluster).
 func TestIncrementalPlanMatchesFull(t *testing.T) {
 	seeds, steps := 7, 180
 	if testing.Short() {
 		seeds, steps = 3, 150
 	}
-	for _, mode := range []backfill.Mode{backfill.EASY, backfill.Conservative} {
-		for _, pol := range []bool{false, true} {
-			for _, resv := range []bool{false, true} {
-				name := strings.ToLower(mode.String())
-				if pol {
-					name += "+policy"
-				}
-				if resv {
-					name += "+resv"
-				}
-				t.Run(name, func(t *testing.T) {
-					var st churnStats
-					for seed := range uint64(seeds) {
-						runIncremental(t, incrementalCase{mode: mode, policy: pol, resv: resv, seed: seed, steps: steps}, &st)
+	for _, flat := range []bool{false, true} {
+		for _, mode := range []backfill.Mode{backfill.EASY, backfill.Conservative} {
+			for _, pol := range []bool{false, true} {
+				for _, resv := range []bool{false, true} {
+					name := strings.ToLower(mode.String())
+					if pol {
+						name += "+policy"
 					}
-					t.Logf("%+v", st)
-					// The sequences must reach the paths they test.
-					require.Positive(t, st.backfilled, "backfilled starts")
-					require.Positive(t, st.reserved, "pending jobs holding a reservation")
-					require.Positive(t, st.extendable, "cycles that may extend the last plan")
-					require.Positive(t, st.sameInstant, "cycles at the instant of the last")
-				})
+					if resv {
+						name += "+resv"
+					}
+					n := seeds
+					if flat {
+						name += "+flat"
+						n = (seeds + 1) / 2
+					}
+					t.Run(name, func(t *testing.T) {
+						var st churnStats
+						for seed := range uint64(n) {
+							runIncremental(t, incrementalCase{mode: mode, policy: pol, resv: resv, flat: flat, seed: seed, steps: steps}, &st)
+						}
+						t.Logf("%+v", st)
+						// The sequences must reach the paths they test.
+						require.Positive(t, st.backfilled, "backfilled starts")
+						require.Positive(t, st.reserved, "pending jobs holding a reservation")
+						require.Positive(t, st.extendable, "cycles that may extend the last plan")
+						require.Positive(t, st.sameInstant, "cycles at the instant of the last")
+					})
+				}
 			}
 		}
 	}
@@ -78,8 +86,11 @@ func TestIncrementalPlanMatchesFull(t *testing.T) {
 type incrementalCase struct {
 	mode         backfill.Mode
 	policy, resv bool
-	seed         uint64
-	steps        int
+	// flat leaves the switch tree and the NVLink domain out (the
+	// standard cluster's case: the planner's own lowest-nodes choice).
+	flat  bool
+	seed  uint64
+	steps int
 	// mutate, when set, is applied to the incremental scheduler only,
 	// after New (for checking that the comparison can fail).
 	mutate func(*scheduler.Scheduler)
@@ -97,10 +108,13 @@ type churnStats struct {
 // (15 h100, 15 a100 and 18 GB200 nodes, partitions batch, h100 and
 // gb200), with leaf switches of 8 nodes under two spines and the GB200
 // nodes one NVLink domain; finished jobs are kept (MinJobAge 0).
-func incrementalCluster(t *testing.T) scheduler.Config {
+func incrementalCluster(t *testing.T, flat bool) scheduler.Config {
 	cfg, err := sim.SyntheticCluster(48)
 	require.NoError(t, err)
 	cfg.MinJobAge = 0
+	if flat {
+		return cfg
+	}
 	topo := &topology.Config{}
 	var spines [2][]string
 	for i := 0; i < len(cfg.Nodes); i += 8 {
@@ -129,7 +143,7 @@ func incrementalCluster(t *testing.T) scheduler.Config {
 
 // incrementalConfig is the configuration of case c.
 func incrementalConfig(t *testing.T, c incrementalCase) scheduler.Config {
-	cfg := incrementalCluster(t)
+	cfg := incrementalCluster(t, c.flat)
 	cfg.Backfill = &backfill.Config{Mode: c.mode, Resolution: time.Minute}
 	reg, err := scheduler.NewRegistry(cfg.Nodes)
 	require.NoError(t, err)
@@ -436,7 +450,6 @@ func runIncremental(t *testing.T, c incrementalCase, st *churnStats) {
 			st.extendable++
 		}
 		last = now
-		scheduler.ForgetProfileUse(ref)
 		ca, errA := inc.Schedule(now)
 		cb, errB := ref.Schedule(now)
 		require.NoError(t, errA, where(step))

@@ -106,6 +106,7 @@ func (s *Scheduler) attachCounters(now time.Time, jobs []backfill.Job, pjobs []*
 		return nil, nil
 	}
 	clear(b.ids)
+	s.bf.keys.ctrPass++ // the counters by key number go with b.ids
 	for k := range b.want {
 		b.want[k] = b.want[k][:0]
 	}
@@ -204,6 +205,35 @@ func (s *Scheduler) appendUses(set *backfill.Counters, licIDs []backfill.Counter
 		}
 	}
 	if s.pol == nil {
+		return nil
+	}
+	if sc := s.bfRequestCheck(j); sc != nil {
+		// The compiled request's slots, by key number (bfinputs.go): the
+		// pass's counter of a key is looked up in b.ids, and the usage
+		// read (Slot), only at the key's first job of the pass, which
+		// adds it with its use now (counter) where no job before named
+		// it.
+		no := s.bfKeyNos(j, sc)
+		k := &s.bf.keys
+		k.grow()
+		for x, n := range no {
+			_, limit, add := sc.SlotKey(x)
+			var id backfill.CounterID
+			if k.idPass[n] == k.ctrPass {
+				id = backfill.CounterID(k.idOf[n])
+			} else {
+				key, _, _ := sc.SlotKey(x)
+				var ok bool
+				if id, ok = b.ids[key]; !ok {
+					var err error
+					if id, err = b.counter(set, sc.Slot(x)); err != nil {
+						return err
+					}
+				}
+				k.idOf[n], k.idPass[n] = int32(id), k.ctrPass
+			}
+			b.uses = append(b.uses, slotUse(id, policy.Slot{Limit: limit, Add: add}))
+		}
 		return nil
 	}
 	req := s.policyRequest(j)

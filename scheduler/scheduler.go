@@ -304,6 +304,12 @@ type job struct {
 	// held caches, while the job runs, the limit counters it holds (see
 	// limitplan.go's heldOf).
 	held heldCache
+	// bfCheck is, while the job is pending, its policy request compiled
+	// for the backfill pass, compared last in pass bfCheckPass
+	// (bfinputs.go).
+	bfCheck     *policy.StartCheck
+	bfCheckPass uint64
+	bfKeyNos    keyNos // its slot keys' numbers (bfinputs.go)
 }
 
 // New validates cfg and returns a Scheduler holding the cluster it

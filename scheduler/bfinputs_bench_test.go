@@ -1,0 +1,118 @@
+package scheduler_test
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// BenchmarkChurnInputs is BenchmarkChurn's step (k = 1,000 finishes and
+// submits, 30 s apart, on the standard state) with each op two cycles,
+// one with the backfill pass's kept inputs (bfinputs.go) and one without,
+// in alternating order: their decisions are the same, so both time the
+// same state, under the same load (the figures to compare on a shared
+// machine). It reports each cycle's wall time and the CPU time of the
+// thread that ran it (GC's background work left out), with and without.
+func BenchmarkChurnInputs(b *testing.B) {
+	for _, m := range []struct {
+		name string
+		mode func(*scheduler.Config) error
+	}{{"easy", easy}, {"conservative", conservative}} {
+		b.Run(m.name, func(b *testing.B) { churnInputs(b, m.mode) })
+	}
+}
+
+func churnInputs(b *testing.B, mode func(*scheduler.Config) error) {
+	const k = 1000
+	s, now, err := clustertest.NewState(clustertest.StateOptions{Running: 40000, Pending: 100000, Seed: 1,
+		Configure: func(c *scheduler.Config) error {
+			for _, f := range []func(*scheduler.Config) error{standardPriority, standardPolicy, mode} {
+				if err := f(c); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := reserve(s, now); err != nil {
+		b.Fatal(err)
+	}
+	arrivals := clustertest.Workload(clustertest.WorkloadConfig{Jobs: 20 * k, Seed: 7})
+	if _, err := s.Schedule(now); err != nil {
+		b.Fatal(err)
+	}
+	var running []scheduler.JobID
+	for _, j := range s.Jobs() {
+		if j.State == scheduler.JobRunning {
+			running = append(running, j.ID)
+		}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu := func() time.Duration {
+		var ru unix.Rusage
+		if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	ended := map[scheduler.JobID]bool{}
+	next := 0
+	var wall, used [2]time.Duration // [0] kept inputs, [1] none
+	b.ResetTimer()
+	for i := range b.N {
+		for x := range 2 {
+			off := (i+x)%2 == 1
+			now = now.Add(30 * time.Second)
+			for n := 0; n < k && len(running) > 0; {
+				id := running[0]
+				running = running[1:]
+				if ended[id] {
+					delete(ended, id)
+					continue
+				}
+				if err := s.Finish(now, id, 0); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			for range k {
+				if _, err := s.Submit(now, arrivals[next%len(arrivals)].Spec); err != nil {
+					b.Fatal(err)
+				}
+				next++
+			}
+			scheduler.BackfillNoReuse(s, off)
+			t0, c0 := time.Now(), cpu()
+			cyc, err := s.Schedule(now)
+			c1, t1 := cpu(), time.Now()
+			if err != nil {
+				b.Fatal(err)
+			}
+			w := 0
+			if off {
+				w = 1
+			}
+			wall[w] += t1.Sub(t0)
+			used[w] += c1 - c0
+			for _, e := range cyc.Ended {
+				ended[e.Job] = true
+			}
+			for _, st := range cyc.Starts {
+				running = append(running, st.Job)
+			}
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(wall[0].Nanoseconds())/n, "kept-ns/cycle")
+	b.ReportMetric(float64(wall[1].Nanoseconds())/n, "none-ns/cycle")
+	b.ReportMetric(float64(used[0].Nanoseconds())/n, "kept-cpu-ns/cycle")
+	b.ReportMetric(float64(used[1].Nanoseconds())/n, "none-cpu-ns/cycle")
+}
