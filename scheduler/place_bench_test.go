@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/internal/cputime"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
 	"github.com/sluicehq/sluice/topology"
@@ -101,7 +102,7 @@ func placeLoop(b *testing.B, s *scheduler.Scheduler, now time.Time, specs []sche
 	var ids []scheduler.JobID
 	var cpu time.Duration
 	for b.Loop() {
-		cpu0 := processCPU()
+		cpu0 := cputime.Process()
 		for range batch {
 			if _, err := s.Submit(now, specs[next%len(specs)]); err != nil {
 				b.Fatal(err)
@@ -113,7 +114,7 @@ func placeLoop(b *testing.B, s *scheduler.Scheduler, now time.Time, specs []sche
 			b.Fatal(err)
 		}
 		starts += len(cyc.Starts)
-		cpu += processCPU() - cpu0
+		cpu += cputime.Process() - cpu0
 		b.StopTimer()
 		ids = ids[:0]
 		for _, st := range cyc.Starts {
