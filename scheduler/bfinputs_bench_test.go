@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sluicehq/sluice/internal/clustertest"
+	"github.com/sluicehq/sluice/internal/cputime"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
@@ -56,13 +55,7 @@ func churnInputs(b *testing.B, mode func(*scheduler.Config) error) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	cpu := func() time.Duration {
-		var ru unix.Rusage
-		if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
-			b.Fatal(err)
-		}
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
+	cpu := cputime.Thread
 	ended := map[scheduler.JobID]bool{}
 	next := 0
 	var wall, used [2]time.Duration // [0] kept inputs, [1] none
