@@ -41,8 +41,13 @@
 // work a change calls for, with the decisions of planning everything
 // afresh: a cycle that only brings new jobs extends the last plan with
 // them when nothing it depended on changed, the first job's reservation
-// stays when its search finds it again, and the plan's starts become the
-// running jobs without being booked twice. With Config.EstimateInterval
+// stays when its search finds it again, the plan's starts become the
+// running jobs without being booked twice, each pending job keeps its
+// policy request compiled from pass to pass (its limits read afresh), a
+// search's answer serves every later job asking the same while the pass
+// books elsewhere, and the main pass asks per-class summaries of the
+// nodes that fit now instead of judging every candidate node for every
+// job. With Config.EstimateInterval
 // an expected start without a reservation stands until the next multiple
 // of the interval in Unix time (as squeue --start shows the last backfill
 // pass's): such a job is then only tested for a start now, which decides
