@@ -108,7 +108,11 @@ func fzTreeRun(c fzCluster, rng *rand.Rand) (*fzRun, error) {
 func TestFitMemoTwins(t *testing.T) {
 	var served uint64
 	events := 0
-	for seed := range uint64(60) {
+	seeds := uint64(60)
+	if testing.Short() {
+		seeds = 15
+	}
+	for seed := range seeds {
 		for _, tree := range []bool{false, true} {
 			src := &fzSource{rng: rand.New(rand.NewPCG(seed, 0xf17))}
 			c := fzGenCluster(src)
@@ -242,8 +246,12 @@ func memoSpec(rng *rand.Rand) JobSpec {
 // with and without a switch tree.
 func TestFitMemoRandom(t *testing.T) {
 	var served uint64
+	seeds := uint64(8)
+	if testing.Short() {
+		seeds = 3
+	}
 	for _, tree := range []bool{false, true} {
-		for seed := range uint64(8) {
+		for seed := range seeds {
 			rng := rand.New(rand.NewPCG(seed, 0x3e30))
 			var tw [2]*Scheduler
 			for k := range tw {
