@@ -694,7 +694,22 @@ func (p *Profile) insertReserved(e *entry) error {
 				ErrOverAllocation, e.id, nd, p.timeOf(e.start), p.timeOf(e.end))
 		}
 	}
-	p.change(e.nodes, e.use, e.start, e.end, -1)
+	if e.start > p.origin {
+		// A future reservation leaves the summaries alone: taking
+		// resources keeps every idle set a superset and every block
+		// maximum an upper bound, so they stay valid, only looser for
+		// exclusive requests (scans tighten block maxima again, and a
+		// release recomputes its nodes exactly). Updating them cost a
+		// pass over every summary the reservation spans, per node, on
+		// every booking, while conservative passes release all of
+		// them before the next one. A start at the origin still
+		// updates them: it usually becomes a running job and holds
+		// its nodes until it ends.
+		p.applyTL(e.nodes, e.use, e.start, e.end, -1)
+		p.mergeTL(e.nodes, e.use, e.start, e.end)
+	} else {
+		p.change(e.nodes, e.use, e.start, e.end, -1)
+	}
 	p.addEntry(e)
 	return nil
 }
