@@ -138,6 +138,12 @@ type changePoint struct {
 	t     int64
 	owner *cowToken
 	nodes []int32 // nodes with a breakpoint at t (empty for the origin)
+	// up caches, when upOK, the nodes of nodes whose free amounts rise at
+	// t on some dimension (see risers). Only the owner fills it in; any
+	// change of a listed node's timeline at t clears upOK, and a copy
+	// (mutCP) starts without it.
+	up   []int32
+	upOK bool
 }
 
 // cowToken marks ownership for copy-on-write; it has a non-zero size so
@@ -963,6 +969,63 @@ func (p *Profile) cpAddAll(t int64, nodes []int32) {
 		cp = p.mutCP(cp)
 	}
 	cp.nodes = append(cp.nodes, nodes...)
+	cp.upOK = false
+}
+
+// cpTouched records that node timelines changed at t: the change point
+// there, if this profile owns one, forgets its risers.
+func (p *Profile) cpTouched(t int64) {
+	if cp, ok := p.cpGet(t); ok && cp.owner == p.cow {
+		cp.upOK = false
+	}
+}
+
+// cpTouchedIn is cpTouched for every change point in [lo, hi].
+func (p *Profile) cpTouchedIn(lo, hi int64) {
+	p.probeA.t = lo
+	p.cps.AscendGreaterOrEqual(p.probeA, func(cp *changePoint) bool {
+		if cp.t > hi {
+			return false
+		}
+		if cp.owner == p.cow {
+			cp.upOK = false
+		}
+		return true
+	})
+}
+
+// risers returns the nodes of cp whose free amounts rise at cp.t on some
+// dimension: a superset of those that can become able to hold a request
+// there (one that is not exclusive and has no Spread). A node whose free
+// amounts only fall or stay at t and that can hold such a request from t
+// could already from t-1. The list is cached in cp when p owns it (else
+// all of cp.nodes is returned).
+func (p *Profile) risers(cp *changePoint) []int32 {
+	if cp.owner != p.cow {
+		return cp.nodes
+	}
+	if cp.upOK {
+		return cp.up
+	}
+	a := p.a
+	up := cp.up[:0]
+	for _, nd := range cp.nodes {
+		tl := p.tls[nd]
+		k := tl.seg(cp.t)
+		if k == 0 || tl.times[k] != cp.t {
+			up = append(up, nd) // not a breakpoint after all: keep it
+			continue
+		}
+		cur, prev := tl.free[k*a:(k+1)*a], tl.free[(k-1)*a:k*a]
+		for j := range cur {
+			if cur[j] > prev[j] {
+				up = append(up, nd)
+				break
+			}
+		}
+	}
+	cp.up, cp.upOK = up, true
+	return up
 }
 
 // cpApply registers breakpoints (time, node) at any times with the change
@@ -1017,6 +1080,7 @@ func (p *Profile) cpRemoveAll(t int64, gone []int32) {
 		} else {
 			cp = p.mutCP(cp)
 			cp.nodes = slices.DeleteFunc(cp.nodes, func(i int32) bool { return sc.mark[i] })
+			cp.upOK = false
 		}
 	}
 	for _, i := range gone {
@@ -1069,9 +1133,16 @@ func (p *Profile) applyTL(nodes []int32, use []int64, s, e int64, sign int64) {
 		}
 	}
 	// The change point at s first: a summary created for e's slot copies
-	// its predecessor's, which may be the one created for s's.
+	// its predecessor's, which may be the one created for s's. Either
+	// forgets its risers (cpTouched when no node is new there).
 	p.cpAddAll(s, atS)
 	p.cpAddAll(e, atE)
+	if len(atS) == 0 && s > p.origin {
+		p.cpTouched(s)
+	}
+	if len(atE) == 0 && e < posInf {
+		p.cpTouched(e)
+	}
 	sc.atS, sc.atE = atS, atE
 }
 
