@@ -139,8 +139,9 @@ type changePoint struct {
 	owner *cowToken
 	nodes []int32 // nodes with a breakpoint at t (empty for the origin)
 	// up caches, when upOK, the nodes of nodes whose free amounts rise at
-	// t on some dimension (see risers). Only the owner fills it in; any
-	// change of a listed node's timeline at t clears upOK, and a copy
+	// t on some dimension (see risers), in no particular order. Only the
+	// owner fills it in and keeps it right (applyTL's changes fix their
+	// nodes' entries; releaseAll clears upOK over its span), and a copy
 	// (mutCP) starts without it.
 	up   []int32
 	upOK bool
@@ -969,14 +970,52 @@ func (p *Profile) cpAddAll(t int64, nodes []int32) {
 		cp = p.mutCP(cp)
 	}
 	cp.nodes = append(cp.nodes, nodes...)
-	cp.upOK = false
+	if cp.upOK && cp.owner == p.cow {
+		for _, nd := range nodes {
+			if p.rises(int(nd), t) {
+				cp.up = append(cp.up, nd)
+			}
+		}
+	}
 }
 
-// cpTouched records that node timelines changed at t: the change point
-// there, if this profile owns one, forgets its risers.
-func (p *Profile) cpTouched(t int64) {
-	if cp, ok := p.cpGet(t); ok && cp.owner == p.cow {
-		cp.upOK = false
+// rises reports whether node i's free amounts rise at t on some
+// dimension (true when t is not one of its breakpoints).
+func (p *Profile) rises(i int, t int64) bool {
+	a := p.a
+	tl := p.tls[i]
+	k := tl.seg(t)
+	if k == 0 || tl.times[k] != t {
+		return true
+	}
+	cur, prev := tl.free[k*a:(k+1)*a], tl.free[(k-1)*a:k*a]
+	for j := range cur {
+		if cur[j] > prev[j] {
+			return true
+		}
+	}
+	return false
+}
+
+// cpRefresh fixes the cached risers of the change point at t for the
+// nodes nds, whose free amounts changed there.
+func (p *Profile) cpRefresh(t int64, nds []int32) {
+	if len(nds) == 0 {
+		return
+	}
+	cp, ok := p.cpGet(t)
+	if !ok || cp.owner != p.cow || !cp.upOK {
+		return
+	}
+	for _, nd := range nds {
+		x := slices.Index(cp.up, nd)
+		switch r := p.rises(int(nd), t); {
+		case r && x < 0:
+			cp.up = append(cp.up, nd)
+		case !r && x >= 0:
+			cp.up[x] = cp.up[len(cp.up)-1]
+			cp.up = cp.up[:len(cp.up)-1]
+		}
 	}
 }
 
@@ -1007,21 +1046,10 @@ func (p *Profile) risers(cp *changePoint) []int32 {
 	if cp.upOK {
 		return cp.up
 	}
-	a := p.a
 	up := cp.up[:0]
 	for _, nd := range cp.nodes {
-		tl := p.tls[nd]
-		k := tl.seg(cp.t)
-		if k == 0 || tl.times[k] != cp.t {
-			up = append(up, nd) // not a breakpoint after all: keep it
-			continue
-		}
-		cur, prev := tl.free[k*a:(k+1)*a], tl.free[(k-1)*a:k*a]
-		for j := range cur {
-			if cur[j] > prev[j] {
-				up = append(up, nd)
-				break
-			}
+		if p.rises(int(nd), cp.t) {
+			up = append(up, nd)
 		}
 	}
 	cp.up, cp.upOK = up, true
@@ -1080,7 +1108,9 @@ func (p *Profile) cpRemoveAll(t int64, gone []int32) {
 		} else {
 			cp = p.mutCP(cp)
 			cp.nodes = slices.DeleteFunc(cp.nodes, func(i int32) bool { return sc.mark[i] })
-			cp.upOK = false
+			if cp.upOK {
+				cp.up = slices.DeleteFunc(cp.up, func(i int32) bool { return sc.mark[i] })
+			}
 		}
 	}
 	for _, i := range gone {
@@ -1109,17 +1139,27 @@ func (p *Profile) applyTL(nodes []int32, use []int64, s, e int64, sign int64) {
 	a := p.a
 	sc := p.scratch()
 	atS, atE := sc.atS[:0], sc.atE[:0]
+	// The nodes that already had a breakpoint at s, at e.
+	oldS, oldE := sc.oldS[:0], sc.oldE[:0]
 	for x, nd := range nodes {
 		u := use[x*a : (x+1)*a]
 		if isZero(u) {
 			continue
 		}
 		tl := p.mutTL(int(nd))
-		if s > p.origin && tl.split(s, a) {
-			atS = append(atS, nd)
+		if s > p.origin {
+			if tl.split(s, a) {
+				atS = append(atS, nd)
+			} else {
+				oldS = append(oldS, nd)
+			}
 		}
-		if e < posInf && tl.split(e, a) {
-			atE = append(atE, nd)
+		if e < posInf {
+			if tl.split(e, a) {
+				atE = append(atE, nd)
+			} else {
+				oldE = append(oldE, nd)
+			}
 		}
 		kb := len(tl.times)
 		if e < posInf {
@@ -1133,17 +1173,13 @@ func (p *Profile) applyTL(nodes []int32, use []int64, s, e int64, sign int64) {
 		}
 	}
 	// The change point at s first: a summary created for e's slot copies
-	// its predecessor's, which may be the one created for s's. Either
-	// forgets its risers (cpTouched when no node is new there).
+	// its predecessor's, which may be the one created for s's. Both
+	// keep their cached risers right.
 	p.cpAddAll(s, atS)
 	p.cpAddAll(e, atE)
-	if len(atS) == 0 && s > p.origin {
-		p.cpTouched(s)
-	}
-	if len(atE) == 0 && e < posInf {
-		p.cpTouched(e)
-	}
-	sc.atS, sc.atE = atS, atE
+	p.cpRefresh(s, oldS)
+	p.cpRefresh(e, oldE)
+	sc.atS, sc.atE, sc.oldS, sc.oldE = atS, atE, oldS[:0], oldE[:0]
 }
 
 // mergeTL removes the breakpoints at s and e that applyTL made redundant.

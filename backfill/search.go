@@ -349,6 +349,8 @@ type scratch struct {
 	// false between calls).
 	atS, atE []int32
 	mark     []bool
+	// applyTL's nodes that already had a breakpoint at the start, end.
+	oldS, oldE []int32
 }
 
 func (p *Profile) scratch() *scratch {
