@@ -108,7 +108,7 @@ func (p *Profile) Advance(now time.Time) error {
 	// when this profile owns it, else copied (shared with a clone).
 	ncp := last
 	if last.owner == p.cow {
-		last.t, last.nodes = o, last.nodes[:0]
+		last.t, last.nodes, last.upOK = o, last.nodes[:0], false
 	} else {
 		ncp = p.copyCP(o, nil)
 	}
@@ -374,6 +374,7 @@ func (p *Profile) releaseAll(es []*entry) {
 	if len(unions) == 0 {
 		return
 	}
+	p.cpTouchedIn(lo, hi) // the released nodes' free amounts changed in [lo, hi]
 	sums, next := p.sumsIn(lo, hi)
 	defer p.putSums(sums)
 	// Refreshing node by node costs one scattered update per node and

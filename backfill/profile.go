@@ -138,6 +138,13 @@ type changePoint struct {
 	t     int64
 	owner *cowToken
 	nodes []int32 // nodes with a breakpoint at t (empty for the origin)
+	// up caches, when upOK, the nodes of nodes whose free amounts rise at
+	// t on some dimension (see risers), in no particular order. Only the
+	// owner fills it in and keeps it right (applyTL's changes fix their
+	// nodes' entries; releaseAll clears upOK over its span), and a copy
+	// (mutCP) starts without it.
+	up   []int32
+	upOK bool
 }
 
 // cowToken marks ownership for copy-on-write; it has a non-zero size so
@@ -694,7 +701,22 @@ func (p *Profile) insertReserved(e *entry) error {
 				ErrOverAllocation, e.id, nd, p.timeOf(e.start), p.timeOf(e.end))
 		}
 	}
-	p.change(e.nodes, e.use, e.start, e.end, -1)
+	if e.start > p.origin {
+		// A future reservation leaves the summaries alone: taking
+		// resources keeps every idle set a superset and every block
+		// maximum an upper bound, so they stay valid, only looser for
+		// exclusive requests (scans tighten block maxima again, and a
+		// release recomputes its nodes exactly). Updating them cost a
+		// pass over every summary the reservation spans, per node, on
+		// every booking, while conservative passes release all of
+		// them before the next one. A start at the origin still
+		// updates them: it usually becomes a running job and holds
+		// its nodes until it ends.
+		p.applyTL(e.nodes, e.use, e.start, e.end, -1)
+		p.mergeTL(e.nodes, e.use, e.start, e.end)
+	} else {
+		p.change(e.nodes, e.use, e.start, e.end, -1)
+	}
 	p.addEntry(e)
 	return nil
 }
@@ -948,6 +970,90 @@ func (p *Profile) cpAddAll(t int64, nodes []int32) {
 		cp = p.mutCP(cp)
 	}
 	cp.nodes = append(cp.nodes, nodes...)
+	if cp.upOK && cp.owner == p.cow {
+		for _, nd := range nodes {
+			if p.rises(int(nd), t) {
+				cp.up = append(cp.up, nd)
+			}
+		}
+	}
+}
+
+// rises reports whether node i's free amounts rise at t on some
+// dimension (true when t is not one of its breakpoints).
+func (p *Profile) rises(i int, t int64) bool {
+	a := p.a
+	tl := p.tls[i]
+	k := tl.seg(t)
+	if k == 0 || tl.times[k] != t {
+		return true
+	}
+	cur, prev := tl.free[k*a:(k+1)*a], tl.free[(k-1)*a:k*a]
+	for j := range cur {
+		if cur[j] > prev[j] {
+			return true
+		}
+	}
+	return false
+}
+
+// cpRefresh fixes the cached risers of the change point at t for the
+// nodes nds, whose free amounts changed there.
+func (p *Profile) cpRefresh(t int64, nds []int32) {
+	if len(nds) == 0 {
+		return
+	}
+	cp, ok := p.cpGet(t)
+	if !ok || cp.owner != p.cow || !cp.upOK {
+		return
+	}
+	for _, nd := range nds {
+		x := slices.Index(cp.up, nd)
+		switch r := p.rises(int(nd), t); {
+		case r && x < 0:
+			cp.up = append(cp.up, nd)
+		case !r && x >= 0:
+			cp.up[x] = cp.up[len(cp.up)-1]
+			cp.up = cp.up[:len(cp.up)-1]
+		}
+	}
+}
+
+// cpTouchedIn is cpTouched for every change point in [lo, hi].
+func (p *Profile) cpTouchedIn(lo, hi int64) {
+	p.probeA.t = lo
+	p.cps.AscendGreaterOrEqual(p.probeA, func(cp *changePoint) bool {
+		if cp.t > hi {
+			return false
+		}
+		if cp.owner == p.cow {
+			cp.upOK = false
+		}
+		return true
+	})
+}
+
+// risers returns the nodes of cp whose free amounts rise at cp.t on some
+// dimension: a superset of those that can become able to hold a request
+// there (one that is not exclusive and has no Spread). A node whose free
+// amounts only fall or stay at t and that can hold such a request from t
+// could already from t-1. The list is cached in cp when p owns it (else
+// all of cp.nodes is returned).
+func (p *Profile) risers(cp *changePoint) []int32 {
+	if cp.owner != p.cow {
+		return cp.nodes
+	}
+	if cp.upOK {
+		return cp.up
+	}
+	up := cp.up[:0]
+	for _, nd := range cp.nodes {
+		if p.rises(int(nd), cp.t) {
+			up = append(up, nd)
+		}
+	}
+	cp.up, cp.upOK = up, true
+	return up
 }
 
 // cpApply registers breakpoints (time, node) at any times with the change
@@ -1002,6 +1108,9 @@ func (p *Profile) cpRemoveAll(t int64, gone []int32) {
 		} else {
 			cp = p.mutCP(cp)
 			cp.nodes = slices.DeleteFunc(cp.nodes, func(i int32) bool { return sc.mark[i] })
+			if cp.upOK {
+				cp.up = slices.DeleteFunc(cp.up, func(i int32) bool { return sc.mark[i] })
+			}
 		}
 	}
 	for _, i := range gone {
@@ -1030,17 +1139,27 @@ func (p *Profile) applyTL(nodes []int32, use []int64, s, e int64, sign int64) {
 	a := p.a
 	sc := p.scratch()
 	atS, atE := sc.atS[:0], sc.atE[:0]
+	// The nodes that already had a breakpoint at s, at e.
+	oldS, oldE := sc.oldS[:0], sc.oldE[:0]
 	for x, nd := range nodes {
 		u := use[x*a : (x+1)*a]
 		if isZero(u) {
 			continue
 		}
 		tl := p.mutTL(int(nd))
-		if s > p.origin && tl.split(s, a) {
-			atS = append(atS, nd)
+		if s > p.origin {
+			if tl.split(s, a) {
+				atS = append(atS, nd)
+			} else {
+				oldS = append(oldS, nd)
+			}
 		}
-		if e < posInf && tl.split(e, a) {
-			atE = append(atE, nd)
+		if e < posInf {
+			if tl.split(e, a) {
+				atE = append(atE, nd)
+			} else {
+				oldE = append(oldE, nd)
+			}
 		}
 		kb := len(tl.times)
 		if e < posInf {
@@ -1054,10 +1173,13 @@ func (p *Profile) applyTL(nodes []int32, use []int64, s, e int64, sign int64) {
 		}
 	}
 	// The change point at s first: a summary created for e's slot copies
-	// its predecessor's, which may be the one created for s's.
+	// its predecessor's, which may be the one created for s's. Both
+	// keep their cached risers right.
 	p.cpAddAll(s, atS)
 	p.cpAddAll(e, atE)
-	sc.atS, sc.atE = atS, atE
+	p.cpRefresh(s, oldS)
+	p.cpRefresh(e, oldE)
+	sc.atS, sc.atE, sc.oldS, sc.oldE = atS, atE, oldS[:0], oldE[:0]
 }
 
 // mergeTL removes the breakpoints at s and e that applyTL made redundant.

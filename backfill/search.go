@@ -349,6 +349,8 @@ type scratch struct {
 	// false between calls).
 	atS, atE []int32
 	mark     []bool
+	// applyTL's nodes that already had a breakpoint at the start, end.
+	oldS, oldE []int32
 }
 
 func (p *Profile) scratch() *scratch {
@@ -952,9 +954,17 @@ func (p *Profile) search(q *query) (result, error) {
 	if narrow {
 		p.sweepNarrow(q, t0, func(t int64, nodes []int32) bool { return visit(t, nodes, win.at(t)) })
 	} else {
+		// Only a node whose free amounts rise at a change point can
+		// become feasible there, unless the request is exclusive or
+		// has a Spread (see risers).
+		risers := !q.excl && !q.hasSpread() && !p.plainScan
 		p.probeB.t = t0 + 1
 		p.cps.AscendGreaterOrEqual(p.probeB, func(cp *changePoint) bool {
-			return visit(cp.t, cp.nodes, win.at(cp.t))
+			nodes := cp.nodes
+			if risers {
+				nodes = p.risers(cp)
+			}
+			return visit(cp.t, nodes, win.at(cp.t))
 		})
 	}
 	clear(win.buf)
