@@ -123,7 +123,17 @@ func loopCycles(b *testing.B, s *scheduler.Scheduler, now time.Time) {
 // standard reservations when reservations is set, and runs a first cycle.
 func standardState(b *testing.B, configure []func(*scheduler.Config) error, reservations bool) (*scheduler.Scheduler, time.Time) {
 	b.Helper()
-	s, now, err := clustertest.NewState(clustertest.StateOptions{Running: 40000, Pending: 100000, Seed: 1,
+	s, now := standardQueue(b, 100000, configure, reservations)
+	if _, err := s.Schedule(now); err != nil {
+		b.Fatal(err)
+	}
+	return s, now
+}
+
+// standardQueue is standardState with pending jobs and no first cycle.
+func standardQueue(b *testing.B, pending int, configure []func(*scheduler.Config) error, reservations bool) (*scheduler.Scheduler, time.Time) {
+	b.Helper()
+	s, now, err := clustertest.NewState(clustertest.StateOptions{Running: 40000, Pending: pending, Seed: 1,
 		Configure: func(c *scheduler.Config) error {
 			for _, f := range configure {
 				if err := f(c); err != nil {
@@ -139,9 +149,6 @@ func standardState(b *testing.B, configure []func(*scheduler.Config) error, rese
 		if err := reserve(s, now); err != nil {
 			b.Fatal(err)
 		}
-	}
-	if _, err := s.Schedule(now); err != nil {
-		b.Fatal(err)
 	}
 	return s, now
 }
@@ -207,30 +214,12 @@ func churn(b *testing.B, s *scheduler.Scheduler, now time.Time, perStep int, sub
 	if err != nil {
 		b.Fatal(err)
 	}
-	// running lists the running jobs in start order (oldest first).
-	var running []scheduler.JobID
-	for _, j := range s.Jobs() {
-		if j.State == scheduler.JobRunning {
-			running = append(running, j.ID)
-		}
-	}
-	ended := map[scheduler.JobID]bool{}
+	q := newChurnQueue(s)
 	next, starts := 0, 0
 	settled := scheduler.SettlePasses(s)
 	for b.Loop() {
 		now = now.Add(30 * time.Second)
-		for k := 0; k < perStep && len(running) > 0; {
-			id := running[0]
-			running = running[1:]
-			if ended[id] {
-				delete(ended, id)
-				continue
-			}
-			if err := s.Finish(now, id, 0); err != nil {
-				b.Fatal(err)
-			}
-			k++
-		}
+		q.finish(b, s, now, perStep)
 		for range perStep {
 			if err := submit(now, next); err != nil {
 				b.Fatal(err)
@@ -240,12 +229,7 @@ func churn(b *testing.B, s *scheduler.Scheduler, now time.Time, perStep int, sub
 		if cyc, err = s.Schedule(now); err != nil {
 			b.Fatal(err)
 		}
-		for _, e := range cyc.Ended {
-			ended[e.Job] = true
-		}
-		for _, st := range cyc.Starts {
-			running = append(running, st.Job)
-		}
+		q.note(cyc)
 		starts += len(cyc.Starts)
 	}
 	p, r := s.Counts()

@@ -28,35 +28,15 @@ func BenchmarkChurnInputs(b *testing.B) {
 
 func churnInputs(b *testing.B, mode func(*scheduler.Config) error) {
 	const k = 1000
-	s, now, err := clustertest.NewState(clustertest.StateOptions{Running: 40000, Pending: 100000, Seed: 1,
-		Configure: func(c *scheduler.Config) error {
-			for _, f := range []func(*scheduler.Config) error{standardPriority, standardPolicy, mode} {
-				if err := f(c); err != nil {
-					return err
-				}
-			}
-			return nil
-		}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := reserve(s, now); err != nil {
-		b.Fatal(err)
-	}
+	s, now := churnState(b, 100000, mode)
 	arrivals := clustertest.Workload(clustertest.WorkloadConfig{Jobs: 20 * k, Seed: 7})
 	if _, err := s.Schedule(now); err != nil {
 		b.Fatal(err)
 	}
-	var running []scheduler.JobID
-	for _, j := range s.Jobs() {
-		if j.State == scheduler.JobRunning {
-			running = append(running, j.ID)
-		}
-	}
+	q := newChurnQueue(s)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	cpu := cputime.Thread
-	ended := map[scheduler.JobID]bool{}
 	next := 0
 	var wall, used [2]time.Duration // [0] kept inputs, [1] none
 	b.ResetTimer()
@@ -64,18 +44,7 @@ func churnInputs(b *testing.B, mode func(*scheduler.Config) error) {
 		for x := range 2 {
 			off := (i+x)%2 == 1
 			now = now.Add(30 * time.Second)
-			for n := 0; n < k && len(running) > 0; {
-				id := running[0]
-				running = running[1:]
-				if ended[id] {
-					delete(ended, id)
-					continue
-				}
-				if err := s.Finish(now, id, 0); err != nil {
-					b.Fatal(err)
-				}
-				n++
-			}
+			q.finish(b, s, now, k)
 			for range k {
 				if _, err := s.Submit(now, arrivals[next%len(arrivals)].Spec); err != nil {
 					b.Fatal(err)
@@ -95,12 +64,7 @@ func churnInputs(b *testing.B, mode func(*scheduler.Config) error) {
 			}
 			wall[w] += t1.Sub(t0)
 			used[w] += c1 - c0
-			for _, e := range cyc.Ended {
-				ended[e.Job] = true
-			}
-			for _, st := range cyc.Starts {
-				running = append(running, st.Job)
-			}
+			q.note(cyc)
 		}
 	}
 	n := float64(b.N)

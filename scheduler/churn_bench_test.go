@@ -48,28 +48,67 @@ func BenchmarkChurn(b *testing.B) {
 // churnBench runs BenchmarkChurn's step with k finishes and submits per
 // cycle on the standard state with pending jobs and mode applied.
 func churnBench(b *testing.B, pending, k int, mode func(*scheduler.Config) error) {
-	configure := []func(*scheduler.Config) error{standardPriority, standardPolicy}
-	if mode != nil {
-		configure = append(configure, mode)
-	}
-	s, now, err := clustertest.NewState(clustertest.StateOptions{Running: 40000, Pending: pending, Seed: 1,
-		Configure: func(c *scheduler.Config) error {
-			for _, f := range configure {
-				if err := f(c); err != nil {
-					return err
-				}
-			}
-			return nil
-		}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := reserve(s, now); err != nil {
-		b.Fatal(err)
-	}
+	s, now := churnState(b, pending, mode)
 	arrivals := clustertest.Workload(clustertest.WorkloadConfig{Jobs: 20 * k, Seed: 7})
 	churn(b, s, now, k, func(now time.Time, n int) error {
 		_, err := s.Submit(now, arrivals[n%len(arrivals)].Spec)
 		return err
 	})
+}
+
+// churnState is the churn benchmarks' state: standardQueue with pending
+// jobs, multifactor priority, the standard policy, mode (nil: none) and
+// the two standard reservations.
+func churnState(b *testing.B, pending int, mode func(*scheduler.Config) error) (*scheduler.Scheduler, time.Time) {
+	b.Helper()
+	configure := []func(*scheduler.Config) error{standardPriority, standardPolicy}
+	if mode != nil {
+		configure = append(configure, mode)
+	}
+	return standardQueue(b, pending, configure, true)
+}
+
+// churnQueue is a churn benchmark's running jobs in start order (oldest
+// first) and the jobs a cycle ended, which are skipped when their turn to
+// finish comes.
+type churnQueue struct {
+	running []scheduler.JobID
+	ended   map[scheduler.JobID]bool
+}
+
+// newChurnQueue lists the jobs running in s.
+func newChurnQueue(s *scheduler.Scheduler) *churnQueue {
+	q := &churnQueue{ended: map[scheduler.JobID]bool{}}
+	for _, j := range s.Jobs() {
+		if j.State == scheduler.JobRunning {
+			q.running = append(q.running, j.ID)
+		}
+	}
+	return q
+}
+
+// finish ends the k longest-running jobs at now.
+func (q *churnQueue) finish(b *testing.B, s *scheduler.Scheduler, now time.Time, k int) {
+	for n := 0; n < k && len(q.running) > 0; {
+		id := q.running[0]
+		q.running = q.running[1:]
+		if q.ended[id] {
+			delete(q.ended, id)
+			continue
+		}
+		if err := s.Finish(now, id, 0); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+}
+
+// note records what cycle cyc ended and started.
+func (q *churnQueue) note(cyc scheduler.Cycle) {
+	for _, e := range cyc.Ended {
+		q.ended[e.Job] = true
+	}
+	for _, st := range cyc.Starts {
+		q.running = append(q.running, st.Job)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/clustertest"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
@@ -25,25 +24,7 @@ func BenchmarkStandardHeap(b *testing.B) {
 		mode func(*scheduler.Config) error
 	}{{"fcfs", nil}, {"easy", easy}, {"conservative", conservative}} {
 		b.Run(m.name, func(b *testing.B) {
-			configure := []func(*scheduler.Config) error{standardPriority, standardPolicy}
-			if m.mode != nil {
-				configure = append(configure, m.mode)
-			}
-			s, now, err := clustertest.NewState(clustertest.StateOptions{Running: 40000, Pending: 100000, Seed: 1,
-				Configure: func(c *scheduler.Config) error {
-					for _, f := range configure {
-						if err := f(c); err != nil {
-							return err
-						}
-					}
-					return nil
-				}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := reserve(s, now); err != nil {
-				b.Fatal(err)
-			}
+			s, now := churnState(b, 100000, m.mode)
 			for b.Loop() {
 				if _, err := s.Schedule(now); err != nil {
 					b.Fatal(err)
