@@ -108,15 +108,20 @@ func (p *Policy) eachSlot(r *Request, f func(e *entry, k CounterKey, add int64))
 				continue
 			}
 		}
-		k := CounterKey{scope: e.scope, ctr: e.ctr, tres: e.tres}
-		switch e.scope {
-		case scQOSUser:
-			k.name = r.Subject.ref.User
-		case scQOSAcct:
-			k.name = r.Subject.ref.Account
-		}
-		f(e, k, add)
+		f(e, r.counterKey(e), add)
 	}
+}
+
+// counterKey is the key of the counter entry e reads for r.
+func (r *Request) counterKey(e *entry) CounterKey {
+	k := CounterKey{scope: e.scope, ctr: e.ctr, tres: e.tres}
+	switch e.scope {
+	case scQOSUser:
+		k.name = r.Subject.ref.User
+	case scQOSAcct:
+		k.name = r.Subject.ref.Account
+	}
+	return k
 }
 
 // WithTRES returns the key of TRES t's count on the counter k names

@@ -120,13 +120,7 @@ func (p *Policy) CompileStart(r *Request, u *Usage) *StartCheck {
 				sl.add = rr.jobVal(e.tres)
 			}
 			if sl.add != 0 {
-				sl.key = CounterKey{scope: e.scope, ctr: e.ctr, tres: e.tres}
-				switch e.scope {
-				case scQOSUser:
-					sl.key.name = rr.Subject.ref.User
-				case scQOSAcct:
-					sl.key.name = rr.Subject.ref.Account
-				}
+				sl.key = rr.counterKey(e)
 				slots = append(slots, sl)
 			}
 		}

@@ -217,12 +217,11 @@ func (s *Scheduler) appendUses(set *backfill.Counters, licIDs []backfill.Counter
 		k := &s.bf.keys
 		k.grow()
 		for x, n := range no {
-			_, limit, add := sc.SlotKey(x)
+			key, limit, add := sc.SlotKey(x)
 			var id backfill.CounterID
 			if k.idPass[n] == k.ctrPass {
 				id = backfill.CounterID(k.idOf[n])
 			} else {
-				key, _, _ := sc.SlotKey(x)
 				var ok bool
 				if id, ok = b.ids[key]; !ok {
 					var err error
