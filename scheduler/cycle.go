@@ -687,15 +687,10 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 		// hot case, every node of one weight, walks the set directly
 		// (asking the pass's summaries, when they serve the job).
 		out := s.placed[:0]
-		if c := s.fitClassOf(j); c != nil && s.tiers == nil {
+		if s.tiers == nil {
+			c := s.fitClassOf(j)
 			for i := cand.Next(0); i >= 0 && len(out) < j.nodes; i = cand.Next(i + 1) {
 				if s.fitsNowIn(j, c, i) {
-					out = append(out, i)
-				}
-			}
-		} else if s.tiers == nil {
-			for i := cand.Next(0); i >= 0 && len(out) < j.nodes; i = cand.Next(i + 1) {
-				if s.fitsNow(j, i) {
 					out = append(out, i)
 				}
 			}
@@ -729,19 +724,7 @@ func (s *Scheduler) place(now time.Time, j *job, cand topology.NodeSet) ([]int, 
 		}
 		return s.placed, 1
 	}
-	k := 0
-	if c := s.fitClassOf(j); c != nil {
-		k = s.fitSet(j, c, cand) // the same nodes, from the pass's summaries
-	} else {
-		s.fit.Reset()
-		for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
-			if s.fitsNow(j, i) {
-				s.fit.Add(i)
-				k++
-			}
-		}
-	}
-	if k < j.nodes {
+	if k := s.fitSet(j, s.fitClassOf(j), cand); k < j.nodes {
 		return nil, 0
 	}
 	p, ok := s.selectByWeight(s.fit, j.nodes, j.constraints())

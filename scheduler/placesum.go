@@ -142,8 +142,11 @@ func (s *Scheduler) judgeFit(j *job, c *fitClass, i int) {
 }
 
 // fitsNowIn reports fitsNow(j, i) for a node i of cand, through the
-// class c of job j.
+// class c of job j (nil: the memo does not serve it, fitsNow judges).
 func (s *Scheduler) fitsNowIn(j *job, c *fitClass, i int) bool {
+	if c == nil {
+		return s.fitsNow(j, i)
+	}
 	if !c.judged.Has(i) && c.sh.capable.Has(i) {
 		s.judgeFit(j, c, i)
 	}
@@ -156,9 +159,21 @@ func (s *Scheduler) fitsNowIn(j *job, c *fitClass, i int) bool {
 	return false
 }
 
-// fitSet fills s.fit with the nodes of cand where job j (of class c) fits
-// now — those where fitsNow holds — and returns how many.
+// fitSet fills s.fit with the nodes of cand where job j (of class c; nil:
+// one the memo does not serve) fits now — those where fitsNow holds — and
+// returns how many.
 func (s *Scheduler) fitSet(j *job, c *fitClass, cand topology.NodeSet) int {
+	if c == nil {
+		s.fit.Reset()
+		k := 0
+		for i := cand.Next(0); i >= 0; i = cand.Next(i + 1) {
+			if s.fitsNow(j, i) {
+				s.fit.Add(i)
+				k++
+			}
+		}
+		return k
+	}
 	m := &s.fits
 	if m.extra.Len() != cand.Len() {
 		m.extra, m.tmp = topology.NewNodeSet(cand.Len()), topology.NewNodeSet(cand.Len())
