@@ -165,28 +165,35 @@ func (sh *shape) lookup(n int, d, e, latest int64) (h hint, st FitStatus) {
 // raw duration d, earliest start e) whose answer still holds on the
 // profile now (see stillHolds), or nil.
 func (r *run) same(sh *shape, q *query, e int64) *shapeEntry {
+	lowest := q.lowestChoice()
 	for x := range sh.ents {
 		en := &sh.ents[x]
-		if en.n == q.n && en.d == q.d && en.e == e && en.st == FitFound && r.stillHolds(en, q) {
+		if en.n == q.n && en.d == q.d && en.e == e && en.st == FitFound && r.stillHolds(en, lowest) {
 			return en
 		}
 	}
 	return nil
 }
 
-// stillHolds reports whether entry en, found for a query like q, answers
-// q on the profile now: found at the pass's current generation, or — for
-// the default chooser's plain choice, the lowest feasible nodes — found
+// lowestChoice reports whether q's nodes are the default chooser's plain
+// choice, the lowest feasible ones.
+func (q *query) lowestChoice() bool {
+	return q.chooser == nil && !q.preferBusy && !q.taskReq && len(q.required) == 0 && !q.hasSpread()
+}
+
+// stillHolds reports whether entry en answers the same query on the
+// profile now: found at the pass's current generation, or — for the
+// default chooser's plain choice, the lowest feasible nodes (lowest) — found
 // since the last change that may have added room (the kept
 // reservation's release, a heterogeneous job's bookings) and with none of
 // its nodes booked since. A booking elsewhere only takes room away: no
 // earlier start appears, the nodes chosen stay feasible, and every lower
 // node stays infeasible, so the search would answer the same.
-func (r *run) stillHolds(en *shapeEntry, q *query) bool {
+func (r *run) stillHolds(en *shapeEntry, lowest bool) bool {
 	if en.gen == r.gen {
 		return true
 	}
-	if en.gen < r.barrier || q.chooser != nil || q.preferBusy || q.taskReq || len(q.required) > 0 || q.hasSpread() {
+	if !lowest || en.gen < r.barrier {
 		return false
 	}
 	for _, i := range en.nodes {
