@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/backfill"
 	"github.com/sluicehq/sluice/internal/clustertest"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/scheduler"
@@ -27,18 +26,7 @@ func TestMainPassLeavesHeldCountersToThePlan(t *testing.T) {
 		{Name: "a", Default: true, Nodes: []string{"a100-01", "a100-02"}, MaxTime: 24 * time.Hour},
 		{Name: "h", Nodes: []string{"h100-01", "h100-02"}, MaxTime: 24 * time.Hour},
 	}
-	reg, err := scheduler.NewRegistry(cfg.Nodes)
-	require.NoError(t, err)
-	lim, err := policy.ParseTRESLimits(reg, "gres/gpu=8")
-	require.NoError(t, err)
-	cfg.Registry = reg
-	cfg.Backfill = &backfill.Config{Mode: backfill.EASY, Resolution: time.Second}
-	cfg.Policy = &policy.Config{
-		QOS:    []policy.QOS{{Name: "normal", Limits: policy.QOSLimits{MaxTRESPerUser: lim}}},
-		Assocs: []policy.Assoc{{Account: "a"}, {Account: "a", User: "u"}, {Account: "a", User: "v"}, {Account: "a", User: "w"}},
-	}
-	s, err := scheduler.New(cfg)
-	require.NoError(t, err)
+	s := gpuLimitCluster(t, cfg)
 	job := func(user, part, typ string, n int64, limit time.Duration) scheduler.JobSpec {
 		return scheduler.JobSpec{User: user, Account: "a", Partition: part, GRESPerNode: typed(typ, n), TimeLimit: limit}
 	}

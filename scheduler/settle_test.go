@@ -17,8 +17,13 @@ import (
 // settleCluster is Mixed4 (two a100 nodes of 8 GPUs in partition gpu)
 // under QOS normal with MaxTRESPerUser gres/gpu=8 and EASY backfill.
 func settleCluster(t *testing.T) *scheduler.Scheduler {
+	return gpuLimitCluster(t, clustertest.Mixed4())
+}
+
+// gpuLimitCluster is cfg under QOS normal with MaxTRESPerUser gres/gpu=8
+// for users u, v and w of account a, and EASY backfill.
+func gpuLimitCluster(t *testing.T, cfg scheduler.Config) *scheduler.Scheduler {
 	t.Helper()
-	cfg := clustertest.Mixed4()
 	reg, err := scheduler.NewRegistry(cfg.Nodes)
 	require.NoError(t, err)
 	lim, err := policy.ParseTRESLimits(reg, "gres/gpu=8")
