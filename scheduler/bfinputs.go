@@ -67,28 +67,20 @@ func (s *Scheduler) bfRequestCheck(j *job) *policy.StartCheck {
 	return sc
 }
 
-// bfCheckPolicy is checkPolicy(now, j) for the backfill pass.
+// bfCheckPolicy is checkPolicy(now, j) for the backfill pass, its limits
+// read through the job's compiled request.
 func (s *Scheduler) bfCheckPolicy(now time.Time, j *job) policy.Reason {
+	sc := s.bfRequestCheck(j)
+	if sc == nil {
+		return s.checkPolicy(now, j)
+	}
 	if b, blocked := s.depBlocker(j); blocked {
 		return b.Reason
 	}
-	if j.ArrayJobID != 0 { // (no array has ID 0: arrayBlocker's lookup finds none)
-		if b, held := s.arrayBlocker(j); held {
-			return b.Reason
-		}
-	}
-	if s.pol == nil {
-		return policy.ReasonNone
-	}
-	if sc := s.bfRequestCheck(j); sc != nil {
-		// CheckStart's reason; ReasonNone when it is not blocked.
-		return sc.Reason(now)
-	}
-	req := s.policyRequest(j)
-	if b := s.pol.p.CheckStart(now, &req, s.pol.usage); b.Blocked() {
+	if b, held := s.arrayBlocker(j); held {
 		return b.Reason
 	}
-	return policy.ReasonNone
+	return sc.Reason(now) // CheckStart's reason; ReasonNone when it is not blocked
 }
 
 // bfLimitHeld is limitHeld(now, j) for the backfill pass.

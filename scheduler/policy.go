@@ -222,6 +222,9 @@ func (s *Scheduler) checkLimits(now time.Time, j *job) policy.Reason {
 // arrayBlocker reports the throttle of job j's array when it holds the
 // job: as many of the array's tasks run as its %N allows.
 func (s *Scheduler) arrayBlocker(j *job) (policy.Blocker, bool) {
+	if j.ArrayJobID == 0 {
+		return policy.Blocker{}, false // not an array task: no array has ID 0
+	}
 	a := s.arrays[j.ArrayJobID]
 	if a == nil {
 		return policy.Blocker{}, false
